@@ -1,0 +1,63 @@
+# Imago: every target installs what it needs first (Debian packages, only when
+# missing) and says what it is doing.
+
+SWIFT ?= swift
+DEBIAN_PACKAGES := pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
+# Warnings are errors in every build the Makefile makes.
+SWIFT_FLAGS := -Xswiftc -warnings-as-errors
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := JPEG PNG GIF WebP
+CORPUS ?= ../shared/corpus
+
+.PHONY: all deps build test demo fuzz clean
+
+all: build
+
+deps:
+	@missing=""; \
+	for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "==> Installing Debian packages:$$missing"; \
+	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  $$sudo apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+build: deps
+	@echo "==> Building Imago"
+	@$(SWIFT) build $(SWIFT_FLAGS)
+
+test: deps
+	@echo "==> Building Imago and its tests (warnings are errors)"
+	@$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	@echo "==> Running the tests"
+	@$(SWIFT) test --skip-build
+
+demo: deps
+	@echo "==> Building the imago tool (release)"
+	@$(SWIFT) build -c release --product imago $(SWIFT_FLAGS)
+	@echo "==> Decoding the sample images in Samples/ and writing them as PNG to .build/demo/"
+	@.build/release/imago decode --out-dir .build/demo Samples/*.*
+	@echo "==> A corrupt file gets one clear line and exit status 1:"
+	@.build/release/imago decode Samples/corrupt/bad-crc.png; echo "    (exit status $$?)"
+
+# libFuzzer on each decoder for FUZZ_SECONDS, seeded from the shared corpus and the
+# regression inputs; new findings land in .build/fuzz/TARGET/crashes.
+fuzz: deps
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "==> Building Fuzz$$t (libFuzzer + AddressSanitizer)"; \
+	  (cd Fuzz && $(SWIFT) build --product Fuzz$$t --sanitize=fuzzer --sanitize=address) || exit 1; \
+	  ext=$$(echo $$t | tr A-Z a-z); [ $$ext = jpeg ] && ext=jpg; \
+	  dir=.build/fuzz/$$t; mkdir -p $$dir/corpus $$dir/crashes; \
+	  find $(CORPUS) Tests/ImagoTests/Fixtures -name "*.$$ext" -size -256k -exec cp -f {} $$dir/corpus/ \; 2>/dev/null; \
+	  echo "==> Fuzzing Fuzz$$t for $(FUZZ_SECONDS) s"; \
+	  SWIFT_BACKTRACE=enable=no Fuzz/.build/debug/Fuzz$$t $$dir/corpus \
+	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=262144 \
+	    -artifact_prefix=$$dir/crashes/ -print_final_stats=1 2>&1 | grep -E '^(stat::|==|SUMMARY|Done)' || exit 1; \
+	done
+
+clean:
+	@$(SWIFT) package clean
+	@rm -rf .build/demo .build/fuzz Fuzz/.build

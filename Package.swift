@@ -1,0 +1,45 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// The Debian codecs are reached through system-library targets on Linux only; Apple
+/// platforms decode with ImageIO, so the C modules are never built there.
+let linux = TargetDependencyCondition.when(platforms: [Platform.linux])
+
+let package = Package(
+    name: "Imago",
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
+    products: [
+        .library(name: "Imago", targets: ["Imago"]),
+        .executable(name: "imago", targets: ["imago"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibJPEG", pkgConfig: "libjpeg",
+            providers: [.apt(["libjpeg62-turbo-dev"])]),
+        .systemLibrary(
+            name: "CLibPNG", pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(
+            name: "CLibWebP", pkgConfig: "libwebpdemux",
+            providers: [.apt(["libwebp-dev"])]),
+        .systemLibrary(
+            name: "CGIFLib",
+            providers: [.apt(["libgif-dev"])]),
+        // The only C code: libjpeg reports errors by calling exit() or longjmp, which
+        // Swift cannot catch, so its calls are wrapped where setjmp can stand.
+        .target(
+            name: "CImagoCodecs",
+            dependencies: [.target(name: "CLibJPEG", condition: linux)]),
+        .target(
+            name: "Imago",
+            dependencies: [
+                .target(name: "CImagoCodecs", condition: linux),
+                .target(name: "CLibPNG", condition: linux),
+                .target(name: "CLibWebP", condition: linux),
+                .target(name: "CGIFLib", condition: linux),
+            ]),
+        .executableTarget(name: "imago", dependencies: ["Imago"]),
+        .testTarget(name: "ImagoTests", dependencies: ["Imago"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,61 @@
+#ifndef CIMAGOCODECS_H
+#define CIMAGOCODECS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __linux__
+
+/// A libjpeg decompressor whose errors come back as return codes.
+///
+/// libjpeg reports fatal errors through a callback that must not return; the default
+/// one calls exit(). Each function below sets a jump point, so an error in libjpeg
+/// unwinds to it and becomes -1 with a message, instead of ending the process.
+typedef struct imago_jpeg imago_jpeg;
+
+/// Colour spaces of the compressed data, as the decoder needs to tell them apart.
+typedef enum {
+    IMAGO_JPEG_GRAY = 1,
+    IMAGO_JPEG_RGB = 2,
+    IMAGO_JPEG_YCBCR = 3,
+    IMAGO_JPEG_CMYK = 4,
+    IMAGO_JPEG_YCCK = 5,
+    IMAGO_JPEG_OTHER = 6,
+} imago_jpeg_space;
+
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    int32_t components;
+    imago_jpeg_space color_space;
+    int32_t precision;
+    int32_t progressive;
+    int32_t arithmetic;
+    /// The Adobe APP14 marker stores CMYK inverted.
+    int32_t adobe;
+    /// The payload of the first APP1 "Exif" marker (after the 6-byte "Exif\0\0"), or NULL.
+    const uint8_t *exif;
+    size_t exif_length;
+} imago_jpeg_info;
+
+/// Returns NULL only when memory for the decompressor cannot be had. `data` must
+/// outlive the decompressor.
+imago_jpeg *imago_jpeg_create(const uint8_t *data, size_t size);
+void imago_jpeg_destroy(imago_jpeg *jpeg);
+/// The last error's message; valid until the next call on `jpeg`.
+const char *imago_jpeg_message(const imago_jpeg *jpeg);
+
+/// Reads the markers up to the first scan: size, colour space and EXIF, no pixels.
+int imago_jpeg_read_header(imago_jpeg *jpeg, imago_jpeg_info *info);
+
+/// Starts decompression scaled by 1/`scale_denom` (1, 2, 4 or 8), producing RGBA, or
+/// raw CMYK for CMYK and YCCK data (4 bytes a pixel either way). Reports the output
+/// size, which can be rounded up from the exact fraction.
+int imago_jpeg_start(imago_jpeg *jpeg, int scale_denom, uint32_t *width, uint32_t *height);
+
+/// Decodes every scanline into `pixels`, `stride` bytes apart. A file that ends before
+/// its last scanline is an error, not a grey-filled image.
+int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride);
+
+#endif
+#endif

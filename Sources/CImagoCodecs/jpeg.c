@@ -1,0 +1,144 @@
+#ifdef __linux__
+#include "CImagoCodecs.h"
+
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jpeglib.h>
+#include <jerror.h>
+
+struct imago_jpeg {
+    struct jpeg_decompress_struct cinfo;
+    struct jpeg_error_mgr errors;
+    jmp_buf jump;
+    char message[JMSG_LENGTH_MAX];
+    int created;
+    int started;
+};
+
+static void imago_jpeg_error_exit(j_common_ptr cinfo) {
+    imago_jpeg *jpeg = (imago_jpeg *)cinfo->client_data;
+    cinfo->err->format_message(cinfo, jpeg->message);
+    longjmp(jpeg->jump, 1);
+}
+
+// Warnings are ignored, except the one libjpeg gives when the data ends early: it
+// would otherwise pad the rest of the image with grey and report success.
+static void imago_jpeg_emit_message(j_common_ptr cinfo, int level) {
+    if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) {
+        imago_jpeg_error_exit(cinfo);
+    }
+}
+
+static void imago_jpeg_output_message(j_common_ptr cinfo) {
+    (void)cinfo;
+}
+
+imago_jpeg *imago_jpeg_create(const uint8_t *data, size_t size) {
+    imago_jpeg *jpeg = calloc(1, sizeof(imago_jpeg));
+    if (jpeg == NULL) return NULL;
+    jpeg->cinfo.err = jpeg_std_error(&jpeg->errors);
+    jpeg->errors.error_exit = imago_jpeg_error_exit;
+    jpeg->errors.emit_message = imago_jpeg_emit_message;
+    jpeg->errors.output_message = imago_jpeg_output_message;
+    jpeg->cinfo.client_data = jpeg;
+    if (setjmp(jpeg->jump)) {
+        free(jpeg);
+        return NULL;
+    }
+    jpeg_create_decompress(&jpeg->cinfo);
+    jpeg->created = 1;
+    jpeg_mem_src(&jpeg->cinfo, data, (unsigned long)size);
+    jpeg_save_markers(&jpeg->cinfo, JPEG_APP0 + 1, 0xFFFF);
+    return jpeg;
+}
+
+void imago_jpeg_destroy(imago_jpeg *jpeg) {
+    if (jpeg == NULL) return;
+    if (jpeg->created) jpeg_destroy_decompress(&jpeg->cinfo);
+    free(jpeg);
+}
+
+const char *imago_jpeg_message(const imago_jpeg *jpeg) {
+    return jpeg->message;
+}
+
+static imago_jpeg_space imago_jpeg_map_space(J_COLOR_SPACE space) {
+    switch (space) {
+    case JCS_GRAYSCALE: return IMAGO_JPEG_GRAY;
+    case JCS_RGB: return IMAGO_JPEG_RGB;
+    case JCS_YCbCr: return IMAGO_JPEG_YCBCR;
+    case JCS_CMYK: return IMAGO_JPEG_CMYK;
+    case JCS_YCCK: return IMAGO_JPEG_YCCK;
+    default: return IMAGO_JPEG_OTHER;
+    }
+}
+
+int imago_jpeg_read_header(imago_jpeg *jpeg, imago_jpeg_info *info) {
+    if (setjmp(jpeg->jump)) return -1;
+    if (jpeg_read_header(&jpeg->cinfo, TRUE) != JPEG_HEADER_OK) {
+        snprintf(jpeg->message, sizeof jpeg->message, "no image in the data");
+        return -1;
+    }
+    struct jpeg_decompress_struct *c = &jpeg->cinfo;
+    memset(info, 0, sizeof *info);
+    info->width = c->image_width;
+    info->height = c->image_height;
+    info->components = c->num_components;
+    info->color_space = imago_jpeg_map_space(c->jpeg_color_space);
+    info->precision = c->data_precision;
+    info->progressive = c->progressive_mode;
+    info->arithmetic = c->arith_code;
+    info->adobe = c->saw_Adobe_marker;
+    for (jpeg_saved_marker_ptr m = c->marker_list; m != NULL; m = m->next) {
+        if (m->marker == JPEG_APP0 + 1 && m->data_length > 6 &&
+            memcmp(m->data, "Exif\0\0", 6) == 0) {
+            info->exif = m->data + 6;
+            info->exif_length = m->data_length - 6;
+            break;
+        }
+    }
+    return 0;
+}
+
+int imago_jpeg_start(imago_jpeg *jpeg, int scale_denom, uint32_t *width, uint32_t *height) {
+    if (setjmp(jpeg->jump)) return -1;
+    struct jpeg_decompress_struct *c = &jpeg->cinfo;
+    switch (c->jpeg_color_space) {
+    case JCS_CMYK:
+    case JCS_YCCK:
+        c->out_color_space = JCS_CMYK;
+        break;
+    default:
+        c->out_color_space = JCS_EXT_RGBA;
+        break;
+    }
+    c->scale_num = 1;
+    c->scale_denom = (unsigned int)scale_denom;
+    c->dct_method = JDCT_ISLOW;
+    jpeg_start_decompress(c);
+    jpeg->started = 1;
+    *width = c->output_width;
+    *height = c->output_height;
+    return 0;
+}
+
+int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride) {
+    if (setjmp(jpeg->jump)) return -1;
+    struct jpeg_decompress_struct *c = &jpeg->cinfo;
+    while (c->output_scanline < c->output_height) {
+        JSAMPROW rows[4];
+        JDIMENSION count = 0;
+        for (; count < 4 && c->output_scanline + count < c->output_height; count++) {
+            rows[count] = pixels + (size_t)(c->output_scanline + count) * stride;
+        }
+        if (jpeg_read_scanlines(c, rows, count) == 0) {
+            snprintf(jpeg->message, sizeof jpeg->message, "no scanlines could be read");
+            return -1;
+        }
+    }
+    jpeg_finish_decompress(c);
+    return 0;
+}
+#endif

@@ -1,0 +1,86 @@
+#if os(Linux)
+import CImagoCodecs
+import Foundation
+
+/// JPEG through libjpeg-turbo: baseline, progressive, arithmetic-coded, grayscale,
+/// RGB, CMYK and YCCK, with the EXIF orientation applied.
+///
+/// 12-bit and lossless JPEGs need a libjpeg-turbo built for them (3.0 or later); with
+/// Debian 12's 2.1 they fail with the library's own reason.
+public struct JPEGDecoder: ImageDecoding {
+    /// Makes the decoder; it holds no state.
+    public init() {}
+
+    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        format == .jpeg
+    }
+
+    public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        var result: Result<DecodedImage, ImagoError>!
+        data.withUnsafeBytes { raw in
+            result = Result { () throws(ImagoError) in
+                try decode(raw.bindMemory(to: UInt8.self), options: options)
+            }
+        }
+        return try result.get()
+    }
+
+    private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        guard let base = bytes.baseAddress, let jpeg = imago_jpeg_create(base, bytes.count) else {
+            throw .decodingFailed(format: .jpeg, reason: "no data")
+        }
+        defer { imago_jpeg_destroy(jpeg) }
+        func fail() -> ImagoError {
+            .decodingFailed(format: .jpeg, reason: String(cString: imago_jpeg_message(jpeg)))
+        }
+
+        var info = imago_jpeg_info()
+        guard imago_jpeg_read_header(jpeg, &info) == 0 else { throw fail() }
+        let width = Int(info.width), height = Int(info.height)
+        guard width > 0, height > 0 else {
+            throw .decodingFailed(format: .jpeg, reason: "the header gives an empty image")
+        }
+        try options.checkSize(width: width, height: height)
+        let orientation = info.exif.map {
+            ImageOrientation(exif: UnsafeBufferPointer(start: $0, count: info.exif_length))
+        } ?? nil
+
+        var outWidth: UInt32 = 0, outHeight: UInt32 = 0
+        guard imago_jpeg_start(jpeg, 1, &outWidth, &outHeight) == 0 else { throw fail() }
+        let isCMYK = info.color_space == IMAGO_JPEG_CMYK || info.color_space == IMAGO_JPEG_YCCK
+        let bitmap = try Bitmap.make(width: Int(outWidth), height: Int(outHeight)) { pixels throws(ImagoError) in
+            guard imago_jpeg_read_pixels(jpeg, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int(outWidth) * 4) == 0 else {
+                throw fail()
+            }
+            if isCMYK {
+                pixels.convertCMYKToRGBA(count: Int(outWidth) * Int(outHeight), inverted: info.adobe != 0)
+            }
+        }
+        let upright = options.appliesOrientation ? bitmap.applying(orientation ?? .up) : bitmap
+        return DecodedImage(bitmap: upright, format: .jpeg, orientation: orientation ?? .up)
+    }
+}
+
+extension UnsafeMutableRawBufferPointer {
+    /// Turns CMYK pixels into opaque RGB in place (both take four bytes a pixel).
+    ///
+    /// Photoshop, which writes the Adobe marker, stores CMYK inverted (0 is full ink);
+    /// without the marker, 255 is full ink. The naive conversion without an ICC profile
+    /// is what browsers and ImageMagick do too.
+    func convertCMYKToRGBA(count: Int, inverted: Bool) {
+        let p = bindMemory(to: UInt8.self)
+        var i = 0
+        for _ in 0..<count {
+            var c = UInt32(p[i]), m = UInt32(p[i + 1]), y = UInt32(p[i + 2]), k = UInt32(p[i + 3])
+            if !inverted {
+                c = 255 - c; m = 255 - m; y = 255 - y; k = 255 - k
+            }
+            p[i] = UInt8((c * k + 127) / 255)
+            p[i + 1] = UInt8((m * k + 127) / 255)
+            p[i + 2] = UInt8((y * k + 127) / 255)
+            p[i + 3] = 255
+            i += 4
+        }
+    }
+}
+#endif

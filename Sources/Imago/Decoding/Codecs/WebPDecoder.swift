@@ -1,0 +1,192 @@
+#if os(Linux)
+import CLibWebP
+import Foundation
+
+/// WebP through libwebp: lossy, lossless, lossy with an alpha channel, and animations,
+/// with the EXIF orientation applied.
+///
+/// Still images decode straight into the bitmap's buffer. Animations come out as full
+/// canvases, one per frame, composited by libwebp (blending and disposal done); the
+/// ANIM chunk's background colour is ignored and disposed areas become transparent,
+/// as the WebP container specification allows and browsers do.
+public struct WebPDecoder: ImageDecoding {
+    /// Makes the decoder; it holds no state.
+    public init() {}
+
+    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        format == .webp
+    }
+
+    public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        var result: Result<DecodedImage, ImagoError>!
+        data.withUnsafeBytes { raw in
+            result = Result { () throws(ImagoError) in
+                try decode(raw.bindMemory(to: UInt8.self), options: options)
+            }
+        }
+        return try result.get()
+    }
+
+    private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data") }
+
+        var config = WebPDecoderConfig()
+        guard WebPInitDecoderConfig(&config) != 0 else {
+            throw Self.failure("the libwebp library does not match the headers Imago was built with")
+        }
+        try Self.check(WebPGetFeatures(base, bytes.count, &config.input))
+
+        // The demuxer checks the whole RIFF container, which WebPDecode does not: a
+        // still image whose metadata chunks are cut short would otherwise pass. Its
+        // full-data mode refuses data shorter than the RIFF header says.
+        var webpData = WebPData(bytes: base, size: bytes.count)
+        guard let demux = WebPDemux(&webpData) else {
+            var state = WEBP_DEMUX_PARSE_ERROR
+            let partial = WebPDemuxPartial(&webpData, &state)
+            WebPDemuxDelete(partial)
+            throw Self.failure(partial != nil && state != WEBP_DEMUX_DONE
+                ? "the data ends before the image does"
+                : "the RIFF container is malformed")
+        }
+        defer { WebPDemuxDelete(demux) }
+
+        let orientation = Self.orientation(demux)
+        let appliedOrientation = options.appliesOrientation ? orientation : .up
+
+        if config.input.has_animation != 0 {
+            let width = Int(WebPDemuxGetI(demux, WEBP_FF_CANVAS_WIDTH))
+            let height = Int(WebPDemuxGetI(demux, WEBP_FF_CANVAS_HEIGHT))
+            let frameCount = Int(WebPDemuxGetI(demux, WEBP_FF_FRAME_COUNT))
+            try options.checkSize(width: width, height: height, frames: frameCount)
+            let (frames, loopCount) = try decodeAnimation(&webpData, width: width, height: height, frameCount: frameCount)
+            // Rare in practice, but DecodedImage promises upright pixels, so the
+            // orientation turns every frame, not only stills.
+            let upright = appliedOrientation == .up ? frames : frames.map {
+                DecodedImage.Frame(bitmap: $0.bitmap.applying(appliedOrientation), duration: $0.duration)
+            }
+            return DecodedImage(frames: upright, loopCount: loopCount, format: .webp, orientation: orientation)
+        }
+
+        let width = Int(config.input.width), height = Int(config.input.height)
+        guard width > 0, height > 0 else { throw Self.failure("the header gives an empty image") }
+        try options.checkSize(width: width, height: height)
+        let bitmap = try decodeStill(bytes, config: &config, width: width, height: height)
+        return DecodedImage(bitmap: bitmap.applying(appliedOrientation), format: .webp, orientation: orientation)
+    }
+
+    /// Decodes a still image at `width` × `height` into a new bitmap.
+    ///
+    /// The output size is a parameter, not read from `config`, so that scaled decoding
+    /// can come later by setting `config.options.use_scaling` and the scaled size here:
+    /// libwebp scales while decoding, into the same external buffer.
+    private func decodeStill(
+        _ bytes: UnsafeBufferPointer<UInt8>, config: inout WebPDecoderConfig, width: Int, height: Int
+    ) throws(ImagoError) -> Bitmap {
+        try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+            config.output.colorspace = MODE_rgbA
+            // External memory: libwebp writes the rows into the bitmap itself, and
+            // WebPFreeDecBuffer then frees only what libwebp allocated on its own.
+            config.output.is_external_memory = 1
+            config.output.u.RGBA.rgba = pixels.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            config.output.u.RGBA.stride = Int32(width * 4)
+            config.output.u.RGBA.size = pixels.count
+            let status = WebPDecode(bytes.baseAddress, bytes.count, &config)
+            WebPFreeDecBuffer(&config.output)
+            try Self.check(status)
+        }
+    }
+
+    /// Decodes every frame of an animation the demuxer has already accepted.
+    private func decodeAnimation(
+        _ webpData: inout WebPData, width: Int, height: Int, frameCount: Int
+    ) throws(ImagoError) -> (frames: [DecodedImage.Frame], loopCount: Int) {
+        var animOptions = WebPAnimDecoderOptions()
+        guard WebPAnimDecoderOptionsInit(&animOptions) != 0 else {
+            throw Self.failure("the libwebp library does not match the headers Imago was built with")
+        }
+        animOptions.color_mode = MODE_rgbA
+        // Decoding runs on the caller's thread; Imago parallelises across images.
+        animOptions.use_threads = 0
+        guard let decoder = WebPAnimDecoderNew(&webpData, &animOptions) else {
+            throw Self.failure("the animation is malformed")
+        }
+        defer { WebPAnimDecoderDelete(decoder) }
+        var info = WebPAnimInfo()
+        guard WebPAnimDecoderGetInfo(decoder, &info) != 0,
+              Int(info.canvas_width) == width, Int(info.canvas_height) == height,
+              Int(info.frame_count) == frameCount else {
+            throw Self.failure("the animation is malformed")
+        }
+
+        var frames: [DecodedImage.Frame] = []
+        frames.reserveCapacity(frameCount)
+        var previousTimestamp: Int32 = 0
+        while WebPAnimDecoderHasMoreFrames(decoder) != 0 {
+            var canvas: UnsafeMutablePointer<UInt8>?
+            var timestamp: Int32 = 0
+            guard WebPAnimDecoderGetNext(decoder, &canvas, &timestamp) != 0, let canvas else {
+                throw Self.failure("corrupt bitstream in frame \(frames.count + 1)")
+            }
+            // libwebp reuses its canvas for the next frame, so each frame needs its
+            // own copy.
+            let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+                pixels.copyMemory(from: UnsafeRawBufferPointer(start: canvas, count: pixels.count))
+            }
+            let milliseconds = Int(timestamp) - Int(previousTimestamp)
+            previousTimestamp = timestamp
+            frames.append(DecodedImage.Frame(bitmap: bitmap, duration: Self.frameDuration(milliseconds: milliseconds)))
+        }
+        guard frames.count == frameCount else {
+            throw Self.failure("the animation has \(frames.count) of its \(frameCount) frames")
+        }
+        return (frames, Int(info.loop_count))
+    }
+
+    /// A frame's display time in seconds.
+    ///
+    /// Files written for browsers often say 0 ms (or 10 ms) and mean "as fast as is
+    /// sensible"; Chrome, Firefox and Safari show frames of 10 ms or less for 100 ms,
+    /// and so does Imago, so animations play at the speed their authors saw.
+    static func frameDuration(milliseconds: Int) -> Double {
+        milliseconds <= 10 ? 0.1 : Double(milliseconds) / 1000
+    }
+
+    /// The orientation in the EXIF chunk; `.up` without one, or when it is unreadable.
+    private static func orientation(_ demux: OpaquePointer) -> ImageOrientation {
+        var iterator = WebPChunkIterator()
+        guard WebPDemuxGetChunk(demux, "EXIF", 1, &iterator) != 0 else { return .up }
+        defer { WebPDemuxReleaseChunkIterator(&iterator) }
+        guard let start = iterator.chunk.bytes else { return .up }
+        var exif = UnsafeBufferPointer(start: start, count: iterator.chunk.size)
+        // The specification says the chunk holds the TIFF block itself, but some
+        // writers copy the JPEG APP1 payload, "Exif\0\0" prefix and all.
+        let prefix: [UInt8] = [0x45, 0x78, 0x69, 0x66, 0, 0]
+        if exif.starts(with: prefix) {
+            exif = UnsafeBufferPointer(rebasing: exif.dropFirst(prefix.count))
+        }
+        return ImageOrientation(exif: exif) ?? .up
+    }
+
+    private static func check(_ status: VP8StatusCode) throws(ImagoError) {
+        if status != VP8_STATUS_OK { throw failure(reason(status)) }
+    }
+
+    /// libwebp's status as a sentence; it has no error messages of its own.
+    static func reason(_ status: VP8StatusCode) -> String {
+        switch status {
+        case VP8_STATUS_OUT_OF_MEMORY: "out of memory"
+        case VP8_STATUS_INVALID_PARAM: "invalid decoding parameters"
+        case VP8_STATUS_BITSTREAM_ERROR: "corrupt bitstream"
+        case VP8_STATUS_UNSUPPORTED_FEATURE: "the image uses a feature libwebp does not support"
+        case VP8_STATUS_SUSPENDED: "decoding was suspended"
+        case VP8_STATUS_USER_ABORT: "decoding was aborted"
+        case VP8_STATUS_NOT_ENOUGH_DATA: "the data ends before the image does"
+        default: "libwebp status \(status.rawValue)"
+        }
+    }
+
+    private static func failure(_ reason: String) -> ImagoError {
+        .decodingFailed(format: .webp, reason: reason)
+    }
+}
+#endif

@@ -1,0 +1,97 @@
+import Foundation
+import Synchronization
+
+/// Settings that bound and shape one decode.
+public struct DecodingOptions: Sendable, Hashable {
+    /// The default limit on decoded pixels: 2²⁷ (134,217,728), that is 512 MiB of RGBA.
+    ///
+    /// Large enough for a 108-megapixel phone photo or a long panorama, small enough
+    /// that a crafted header claiming 65535 × 65535 (17 GB of pixels) is refused before
+    /// anything is allocated. Animations count every frame, since every frame is held.
+    public static let defaultMaximumPixelCount = 1 << 27
+
+    /// The most pixels one decode may produce, all frames together; checked from the
+    /// header before any pixel buffer exists.
+    public var maximumPixelCount: Int
+    /// Turn photos upright according to their EXIF orientation (the default).
+    public var appliesOrientation: Bool
+
+    /// Makes options; the defaults suit almost every use.
+    public init(maximumPixelCount: Int = DecodingOptions.defaultMaximumPixelCount, appliesOrientation: Bool = true) {
+        self.maximumPixelCount = maximumPixelCount
+        self.appliesOrientation = appliesOrientation
+    }
+
+    /// Throws `imageTooLarge` unless `width × height × frames` is within the limit.
+    /// Decoders call this with the header's figures, before allocating.
+    public func checkSize(width: Int, height: Int, frames: Int = 1) throws(ImagoError) {
+        let (area, o1) = width.multipliedReportingOverflow(by: height)
+        let (total, o2) = area.multipliedReportingOverflow(by: max(frames, 1))
+        if o1 || o2 || total > maximumPixelCount {
+            throw .imageTooLarge(width: width, height: height, frames: frames, limit: maximumPixelCount)
+        }
+    }
+}
+
+/// A decoder for one or more formats.
+///
+/// Conform to add a format Imago lacks (BMP, say) or to replace a built-in decoder,
+/// then register it with `ImageDecoderRegistry.shared.register(_:)`.
+public protocol ImageDecoding: Sendable {
+    /// Whether this decoder takes `data`, whose sniffed format is `format` (nil when
+    /// Imago did not recognise it; a decoder for a format Imago does not know looks at
+    /// the bytes itself).
+    func canDecode(_ data: Data, format: ImageFormat?) -> Bool
+
+    /// Decodes `data`, honouring `options`; throws only `ImagoError`.
+    func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage
+}
+
+/// The decoders Imago uses, found by the format of the data.
+///
+/// Decoders registered later are asked first, so a registered decoder can replace a
+/// built-in one.
+public final class ImageDecoderRegistry: Sendable {
+    /// The registry the loader and the `imago` tool use.
+    public static let shared = ImageDecoderRegistry()
+
+    private let decoders: Mutex<[any ImageDecoding]>
+
+    /// Makes a registry with the platform's built-in decoders.
+    public init() {
+        decoders = Mutex(Self.builtIn)
+    }
+
+    /// Makes a registry with exactly `decoders`, in order of preference.
+    public init(decoders: [any ImageDecoding]) {
+        self.decoders = Mutex(decoders)
+    }
+
+    /// Adds a decoder, asked before those already registered.
+    public func register(_ decoder: any ImageDecoding) {
+        decoders.withLock { $0.insert(decoder, at: 0) }
+    }
+
+    /// The decoder that would take `data`, if any.
+    public func decoder(for data: Data) -> (any ImageDecoding)? {
+        let format = ImageFormat.detect(data)
+        return decoders.withLock { $0 }.first { $0.canDecode(data, format: format) }
+    }
+
+    /// Decodes `data` with the first decoder that takes it.
+    public func decode(_ data: Data, options: DecodingOptions = DecodingOptions()) throws(ImagoError) -> DecodedImage {
+        guard let decoder = decoder(for: data) else {
+            throw .unsupportedFormat(ImageFormat.detect(data))
+        }
+        return try decoder.decode(data, options: options)
+    }
+
+    /// The decoders this platform has without any registration.
+    static var builtIn: [any ImageDecoding] {
+        #if os(Linux)
+        [JPEGDecoder(), PNGDecoder(), GIFDecoder(), WebPDecoder()]
+        #else
+        []
+        #endif
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Imago
+
+/// `imago decode FILE...`: decodes local files with the library's decoders and reports
+/// what each holds; optionally writes the decoded image out again.
+let decodeCommand = Command(
+    name: "decode",
+    synopsis: "FILE... [--out PATH | --out-dir DIR] [--json]",
+    summary: """
+        Decode image files (JPEG, PNG, GIF, WebP; the format is read from the bytes) and \
+        print format, size, frames and orientation. A file that fails gets one line on \
+        standard error and exit status 1; the other files are still decoded.
+        """,
+    options: [
+        .value("--out", "PATH", "write the decoded image (first frame) to PATH; one FILE only; .png"),
+        .value("--out-dir", "DIR", "write each decoded image to DIR/NAME.png"),
+        .value("--max-pixels", "N", "refuse images of more than N pixels (default \(DecodingOptions.defaultMaximumPixelCount))"),
+        .flag("--json", "print one JSON record per file, then a summary record"),
+    ],
+    run: runDecode)
+
+/// What `--json` prints for each file.
+private struct DecodeRecord: Encodable {
+    let file: String
+    let ok: Bool
+    var error: String?
+    var format: String?
+    var width: Int?
+    var height: Int?
+    var frames: Int?
+    var loopCount: Int?
+    var orientation: Int?
+    var output: String?
+}
+
+private struct DecodeSummary: Encodable {
+    struct Counts: Encodable {
+        let files: Int
+        let decoded: Int
+        let failed: Int
+    }
+    let summary: Counts
+}
+
+/// The encoder for an output file, chosen by its extension.
+private func encoder(for path: String) throws(UsageError) -> any ImageEncoding {
+    let ext = (path as NSString).pathExtension.lowercased()
+    switch ext {
+    case "png": return PNGEncoder()
+    default: throw UsageError(message: "cannot write '.\(ext)' files (supported: .png)")
+    }
+}
+
+private func runDecode(_ arguments: Arguments) async -> Int32 {
+    let files = arguments.positionals
+    let out = arguments.string("--out"), outDir = arguments.string("--out-dir")
+    let json = arguments.flag("--json")
+    var options = DecodingOptions()
+    do throws(UsageError) {
+        guard !files.isEmpty else { throw UsageError(message: "decode needs at least one FILE") }
+        if out != nil && outDir != nil { throw UsageError(message: "give --out or --out-dir, not both") }
+        if out != nil && files.count != 1 { throw UsageError(message: "--out takes one FILE; use --out-dir for several") }
+        if let out { _ = try encoder(for: out) }
+        if let limit = try arguments.integer("--max-pixels", in: 1...Int.max) { options.maximumPixelCount = limit }
+    } catch {
+        Output.error(error.message)
+        return ExitStatus.usage
+    }
+    if let outDir {
+        do {
+            try FileManager.default.createDirectory(atPath: outDir, withIntermediateDirectories: true)
+        } catch {
+            Output.error("cannot create \(outDir): \(error.localizedDescription)")
+            return ExitStatus.someFailed
+        }
+    }
+
+    var failed = 0
+    for file in files {
+        var record = DecodeRecord(file: file, ok: true)
+        do throws(ImagoError) {
+            let data: Data
+            do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
+                throw .fileError(path: file, reason: (error as NSError).localizedDescription)
+            }
+            let image = try ImageDecoderRegistry.shared.decode(data, options: options)
+            record.format = image.format.rawValue
+            record.width = image.width
+            record.height = image.height
+            record.frames = image.frames.count
+            record.loopCount = image.isAnimated ? image.loopCount : nil
+            record.orientation = image.orientation.rawValue
+            if let target = out ?? outDir.map({ directory in
+                let name = ((file as NSString).lastPathComponent as NSString).deletingPathExtension
+                return (directory as NSString).appendingPathComponent(name + ".png")
+            }) {
+                // The extension was checked before any file was decoded.
+                let encoded = try (try! encoder(for: target)).encode(image.bitmap)
+                do { try encoded.write(to: URL(fileURLWithPath: target), options: .atomic) } catch {
+                    throw .fileError(path: target, reason: (error as NSError).localizedDescription)
+                }
+                record.output = target
+            }
+            if !json { Output.line("\(file): \(describe(image))" + (record.output.map { " → \($0)" } ?? "")) }
+        } catch {
+            failed += 1
+            record = DecodeRecord(file: file, ok: false, error: error.description)
+            if !json { Output.error("\(file): \(error)") }
+        }
+        if json { Output.json(record) }
+    }
+    if json { Output.json(DecodeSummary(summary: .init(files: files.count, decoded: files.count - failed, failed: failed))) }
+    return failed == 0 ? ExitStatus.success : ExitStatus.someFailed
+}
+
+private func describe(_ image: DecodedImage) -> String {
+    var text = "\(image.format.name) \(image.width)×\(image.height)"
+    if image.isAnimated {
+        text += ", \(image.frames.count) frames, " + (image.loopCount == 0 ? "loops forever" : "plays \(image.loopCount)×")
+    } else {
+        text += ", 1 frame"
+    }
+    if image.orientation != .up { text += ", EXIF orientation \(image.orientation.rawValue) applied" }
+    if image.bitmap.hasAlpha { text += ", alpha" }
+    return text
+}

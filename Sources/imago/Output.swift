@@ -1,0 +1,29 @@
+import Foundation
+
+/// Where `imago` writes: results on standard output, diagnostics and progress on
+/// standard error, so piping the results never mixes in anything else.
+enum Output {
+    static func error(_ line: String) {
+        FileHandle.standardError.write(Data(("imago: " + line + "\n").utf8))
+    }
+
+    static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    /// One JSON record on a line of its own (JSON Lines), keys sorted so output is
+    /// stable from run to run.
+    static func json(_ value: some Encodable) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding plain records of strings and numbers cannot fail.
+        line(String(decoding: try! encoder.encode(value), as: UTF8.self))
+    }
+}
+
+/// Exit statuses shared by every command.
+enum ExitStatus {
+    static let success: Int32 = 0
+    static let someFailed: Int32 = 1
+    static let usage: Int32 = 2
+}
