@@ -25,11 +25,15 @@ let package = Package(
         .systemLibrary(
             name: "CGIFLib",
             providers: [.apt(["libgif-dev"])]),
-        // The only C code: libjpeg reports errors by calling exit() or longjmp, which
-        // Swift cannot catch, so its calls are wrapped where setjmp can stand.
+        // The only C code: libjpeg and libpng report errors by longjmp (libjpeg's
+        // default even calls exit()), which Swift cannot catch, so their calls are
+        // wrapped where setjmp can stand.
         .target(
             name: "CImagoCodecs",
-            dependencies: [.target(name: "CLibJPEG", condition: linux)]),
+            dependencies: [
+                .target(name: "CLibJPEG", condition: linux),
+                .target(name: "CLibPNG", condition: linux),
+            ]),
         .target(
             name: "Imago",
             dependencies: [

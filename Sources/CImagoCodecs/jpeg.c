@@ -138,7 +138,8 @@ int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride) {
             return -1;
         }
     }
-    jpeg_finish_decompress(c);
+    // jpeg_finish_decompress is left out: it would only read on to the EOI marker,
+    // and the pixels are complete. imago_jpeg_destroy releases everything.
     return 0;
 }
 #endif

@@ -53,9 +53,41 @@ int imago_jpeg_read_header(imago_jpeg *jpeg, imago_jpeg_info *info);
 /// size, which can be rounded up from the exact fraction.
 int imago_jpeg_start(imago_jpeg *jpeg, int scale_denom, uint32_t *width, uint32_t *height);
 
-/// Decodes every scanline into `pixels`, `stride` bytes apart. A file that ends before
-/// its last scanline is an error, not a grey-filled image.
+/// Decodes every scanline into `pixels`, `stride` bytes apart. A file that ends early is
+/// an error, not a grey-filled image (libjpeg reads ahead, so this includes a file cut
+/// just before its EOI marker).
 int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride);
+
+/// A libpng reader whose errors come back as return codes; libpng reports errors by
+/// longjmp, so, as for JPEG, each function below is a place to land.
+typedef struct imago_png imago_png;
+
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    int32_t bit_depth;
+    int32_t color_type;
+    int32_t interlaced;
+    /// An alpha channel or a tRNS chunk.
+    int32_t has_alpha;
+    /// The eXIf chunk's payload (a TIFF header and IFDs), or NULL.
+    const uint8_t *exif;
+    size_t exif_length;
+} imago_png_info;
+
+/// Returns NULL only when memory for the reader cannot be had. `data` must outlive it.
+imago_png *imago_png_create(const uint8_t *data, size_t size);
+void imago_png_destroy(imago_png *png);
+const char *imago_png_message(const imago_png *png);
+
+/// Reads the chunks before the image data: size, colour type, eXIf; no pixels.
+int imago_png_read_header(imago_png *png, imago_png_info *info);
+
+/// Decodes the image as 8-bit RGBA with straight alpha into `pixels`, `stride` bytes
+/// a row: palettes and gray expanded, tRNS made alpha, 16 bits scaled to 8 with
+/// rounding, Adam7 reassembled, gAMA applied. Then reads on to IEND, so a file cut
+/// anywhere is an error.
+int imago_png_read_pixels(imago_png *png, uint8_t *pixels, size_t stride);
 
 #endif
 #endif

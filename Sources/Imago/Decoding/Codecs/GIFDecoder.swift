@@ -1,12 +1,433 @@
 #if os(Linux)
+import CGIFLib
 import Foundation
 
-/// Placeholder until the real decoder lands.
+/// GIF through giflib: GIF87a and GIF89a, stills and animations, interlaced frames,
+/// local and global colour tables, and transparency.
+///
+/// Every frame comes out as a full canvas of the logical screen size, composited the
+/// way browsers show it: the canvas starts transparent, frames are drawn over it, and
+/// each frame's disposal method is applied before the next one is drawn. Areas that
+/// are disposed "to background" become transparent rather than the background colour,
+/// as in Chrome, Firefox and Safari. Frame timing and loop counts follow browsers too;
+/// see `frameDuration(centiseconds:)` and `loopCount(repetitions:)`.
+///
+/// Unlike browsers, which show whatever arrived, a file that ends early (including
+/// one missing the trailer byte after its last frame) is an error, so a broken
+/// download is never mistaken for the whole image.
 public struct GIFDecoder: ImageDecoding {
+    /// Makes the decoder; it holds no state.
     public init() {}
-    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool { false }
+
+    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        format == .gif
+    }
+
     public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        throw .unsupportedFormat(nil)
+        var result: Result<DecodedImage, ImagoError>!
+        data.withUnsafeBytes { raw in
+            result = Result { () throws(ImagoError) in
+                try decode(raw.bindMemory(to: UInt8.self), options: options)
+            }
+        }
+        return try result.get()
+    }
+
+    private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data") }
+        // giflib checks only "GIF"; the full signature gives a clearer error for data
+        // that was never a GIF, and matches what `canDecode` was asked about.
+        guard ImageFormat.detect(bytes) == .gif else { throw Self.failure("the data is not a GIF") }
+
+        // giflib pulls bytes through a callback; its cursor lives here, reached from the
+        // callback through `UserData`, so the data is read in place, never copied.
+        let source = UnsafeMutablePointer<GIFByteSource>.allocate(capacity: 1)
+        source.initialize(to: GIFByteSource(base: base, count: bytes.count))
+        defer {
+            source.deinitialize(count: 1)
+            source.deallocate()
+        }
+
+        var openError: Int32 = 0
+        let file = DGifOpen(source, { gif, buffer, wanted in
+            guard let gif, let buffer, wanted > 0,
+                  let source = gif.pointee.UserData?.assumingMemoryBound(to: GIFByteSource.self) else { return 0 }
+            let count = min(Int(wanted), source.pointee.count - source.pointee.offset)
+            // A short read is the only way the callback fails, so it is remembered:
+            // whatever giflib then reports, the real cause is that the data ended.
+            if count < Int(wanted) { source.pointee.ranOut = true }
+            buffer.update(from: source.pointee.base + source.pointee.offset, count: count)
+            source.pointee.offset += count
+            return Int32(count)
+        }, &openError)
+        guard let file else { throw Self.failure(code: openError, source: source.pointee) }
+        defer { DGifCloseFile(file, nil) }
+
+        var reader = GIFReader(file: file, source: source, options: options)
+        return try reader.read()
+    }
+
+    /// A frame's display time in seconds, from the Graphics Control Extension's delay.
+    ///
+    /// Many GIFs say 0 or 1 hundredths of a second and mean "as fast as is sensible";
+    /// Chrome, Firefox and Safari show such frames for 100 ms, and so does Imago, so
+    /// animations play at the speed their authors saw.
+    static func frameDuration(centiseconds: Int) -> Double {
+        centiseconds <= 1 ? 0.1 : Double(centiseconds) / 100
+    }
+
+    /// The number of plays for the NETSCAPE2.0 extension's loop field.
+    ///
+    /// The field counts repetitions after the first play, 0 meaning forever: browsers
+    /// play a file that says 2 three times. `DecodedImage.loopCount` counts plays, so
+    /// 0 stays 0 and anything else gains one. A file without the extension plays once.
+    static func loopCount(repetitions: Int?) -> Int {
+        guard let repetitions else { return 1 }
+        return repetitions == 0 ? 0 : repetitions + 1
+    }
+
+    static func failure(_ reason: String) -> ImagoError {
+        .decodingFailed(format: .gif, reason: reason)
+    }
+
+    /// The error for a failed giflib call, whose code giflib left in `code`.
+    fileprivate static func failure(code: Int32, source: GIFByteSource) -> ImagoError {
+        if source.ranOut { return failure("the data ends before the image does") }
+        if let message = GifErrorString(code) { return failure(String(cString: message)) }
+        return failure("giflib error \(code)")
+    }
+}
+
+/// The data giflib reads, and how far it has read.
+private struct GIFByteSource {
+    let base: UnsafePointer<UInt8>
+    let count: Int
+    var offset = 0
+    /// Whether giflib asked for more bytes than were left.
+    var ranOut = false
+
+    init(base: UnsafePointer<UInt8>, count: Int) {
+        self.base = base
+        self.count = count
+    }
+
+    var remaining: Int { count - offset }
+}
+
+/// What a Graphics Control Extension says about the image that follows it.
+private struct GraphicsControl {
+    var disposal = Disposal.keep
+    var centiseconds = 0
+    var transparentIndex: Int?
+}
+
+/// What happens to a frame's rectangle before the next frame is drawn.
+private enum Disposal {
+    /// Methods 0 and 1, and the undefined 5 to 7, which browsers treat alike.
+    case keep
+    /// Method 2: browsers clear to transparent, not to the background colour, and a
+    /// transparent canvas is what the first frame is drawn over anyway.
+    case clear
+    /// Method 3: back to the canvas as it was before the frame. Some old encoders
+    /// wrote 4 for this (the specification's bit layout is easy to misread), and
+    /// Chrome and Firefox read 4 as 3, so Imago does too.
+    case restore
+
+    init(method: Int) {
+        switch method {
+        case 2: self = .clear
+        case 3, 4: self = .restore
+        default: self = .keep
+        }
+    }
+}
+
+/// A frame's rectangle clipped to the canvas; empty when nothing of it is visible.
+private struct Rect {
+    var x = 0, y = 0, width = 0, height = 0
+    var isEmpty: Bool { width == 0 || height == 0 }
+}
+
+/// The RGBA canvas frames are composited on, kept between frames.
+///
+/// Pixels are held as `UInt32` so that a palette entry is copied in one store; each
+/// holds the bytes R, G, B, A in memory order.
+private final class Canvas {
+    let width: Int
+    let height: Int
+    let pixels: UnsafeMutableBufferPointer<UInt32>
+    /// The pixels under a "restore to previous" frame, saved before it was drawn.
+    private var saved: [UInt32] = []
+
+    init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+        pixels = .allocate(capacity: width * height)
+        // Transparent, as browsers start; the background colour is not used.
+        pixels.initialize(repeating: 0)
+    }
+
+    deinit { pixels.deallocate() }
+
+    func clear(_ rect: Rect) {
+        for y in rect.y..<rect.y + rect.height {
+            let start = y * width + rect.x
+            UnsafeMutableBufferPointer(rebasing: pixels[start..<start + rect.width]).update(repeating: 0)
+        }
+    }
+
+    func save(_ rect: Rect) {
+        saved.removeAll(keepingCapacity: true)
+        saved.reserveCapacity(rect.width * rect.height)
+        for y in rect.y..<rect.y + rect.height {
+            let start = y * width + rect.x
+            saved.append(contentsOf: pixels[start..<start + rect.width])
+        }
+    }
+
+    func restore(_ rect: Rect) {
+        guard saved.count == rect.width * rect.height else { return }
+        saved.withUnsafeBufferPointer { saved in
+            for row in 0..<rect.height {
+                let start = (rect.y + row) * width + rect.x
+                let from = UnsafeBufferPointer(rebasing: saved[row * rect.width..<(row + 1) * rect.width])
+                _ = UnsafeMutableBufferPointer(rebasing: pixels[start..<start + rect.width]).update(fromContentsOf: from)
+            }
+        }
+    }
+
+    /// Draws one row of palette indices at canvas row `y` from column `x`, leaving
+    /// the canvas as it is where the palette entry is 0 (transparent or undefined).
+    func draw(_ indices: UnsafeBufferPointer<UInt8>, x: Int, y: Int, palette: UnsafeBufferPointer<UInt32>) {
+        let row = pixels.baseAddress! + y * width + x
+        for i in 0..<indices.count {
+            let colour = palette[Int(indices[i])]
+            if colour != 0 { row[i] = colour }
+        }
+    }
+
+    /// A copy of the canvas as a frame's bitmap.
+    func snapshot() throws(ImagoError) -> Bitmap {
+        try Bitmap.make(width: width, height: height) { destination in
+            destination.copyMemory(from: UnsafeRawBufferPointer(pixels))
+        }
+    }
+}
+
+/// One pass over an open GIF, record by record.
+private struct GIFReader {
+    let file: UnsafeMutablePointer<GifFileType>
+    let source: UnsafeMutablePointer<GIFByteSource>
+    let options: DecodingOptions
+
+    var frames: [DecodedImage.Frame] = []
+    /// The NETSCAPE2.0 loop field; nil until one is seen.
+    var repetitions: Int?
+    /// The Graphics Control Extension waiting for the next image; it applies to that
+    /// image only.
+    var control = GraphicsControl()
+    /// Made at the first image, so a file without one allocates nothing.
+    var canvas: Canvas?
+    /// The disposal the last frame asked for, and the area it covers.
+    var pendingDisposal: (Disposal, Rect) = (.keep, Rect())
+    /// A 256-entry palette and one row of indices, reused from frame to frame.
+    var palette = [UInt32](repeating: 0, count: 256)
+    var row: [UInt8] = []
+
+    init(file: UnsafeMutablePointer<GifFileType>, source: UnsafeMutablePointer<GIFByteSource>, options: DecodingOptions) {
+        self.file = file
+        self.source = source
+        self.options = options
+    }
+
+    var screenWidth: Int { Int(file.pointee.SWidth) }
+    var screenHeight: Int { Int(file.pointee.SHeight) }
+
+    func failure() -> ImagoError {
+        GIFDecoder.failure(code: file.pointee.Error, source: source.pointee)
+    }
+
+    mutating func read() throws(ImagoError) -> DecodedImage {
+        guard screenWidth > 0, screenHeight > 0 else {
+            throw GIFDecoder.failure("the logical screen is empty (\(screenWidth)×\(screenHeight))")
+        }
+        try options.checkSize(width: screenWidth, height: screenHeight)
+
+        // Every iteration consumes at least one byte (giflib reads the record type),
+        // and so does every inner loop, so the loop ends within the data's length.
+        records: while true {
+            var type = UNDEFINED_RECORD_TYPE
+            guard DGifGetRecordType(file, &type) == GIF_OK else { throw failure() }
+            switch type {
+            case IMAGE_DESC_RECORD_TYPE: try readImage()
+            case EXTENSION_RECORD_TYPE: try readExtension()
+            case TERMINATE_RECORD_TYPE: break records
+            default: throw failure()
+            }
+        }
+        guard !frames.isEmpty else { throw GIFDecoder.failure("the file has no frames") }
+        return DecodedImage(frames: frames, loopCount: GIFDecoder.loopCount(repetitions: repetitions), format: .gif)
+    }
+
+    mutating func readExtension() throws(ImagoError) {
+        var function: Int32 = 0
+        var block: UnsafeMutablePointer<GifByteType>?
+        guard DGifGetExtension(file, &function, &block) == GIF_OK else { throw failure() }
+        var index = 0
+        var isLoopApplication = false
+        // giflib hands out one sub-block at a time, length byte first, until NULL.
+        while let current = block {
+            let bytes = UnsafeBufferPointer(start: current + 1, count: Int(current[0]))
+            switch function {
+            case GRAPHICS_EXT_FUNC_CODE where index == 0 && bytes.count >= 4:
+                control.disposal = Disposal(method: Int(bytes[0] >> 2) & 7)
+                control.centiseconds = Int(bytes[1]) | Int(bytes[2]) << 8
+                control.transparentIndex = bytes[0] & 1 != 0 ? Int(bytes[3]) : nil
+            case APPLICATION_EXT_FUNC_CODE where index == 0:
+                // ANIMEXTS1.0 is the same block under another name, written by some
+                // old tools.
+                isLoopApplication = bytes.elementsEqual("NETSCAPE2.0".utf8)
+                    || bytes.elementsEqual("ANIMEXTS1.0".utf8)
+            case APPLICATION_EXT_FUNC_CODE where isLoopApplication && bytes.count >= 3 && bytes[0] == 1:
+                // The first loop block wins; a later one is an editing leftover.
+                if repetitions == nil { repetitions = Int(bytes[1]) | Int(bytes[2]) << 8 }
+            default:
+                break
+            }
+            index += 1
+            var next: UnsafeMutablePointer<GifByteType>?
+            guard DGifGetExtensionNext(file, &next) == GIF_OK else { throw failure() }
+            block = next
+        }
+    }
+
+    mutating func readImage() throws(ImagoError) {
+        guard DGifGetImageDesc(file) == GIF_OK else { throw failure() }
+        let number = frames.count + 1
+        let image = file.pointee.Image
+        let left = Int(image.Left), top = Int(image.Top)
+        let width = Int(image.Width), height = Int(image.Height)
+        guard let colorMap = image.ColorMap ?? file.pointee.SColorMap else {
+            throw GIFDecoder.failure("frame \(number) has no colour table, and the file has no global one")
+        }
+        // Every frame is a full canvas, so the limit counts this one before it exists.
+        try options.checkSize(width: screenWidth, height: screenHeight, frames: number)
+        let canvas = self.canvas ?? Canvas(width: screenWidth, height: screenHeight)
+        self.canvas = canvas
+
+        switch pendingDisposal {
+        case (.clear, let rect): canvas.clear(rect)
+        case (.restore, let rect): canvas.restore(rect)
+        case (.keep, _): break
+        }
+
+        // Rectangles reaching past the canvas are clipped, as browsers do: the parts
+        // outside are decoded (the LZW stream runs through them) but never drawn.
+        var visible = Rect()
+        if left < screenWidth, top < screenHeight {
+            visible = Rect(x: left, y: top, width: min(width, screenWidth - left), height: min(height, screenHeight - top))
+        }
+        if visible.isEmpty { visible = Rect() }
+        if control.disposal == .restore { canvas.save(visible) }
+
+        fillPalette(colorMap.pointee, transparentIndex: control.transparentIndex)
+        try readPixels(width: width, height: height, interlaced: image.Interlace, visible: visible, into: canvas)
+
+        frames.append(DecodedImage.Frame(
+            bitmap: try canvas.snapshot(),
+            duration: GIFDecoder.frameDuration(centiseconds: control.centiseconds)))
+        pendingDisposal = (control.disposal, visible)
+        control = GraphicsControl()
+    }
+
+    /// Sets the 256-entry palette from a colour table; entry 0 (alpha 0) means
+    /// "leave the canvas alone".
+    ///
+    /// Indices past the end of the table are transparent: LZW codes can carry any
+    /// value below 2^code size whatever the table's size, and reading past it would
+    /// read memory that is not the file's.
+    mutating func fillPalette(_ map: ColorMapObject, transparentIndex: Int?) {
+        let count = map.Colors == nil ? 0 : min(max(Int(map.ColorCount), 0), 256)
+        palette.withUnsafeMutableBufferPointer { palette in
+            palette.update(repeating: 0)
+            for i in 0..<count {
+                let c = map.Colors[i]
+                // GIF alpha is all or nothing, so the colour is already premultiplied.
+                let rgba = UInt32(c.Red) | UInt32(c.Green) << 8 | UInt32(c.Blue) << 16 | 0xFF00_0000
+                palette[i] = rgba.littleEndian
+            }
+            if let transparentIndex, transparentIndex < 256 { palette[transparentIndex] = 0 }
+        }
+    }
+
+    /// Decodes the frame's rows into the visible part of the canvas, then skips what
+    /// is left of its LZW data.
+    mutating func readPixels(width: Int, height: Int, interlaced: Bool, visible: Rect, into canvas: Canvas) throws(ImagoError) {
+        let rows = Self.rowsNeeded(height: height, interlaced: interlaced, visibleRows: visible.height)
+        if rows > 0 {
+            // No LZW code emits more than 4096 pixels, and codes are 12 bits wide
+            // long before strings grow that long, so a byte carries well under 4096
+            // pixels (2731 at most). More pixels than that cannot be in the data that
+            // is left: the file is truncated or lying, and refusing now saves decoding
+            // to the end of the data only to fail there.
+            let (claimed, overflow) = width.multipliedReportingOverflow(by: rows)
+            if overflow || claimed / 4096 > source.pointee.remaining {
+                throw GIFDecoder.failure("frame \(frames.count + 1) claims \(width)×\(height) pixels, more than the rest of the data can hold")
+            }
+            if row.count < width { row = [UInt8](repeating: 0, count: width) }
+            let palette = self.palette
+            let file = self.file
+            var failed = false
+            row.withUnsafeMutableBufferPointer { row in
+                palette.withUnsafeBufferPointer { palette in
+                    for index in 0..<rows {
+                        // giflib counts the pixels it still owes and flushes the
+                        // frame's remaining data after the last row on its own.
+                        guard DGifGetLine(file, row.baseAddress, Int32(width)) == GIF_OK else {
+                            failed = true
+                            return
+                        }
+                        let y = interlaced ? Self.interlacedRow(index, height: height) : index
+                        if y < visible.height {
+                            canvas.draw(UnsafeBufferPointer(rebasing: row[0..<visible.width]),
+                                        x: visible.x, y: visible.y + y, palette: palette)
+                        }
+                    }
+                }
+            }
+            if failed { throw failure() }
+        }
+        if rows == 0 || rows < height {
+            // The remaining rows are all off the canvas (or there are none); their
+            // sub-blocks are skipped undecoded. Each step reads at least the block's
+            // length byte. After the last row giflib skips them itself.
+            var block: UnsafeMutablePointer<GifByteType>?
+            repeat {
+                guard DGifGetCodeNext(file, &block) == GIF_OK else { throw failure() }
+            } while block != nil
+        }
+    }
+
+    /// How many rows, in the order the file stores them, must be decoded before every
+    /// row within the first `visibleRows` of the frame has been seen.
+    static func rowsNeeded(height: Int, interlaced: Bool, visibleRows: Int) -> Int {
+        guard visibleRows > 0 else { return 0 }
+        guard interlaced, visibleRows < height else { return visibleRows }
+        var index = height - 1
+        while interlacedRow(index, height: height) >= visibleRows { index -= 1 }
+        return index + 1
+    }
+
+    /// The frame row that the `index`th row of an interlaced frame's data belongs to.
+    ///
+    /// giflib returns rows in the order they are stored: every 8th row from 0, every
+    /// 8th from 4, every 4th from 2, then every 2nd from 1.
+    static func interlacedRow(_ index: Int, height: Int) -> Int {
+        let pass1 = (height + 7) / 8, pass2 = (height + 3) / 8, pass3 = (height + 1) / 4
+        if index < pass1 { return index * 8 }
+        if index < pass1 + pass2 { return (index - pass1) * 8 + 4 }
+        if index < pass1 + pass2 + pass3 { return (index - pass1 - pass2) * 4 + 2 }
+        return (index - pass1 - pass2 - pass3) * 2 + 1
     }
 }
 #endif

@@ -31,7 +31,7 @@ public struct JPEGDecoder: ImageDecoding {
         }
         defer { imago_jpeg_destroy(jpeg) }
         func fail() -> ImagoError {
-            .decodingFailed(format: .jpeg, reason: String(cString: imago_jpeg_message(jpeg)))
+            .decodingFailed(format: .jpeg, reason: Self.explain(String(cString: imago_jpeg_message(jpeg))))
         }
 
         var info = imago_jpeg_info()
@@ -58,6 +58,21 @@ public struct JPEGDecoder: ImageDecoding {
         }
         let upright = options.appliesOrientation ? bitmap.applying(orientation ?? .up) : bitmap
         return DecodedImage(bitmap: upright, format: .jpeg, orientation: orientation ?? .up)
+    }
+
+    /// libjpeg's messages name the marker at fault; for the JPEG variants that are
+    /// valid but beyond this library, say which variant it is.
+    static func explain(_ message: String) -> String {
+        let variants: [(String, String)] = [
+            ("Unsupported JPEG data precision", "12- and 16-bit JPEG is not supported by this libjpeg-turbo"),
+            ("SOF type 0xc3", "lossless JPEG is not supported by this libjpeg-turbo"),
+            ("SOF type 0xcb", "lossless JPEG is not supported by this libjpeg-turbo"),
+            ("Unsupported marker type 0xf7", "JPEG-LS is a different codec and is not supported"),
+            ("DNL not supported", "a height given by a DNL marker is not supported"),
+            ("Premature end of JPEG file", "the data ends before the image does"),
+        ]
+        guard let (_, variant) = variants.first(where: { message.contains($0.0) }) else { return message }
+        return "\(variant) (libjpeg: \(message))"
     }
 }
 

@@ -1,12 +1,15 @@
 #if os(Linux)
-import CLibPNG
+import CImagoCodecs
 import Foundation
 
-/// PNG through libpng's simplified API: every bit depth (16-bit is reduced to 8),
-/// palette, gray, tRNS transparency, gray+alpha and Adam7 interlace.
+/// PNG through libpng: every bit depth (16 bits are scaled to 8 with rounding),
+/// palette, gray, tRNS transparency, gray+alpha and Adam7 interlace, with the `eXIf`
+/// orientation applied.
 ///
-/// An animated PNG decodes to its default image, as in any viewer without APNG
-/// support; libpng's simplified API does not read the `eXIf` orientation.
+/// The full libpng API rather than its simplified one: the simplified reader gets
+/// the alpha of interlaced 16-bit gray+alpha images wrong (PngSuite `basi4a16`), and
+/// does not expose `eXIf`. An animated PNG decodes to its default image, as in any
+/// viewer without APNG support.
 public struct PNGDecoder: ImageDecoding {
     /// Makes the decoder; it holds no state.
     public init() {}
@@ -18,39 +21,37 @@ public struct PNGDecoder: ImageDecoding {
     public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         var result: Result<DecodedImage, ImagoError>!
         data.withUnsafeBytes { raw in
-            result = Result { () throws(ImagoError) in try decode(raw, options: options) }
+            result = Result { () throws(ImagoError) in
+                try decode(raw.bindMemory(to: UInt8.self), options: options)
+            }
         }
         return try result.get()
     }
 
-    private func decode(_ raw: UnsafeRawBufferPointer, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        var image = png_image()
-        image.version = UInt32(PNG_IMAGE_VERSION)
-        defer { png_image_free(&image) }
-        guard let base = raw.baseAddress, png_image_begin_read_from_memory(&image, base, raw.count) != 0 else {
-            throw failure(image)
+    private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        guard let base = bytes.baseAddress, let png = imago_png_create(base, bytes.count) else {
+            throw .decodingFailed(format: .png, reason: "no data")
         }
-        let width = Int(image.width), height = Int(image.height)
-        try options.checkSize(width: width, height: height)
-        guard width * 4 <= Int(Int32.max) else {
-            throw .decodingFailed(format: .png, reason: "rows of \(width) pixels are too wide for libpng")
+        defer { imago_png_destroy(png) }
+        func fail() -> ImagoError {
+            .decodingFailed(format: .png, reason: String(cString: imago_png_message(png)))
         }
-        let hasAlpha = image.format & UInt32(PNG_FORMAT_FLAG_ALPHA) != 0
-        // Untagged 16-bit data is sRGB like everything else on the web; without this
-        // flag libpng takes it for linear light and brightens it on the way to 8 bits.
-        image.flags |= UInt32(PNG_IMAGE_FLAG_16BIT_sRGB)
-        image.format = UInt32(PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA)
-        let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
-            guard png_image_finish_read(&image, nil, pixels.baseAddress, Int32(width * 4), nil) != 0 else {
-                throw failure(image)
-            }
-            if hasAlpha { pixels.premultiplyRGBA(count: width * height) }
-        }
-        return DecodedImage(bitmap: bitmap, format: .png)
-    }
 
-    private func failure(_ image: png_image) -> ImagoError {
-        .decodingFailed(format: .png, reason: image.failureMessage ?? "unreadable data")
+        var info = imago_png_info()
+        guard imago_png_read_header(png, &info) == 0 else { throw fail() }
+        let width = Int(info.width), height = Int(info.height)
+        try options.checkSize(width: width, height: height)
+        let orientation = info.exif.map {
+            ImageOrientation(exif: UnsafeBufferPointer(start: $0, count: info.exif_length))
+        } ?? nil
+        let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+            guard imago_png_read_pixels(png, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), width * 4) == 0 else {
+                throw fail()
+            }
+            if info.has_alpha != 0 { pixels.premultiplyRGBA(count: width * height) }
+        }
+        let upright = options.appliesOrientation ? bitmap.applying(orientation ?? .up) : bitmap
+        return DecodedImage(bitmap: upright, format: .png, orientation: orientation ?? .up)
     }
 }
 #endif

@@ -13,10 +13,13 @@ public struct WebPDecoder: ImageDecoding {
     /// Makes the decoder; it holds no state.
     public init() {}
 
+    /// Takes data sniffed as WebP (a RIFF container of type WEBP), nothing else.
     public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
         format == .webp
     }
 
+    /// Decodes a still or animated WebP. Throws `imageTooLarge` from the header, before
+    /// any pixel buffer exists, and `decodingFailed` for truncated or corrupt data.
     public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         var result: Result<DecodedImage, ImagoError>!
         data.withUnsafeBytes { raw in

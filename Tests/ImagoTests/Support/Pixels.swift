@@ -1,0 +1,79 @@
+import Foundation
+@testable import Imago
+
+/// Comparison of decoded pixels against a reference decode.
+struct PixelDifference {
+    var maximum = 0
+    var total = 0
+    var count = 0
+    var mean: Double { count == 0 ? 0 : Double(total) / Double(count) }
+}
+
+extension Bitmap {
+    /// Channel-by-channel difference to `other` (same size required).
+    func difference(to other: Bitmap) -> PixelDifference {
+        precondition(width == other.width && height == other.height)
+        var result = PixelDifference()
+        for y in 0..<height {
+            for x in 0..<width * 4 {
+                let d = abs(Int(pixels[y * bytesPerRow + x]) - Int(other.pixels[y * other.bytesPerRow + x]))
+                result.maximum = max(result.maximum, d)
+                result.total += d
+                result.count += 1
+            }
+        }
+        return result
+    }
+
+    /// Whether no colour value exceeds its pixel's alpha, as premultiplication ensures.
+    var isPremultiplied: Bool {
+        for i in stride(from: 0, to: pixels.count, by: 4) {
+            let alpha = pixels[i + 3]
+            if pixels[i] > alpha || pixels[i + 1] > alpha || pixels[i + 2] > alpha { return false }
+        }
+        return true
+    }
+
+    /// Averages of `block`×`block` tiles: coarse enough that JPEG re-encoding noise
+    /// disappears, fine enough that a wrong rotation or mirror cannot match.
+    func blockAverages(block: Int) -> [Double] {
+        var averages: [Double] = []
+        for by in stride(from: 0, to: height - block + 1, by: block) {
+            for bx in stride(from: 0, to: width - block + 1, by: block) {
+                for c in 0..<3 {
+                    var sum = 0
+                    for y in by..<by + block {
+                        for x in bx..<bx + block { sum += Int(pixels[y * bytesPerRow + x * 4 + c]) }
+                    }
+                    averages.append(Double(sum) / Double(block * block))
+                }
+            }
+        }
+        return averages
+    }
+
+    /// A bitmap whose pixel (x, y) is (x, y, index, 255): every pixel tells where it
+    /// came from.
+    static func coordinates(width: Int, height: Int) -> Bitmap {
+        var pixels: [UInt8] = []
+        for y in 0..<height {
+            for x in 0..<width { pixels += [UInt8(x), UInt8(y), UInt8(y * width + x), 255] }
+        }
+        return Bitmap(width: width, height: height, pixels: pixels)
+    }
+}
+
+/// Cuts of `data` that any decoder must reject: a tenth, half, nine tenths.
+func truncations(of data: Data) -> [Data] {
+    [data.count / 10, data.count / 2, data.count * 9 / 10].map { data.prefix($0) }
+}
+
+/// Big-endian CRC-32 as PNG uses it, for tests that forge chunks.
+func crc32(_ bytes: some Sequence<UInt8>) -> UInt32 {
+    var crc: UInt32 = 0xFFFF_FFFF
+    for byte in bytes {
+        crc ^= UInt32(byte)
+        for _ in 0..<8 { crc = crc & 1 != 0 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+    }
+    return ~crc
+}
