@@ -43,7 +43,8 @@ let package = Package(
                 .target(name: "CGIFLib", condition: linux),
             ]),
         .executableTarget(name: "imago", dependencies: ["Imago"]),
-        .testTarget(name: "ImagoTests", dependencies: ["Imago"]),
+        // Fixtures are read from the source tree by path, not bundled.
+        .testTarget(name: "ImagoTests", dependencies: ["Imago"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

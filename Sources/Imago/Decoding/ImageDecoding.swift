@@ -90,6 +90,8 @@ public final class ImageDecoderRegistry: Sendable {
     static var builtIn: [any ImageDecoding] {
         #if os(Linux)
         [JPEGDecoder(), PNGDecoder(), GIFDecoder(), WebPDecoder()]
+        #elseif canImport(ImageIO)
+        [ImageIODecoder()]
         #else
         []
         #endif

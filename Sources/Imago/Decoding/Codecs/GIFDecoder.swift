@@ -86,6 +86,28 @@ public struct GIFDecoder: ImageDecoding {
         return repetitions == 0 ? 0 : repetitions + 1
     }
 
+    /// How many rows, in the order the file stores them, must be decoded before every
+    /// row within the first `visibleRows` of the frame has been seen.
+    static func rowsNeeded(height: Int, interlaced: Bool, visibleRows: Int) -> Int {
+        guard visibleRows > 0 else { return 0 }
+        guard interlaced, visibleRows < height else { return visibleRows }
+        var index = height - 1
+        while interlacedRow(index, height: height) >= visibleRows { index -= 1 }
+        return index + 1
+    }
+
+    /// The frame row that the `index`th row of an interlaced frame's data belongs to.
+    ///
+    /// giflib returns rows in the order they are stored: every 8th row from 0, every
+    /// 8th from 4, every 4th from 2, then every 2nd from 1.
+    static func interlacedRow(_ index: Int, height: Int) -> Int {
+        let pass1 = (height + 7) / 8, pass2 = (height + 3) / 8, pass3 = (height + 1) / 4
+        if index < pass1 { return index * 8 }
+        if index < pass1 + pass2 { return (index - pass1) * 8 + 4 }
+        if index < pass1 + pass2 + pass3 { return (index - pass1 - pass2) * 4 + 2 }
+        return (index - pass1 - pass2 - pass3) * 2 + 1
+    }
+
     static func failure(_ reason: String) -> ImagoError {
         .decodingFailed(format: .gif, reason: reason)
     }
@@ -93,6 +115,9 @@ public struct GIFDecoder: ImageDecoding {
     /// The error for a failed giflib call, whose code giflib left in `code`.
     fileprivate static func failure(code: Int32, source: GIFByteSource) -> ImagoError {
         if source.ranOut { return failure("the data ends before the image does") }
+        // The callback never fails otherwise, so this is giflib's stand-in code for
+        // an LZW code size over 8 bits ("failed to read" would mislead).
+        if code == D_GIF_ERR_READ_FAILED { return failure("the LZW code size is over 8 bits") }
         if let message = GifErrorString(code) { return failure(String(cString: message)) }
         return failure("giflib error \(code)")
     }
@@ -128,8 +153,8 @@ private enum Disposal {
     /// Method 2: browsers clear to transparent, not to the background colour, and a
     /// transparent canvas is what the first frame is drawn over anyway.
     case clear
-    /// Method 3: back to the canvas as it was before the frame. Some old encoders
-    /// wrote 4 for this (the specification's bit layout is easy to misread), and
+    /// Method 3: back to the canvas as it was before the frame. Some early documents
+    /// gave this as 4 (the third bit of the field) and encoders followed them;
     /// Chrome and Firefox read 4 as 3, so Imago does too.
     case restore
 
@@ -159,15 +184,20 @@ private final class Canvas {
     /// The pixels under a "restore to previous" frame, saved before it was drawn.
     private var saved: [UInt32] = []
 
-    init(width: Int, height: Int) {
+    /// Makes a transparent canvas (browsers start from transparent, not from the
+    /// background colour); nil when the memory is not to be had.
+    init?(width: Int, height: Int) {
+        // calloc, not allocate-and-fill: large blocks come zeroed from the kernel and
+        // cost nothing until touched, so a corrupt file with a huge logical screen
+        // fails on its truncated data without first writing gigabytes of zeros.
+        guard let memory = calloc(width * height, MemoryLayout<UInt32>.stride) else { return nil }
         self.width = width
         self.height = height
-        pixels = .allocate(capacity: width * height)
-        // Transparent, as browsers start; the background colour is not used.
-        pixels.initialize(repeating: 0)
+        pixels = UnsafeMutableBufferPointer(start: memory.bindMemory(to: UInt32.self, capacity: width * height),
+                                            count: width * height)
     }
 
-    deinit { pixels.deallocate() }
+    deinit { free(pixels.baseAddress) }
 
     func clear(_ rect: Rect) {
         for y in rect.y..<rect.y + rect.height {
@@ -312,7 +342,9 @@ private struct GIFReader {
         }
         // Every frame is a full canvas, so the limit counts this one before it exists.
         try options.checkSize(width: screenWidth, height: screenHeight, frames: number)
-        let canvas = self.canvas ?? Canvas(width: screenWidth, height: screenHeight)
+        guard let canvas = self.canvas ?? Canvas(width: screenWidth, height: screenHeight) else {
+            throw GIFDecoder.failure("out of memory for a \(screenWidth)×\(screenHeight) canvas")
+        }
         self.canvas = canvas
 
         switch pendingDisposal {
@@ -321,8 +353,9 @@ private struct GIFReader {
         case (.keep, _): break
         }
 
-        // Rectangles reaching past the canvas are clipped, as browsers do: the parts
-        // outside are decoded (the LZW stream runs through them) but never drawn.
+        // Rectangles reaching past the canvas are clipped, as browsers do. Columns
+        // outside it are decoded (each row's LZW data runs through them) but never
+        // drawn; rows below it are skipped.
         var visible = Rect()
         if left < screenWidth, top < screenHeight {
             visible = Rect(x: left, y: top, width: min(width, screenWidth - left), height: min(height, screenHeight - top))
@@ -363,7 +396,7 @@ private struct GIFReader {
     /// Decodes the frame's rows into the visible part of the canvas, then skips what
     /// is left of its LZW data.
     mutating func readPixels(width: Int, height: Int, interlaced: Bool, visible: Rect, into canvas: Canvas) throws(ImagoError) {
-        let rows = Self.rowsNeeded(height: height, interlaced: interlaced, visibleRows: visible.height)
+        let rows = GIFDecoder.rowsNeeded(height: height, interlaced: interlaced, visibleRows: visible.height)
         if rows > 0 {
             // No LZW code emits more than 4096 pixels, and codes are 12 bits wide
             // long before strings grow that long, so a byte carries well under 4096
@@ -387,7 +420,7 @@ private struct GIFReader {
                             failed = true
                             return
                         }
-                        let y = interlaced ? Self.interlacedRow(index, height: height) : index
+                        let y = interlaced ? GIFDecoder.interlacedRow(index, height: height) : index
                         if y < visible.height {
                             canvas.draw(UnsafeBufferPointer(rebasing: row[0..<visible.width]),
                                         x: visible.x, y: visible.y + y, palette: palette)
@@ -406,28 +439,6 @@ private struct GIFReader {
                 guard DGifGetCodeNext(file, &block) == GIF_OK else { throw failure() }
             } while block != nil
         }
-    }
-
-    /// How many rows, in the order the file stores them, must be decoded before every
-    /// row within the first `visibleRows` of the frame has been seen.
-    static func rowsNeeded(height: Int, interlaced: Bool, visibleRows: Int) -> Int {
-        guard visibleRows > 0 else { return 0 }
-        guard interlaced, visibleRows < height else { return visibleRows }
-        var index = height - 1
-        while interlacedRow(index, height: height) >= visibleRows { index -= 1 }
-        return index + 1
-    }
-
-    /// The frame row that the `index`th row of an interlaced frame's data belongs to.
-    ///
-    /// giflib returns rows in the order they are stored: every 8th row from 0, every
-    /// 8th from 4, every 4th from 2, then every 2nd from 1.
-    static func interlacedRow(_ index: Int, height: Int) -> Int {
-        let pass1 = (height + 7) / 8, pass2 = (height + 3) / 8, pass3 = (height + 1) / 4
-        if index < pass1 { return index * 8 }
-        if index < pass1 + pass2 { return (index - pass1) * 8 + 4 }
-        if index < pass1 + pass2 + pass3 { return (index - pass1 - pass2) * 4 + 2 }
-        return (index - pass1 - pass2 - pass3) * 2 + 1
     }
 }
 #endif

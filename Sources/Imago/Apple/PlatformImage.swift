@@ -1,0 +1,67 @@
+// Apple platforms only: thin adapters between Imago's platform-neutral `Bitmap` /
+// `DecodedImage` and Core Graphics, UIKit and AppKit. All behaviour lives in the
+// platform-neutral code that the Linux tests exercise.
+#if canImport(CoreGraphics)
+import CoreGraphics
+import Foundation
+
+extension Bitmap {
+    /// The pixels as a Core Graphics image: sRGB, 8 bits, premultiplied RGBA, exactly
+    /// the bitmap's own layout, so nothing is converted.
+    public func makeCGImage() -> CGImage? {
+        guard let provider = CGDataProvider(data: Data(pixels) as CFData),
+              let space = CGColorSpace(name: CGColorSpace.sRGB) else { return nil }
+        let info = CGBitmapInfo(rawValue: CGImageAlphaInfo.premultipliedLast.rawValue)
+            .union(.byteOrder32Big)
+        return CGImage(
+            width: width, height: height, bitsPerComponent: 8, bitsPerPixel: 32,
+            bytesPerRow: bytesPerRow, space: space, bitmapInfo: info, provider: provider,
+            decode: nil, shouldInterpolate: true, intent: .defaultIntent)
+    }
+
+    /// Draws `image` into a new bitmap of its size; the one copy on the way out of
+    /// ImageIO.
+    static func drawing(_ image: CGImage, format: ImageFormat) throws(ImagoError) -> Bitmap {
+        let width = image.width, height = image.height
+        return try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+            pixels.initializeMemory(as: UInt8.self, repeating: 0)
+            guard let space = CGColorSpace(name: CGColorSpace.sRGB),
+                  let context = CGContext(
+                    data: pixels.baseAddress, width: width, height: height, bitsPerComponent: 8,
+                    bytesPerRow: width * 4, space: space,
+                    bitmapInfo: CGImageAlphaInfo.premultipliedLast.rawValue | CGBitmapInfo.byteOrder32Big.rawValue)
+            else { throw .decodingFailed(format: format, reason: "Core Graphics could not make a bitmap context") }
+            context.draw(image, in: CGRect(x: 0, y: 0, width: width, height: height))
+        }
+    }
+}
+#endif
+
+#if canImport(UIKit)
+import UIKit
+
+/// The image type of the platform's UI toolkit.
+public typealias PlatformImage = UIImage
+
+extension DecodedImage {
+    /// The image for UIKit: an animated `UIImage` for animations.
+    public var platformImage: PlatformImage? {
+        let images = frames.compactMap { $0.bitmap.makeCGImage().map { UIImage(cgImage: $0) } }
+        guard images.count == frames.count, let first = images.first else { return nil }
+        if images.count == 1 { return first }
+        return UIImage.animatedImage(with: images, duration: frames.reduce(0) { $0 + $1.duration })
+    }
+}
+#elseif canImport(AppKit)
+import AppKit
+
+/// The image type of the platform's UI toolkit.
+public typealias PlatformImage = NSImage
+
+extension DecodedImage {
+    /// The image for AppKit (the first frame of an animation).
+    public var platformImage: PlatformImage? {
+        bitmap.makeCGImage().map { NSImage(cgImage: $0, size: NSSize(width: width, height: height)) }
+    }
+}
+#endif

@@ -1,0 +1,152 @@
+#if os(Linux)
+import Foundation
+import Testing
+@testable import Imago
+
+/// `imago decode` end to end: the real executable over real files.
+@Suite struct DecodeCommandTests {
+    /// Every valid file of the corpus, of all four formats.
+    static func validFiles() throws -> [URL] {
+        let webp = try ["gallery1", "gallery2", "animated", "regression"].flatMap {
+            try Corpus.files("webp/image-webp/\($0)", ext: "webp")
+        }
+        let gif = try ["samples", "regression", "benches", "benches/samples"].flatMap {
+            try Corpus.files("gif/image-gif/\($0)", ext: "gif")
+        }
+        let png = try Corpus.files("png/pngsuite", ext: "png").filter { !$0.lastPathComponent.hasPrefix("x") }
+            + Corpus.files("photos/kodak", ext: "png")
+        return try JPEGDecoderTests.decodableFiles() + png + gif + webp
+    }
+
+    /// Files that must fail: corrupt on purpose, JPEG variants beyond libjpeg-turbo 2.1,
+    /// and truncated copies of valid files of each format.
+    static func failingFiles(truncatedInto folder: URL) throws -> [URL] {
+        let corruptPNG = try Corpus.files("png/pngsuite", ext: "png").filter { $0.lastPathComponent.hasPrefix("x") }
+        let crashGIF = try Corpus.files("gif/image-gif/crashtest", ext: "gif")
+        let unsupportedJPEG = try ["lossless_huffman", "lossless_arithmetic", "ls"].flatMap {
+            try Corpus.files("jpeg/jpegsuite/\($0)", ext: "jpg")
+        } + [try Corpus.folder("jpeg/libjpeg-turbo/monkey12.jpg")]
+        var truncated: [URL] = []
+        let sources = ["jpeg/exif-orientation/Portrait_3.jpg", "png/pngsuite/basi6a16.png",
+                       "gif/image-gif/samples/moon_impact.gif", "webp/image-webp/gallery2/1_webp_a.webp",
+                       "webp/image-webp/animated/random_lossy.webp"]
+        for path in sources {
+            let data = try Corpus.data(path)
+            for (index, cut) in truncations(of: data).enumerated() {
+                let url = folder.appendingPathComponent("cut\(index)-" + (path as NSString).lastPathComponent)
+                try cut.write(to: url)
+                truncated.append(url)
+            }
+        }
+        return corruptPNG + crashGIF + unsupportedJPEG + truncated
+    }
+
+    @Test(Corpus.available) func everyValidCorpusFileDecodesAndExitsZero() throws {
+        let files = try Self.validFiles()
+        #expect(files.count > 450)
+        let result = try Tool.run(["decode"] + files.map(\.path))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutLines.count == files.count)
+        #expect(result.stderr.isEmpty)
+    }
+
+    @Test(Corpus.available) func everyFailingFileExitsOneWithOneClearLine() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-decode-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let files = try Self.failingFiles(truncatedInto: folder)
+        #expect(files.count > 100)
+
+        // All at once, as JSON: every record says why, and the run exits 1.
+        let all = try Tool.run(["decode", "--json"] + files.map(\.path))
+        #expect(all.status == 1)
+        let records = try all.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        #expect(records.count == files.count + 1)
+        for record in records.dropLast() {
+            #expect(record["ok"] as? Bool == false, "\(record["file"] ?? "?") decoded")
+            #expect((record["error"] as? String)?.isEmpty == false)
+        }
+        let summary = records.last?["summary"] as? [String: Int]
+        #expect(summary == ["files": files.count, "decoded": 0, "failed": files.count])
+
+        // One by one for a sample of each kind: one line on standard error, naming
+        // the file and the format, nothing on standard output.
+        for file in stride(from: 0, to: files.count, by: 7).map({ files[$0] }) {
+            let result = try Tool.run(["decode", file.path])
+            #expect(result.status == 1, "\(file.lastPathComponent)")
+            #expect(result.stdout.isEmpty)
+            #expect(result.stderrLines.count == 1, "\(result.stderr)")
+            #expect(result.stderr.hasPrefix("imago: \(file.path): "), "\(result.stderr)")
+        }
+    }
+
+    @Test(Corpus.available) func aBadFileDoesNotStopTheOthers() throws {
+        let good = try Corpus.folder("png/pngsuite/basn2c08.png").path
+        let bad = try Corpus.folder("png/pngsuite/xcrn0g04.png").path
+        let result = try Tool.run(["decode", good, bad, good])
+        #expect(result.status == 1)
+        #expect(result.stdoutLines.count == 2)
+        #expect(result.stderrLines.count == 1 && result.stderr.contains("xcrn0g04.png"))
+    }
+
+    @Test(Corpus.available) func jsonRecordsDescribeEachImage() throws {
+        let gif = try Corpus.folder("gif/image-gif/samples/moon_impact.gif").path
+        let jpeg = try Corpus.folder("jpeg/exif-orientation/Portrait_8.jpg").path
+        let result = try Tool.run(["decode", "--json", gif, jpeg])
+        #expect(result.status == 0)
+        let records = try result.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        #expect(records.count == 3)
+        #expect(records[0]["format"] as? String == "gif" && records[0]["frames"] as? Int == 14)
+        #expect(records[1]["format"] as? String == "jpeg" && records[1]["orientation"] as? Int == 8)
+        #expect(records[1]["width"] as? Int == 1200 && records[1]["height"] as? Int == 1800)
+        #expect(records[2]["summary"] as? [String: Int] == ["files": 2, "decoded": 2, "failed": 0])
+    }
+
+    @Test(Corpus.available) func writesDecodedImagesAsPNG() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-out-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = try Corpus.folder("jpeg/exif-orientation/Landscape_5.jpg")
+        let out = folder.appendingPathComponent("one.png")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        #expect(try Tool.run(["decode", source.path, "--out", out.path]).status == 0)
+        let original = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: source))
+        let written = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: out))
+        #expect(written.format == .png && written.width == 1800 && written.height == 1200)
+        #expect(written.bitmap.pixels == original.bitmap.pixels)
+
+        let gif = try Corpus.folder("gif/image-gif/samples/alpha_gif_a.gif")
+        let result = try Tool.run(["decode", "--out-dir", folder.appendingPathComponent("many").path, source.path, gif.path])
+        #expect(result.status == 0)
+        for name in ["Landscape_5.png", "alpha_gif_a.png"] {
+            let path = folder.appendingPathComponent("many/\(name)").path
+            #expect(FileManager.default.fileExists(atPath: path), "\(name)")
+        }
+    }
+
+    @Test func badUsageExitsTwo() throws {
+        let cases: [[String]] = [
+            ["decode"],
+            ["decode", "a.png", "--out", "x.png", "--out-dir", "d"],
+            ["decode", "a.png", "b.png", "--out", "x.png"],
+            ["decode", "a.png", "--out", "x.tga"],
+            ["decode", "a.png", "--frobnicate"],
+            ["decode", "a.png", "--max-pixels", "many"],
+            ["nosuchcommand"],
+            [],
+        ]
+        for arguments in cases {
+            let result = try Tool.run(arguments)
+            #expect(result.status == 2, "\(arguments)")
+            #expect(result.stdout.isEmpty && !result.stderr.isEmpty, "\(arguments)")
+        }
+        let help = try Tool.run(["decode", "--help"])
+        #expect(help.status == 0 && help.stdout.contains("usage: imago decode"))
+    }
+
+    @Test func aMissingFileIsReported() throws {
+        let result = try Tool.run(["decode", "/nonexistent/photo.jpg"])
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("imago: /nonexistent/photo.jpg: "))
+    }
+}
+#endif

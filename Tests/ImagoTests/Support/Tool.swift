@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+
+/// Runs the `imago` executable built beside the tests, as a user would.
+enum Tool {
+    /// The built `imago`, next to the test bundle in the build folder.
+    static let url: URL = {
+        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = folder.appendingPathComponent("imago")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            folder.deleteLastPathComponent()
+        }
+        return URL(fileURLWithPath: ".build/debug/imago")
+    }()
+
+    struct Result {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+        var stdoutLines: [Substring] { stdout.split(separator: "\n") }
+        var stderrLines: [Substring] { stderr.split(separator: "\n") }
+    }
+
+    /// Runs `imago arguments`; a run longer than `timeout` seconds is killed and
+    /// reported, so a hang fails the test instead of stalling the suite.
+    static func run(_ arguments: [String], timeout: Double = 120, sourceLocation: SourceLocation = #_sourceLocation) throws -> Result {
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read both pipes while the process runs so a full pipe cannot block it.
+        let group = DispatchGroup()
+        nonisolated(unsafe) var stdout = Data(), stderr = Data()
+        DispatchQueue.global().async(group: group) { stdout = out.fileHandleForReading.readDataToEndOfFile() }
+        DispatchQueue.global().async(group: group) { stderr = err.fileHandleForReading.readDataToEndOfFile() }
+        if group.wait(timeout: .now() + timeout) == .timedOut {
+            process.terminate()
+            Issue.record("imago \(arguments.prefix(3).joined(separator: " ")) did not finish in \(timeout) s", sourceLocation: sourceLocation)
+        }
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}
