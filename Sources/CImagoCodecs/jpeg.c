@@ -44,7 +44,7 @@ imago_jpeg *imago_jpeg_create(const uint8_t *data, size_t size) {
     jpeg->errors.output_message = imago_jpeg_output_message;
     jpeg->cinfo.client_data = jpeg;
     if (setjmp(jpeg->jump)) {
-        free(jpeg);
+        imago_jpeg_destroy(jpeg);
         return NULL;
     }
     jpeg_create_decompress(&jpeg->cinfo);

@@ -26,7 +26,7 @@ public struct JPEGDecoder: ImageDecoding {
     }
 
     private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        guard let base = bytes.baseAddress, let jpeg = imago_jpeg_create(base, bytes.count) else {
+        guard let base = bytes.baseAddress, !bytes.isEmpty, let jpeg = imago_jpeg_create(base, bytes.count) else {
             throw .decodingFailed(format: .jpeg, reason: "no data")
         }
         defer { imago_jpeg_destroy(jpeg) }

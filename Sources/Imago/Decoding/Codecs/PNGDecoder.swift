@@ -29,7 +29,7 @@ public struct PNGDecoder: ImageDecoding {
     }
 
     private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        guard let base = bytes.baseAddress, let png = imago_png_create(base, bytes.count) else {
+        guard let base = bytes.baseAddress, !bytes.isEmpty, let png = imago_png_create(base, bytes.count) else {
             throw .decodingFailed(format: .png, reason: "no data")
         }
         defer { imago_png_destroy(png) }
