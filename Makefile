@@ -45,22 +45,25 @@ demo: deps
 
 # libFuzzer on each decoder for FUZZ_SECONDS, seeded from the shared corpus and the
 # test fixtures; what it finds lands in .build/fuzz/TARGET/crashes, and the run fails.
-# lld keeps the coverage counters of every module (gold drops all but the fuzz
-# target's); -keep_seed keeps seeds whose value lies inside the uninstrumented codec
-# libraries.
+# Coverage is asked for explicitly: --sanitize=fuzzer alone was seen to leave the
+# library's Swift code uninstrumented in some builds, and gold drops the counters of
+# every module but the fuzz target's, so lld links. -keep_seed keeps seeds whose value
+# lies inside the (uninstrumented) system codec libraries.
+FUZZ_FLAGS := --sanitize=fuzzer --sanitize=address -Xswiftc -use-ld=lld \
+	-Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \
 	  echo "==> Building Fuzz$$t (libFuzzer + AddressSanitizer)"; \
-	  (cd Fuzz && $(SWIFT) build --product Fuzz$$t --sanitize=fuzzer --sanitize=address -Xswiftc -use-ld=lld) || exit 1; \
+	  dir=$(CURDIR)/.build/fuzz/$$t; mkdir -p $$dir/corpus $$dir/crashes; \
+	  (cd Fuzz && $(SWIFT) build --scratch-path $$dir/build --product Fuzz$$t $(FUZZ_FLAGS)) || exit 1; \
 	  case $$t in JPEG) ext=jpg;; PNG) ext=png;; GIF) ext=gif;; WebP) ext=webp;; esac; \
-	  dir=.build/fuzz/$$t; mkdir -p $$dir/corpus $$dir/crashes; \
 	  find $(CORPUS) Tests/ImagoTests/Fixtures -name "*.$$ext" -size -256k 2>/dev/null | while read f; do \
 	    cp -f "$$f" "$$dir/corpus/$$(echo "$$f" | md5sum | cut -c1-16).$$ext"; done; \
 	  echo "==> Fuzzing Fuzz$$t for $(FUZZ_SECONDS) s ($$(ls $$dir/corpus | wc -l) seeds)"; \
-	  SWIFT_BACKTRACE=enable=no Fuzz/.build/debug/Fuzz$$t $$dir/corpus \
+	  SWIFT_BACKTRACE=enable=no $$dir/build/debug/Fuzz$$t $$dir/corpus \
 	    -max_total_time=$(FUZZ_SECONDS) -keep_seed=1 -timeout=10 -rss_limit_mb=2048 -max_len=262144 \
 	    -artifact_prefix=$$dir/crashes/ -print_final_stats=1 > $$dir/log 2>&1; \
-	  status=$$?; grep -E '^stat::(number_of_executed_units|peak_rss_mb)|^SUMMARY|^Done' $$dir/log; \
+	  status=$$?; grep -E 'INITED|^stat::(number_of_executed_units|peak_rss_mb)|^SUMMARY|^Done' $$dir/log; \
 	  if [ $$status -ne 0 ]; then echo "Fuzz$$t found a problem: see $$dir/log and $$dir/crashes"; exit 1; fi; \
 	done
 
