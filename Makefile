@@ -39,7 +39,7 @@ demo: deps
 	@echo "==> Building the imago tool (release)"
 	@$(SWIFT) build -c release --product imago $(SWIFT_FLAGS)
 	@echo "==> Decoding the sample images in Samples/ and writing them as PNG to .build/demo/"
-	@.build/release/imago decode --out-dir .build/demo Samples/*.*
+	@.build/release/imago decode --out-dir .build/demo Samples/*.jpg Samples/*.png Samples/*.gif Samples/*.webp
 	@echo "==> A corrupt file gets one clear line and exit status 1:"
 	@.build/release/imago decode Samples/corrupt/bad-crc.png; echo "    (exit status $$?)"
 

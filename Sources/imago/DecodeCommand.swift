@@ -66,7 +66,21 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
         Output.error(error.message)
         return ExitStatus.usage
     }
+    let targets = files.map { file in
+        out ?? outDir.map { directory in
+            let name = ((file as NSString).lastPathComponent as NSString).deletingPathExtension
+            return (directory as NSString).appendingPathComponent(name + ".png")
+        }
+    }
     if let outDir {
+        var seen: [String: String] = [:]
+        for (file, target) in zip(files, targets) {
+            guard let target else { continue }
+            if let other = seen.updateValue(file, forKey: target) {
+                Output.error("\(other) and \(file) would both be written to \(target)")
+                return ExitStatus.usage
+            }
+        }
         do {
             try FileManager.default.createDirectory(atPath: outDir, withIntermediateDirectories: true)
         } catch {
@@ -76,7 +90,7 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
     }
 
     var failed = 0
-    for file in files {
+    for (file, target) in zip(files, targets) {
         var record = DecodeRecord(file: file, ok: true)
         do throws(ImagoError) {
             let data: Data
@@ -90,10 +104,7 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
             record.frames = image.frames.count
             record.loopCount = image.isAnimated ? image.loopCount : nil
             record.orientation = image.orientation.rawValue
-            if let target = out ?? outDir.map({ directory in
-                let name = ((file as NSString).lastPathComponent as NSString).deletingPathExtension
-                return (directory as NSString).appendingPathComponent(name + ".png")
-            }) {
+            if let target {
                 // The extension was checked before any file was decoded.
                 let encoded = try (try! encoder(for: target)).encode(image.bitmap)
                 do { try encoded.write(to: URL(fileURLWithPath: target), options: .atomic) } catch {

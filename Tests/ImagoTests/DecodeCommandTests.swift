@@ -131,6 +131,7 @@ import Testing
             ["decode", "a.png", "--out", "x.tga"],
             ["decode", "a.png", "--frobnicate"],
             ["decode", "a.png", "--max-pixels", "many"],
+            ["decode", "one/photo.png", "two/photo.jpg", "--out-dir", "out"],
             ["nosuchcommand"],
             [],
         ]
