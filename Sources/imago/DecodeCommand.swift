@@ -5,13 +5,14 @@ import Imago
 /// what each holds; optionally writes the decoded image out again.
 let decodeCommand = Command(
     name: "decode",
-    synopsis: "FILE... [--out PATH | --out-dir DIR] [--json]",
+    synopsis: "FILE... [--thumbnail PX] [--out PATH | --out-dir DIR] [--json]",
     summary: """
         Decode image files (JPEG, PNG, GIF, WebP; the format is read from the bytes) and \
         print format, size, frames and orientation. A file that fails gets one line on \
         standard error and exit status 1; the other files are still decoded.
         """,
     options: [
+        .value("--thumbnail", "PX", "decode straight to a thumbnail whose longest side is at most PX"),
         .value("--out", "PATH", "write the decoded image (first frame) to PATH; one FILE only; .png"),
         .value("--out-dir", "DIR", "write each decoded image to DIR/NAME.png"),
         .value("--max-pixels", "N", "refuse images of more than N pixels (default \(DecodingOptions.defaultMaximumPixelCount))"),
@@ -62,6 +63,7 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
         if out != nil && files.count != 1 { throw UsageError(message: "--out takes one FILE; use --out-dir for several") }
         if let out { _ = try encoder(for: out) }
         if let limit = try arguments.integer("--max-pixels", in: 1...Int.max) { options.maximumPixelCount = limit }
+        if let pixels = try arguments.integer("--thumbnail", in: 1...100_000) { options.targetSize = .thumbnail(pixels) }
     } catch {
         Output.error(error.message)
         return ExitStatus.usage

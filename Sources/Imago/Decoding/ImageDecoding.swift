@@ -15,6 +15,9 @@ public struct DecodingOptions: Sendable, Hashable {
     public var maximumPixelCount: Int
     /// Turn photos upright according to their EXIF orientation (the default).
     public var appliesOrientation: Bool
+    /// Decode to this size (orientation is applied first) instead of the full size;
+    /// nil for the full size. The pixel limit still applies to the source.
+    public var targetSize: TargetSize?
 
     /// Makes options; the defaults suit almost every use.
     public init(maximumPixelCount: Int = DecodingOptions.defaultMaximumPixelCount, appliesOrientation: Bool = true) {
@@ -43,7 +46,9 @@ public protocol ImageDecoding: Sendable {
     /// the bytes itself).
     func canDecode(_ data: Data, format: ImageFormat?) -> Bool
 
-    /// Decodes `data`, honouring `options`; throws only `ImagoError`.
+    /// Decodes `data`, honouring `options`; throws only `ImagoError`. A decoder may
+    /// use `options.targetSize` to decode smaller than the full size (the registry
+    /// fits the result to the target either way).
     func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage
 }
 
@@ -78,12 +83,18 @@ public final class ImageDecoderRegistry: Sendable {
         return decoders.withLock { $0 }.first { $0.canDecode(data, format: format) }
     }
 
-    /// Decodes `data` with the first decoder that takes it.
+    /// Decodes `data` with the first decoder that takes it, at `options.targetSize`
+    /// when one is given.
+    ///
+    /// Decoders that can decode small (JPEG, WebP) do so themselves; whatever a
+    /// decoder returns is then fitted to the target, which leaves an image that
+    /// already fits untouched.
     public func decode(_ data: Data, options: DecodingOptions = DecodingOptions()) throws(ImagoError) -> DecodedImage {
         guard let decoder = decoder(for: data) else {
             throw .unsupportedFormat(ImageFormat.detect(data))
         }
-        return try decoder.decode(data, options: options)
+        let image = try decoder.decode(data, options: options)
+        return options.targetSize.map { image.fitted(to: $0) } ?? image
     }
 
     /// The decoders this platform has without any registration.

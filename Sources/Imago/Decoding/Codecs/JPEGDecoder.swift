@@ -45,8 +45,12 @@ public struct JPEGDecoder: ImageDecoding {
             ImageOrientation(exif: UnsafeBufferPointer(start: $0, count: info.exif_length))
         } ?? nil
 
+        let applied = options.appliesOrientation ? orientation ?? .up : .up
+        let denominator = options.targetSize.map {
+            Self.scaleDenominator(width: width, height: height, orientation: applied, target: $0)
+        } ?? 1
         var outWidth: UInt32 = 0, outHeight: UInt32 = 0
-        guard imago_jpeg_start(jpeg, 1, &outWidth, &outHeight) == 0 else { throw fail() }
+        guard imago_jpeg_start(jpeg, Int32(denominator), &outWidth, &outHeight) == 0 else { throw fail() }
         let isCMYK = info.color_space == IMAGO_JPEG_CMYK || info.color_space == IMAGO_JPEG_YCCK
         let bitmap = try Bitmap.make(width: Int(outWidth), height: Int(outHeight)) { pixels throws(ImagoError) in
             guard imago_jpeg_read_pixels(jpeg, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int(outWidth) * 4) == 0 else {
@@ -56,8 +60,22 @@ public struct JPEGDecoder: ImageDecoding {
                 pixels.convertCMYKToRGBA(count: Int(outWidth) * Int(outHeight), inverted: info.adobe != 0)
             }
         }
-        let upright = options.appliesOrientation ? bitmap.applying(orientation ?? .up) : bitmap
-        return DecodedImage(bitmap: upright, format: .jpeg, orientation: orientation ?? .up)
+        return DecodedImage(bitmap: bitmap.applying(applied), format: .jpeg, orientation: orientation ?? .up)
+    }
+
+    /// The largest DCT reduction (1/8, 1/4, 1/2) whose output still covers what
+    /// `target` needs of this image: libjpeg then skips most of the inverse DCT and
+    /// the buffer is up to 64 times smaller. The resampler makes the exact size after.
+    static func scaleDenominator(width: Int, height: Int, orientation: ImageOrientation, target: TargetSize) -> Int {
+        let (uprightWidth, uprightHeight) = orientation.swapsDimensions ? (height, width) : (width, height)
+        let layout = target.layout(sourceWidth: uprightWidth, sourceHeight: uprightHeight)
+        for denominator in [8, 4, 2] {
+            // libjpeg rounds scaled sizes up.
+            let w = (uprightWidth + denominator - 1) / denominator
+            let h = (uprightHeight + denominator - 1) / denominator
+            if w >= layout.scaledWidth && h >= layout.scaledHeight { return denominator }
+        }
+        return 1
     }
 
     /// libjpeg's messages name the marker at fault; for the JPEG variants that are

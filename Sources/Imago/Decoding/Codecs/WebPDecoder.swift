@@ -73,15 +73,27 @@ public struct WebPDecoder: ImageDecoding {
         let width = Int(config.input.width), height = Int(config.input.height)
         guard width > 0, height > 0 else { throw Self.failure("the header gives an empty image") }
         try options.checkSize(width: width, height: height)
-        let bitmap = try decodeStill(bytes, config: &config, width: width, height: height)
+        var (outWidth, outHeight) = (width, height)
+        if let target = options.targetSize {
+            // libwebp scales while decoding, into the final buffer; the size is the
+            // fitted size of the upright image, turned back to the stored orientation.
+            let swaps = appliedOrientation.swapsDimensions
+            let layout = swaps
+                ? target.layout(sourceWidth: height, sourceHeight: width)
+                : target.layout(sourceWidth: width, sourceHeight: height)
+            (outWidth, outHeight) = swaps ? (layout.scaledHeight, layout.scaledWidth) : (layout.scaledWidth, layout.scaledHeight)
+            if (outWidth, outHeight) != (width, height) {
+                config.options.use_scaling = 1
+                config.options.scaled_width = Int32(outWidth)
+                config.options.scaled_height = Int32(outHeight)
+            }
+        }
+        let bitmap = try decodeStill(bytes, config: &config, width: outWidth, height: outHeight)
         return DecodedImage(bitmap: bitmap.applying(appliedOrientation), format: .webp, orientation: orientation)
     }
 
-    /// Decodes a still image at `width` × `height` into a new bitmap.
-    ///
-    /// The output size is a parameter, not read from `config`, so that scaled decoding
-    /// can come later by setting `config.options.use_scaling` and the scaled size here:
-    /// libwebp scales while decoding, into the same external buffer.
+    /// Decodes a still image at `width` × `height` (the scaled size when
+    /// `config.options.use_scaling` is set) into a new bitmap.
     private func decodeStill(
         _ bytes: UnsafeBufferPointer<UInt8>, config: inout WebPDecoderConfig, width: Int, height: Int
     ) throws(ImagoError) -> Bitmap {

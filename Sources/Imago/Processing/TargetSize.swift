@@ -1,0 +1,90 @@
+/// The size an image is wanted at, and how it fills that size: what a view asks for
+/// (its bounds × the screen scale) and what a thumbnail is.
+///
+/// Decoders use it to decode small in the first place (JPEG DCT scaling, WebP scaled
+/// decoding) instead of decoding in full and shrinking after.
+public struct TargetSize: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// How the image fills the box.
+    public enum ContentMode: String, Sendable, Hashable, Codable {
+        /// The whole image, inside the box; one side may come out shorter.
+        case aspectFit
+        /// The box filled exactly; what sticks out is cropped, evenly on both sides.
+        case aspectFill
+    }
+
+    /// The box width in pixels.
+    public let width: Int
+    /// The box height in pixels.
+    public let height: Int
+    /// How the image fills the box.
+    public let contentMode: ContentMode
+    /// Whether an image smaller than the box is enlarged (off by default: enlarging
+    /// adds memory and no detail).
+    public let allowsUpscaling: Bool
+
+    /// A box of `width` × `height` pixels (each at least 1).
+    public init(width: Int, height: Int, contentMode: ContentMode = .aspectFit, allowsUpscaling: Bool = false) {
+        precondition(width > 0 && height > 0, "a target size needs a positive width and height")
+        self.width = width
+        self.height = height
+        self.contentMode = contentMode
+        self.allowsUpscaling = allowsUpscaling
+    }
+
+    /// A box given in points, as views measure, on a screen of `scale` pixels per
+    /// point; partial pixels round up so the image is never blurred by stretching.
+    public init(points width: Double, _ height: Double, scale: Double, contentMode: ContentMode = .aspectFit, allowsUpscaling: Bool = false) {
+        self.init(
+            width: max(1, Int((width * scale).rounded(.up))), height: max(1, Int((height * scale).rounded(.up))),
+            contentMode: contentMode, allowsUpscaling: allowsUpscaling)
+    }
+
+    /// A thumbnail: the longest side at most `pixels`, the aspect ratio kept.
+    public static func thumbnail(_ pixels: Int) -> TargetSize {
+        TargetSize(width: pixels, height: pixels, contentMode: .aspectFit)
+    }
+
+    /// A stable text form, part of cache keys: `fit-256x256`, `fill-100x50-up`.
+    public var description: String {
+        (contentMode == .aspectFit ? "fit" : "fill") + "-\(width)x\(height)" + (allowsUpscaling ? "-up" : "")
+    }
+
+    /// Where an upright source of `sourceWidth` × `sourceHeight` pixels ends up.
+    public func layout(sourceWidth: Int, sourceHeight: Int) -> Layout {
+        let sx = Double(width) / Double(sourceWidth), sy = Double(height) / Double(sourceHeight)
+        var scale = contentMode == .aspectFit ? min(sx, sy) : max(sx, sy)
+        if !allowsUpscaling { scale = min(scale, 1) }
+        let scaledWidth = max(1, Int((Double(sourceWidth) * scale).rounded()))
+        let scaledHeight = max(1, Int((Double(sourceHeight) * scale).rounded()))
+        let outputWidth = contentMode == .aspectFill ? min(width, scaledWidth) : scaledWidth
+        let outputHeight = contentMode == .aspectFill ? min(height, scaledHeight) : scaledHeight
+        return Layout(
+            scaledWidth: scaledWidth, scaledHeight: scaledHeight,
+            outputWidth: outputWidth, outputHeight: outputHeight)
+    }
+
+    /// The result of fitting a source into a target size.
+    public struct Layout: Sendable, Hashable {
+        /// The whole source, scaled.
+        public let scaledWidth: Int
+        /// The whole source, scaled.
+        public let scaledHeight: Int
+        /// The final size: the scaled source, cropped to the box for `aspectFill`.
+        public let outputWidth: Int
+        /// The final size: the scaled source, cropped to the box for `aspectFill`.
+        public let outputHeight: Int
+
+        /// Whether the source is used as it is.
+        public func isIdentity(sourceWidth: Int, sourceHeight: Int) -> Bool {
+            outputWidth == sourceWidth && outputHeight == sourceHeight && scaledWidth == sourceWidth && scaledHeight == sourceHeight
+        }
+    }
+}
+
+extension DecodingOptions {
+    /// Options for decoding straight to `targetSize`.
+    public init(targetSize: TargetSize?, maximumPixelCount: Int = DecodingOptions.defaultMaximumPixelCount) {
+        self.init(maximumPixelCount: maximumPixelCount)
+        self.targetSize = targetSize
+    }
+}
