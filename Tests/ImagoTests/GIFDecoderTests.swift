@@ -488,22 +488,6 @@ import Testing
         }
     }
 
-    // MARK: Fuzzer regressions
-
-    @Test(arguments: GIFDecoderTests.fuzzFixtures())
-    func fuzzerFindingsFailCleanly(_ name: String) throws {
-        let data = try fixture(name)
-        switch failure(data, options: DecodingOptions(maximumPixelCount: 1 << 22)) {
-        case nil, .decodingFailed(format: .gif, _), .imageTooLarge: break
-        case let other?: Issue.record("\(name): unexpected \(other)")
-        }
-    }
-
-    static func fuzzFixtures() -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: fixtures.path)) ?? []
-        return names.filter { $0.hasPrefix("fuzz-") }.sorted()
-    }
-
     // MARK: Helpers
 
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
