@@ -27,7 +27,7 @@ let package = Package(
             providers: [.apt(["libgif-dev"])]),
         // The only C code: libjpeg and libpng report errors by longjmp (libjpeg's
         // default even calls exit()), which Swift cannot catch, so their calls are
-        // wrapped where setjmp can stand.
+        // wrapped where setjmp can stand: JPEG and PNG decoding, JPEG encoding.
         .target(
             name: "CImagoCodecs",
             dependencies: [

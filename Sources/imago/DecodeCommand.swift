@@ -13,8 +13,9 @@ let decodeCommand = Command(
         """,
     options: [
         .value("--thumbnail", "PX", "decode straight to a thumbnail whose longest side is at most PX"),
-        .value("--out", "PATH", "write the decoded image (first frame) to PATH; one FILE only; .png"),
+        .value("--out", "PATH", "write the decoded image (first frame) to PATH; one FILE only; .png, .jpg or .webp"),
         .value("--out-dir", "DIR", "write each decoded image to DIR/NAME.png"),
+        .value("--quality", "Q", "JPEG or WebP quality for --out, 1 to 100 (defaults: JPEG 85, WebP 80)"),
         .value("--max-pixels", "N", "refuse images of more than N pixels (default \(DecodingOptions.defaultMaximumPixelCount))"),
         .flag("--json", "print one JSON record per file, then a summary record"),
     ],
@@ -44,12 +45,12 @@ private struct DecodeSummary: Encodable {
 }
 
 /// The encoder for an output file, chosen by its extension.
-private func encoder(for path: String) throws(UsageError) -> any ImageEncoding {
-    let ext = (path as NSString).pathExtension.lowercased()
-    switch ext {
-    case "png": return PNGEncoder()
-    default: throw UsageError(message: "cannot write '.\(ext)' files (supported: .png)")
+private func encoder(for path: String, quality: Int?) throws(UsageError) -> any ImageEncoding {
+    let ext = (path as NSString).pathExtension
+    guard let format = ImageFormat(pathExtension: ext), let encoder = ImageEncoders.encoder(for: format, quality: quality) else {
+        throw UsageError(message: "cannot write '.\(ext)' files (supported: .png, .jpg, .webp)")
     }
+    return encoder
 }
 
 private func runDecode(_ arguments: Arguments) async -> Int32 {
@@ -57,11 +58,14 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
     let out = arguments.string("--out"), outDir = arguments.string("--out-dir")
     let json = arguments.flag("--json")
     var options = DecodingOptions()
+    var writer: (any ImageEncoding)?
     do throws(UsageError) {
         guard !files.isEmpty else { throw UsageError(message: "decode needs at least one FILE") }
         if out != nil && outDir != nil { throw UsageError(message: "give --out or --out-dir, not both") }
         if out != nil && files.count != 1 { throw UsageError(message: "--out takes one FILE; use --out-dir for several") }
-        if let out { _ = try encoder(for: out) }
+        let quality = try arguments.integer("--quality", in: 1...100)
+        if let out { writer = try encoder(for: out, quality: quality) }
+        if let outDir { writer = try encoder(for: (outDir as NSString).appendingPathComponent("image.png"), quality: nil) }
         if let limit = try arguments.integer("--max-pixels", in: 1...Int.max) { options.maximumPixelCount = limit }
         if let pixels = try arguments.integer("--thumbnail", in: 1...100_000) { options.targetSize = .thumbnail(pixels) }
     } catch {
@@ -106,9 +110,8 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
             record.frames = image.frames.count
             record.loopCount = image.isAnimated ? image.loopCount : nil
             record.orientation = image.orientation.rawValue
-            if let target {
-                // The extension was checked before any file was decoded.
-                let encoded = try (try! encoder(for: target)).encode(image.bitmap)
+            if let target, let writer {
+                let encoded = try writer.encode(image.bitmap)
                 do { try encoded.write(to: URL(fileURLWithPath: target), options: .atomic) } catch {
                     throw .fileError(path: target, reason: (error as NSError).localizedDescription)
                 }

@@ -114,6 +114,14 @@ import Testing
         #expect(written.format == .png && written.width == 1800 && written.height == 1200)
         #expect(written.bitmap.pixels == original.bitmap.pixels)
 
+        // By extension: JPEG and WebP too, at the quality asked for.
+        for (name, format) in [("small.jpg", ImageFormat.jpeg), ("small.webp", .webp)] {
+            let path = folder.appendingPathComponent(name).path
+            #expect(try Tool.run(["decode", source.path, "--thumbnail", "100", "--quality", "70", "--out", path]).status == 0)
+            let image = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: URL(fileURLWithPath: path)))
+            #expect(image.format == format && image.width == 100 && image.height == 67, "\(name)")
+        }
+
         let gif = try Corpus.folder("gif/image-gif/samples/alpha_gif_a.gif")
         let result = try Tool.run(["decode", "--out-dir", folder.appendingPathComponent("many").path, source.path, gif.path])
         #expect(result.status == 0)
@@ -129,6 +137,7 @@ import Testing
             ["decode", "a.png", "--out", "x.png", "--out-dir", "d"],
             ["decode", "a.png", "b.png", "--out", "x.png"],
             ["decode", "a.png", "--out", "x.tga"],
+            ["decode", "a.png", "--out", "x.jpg", "--quality", "0"],
             ["decode", "a.png", "--frobnicate"],
             ["decode", "a.png", "--max-pixels", "many"],
             ["decode", "one/photo.png", "two/photo.jpg", "--out-dir", "out"],

@@ -89,5 +89,33 @@ int imago_png_read_header(imago_png *png, imago_png_info *info);
 /// anywhere is an error.
 int imago_png_read_pixels(imago_png *png, uint8_t *pixels, size_t stride);
 
+/// JPEG compression. How to compress; the policy (which subsampling for which quality) is the Swift
+/// caller's, so this stays a plain pass-through to libjpeg.
+typedef struct {
+    /// 1…100, as jpeg_set_quality takes it.
+    int32_t quality;
+    /// Non-zero for 4:2:0 chroma subsampling, zero for 4:4:4.
+    int32_t subsample_chroma;
+    /// Non-zero for a progressive file (libjpeg's standard scan script).
+    int32_t progressive;
+} imago_jpeg_encode_options;
+
+/// The outcome of one compression. On success `data` holds `size` bytes allocated with
+/// malloc, which the caller owns and releases with free(); on failure `data` is NULL and
+/// `message` says why.
+typedef struct {
+    uint8_t *data;
+    size_t size;
+    char message[200];
+} imago_jpeg_encoded;
+
+/// Compresses `width` × `height` pixels of four bytes each (R, G, B, and one byte that
+/// is ignored), rows `stride` bytes apart, into a baseline or progressive JFIF file.
+///
+/// libjpeg reports errors by longjmp; this lands them and returns -1 with a message,
+/// having freed everything it allocated. Returns 0 on success.
+int imago_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
+                      const imago_jpeg_encode_options *options, imago_jpeg_encoded *result);
+
 #endif
 #endif

@@ -1,0 +1,48 @@
+extension ImageFormat {
+    /// The format a file name's extension conventionally stands for, ignoring case and
+    /// one leading dot; nil for an extension no image format uses.
+    ///
+    /// For choosing what to *write*, where the name is all there is. When reading, the
+    /// bytes decide (`detect(_:)`): extensions lie too often to trust.
+    public init?(pathExtension: String) {
+        let ext = pathExtension.hasPrefix(".") ? pathExtension.dropFirst() : Substring(pathExtension)
+        switch ext.lowercased() {
+        case "jpg", "jpeg", "jpe", "jfif": self = .jpeg
+        case "png": self = .png
+        case "gif": self = .gif
+        case "webp": self = .webp
+        case "avif": self = .avif
+        case "heic", "heif": self = .heic
+        case "bmp", "dib": self = .bmp
+        case "tif", "tiff": self = .tiff
+        // Cursors share the icon container, and `detect` calls them `.ico` too.
+        case "ico", "cur": self = .ico
+        case "svg": self = .svg
+        default: return nil
+        }
+    }
+}
+
+/// Finds the encoder for a format, so that callers (the `imago` tool, an app saving a
+/// file) need not know which formats can be written on this platform.
+public enum ImageEncoders {
+    /// An encoder for `format` with default settings, or nil when Imago cannot write
+    /// that format here (GIF, AVIF, HEIC, BMP, TIFF, ICO, SVG; and, for now, every
+    /// format on Apple platforms).
+    ///
+    /// `quality` (1…100, clamped) sets the JPEG quality and the lossy WebP quality;
+    /// PNG is lossless and ignores it. Nil means each encoder's own default, which
+    /// differ (85 for JPEG, 80 for WebP) because the two scales do not match.
+    public static func encoder(for format: ImageFormat, quality: Int? = nil) -> (any ImageEncoding)? {
+        #if os(Linux)
+        switch format {
+        case .png: return PNGEncoder()
+        case .jpeg: return JPEGEncoder(quality: quality ?? JPEGEncoder.defaultQuality)
+        case .webp: return WebPEncoder(quality: quality.map { Float(min(max($0, 1), 100)) } ?? WebPEncoder.defaultQuality)
+        case .gif, .avif, .heic, .bmp, .tiff, .ico, .svg: return nil
+        }
+        #else
+        return nil
+        #endif
+    }
+}
