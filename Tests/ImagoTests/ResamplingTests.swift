@@ -83,9 +83,9 @@ import Testing
         return mse == 0 ? .infinity : 10 * log10(255 * 255 / mse)
     }
 
-    /// Lanczos is sharper than a plain area average, so the two differ at edges by
+    /// The cubic filter is sharper than a plain area average, so the two differ at edges by
     /// design; what must not happen is aliasing or a shift, which cost far more.
-    /// Measured on these photos: 36.4–43.2 dB for resizing the full decode, 37.0 dB
+    /// Measured on these photos: 40.0–46.4 dB for resizing the full decode, 37.1 dB
     /// for the JPEG path through DCT scaling; nearest-neighbour sampling scores
     /// 20.5–27.2 dB and a one-pixel shift 20.9–26.2 dB.
     @Test(Corpus.available, arguments: ["photos/kodak/kodim05.png", "photos/kodak/kodim23.png", "jpeg/exif-orientation/Landscape_1.jpg"])
@@ -99,8 +99,8 @@ import Testing
         let thumbnail = try ImageDecoderRegistry.shared.decode(data, options: DecodingOptions(targetSize: target)).bitmap
         #expect(resized.width == reference.width && resized.height == reference.height)
         #expect(thumbnail.width == reference.width && thumbnail.height == reference.height)
-        #expect(Self.psnr(resized, reference) > 35, "\(path): \(Self.psnr(resized, reference)) dB")
-        #expect(Self.psnr(thumbnail, reference) > 33, "\(path): \(Self.psnr(thumbnail, reference)) dB")
+        #expect(Self.psnr(resized, reference) > 38, "\(path): \(Self.psnr(resized, reference)) dB")
+        #expect(Self.psnr(thumbnail, reference) > 35, "\(path): \(Self.psnr(thumbnail, reference)) dB")
         #expect(resized.isPremultiplied && thumbnail.isPremultiplied)
     }
 
