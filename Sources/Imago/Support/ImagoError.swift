@@ -17,6 +17,22 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
     case encodingFailed(format: ImageFormat, reason: String)
     /// A local file could not be read or written.
     case fileError(path: String, reason: String)
+    /// The URL is malformed or its scheme is not one Imago loads (http, https,
+    /// file, data); found before any I/O.
+    case invalidURL(String)
+    /// The server answered with an HTTP error status.
+    case httpStatus(Int, url: String)
+    /// The transfer failed: refused, reset, dropped, unreachable, malformed response.
+    case network(url: String, reason: String)
+    /// The whole load took longer than allowed (`loadingTimeout`).
+    case timedOut(url: String, seconds: Double)
+    /// The response grew past the allowed size and was stopped.
+    case responseTooLarge(url: String, limit: Int)
+    /// A redirect was refused: a loop, too many hops, a downgrade from https to
+    /// http, or a scheme other than http(s).
+    case redirectRefused(url: String, reason: String)
+    /// The load was cancelled before it finished.
+    case cancelled
 
     public var description: String {
         switch self {
@@ -33,6 +49,20 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(format.name) encoding failed: \(reason)"
         case .fileError(let path, let reason):
             return "\(path): \(reason)"
+        case .invalidURL(let url):
+            return "'\(url)' is not a URL Imago can load (http, https, file or data)"
+        case .httpStatus(let status, let url):
+            return "\(url): the server answered HTTP \(status)"
+        case .network(let url, let reason):
+            return "\(url): \(reason)"
+        case .timedOut(let url, let seconds):
+            return "\(url): not loaded within \(seconds.formatted()) s"
+        case .responseTooLarge(let url, let limit):
+            return "\(url): the response is larger than the limit of \(limit) bytes"
+        case .redirectRefused(let url, let reason):
+            return "\(url): redirect refused: \(reason)"
+        case .cancelled:
+            return "the load was cancelled"
         }
     }
 }

@@ -1,0 +1,100 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What to load and how: the URL (or a full URL request), the size and processing
+/// wanted, the priority, and the cache key.
+public struct ImageRequest: Sendable {
+    /// How urgent a load is. Queued loads start in priority order; a load shared by
+    /// several requests runs at the highest of their priorities.
+    public enum Priority: Int, Sendable, Comparable, CaseIterable {
+        case veryLow, low, normal, high, veryHigh
+
+        public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// The URL request sent (headers, method, …).
+    public var urlRequest: URLRequest
+    /// Decode to this size; nil for the full size.
+    public var targetSize: TargetSize?
+    /// Applied in order after decoding.
+    public var processors: [any ImageProcessing]
+    /// How urgent the load is.
+    public var priority: Priority
+    /// Overrides the cache key, which is otherwise the URL's absolute string; for
+    /// URLs whose query changes but whose image does not (signed URLs).
+    public var cacheKeyOverride: String?
+
+    /// The URL loaded.
+    public var url: URL { urlRequest.url ?? URL(fileURLWithPath: "/") }
+
+    /// A request for `url`.
+    public init(url: URL, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
+                priority: Priority = .normal, cacheKey: String? = nil) {
+        self.init(urlRequest: URLRequest(url: url), targetSize: targetSize, processors: processors,
+                  priority: priority, cacheKey: cacheKey)
+    }
+
+    /// A request sending `urlRequest` as it is (custom headers, say).
+    public init(urlRequest: URLRequest, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
+                priority: Priority = .normal, cacheKey: String? = nil) {
+        self.urlRequest = urlRequest
+        self.targetSize = targetSize
+        self.processors = processors
+        self.priority = priority
+        self.cacheKeyOverride = cacheKey
+    }
+
+    /// The key of the original image: the override, else the URL's absolute string.
+    public var imageKey: String { cacheKeyOverride ?? url.absoluteString }
+
+    /// The key of the decoded, sized and processed result: what the memory cache
+    /// stores it under and what identical in-flight requests share.
+    public var cacheKey: String {
+        var key = imageKey
+        if let targetSize { key += "#" + targetSize.description }
+        if !processors.isEmpty { key += "#" + processingIdentifier(processors) }
+        return key
+    }
+}
+
+/// Where a loaded image came from.
+public enum ImageSource: String, Sendable, Codable {
+    /// The memory cache.
+    case memory
+    /// The disk cache.
+    case disk
+    /// The network (http or https).
+    case network
+    /// A `file:` or `data:` URL.
+    case local
+}
+
+/// Timings and sizes of one load (SPEC B15).
+public struct ImageMetrics: Sendable {
+    /// Seconds spent waiting for a free slot.
+    public var queued: Double = 0
+    /// Seconds spent transferring, retries included.
+    public var transfer: Double = 0
+    /// Seconds spent decoding (and sizing).
+    public var decode: Double = 0
+    /// Seconds spent in processors.
+    public var processing: Double = 0
+    /// Bytes received.
+    public var bytes: Int = 0
+    /// Transfer attempts made (1 without retries; 0 when a cache answered).
+    public var attempts: Int = 0
+}
+
+/// A loaded image with where it came from.
+public struct ImageResponse: Sendable {
+    /// The image, sized and processed as requested.
+    public let image: DecodedImage
+    /// The URL requested.
+    public let url: URL
+    /// Which tier answered.
+    public let source: ImageSource
+    /// What the load cost.
+    public let metrics: ImageMetrics
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Synchronization
+
+/// One request being loaded: cancel it, change its priority, follow its progress,
+/// await its result.
+///
+/// Identical requests in flight share one transfer and one decode; cancelling a task
+/// only stops the shared work when no other task still waits for it.
+public final class ImageTask: Sendable, Hashable {
+    /// Bytes received so far and the expected total, when the server said.
+    public struct Progress: Sendable, Equatable {
+        /// Bytes received.
+        public let received: Int64
+        /// Bytes expected, if known.
+        public let expected: Int64?
+    }
+
+    /// Unique among the tasks of a process.
+    public let id: Int
+    /// What is being loaded.
+    public let request: ImageRequest
+
+    private struct State {
+        var priority: ImageRequest.Priority
+        var result: Result<ImageResponse, ImagoError>?
+        var waiters: [CheckedContinuation<Result<ImageResponse, ImagoError>, Never>] = []
+        var progress: [AsyncStream<Progress>.Continuation] = []
+        var onCompletion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?
+    }
+
+    private let state: Mutex<State>
+    private weak let loader: ImageLoader?
+    private static let ids = Atomic<Int>(0)
+
+    init(request: ImageRequest, loader: ImageLoader, onCompletion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?) {
+        id = Self.ids.add(1, ordering: .relaxed).newValue
+        self.request = request
+        self.loader = loader
+        state = Mutex(State(priority: request.priority, onCompletion: onCompletion))
+    }
+
+    /// Stops waiting for the image; the shared transfer stops too when no other task
+    /// waits for it. The task completes with `ImagoError.cancelled`.
+    public func cancel() {
+        loader?.cancel(self)
+    }
+
+    /// The priority; changing it re-orders a queued load at once.
+    public var priority: ImageRequest.Priority {
+        get { state.withLock { $0.priority } }
+        set {
+            let changed = state.withLock { state in
+                defer { state.priority = newValue }
+                return state.priority != newValue && state.result == nil
+            }
+            if changed { loader?.priorityChanged(self) }
+        }
+    }
+
+    /// The result, once there is one.
+    public var result: Result<ImageResponse, ImagoError>? { state.withLock { $0.result } }
+
+    /// Whether the task has finished (succeeded, failed or been cancelled).
+    public var isFinished: Bool { result != nil }
+
+    /// Waits for the image. Throws `ImagoError`.
+    public var response: ImageResponse {
+        get async throws {
+            try await value.get()
+        }
+    }
+
+    /// Waits for the result.
+    public var value: Result<ImageResponse, ImagoError> {
+        get async {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Result<ImageResponse, ImagoError>? in
+                    if state.result == nil { state.waiters.append(continuation) }
+                    return state.result
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        }
+    }
+
+    /// Progress updates until the task finishes.
+    public var progress: AsyncStream<Progress> {
+        AsyncStream { continuation in
+            let finished = state.withLock { state -> Bool in
+                if state.result == nil { state.progress.append(continuation) }
+                return state.result != nil
+            }
+            if finished { continuation.finish() }
+        }
+    }
+
+    func reportProgress(_ progress: Progress) {
+        for continuation in state.withLock({ $0.progress }) { continuation.yield(progress) }
+    }
+
+    /// Sets the result once; later calls are ignored. Returns whether this call set it.
+    @discardableResult
+    func complete(_ result: Result<ImageResponse, ImagoError>) -> Bool {
+        let taken = state.withLock { state -> (State, Bool) in
+            guard state.result == nil else { return (state, false) }
+            state.result = result
+            let old = state
+            state.waiters = []
+            state.progress = []
+            state.onCompletion = nil
+            return (old, true)
+        }
+        guard taken.1 else { return false }
+        for waiter in taken.0.waiters { waiter.resume(returning: result) }
+        for continuation in taken.0.progress { continuation.finish() }
+        taken.0.onCompletion?(result)
+        return true
+    }
+
+    public static func == (lhs: ImageTask, rhs: ImageTask) -> Bool { lhs === rhs }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+}

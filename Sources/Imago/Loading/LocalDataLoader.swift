@@ -1,0 +1,195 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// Loads `file:` and `data:` URLs, which need no network.
+///
+/// Files are read with POSIX calls on a dispatch queue, not on the awaiting task's
+/// thread: a slow disk must not hold one of Swift concurrency's few cooperative
+/// threads. Only regular files are read: a FIFO or a device (`/dev/zero`) would block
+/// or never end. `data:` URLs are parsed here (base64 and percent-encoded forms)
+/// rather than through URLSession, whose support on Linux is unreliable.
+public struct LocalDataLoader: DataLoading {
+    /// The largest file or `data:` payload accepted, in bytes; larger ones fail with
+    /// `ImagoError.responseTooLarge` before anything is read, so a huge file costs no
+    /// memory. The same default as the network's, for the same reason.
+    public var maximumSize: Int
+
+    /// Makes a loader.
+    public init(maximumSize: Int = URLSessionDataLoader.Configuration.defaultMaximumResponseSize) {
+        self.maximumSize = maximumSize
+    }
+
+    /// Whether this loader takes `url`: a `file:` or `data:` URL.
+    public static func canLoad(_ url: URL) -> Bool {
+        let scheme = url.scheme?.lowercased()
+        return scheme == "file" || scheme == "data"
+    }
+
+    /// Reads the file or decodes the `data:` URL. Progress is reported once, when the
+    /// bytes are in hand.
+    public func loadData(
+        for request: URLRequest,
+        progress: @escaping @Sendable (_ received: Int64, _ expected: Int64?) -> Void
+    ) async throws(ImagoError) -> DataResponse {
+        guard let url = request.url else { throw .invalidURL("") }
+        switch url.scheme?.lowercased() {
+        case "file":
+            if Task.isCancelled { throw .cancelled }
+            let data = try await readFile(url)
+            progress(Int64(data.count), Int64(data.count))
+            return DataResponse(data: data, url: url)
+        case "data":
+            let data = try Self.decodeDataURL(url.absoluteString, limit: maximumSize)
+            progress(Int64(data.count), Int64(data.count))
+            return DataResponse(data: data, url: url)
+        default:
+            throw .invalidURL(url.absoluteString)
+        }
+    }
+
+    // MARK: - Files
+
+    private func readFile(_ url: URL) async throws(ImagoError) -> Data {
+        // file://host/path names a file on another machine; Imago does not go there.
+        if let host = url.host, !host.isEmpty, host.lowercased() != "localhost" {
+            throw .invalidURL(url.absoluteString)
+        }
+        let path = url.path
+        guard !path.isEmpty else { throw .invalidURL(url.absoluteString) }
+        let limit = maximumSize
+        let cancelled = CancellationFlag()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Data, ImagoError>, Never>) in
+                DispatchQueue.global(qos: .utility).async {
+                    continuation.resume(returning: Self.read(path: path, limit: limit, cancelled: cancelled))
+                }
+            }
+        } onCancel: {
+            cancelled.set()
+        }
+        return try result.get()
+    }
+
+    /// Reads the regular file at `path` whole, in pieces so a cancel is noticed.
+    private static func read(path: String, limit: Int, cancelled: CancellationFlag) -> Result<Data, ImagoError> {
+        // O_NONBLOCK so that opening a FIFO returns at once (to be refused below)
+        // instead of waiting for a writer; it changes nothing for regular files.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return .failure(fileError(path, errno)) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .failure(fileError(path, errno)) }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: return .failure(.fileError(path: path, reason: "is a directory, not a file"))
+        default: return .failure(.fileError(path: path, reason: "is not a regular file"))
+        }
+        let size = Int(info.st_size)
+        guard size <= limit else {
+            return .failure(.responseTooLarge(url: URL(fileURLWithPath: path).absoluteString, limit: limit))
+        }
+        var data = Data(count: size)
+        var offset = 0
+        let piece = 1 << 20
+        while offset < size {
+            if cancelled.isSet { return .failure(.cancelled) }
+            let count = data.withUnsafeMutableBytes { buffer in
+                posixRead(fd, buffer.baseAddress! + offset, min(piece, size - offset))
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(fileError(path, errno))
+            }
+            if count == 0 { break }  // the file shrank while being read: keep what is there
+            offset += count
+        }
+        if offset < size { data.removeSubrange(offset...) }
+        return .success(data)
+    }
+
+    private static func fileError(_ path: String, _ code: Int32) -> ImagoError {
+        switch code {
+        case ENOENT: .fileError(path: path, reason: "no such file")
+        case EACCES, EPERM: .fileError(path: path, reason: "permission denied")
+        case EISDIR: .fileError(path: path, reason: "is a directory, not a file")
+        case ENOTDIR: .fileError(path: path, reason: "a part of the path is not a directory")
+        default: .fileError(path: path, reason: String(cString: strerror(code)).lowercased())
+        }
+    }
+
+    // MARK: - data: URLs
+
+    /// The bytes of a `data:` URL (RFC 2397): `data:[<media type>][;base64],<data>`.
+    ///
+    /// The payload is percent-decoded as bytes (it may be binary); a base64 payload is
+    /// then decoded, ignoring whitespace and missing padding, as browsers do.
+    static func decodeDataURL(_ string: String, limit: Int) throws(ImagoError) -> Data {
+        let bytes = Array(string.utf8)
+        guard bytes.count >= 5, String(decoding: bytes[0..<5], as: UTF8.self).lowercased() == "data:",
+              let comma = bytes[5...].firstIndex(of: UInt8(ascii: ",")) else {
+            throw .invalidURL(string)
+        }
+        let header = String(decoding: bytes[5..<comma], as: UTF8.self).lowercased()
+        let isBase64 = header.split(separator: ";").last.map { $0.trimmingCharacters(in: .whitespaces) == "base64" } ?? false
+        // A fragment is not part of the data.
+        let payloadEnd = bytes[(comma + 1)...].firstIndex(of: UInt8(ascii: "#")) ?? bytes.endIndex
+        let payload = percentDecode(bytes[(comma + 1)..<payloadEnd])
+        guard isBase64 else {
+            guard payload.count <= limit else { throw .responseTooLarge(url: String(string.prefix(64)) + "…", limit: limit) }
+            return Data(payload)
+        }
+        var text = payload.filter { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D || $0 == 0x0C) }
+        guard text.count / 4 * 3 <= limit else { throw .responseTooLarge(url: String(string.prefix(64)) + "…", limit: limit) }
+        while text.count % 4 != 0 { text.append(UInt8(ascii: "=")) }
+        guard let data = Data(base64Encoded: Data(text)) else { throw .invalidURL(String(string.prefix(200))) }
+        return data
+    }
+
+    /// `%XX` escapes to bytes; a `%` not followed by two hex digits stays as it is.
+    static func percentDecode(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var result: [UInt8] = []
+        result.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%"), index + 2 < bytes.endIndex,
+               let high = hex(bytes[index + 1]), let low = hex(bytes[index + 2]) {
+                result.append(high << 4 | low)
+                index += 3
+            } else {
+                result.append(byte)
+                index += 1
+            }
+        }
+        return result
+    }
+}
+
+/// `read(2)`, named apart from anything called `read` in scope.
+private func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    read(fd, buffer, count)
+}
+
+/// Set by a cancellation handler, read by work running outside Swift concurrency.
+private final class CancellationFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    var isSet: Bool { flag.load(ordering: .relaxed) }
+    func set() { flag.store(true, ordering: .relaxed) }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// When and how soon a failed load is tried again (B8).
+///
+/// Only failures that can pass on their own are retried: a dropped, reset or refused
+/// connection (`ImagoError.network`), a server error (5xx, except 501 and 505, which
+/// describe the request rather than the server's state) and 429 Too Many Requests.
+/// A 4xx is the caller's mistake and stays one; a cancel, an invalid URL, a refused
+/// redirect, an oversized response or a bad image would fail the same way again.
+/// `ImagoError.timedOut` is not retried either: it means the whole load's time is
+/// spent.
+///
+/// Delays grow exponentially from `baseDelay` by `multiplier` up to `maximumDelay`,
+/// with full jitter (a uniform draw between zero and the computed delay) so that
+/// clients that failed together do not return together. A server's `Retry-After`
+/// replaces the computed delay, capped at `maximumDelay`.
+///
+/// `delay(afterAttempt:error:retryAfter:now:)` is pure given the `jitter` function:
+/// tests inject one to make it deterministic.
+public struct RetryPolicy: Sendable {
+    /// Attempts in all, the first included: 3 means up to two retries. 1 never retries.
+    public var maximumAttempts: Int
+    /// The delay ceiling before the first retry, in seconds.
+    public var baseDelay: Double
+    /// How much the ceiling grows with each further retry.
+    public var multiplier: Double
+    /// The longest wait, in seconds, for computed delays and `Retry-After` alike.
+    public var maximumDelay: Double
+    /// Picks the actual delay given the computed ceiling; must return a value in
+    /// `0...ceiling` (results outside are clamped).
+    public var jitter: @Sendable (_ ceiling: Double) -> Double
+
+    /// A uniform draw in `0...ceiling` ("full jitter").
+    public static let fullJitter: @Sendable (Double) -> Double = { ceiling in
+        ceiling > 0 ? Double.random(in: 0...ceiling) : 0
+    }
+
+    /// The ceiling itself: deterministic delays, for tests and single clients.
+    public static let noJitter: @Sendable (Double) -> Double = { $0 }
+
+    /// Makes a policy; the defaults give three attempts, about 0.5 s then 1 s apart
+    /// at most, with full jitter.
+    public init(
+        maximumAttempts: Int = 3,
+        baseDelay: Double = 0.5,
+        multiplier: Double = 2,
+        maximumDelay: Double = 10,
+        jitter: @escaping @Sendable (_ ceiling: Double) -> Double = RetryPolicy.fullJitter
+    ) {
+        self.maximumAttempts = maximumAttempts
+        self.baseDelay = baseDelay
+        self.multiplier = multiplier
+        self.maximumDelay = maximumDelay
+        self.jitter = jitter
+    }
+
+    /// The default: three attempts, 0.5 s base, doubling, 10 s cap, full jitter.
+    public static let `default` = RetryPolicy()
+
+    /// Never retries.
+    public static let none = RetryPolicy(maximumAttempts: 1)
+
+    /// Seconds to wait before the next attempt after attempt number `attempt` (1 for
+    /// the first) failed with `error`, or nil when there should be none.
+    ///
+    /// - Parameters:
+    ///   - retryAfter: the failed response's `Retry-After` header, if any: seconds or
+    ///     an HTTP-date; it replaces the computed backoff, capped at `maximumDelay`.
+    ///   - now: the time an HTTP-date is measured from.
+    public func delay(afterAttempt attempt: Int, error: ImagoError, retryAfter: String?, now: Date = Date()) -> Double? {
+        guard attempt < maximumAttempts, isRetryable(error) else { return nil }
+        if let retryAfter, let seconds = Self.retryAfterSeconds(retryAfter, now: now) {
+            return min(seconds, max(maximumDelay, 0))
+        }
+        let ceiling = backoff(afterAttempt: attempt)
+        return min(max(jitter(ceiling), 0), ceiling)
+    }
+
+    /// The delay ceiling after attempt number `attempt`, before jitter:
+    /// `baseDelay × multiplier^(attempt − 1)`, at most `maximumDelay`.
+    public func backoff(afterAttempt attempt: Int) -> Double {
+        let cap = max(maximumDelay, 0)
+        var delay = min(max(baseDelay, 0), cap)
+        var step = 1
+        // Multiplied step by step (not pow) so a huge attempt number stops at the cap
+        // instead of overflowing to infinity, or NaN when the base is zero.
+        while step < attempt, delay < cap, delay > 0 {
+            delay = min(delay * max(multiplier, 1), cap)
+            step += 1
+        }
+        return delay
+    }
+
+    /// Whether `error` is worth another attempt at all.
+    public func isRetryable(_ error: ImagoError) -> Bool {
+        switch error {
+        case .network:
+            return true
+        case .httpStatus(let status, _):
+            return status == 429 || ((500...599).contains(status) && status != 501 && status != 505)
+        case .timedOut, .cancelled, .invalidURL, .redirectRefused, .responseTooLarge,
+             .unsupportedFormat, .decodingFailed, .imageTooLarge, .encodingFailed, .fileError:
+            return false
+        }
+    }
+
+    /// Seconds to wait per a `Retry-After` value (RFC 9110 §10.2.3): a number of
+    /// seconds, or an HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime
+    /// forms) measured from `now`. A date in the past gives 0; anything else, nil.
+    public static func retryAfterSeconds(_ value: String, now: Date) -> Double? {
+        let text = value.trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty else { return nil }
+        if text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber) {
+            return Double(text)
+        }
+        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
+            // A formatter per call: Retry-After is rare, and DateFormatter is not
+            // Sendable, so a shared one would need a lock for no gain.
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = format
+            if let date = formatter.date(from: text) {
+                return max(0, date.timeIntervalSince(now))
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Imago
+
+/// The loader's behaviours that touch the network, against a real HTTP server on
+/// 127.0.0.1 and the real URLSession-backed data loader.
+@Suite struct ImageLoaderNetworkTests {
+    let server = TestServer()
+    let loader = ImageLoader(
+        configuration: .init(
+            dataLoader: DefaultDataLoader(network: URLSessionDataLoader(configuration: .init(maximumResponseSize: 1 << 20))),
+            retryPolicy: RetryPolicy(maximumAttempts: 3, baseDelay: 0.05, maximumDelay: 1.5)),
+        cache: ImageCache())
+
+    init() throws {
+        try server.start()
+    }
+
+    static let png = pngData(77)
+
+    /// Loads `path`, bounded so a hang fails the test instead of stalling the suite.
+    func load(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) async -> Result<ImageResponse, ImagoError> {
+        let task = loader.task(with: ImageRequest(url: server.url(path)))
+        return await withTimeLimit(30, sourceLocation: sourceLocation) { await task.value } ?? .failure(.cancelled)
+    }
+
+    @Test func loadsAndDecodes() async throws {
+        defer { server.stop() }
+        server.route("/a.png", data: Self.png, headers: ["Content-Type": "image/png"])
+        let response = try await load("/a.png").get()
+        #expect(response.image.bitmap[0, 0].r == 77 && response.source == .network && response.metrics.bytes == Self.png.count)
+        #expect(try await load("/a.png").get().source == .memory)
+        #expect(server.count(for: "/a.png") == 1)
+    }
+
+    @Test func errorsCarryTheirStatusAndAreNotRetriedFor4xx() async throws {
+        defer { server.stop() }
+        server.route("/missing") { _ in .text("no", status: 404) }
+        guard case .failure(.httpStatus(404, _)) = await load("/missing") else { Issue.record("404 not reported"); return }
+        #expect(server.count(for: "/missing") == 1)
+        server.route("/text") { _ in .text("not an image") }
+        guard case .failure(.unsupportedFormat(nil)) = await load("/text") else { Issue.record("text decoded"); return }
+    }
+
+    @Test func a500ThenSuccessIsRetried() async throws {
+        defer { server.stop() }
+        let calls = Atomic<Int>(0)
+        server.route("/flaky") { _ in
+            calls.add(1, ordering: .relaxed).newValue == 1 ? .text("busy", status: 500) : .ok(Self.png)
+        }
+        let response = try await load("/flaky").get()
+        #expect(response.metrics.attempts == 2)
+        #expect(server.count(for: "/flaky") == 2)
+        // Nothing of the failed attempt was cached; the success was.
+        #expect(loader.cachedImage(for: ImageRequest(url: server.url("/flaky"))) != nil)
+    }
+
+    @Test func a429WaitsForRetryAfter() async throws {
+        defer { server.stop() }
+        let calls = Atomic<Int>(0)
+        server.route("/limited") { _ in
+            calls.add(1, ordering: .relaxed).newValue == 1 ? .text("slow down", status: 429, headers: ["Retry-After": "1"]) : .ok(Self.png)
+        }
+        let start = ContinuousClock.now
+        _ = try await load("/limited").get()
+        #expect(ContinuousClock.now - start >= .milliseconds(950))
+        #expect(server.count(for: "/limited") == 2)
+    }
+
+    @Test func aStalledResponseFailsAtTheLoadingTimeout() async throws {
+        defer { server.stop() }
+        loader.loadingTimeout = 1
+        server.route("/stall") { _ in .stall() }
+        let start = ContinuousClock.now
+        guard case .failure(.timedOut) = await load("/stall") else { Issue.record("stall not timed out"); return }
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed >= .milliseconds(950) && elapsed < .seconds(5))
+    }
+
+    @Test func aTricklingResponseFailsAtTheWholeLoadDeadlineNotAnIdleTimer() async throws {
+        defer { server.stop() }
+        loader.loadingTimeout = 1
+        // A byte every 0.1 s is never idle long enough for an idle timer to fire.
+        server.route("/trickle") { _ in .trickle(Self.png, bytesPerChunk: 1, interval: 0.1) }
+        guard case .failure(.timedOut) = await load("/trickle") else { Issue.record("trickle not timed out"); return }
+    }
+
+    @Test func progressFollowsATricklingBody() async throws {
+        defer { server.stop() }
+        server.route("/slow") { _ in .trickle(Self.png, bytesPerChunk: 20, interval: 0.02) }
+        let task = loader.task(with: ImageRequest(url: server.url("/slow")))
+        var updates: [ImageTask.Progress] = []
+        for await update in task.progress { updates.append(update) }
+        #expect(updates.count >= 2)
+        #expect(updates.last?.received == Int64(Self.png.count) && updates.last?.expected == Int64(Self.png.count))
+        _ = try await task.response
+    }
+
+    @Test func brokenBodiesFailAndNothingIsCached() async throws {
+        defer { server.stop() }
+        loader.loadingTimeout = 20
+        server.route("/reset") { _ in .resetAfter(10, of: Self.png) }
+        server.route("/short") { _ in .truncate(declaredLength: Self.png.count + 100, actualBody: Self.png) }
+        for path in ["/reset", "/short"] {
+            guard case .failure(.network) = await load(path) else { Issue.record("\(path) did not fail as a network error"); continue }
+            // Retried per policy, then given up.
+            #expect(server.count(for: path) == 3, "\(path)")
+            #expect(loader.cachedImage(for: ImageRequest(url: server.url(path))) == nil)
+        }
+    }
+
+    @Test func badRedirectsAndOversizedBodiesAreRefused() async throws {
+        defer { server.stop() }
+        server.route("/loop") { _ in .redirect(to: "/loop") }
+        server.route("/to-file") { _ in .redirect(to: "file:///etc/passwd") }
+        server.route("/big") { _ in .ok(Data(count: 2 << 20)) }
+        for path in ["/loop", "/to-file"] {
+            guard case .failure(.redirectRefused) = await load(path) else { Issue.record("\(path) followed"); continue }
+        }
+        guard case .failure(.responseTooLarge) = await load("/big") else { Issue.record("oversized body accepted"); return }
+        #expect(throws: ImagoError.self) { try RedirectPolicy().check(from: URL(string: "https://a.example/x")!, to: URL(string: "http://a.example/x")!, seen: []) }
+    }
+
+    @Test func aThousandRequestsForTenURLsReachTheServerTenTimes() async throws {
+        defer { server.stop() }
+        loader.concurrentLoads = 8
+        for n in 0..<10 {
+            server.route("/\(n).png") { _ in .trickle(pngData(UInt8(n)), bytesPerChunk: 64, interval: 0.01) }
+        }
+        let tasks = (0..<1000).map { loader.task(with: ImageRequest(url: server.url("/\($0 % 10).png"))) }
+        let results = await withTimeLimit(60) {
+            var shades: [UInt8] = []
+            for task in tasks { shades.append((try? await task.response)?.image.bitmap[0, 0].r ?? 255) }
+            return shades
+        }
+        #expect(results == (0..<1000).map { UInt8($0 % 10) })
+        #expect((0..<10).map { server.count(for: "/\($0).png") } == Array(repeating: 1, count: 10))
+    }
+}
