@@ -201,7 +201,7 @@ extension ImageLoader {
     /// Cancels every load of `url`, for any target or none.
     public func cancelLoading(url: URL) {
         let tasks = state.withLock { Array($0.byURL[url.absoluteString] ?? []) }
-        for task in tasks { task.cancel() }
+        cancel(tasks)
     }
 
     /// Cancels the loads set on `target` with `action`, whatever their URL.
@@ -223,7 +223,7 @@ extension ImageLoader {
             for task in chosen { record.loads[task.id] = nil }
             return chosen
         }
-        for task in tasks { task.cancel() }
+        cancel(tasks)
     }
 
     // MARK: - The seeds' look-ups
@@ -267,7 +267,7 @@ extension ImageLoader {
             if state.targets.isEmpty { state.isSweeping = false }
             return (orphans, state.isSweeping)
         }
-        for task in orphans { task.cancel() }
+        cancel(orphans)
         return goOn
     }
 }

@@ -156,29 +156,16 @@ public final class ImageLoader: Sendable {
 
     /// Removes `task` from its load, and stops the load if nobody else waits for it.
     func cancel(_ task: ImageTask) {
-        let removed = state.withLock { state -> Bool in
-            state.byURL[task.request.url.absoluteString]?.remove(task)
-            if state.byURL[task.request.url.absoluteString]?.isEmpty == true {
-                state.byURL[task.request.url.absoluteString] = nil
-            }
-            let key = task.request.cacheKey
-            guard let job = state.jobs[key], job.subscribers.removeValue(forKey: task.id) != nil else { return false }
-            if job.subscribers.isEmpty {
-                if let running = job.task {
-                    // The slot is freed when the transfer has actually stopped.
-                    running.cancel()
-                    job.isAbandoned = true
-                } else {
-                    state.jobs[key] = nil
-                }
-            } else {
-                state.reprioritize(job, to: job.subscribers.values.map(\.priority).max() ?? .normal)
-            }
-            return true
+        cancel([task])
+    }
+
+    /// Cancels `tasks` together: all leave the queue under one lock, so none of them
+    /// can start in a slot that another's cancellation freed.
+    public func cancel(_ tasks: [ImageTask]) {
+        state.withLock { state in
+            for task in tasks { state.remove(task) }
         }
-        if removed || !task.isFinished {
-            task.complete(.failure(.cancelled))
-        }
+        for task in tasks { task.complete(.failure(.cancelled)) }
     }
 
     func priorityChanged(_ task: ImageTask) {
@@ -445,6 +432,26 @@ extension ImageLoader {
                 return job
             }
             return nil
+        }
+
+        /// Takes `task` out of its load; stops the load when it was the last consumer.
+        mutating func remove(_ task: ImageTask) {
+            let url = task.request.url.absoluteString
+            byURL[url]?.remove(task)
+            if byURL[url]?.isEmpty == true { byURL[url] = nil }
+            let key = task.request.cacheKey
+            guard let job = jobs[key], job.subscribers.removeValue(forKey: task.id) != nil else { return }
+            if job.subscribers.isEmpty {
+                if let running = job.task {
+                    // The slot is freed when the transfer has actually stopped.
+                    running.cancel()
+                    job.isAbandoned = true
+                } else {
+                    jobs[key] = nil
+                }
+            } else {
+                reprioritize(job, to: job.subscribers.values.map(\.priority).max() ?? .normal)
+            }
         }
 
         mutating func reprioritize(_ job: Job, to priority: ImageRequest.Priority) {
