@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+@testable import Imago
+
+/// `imago fetch` end to end: the real executable against the test server on 127.0.0.1.
+@Suite struct FetchCommandTests {
+    let server = TestServer()
+
+    init() throws {
+        try server.start()
+        for n in 0..<5 { server.route("/\(n).png", data: pngData(UInt8(n * 10))) }
+        server.route("/missing.png") { _ in .text("gone", status: 404) }
+        server.route("/broken.png") { _ in .ok(Data("not an image".utf8)) }
+    }
+
+    @Test func loadsEveryURLAndSummarises() throws {
+        defer { server.stop() }
+        let urls = (0..<5).map { server.url("/\($0).png").absoluteString }
+        let result = try Tool.run(["fetch", "--concurrency", "3"] + urls + urls)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("10 items, 0 failed") && result.stdout.contains("5 transfers"), "\(result.stdout)")
+        // Duplicates coalesce or hit memory: each URL reached the server once.
+        #expect((0..<5).map { server.count(for: "/\($0).png") } == [1, 1, 1, 1, 1])
+        // Not a terminal: no progress bar on standard error.
+        #expect(result.stderr.isEmpty)
+    }
+
+    @Test func aFailingURLIsReportedWhileTheOthersLoad() throws {
+        defer { server.stop() }
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("imago-fetch-\(UUID()).txt")
+        defer { try? FileManager.default.removeItem(at: input) }
+        let lines = ["# a comment", server.url("/0.png").absoluteString, "", server.url("/missing.png").absoluteString,
+                     server.url("/broken.png").absoluteString, "ftp://example.com/x.png", server.url("/1.png").absoluteString]
+        try lines.joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
+        let result = try Tool.run(["fetch", "--input", input.path, "--json", "--retries", "0"])
+        #expect(result.status == 1)
+        let records = try result.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        #expect(records.count == 6)
+        let byURL = Dictionary(uniqueKeysWithValues: records.dropLast().map { ($0["url"] as! String, $0) })
+        #expect(byURL[server.url("/0.png").absoluteString]?["ok"] as? Bool == true)
+        #expect(byURL[server.url("/0.png").absoluteString]?["source"] as? String == "network")
+        #expect(byURL[server.url("/1.png").absoluteString]?["width"] as? Int == 2)
+        #expect((byURL[server.url("/missing.png").absoluteString]?["error"] as? String)?.contains("HTTP 404") == true)
+        #expect((byURL[server.url("/broken.png").absoluteString]?["error"] as? String)?.contains("not an image") == true)
+        #expect((byURL["ftp://example.com/x.png"]?["error"] as? String)?.contains("not a URL Imago can load") == true)
+        let summary = try #require(records.last?["summary"] as? [String: Any])
+        #expect(summary["items"] as? Int == 5 && summary["failed"] as? Int == 3)
+        #expect(summary["hits"] as? [String: Int] == ["network": 2])
+    }
+
+    @Test func thumbnailsAndTimeouts() throws {
+        defer { server.stop() }
+        server.route("/stall.png") { _ in .stall() }
+        let photo = try Tool.run(["fetch", "--json", "--thumbnail", "1", server.url("/0.png").absoluteString])
+        #expect(photo.status == 0)
+        #expect(photo.stdout.contains("\"width\":1"))
+        let start = ContinuousClock.now
+        let stalled = try Tool.run(["fetch", "--timeout", "1", "--retries", "0", server.url("/stall.png").absoluteString])
+        #expect(stalled.status == 1 && stalled.stderr.contains("not loaded within 1 s"), "\(stalled.stderr)")
+        #expect(ContinuousClock.now - start < .seconds(10))
+    }
+
+    @Test func badUsageExitsTwo() throws {
+        defer { server.stop() }
+        for arguments in [["fetch"], ["fetch", "--concurrency", "0", "http://x/"], ["fetch", "--timeout", "soon", "http://x/"],
+                          ["fetch", "--input", "/nonexistent/list.txt"], ["fetch", "--bogus"]] {
+            let result = try Tool.run(arguments)
+            #expect(result.status == 2, "\(arguments)")
+        }
+    }
+}
