@@ -1,7 +1,7 @@
 import Foundation
 
 /// Every `imago` command; each parses its own options from its table.
-let commands = [decodeCommand]
+let commands = [decodeCommand, fetchCommand]
 
 func usage() -> String {
     var text = "usage: imago COMMAND [OPTIONS]\n\nImago loads, caches and decodes images.\n\ncommands:\n"

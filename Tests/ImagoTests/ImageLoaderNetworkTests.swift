@@ -75,7 +75,8 @@ import Testing
         let start = ContinuousClock.now
         guard case .failure(.timedOut) = await load("/stall") else { Issue.record("stall not timed out"); return }
         let elapsed = ContinuousClock.now - start
-        #expect(elapsed >= .milliseconds(950) && elapsed < .seconds(5))
+        // The upper bound only says "did not hang"; a busy machine can be late.
+        #expect(elapsed >= .milliseconds(950) && elapsed < .seconds(20))
     }
 
     @Test func aTricklingResponseFailsAtTheWholeLoadDeadlineNotAnIdleTimer() async throws {

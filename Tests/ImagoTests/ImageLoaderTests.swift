@@ -216,7 +216,9 @@ final class TargetView {}
         let result = await loader.task(with: ImageRequest(url: url)).value
         guard case .failure(.timedOut) = result else { Issue.record("\(result)"); return }
         let elapsed = start.duration(to: .now)
-        #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(3))
+        // The upper bound only says "did not hang": a busy 2-core machine running the
+        // whole suite can be seconds late.
+        #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(20))
         #expect(await eventually { network.cancelled == [url.absoluteString] })
     }
 

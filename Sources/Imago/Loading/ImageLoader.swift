@@ -230,16 +230,18 @@ public final class ImageLoader: Sendable {
             metrics.bytes = response.data.count
             try Task.checkCancellation(or: .cancelled)
 
-            let decodeStart = clock.now
-            var options = DecodingOptions(maximumPixelCount: configuration.maximumPixelCount)
-            options.targetSize = request.targetSize
-            var image = try configuration.decoders.decode(response.data, options: options)
-            metrics.decode = Self.seconds(decodeStart.duration(to: clock.now))
-            if !request.processors.isEmpty {
-                let processStart = clock.now
-                image = image.processed(by: request.processors)
-                metrics.processing = Self.seconds(processStart.duration(to: clock.now))
+            let decoders = configuration.decoders
+            let options = DecodingOptions(targetSize: request.targetSize, maximumPixelCount: configuration.maximumPixelCount)
+            let processors = request.processors
+            let (image, decode, processing) = try await Self.offThePool { () throws(ImagoError) in
+                let decodeStart = clock.now
+                var image = try decoders.decode(response.data, options: options)
+                let decoded = clock.now
+                if !processors.isEmpty { image = image.processed(by: processors) }
+                return (image, Self.seconds(decodeStart.duration(to: decoded)), Self.seconds(decoded.duration(to: clock.now)))
             }
+            metrics.decode = decode
+            metrics.processing = processing
             let source: ImageSource = response.statusCode == nil ? .local : .network
             return ImageResponse(image: image, url: request.url, source: source, metrics: metrics)
         }
@@ -279,6 +281,18 @@ public final class ImageLoader: Sendable {
 
     private func reportProgress(_ job: Job, _ progress: ImageTask.Progress) {
         for task in state.withLock({ _ in Array(job.subscribers.values) }) { task.reportProgress(progress) }
+    }
+
+    /// Runs CPU-heavy work (decoding, processing) on a dispatch queue instead of the
+    /// Swift concurrency pool: that pool has one thread per core, and a decode holding
+    /// one would delay every timer and continuation behind it.
+    private static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws(ImagoError) -> T) async throws(ImagoError) -> T {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, ImagoError>, Never>) in
+            DispatchQueue.global(qos: .userInitiated).async {
+                continuation.resume(returning: Result { () throws(ImagoError) in try work() })
+            }
+        }
+        return try result.get()
     }
 
     private static func seconds(_ duration: Duration) -> Double {

@@ -229,9 +229,9 @@ private final class Transfer: Sendable {
         var expected: Int64?
         var seen: [URL]
         var continuation: CheckedContinuation<Outcome, Never>?
-        /// Set once; an outcome that arrives before the continuation waits here.
+        /// Set once. The continuation is resumed with it by `finish` if already
+        /// installed, else by `install`: exactly once either way, under this lock.
         var outcome: Outcome?
-        var delivered = false
     }
 
     private let state: Mutex<State>
@@ -248,12 +248,8 @@ private final class Transfer: Sendable {
     /// Hands over the continuation; resumes it at once if the transfer already ended.
     func install(_ continuation: CheckedContinuation<Outcome, Never>) {
         let ready = state.withLock { state -> Outcome? in
-            guard let outcome = state.outcome else {
-                state.continuation = continuation
-                return nil
-            }
-            state.delivered = true
-            return outcome
+            if state.outcome == nil { state.continuation = continuation }
+            return state.outcome
         }
         if let ready { continuation.resume(returning: ready) }
     }
@@ -265,10 +261,8 @@ private final class Transfer: Sendable {
             guard state.outcome == nil else { return (false, nil) }
             state.outcome = outcome
             state.data = Data()  // the caller has the bytes (or needs none); drop ours
-            guard let continuation = state.continuation, !state.delivered else { return (true, nil) }
-            state.continuation = nil
-            state.delivered = true
-            return (true, continuation)
+            defer { state.continuation = nil }
+            return (true, state.continuation)
         }
         continuation?.resume(returning: outcome)
         return first
@@ -285,7 +279,7 @@ private final class Transfer: Sendable {
             guard state.outcome == nil else { return false }
             state.response = http
             state.expected = expected
-            state.data = Data()  // a body of an earlier response (never for data tasks) is not this one's
+            state.data = Data()  // only the final response's body counts
             if let expected, !tooLarge {
                 // Avoid repeated regrowth for large bodies, but trust a server's claim
                 // only so far.

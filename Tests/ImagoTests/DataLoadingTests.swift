@@ -1,0 +1,574 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+import Testing
+@testable import Imago
+
+/// The network edge against a real HTTP server on 127.0.0.1: statuses, progress,
+/// faults (reset, truncation, stall), redirects, size limits, cancellation, and the
+/// `file:` and `data:` loaders.
+@Suite struct DataLoadingTests {
+    /// A server of its own and a loader of its own for one test, so tests can run in
+    /// parallel and count requests and connections exactly.
+    static func withServer(
+        _ configuration: URLSessionDataLoader.Configuration = .init(),
+        _ body: (TestServer, URLSessionDataLoader) async throws -> Void
+    ) async throws {
+        let server = TestServer()
+        try server.start()
+        defer { server.stop() }
+        try await body(server, URLSessionDataLoader(configuration: configuration))
+    }
+
+    /// Loads `url`, bounded so that a hang fails the test instead of stalling the suite.
+    static func load(
+        _ loader: some DataLoading, _ url: URL, headers: [String: String] = [:],
+        limit: Double = 15, sourceLocation: SourceLocation = #_sourceLocation,
+        progress: @escaping @Sendable (Int64, Int64?) -> Void = { _, _ in }
+    ) async -> Result<DataResponse, ImagoError> {
+        var request = URLRequest(url: url)
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let finished = await withTimeLimit(limit, sourceLocation: sourceLocation) { [request] in
+            do throws(ImagoError) {
+                return Result<DataResponse, ImagoError>.success(try await loader.loadData(for: request, progress: progress))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return finished ?? .failure(.timedOut(url: url.absoluteString, seconds: limit))
+    }
+
+    static func bytes(_ count: Int) -> Data { Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }) }
+
+    // MARK: - Statuses and bodies
+
+    @Test func okResponseDeliversBodyHeadersAndURL() async throws {
+        try await Self.withServer { server, loader in
+            let body = Self.bytes(100_000)
+            server.route("/image.jpg", data: body, headers: ["ETag": "\"v1\"", "X-Custom": "yes"])
+            let response = try await Self.load(loader, server.url("/image.jpg")).get()
+            #expect(response.statusCode == 200)
+            #expect(response.data == body)
+            #expect(response.url == server.url("/image.jpg"))
+            #expect(response.headers["etag"] == "\"v1\"")
+            #expect(response.headers["x-custom"] == "yes")
+            #expect(response.headers["content-length"] == "100000")
+            #expect(server.count(for: "/image.jpg") == 1)
+            #expect(server.requests(for: "/image.jpg").first?.method == "GET")
+        }
+    }
+
+    @Test func errorStatusesAreReturnedNotThrown() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/missing") { _ in .text("not here", status: 404) }
+            server.route("/broken") { _ in .text("oops", status: 500) }
+            let missing = try await Self.load(loader, server.url("/missing")).get()
+            #expect(missing.statusCode == 404)
+            #expect(missing.data == Data("not here".utf8))
+            let broken = try await Self.load(loader, server.url("/broken")).get()
+            #expect(broken.statusCode == 500)
+            #expect(broken.data == Data("oops".utf8))
+        }
+    }
+
+    /// swift-corelibs-foundation #5456: a 401 with a challenge and no credential used
+    /// to leave the task suspended forever.
+    @Test func unauthorizedWithChallengeIsReturnedPromptly() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/private") { _ in
+                .text("who are you?", status: 401, headers: ["WWW-Authenticate": "Basic realm=\"imago\""])
+            }
+            let response = try await Self.load(loader, server.url("/private"), limit: 5).get()
+            #expect(response.statusCode == 401)
+        }
+    }
+
+    @Test func customHeadersReachTheServer() async throws {
+        let configuration = URLSessionDataLoader.Configuration(httpAdditionalHeaders: ["X-Imago-Client": "tests"])
+        try await Self.withServer(configuration) { server, loader in
+            server.route("/h", data: Data("ok".utf8))
+            _ = try await Self.load(loader, server.url("/h"), headers: ["Authorization": "Bearer secret", "If-None-Match": "\"v1\""]).get()
+            let request = try #require(server.requests(for: "/h").first)
+            #expect(request.header("x-imago-client") == "tests")
+            #expect(request.header("authorization") == "Bearer secret")
+            #expect(request.header("if-none-match") == "\"v1\"")
+        }
+    }
+
+    @Test func conditionalRequestGetsNotModified() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/etag") { request in
+                request.header("if-none-match") == "\"v1\""
+                    ? TestServer.Response(status: 304, headers: ["ETag": "\"v1\""])
+                    : .ok(Data("image".utf8), headers: ["ETag": "\"v1\""])
+            }
+            let first = try await Self.load(loader, server.url("/etag")).get()
+            #expect(first.statusCode == 200)
+            let second = try await Self.load(loader, server.url("/etag"), headers: ["If-None-Match": "\"v1\""]).get()
+            #expect(second.statusCode == 304)
+            #expect(second.data.isEmpty)
+        }
+    }
+
+    // MARK: - Progress
+
+    @Test func progressIsReportedForATricklingResponse() async throws {
+        try await Self.withServer { server, loader in
+            let body = Self.bytes(64 * 1024)
+            server.route("/slow") { _ in .trickle(body, bytesPerChunk: 4096, interval: 0.01) }
+            let reports = Mutex<[(Int64, Int64?)]>([])
+            let response = try await Self.load(loader, server.url("/slow")) { received, expected in
+                reports.withLock { $0.append((received, expected)) }
+            }.get()
+            #expect(response.data == body)
+            let seen = reports.withLock { $0 }
+            #expect(seen.count >= 4, "only \(seen.count) progress reports")
+            #expect(seen.allSatisfy { $0.1 == Int64(body.count) })
+            #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.0 <= $1.0 }, "progress went backwards")
+            #expect(seen.last?.0 == Int64(body.count))
+        }
+    }
+
+    @Test func progressWithoutLengthHasNoExpectedTotal() async throws {
+        try await Self.withServer { server, loader in
+            let body = Self.bytes(10_000)
+            server.route("/chunked") { _ in .chunked(body, chunkSize: 1000) }
+            let expectations = Mutex<[Int64?]>([])
+            let response = try await Self.load(loader, server.url("/chunked")) { _, expected in
+                expectations.withLock { $0.append(expected) }
+            }.get()
+            #expect(response.data == body)
+            #expect(expectations.withLock { $0.allSatisfy { $0 == nil } })
+        }
+    }
+
+    // MARK: - Faults
+
+    @Test func connectionResetMidBodyIsANetworkError() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/reset") { _ in .resetAfter(10_000, of: Self.bytes(200_000)) }
+            let result = await Self.load(loader, server.url("/reset"))
+            guard case .failure(.network) = result else {
+                Issue.record("expected a network error, got \(result)")
+                return
+            }
+        }
+    }
+
+    @Test func truncatedBodyIsANetworkErrorNeverAPartialSuccess() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/short") { _ in .truncate(declaredLength: 10_000, actualBody: Self.bytes(4_000)) }
+            let result = await Self.load(loader, server.url("/short"))
+            guard case .failure(.network(_, let reason)) = result else {
+                Issue.record("expected a network error, got \(result)")
+                return
+            }
+            #expect(!reason.isEmpty)
+        }
+    }
+
+    @Test func malformedResponseIsANetworkError() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/garbage") { _ in .raw(Data("SPLAT\r\nthis is not http\r\n\r\n".utf8)) }
+            let result = await Self.load(loader, server.url("/garbage"))
+            guard case .failure(.network) = result else {
+                Issue.record("expected a network error, got \(result)")
+                return
+            }
+        }
+    }
+
+    @Test func refusedConnectionIsANetworkError() async throws {
+        let server = TestServer()
+        try server.start()
+        let url = server.url("/gone")
+        server.stop()  // nothing listens on that port any more
+        let result = await Self.load(URLSessionDataLoader(), url)
+        guard case .failure(.network(_, let reason)) = result else {
+            Issue.record("expected a network error, got \(result)")
+            return
+        }
+        #expect(reason.contains("connect"))
+    }
+
+    /// The idle timer is URLSession's (whole seconds); the whole-load deadline is the
+    /// image loader's, so a silent server is a network error here, not `.timedOut`.
+    @Test func silentServerFailsAtTheIdleTimeout() async throws {
+        try await Self.withServer(.init(idleTimeout: 1)) { server, loader in
+            server.route("/silent") { _ in .stall() }
+            let start = ContinuousClock.now
+            let result = await Self.load(loader, server.url("/silent"))
+            guard case .failure(.network(_, let reason)) = result else {
+                Issue.record("expected a network error, got \(result)")
+                return
+            }
+            #expect(reason.contains("stopped responding"))
+            #expect(ContinuousClock.now - start < .seconds(5))
+        }
+    }
+
+    // MARK: - Size limit
+
+    @Test func declaredLengthOverTheLimitStopsAtTheHeaders() async throws {
+        try await Self.withServer(.init(maximumResponseSize: 1000)) { server, loader in
+            server.route("/big", data: Self.bytes(5000))
+            // A server that claims a gigabyte and then sends nothing: the claim alone
+            // must be enough to stop, without waiting for a byte of the body.
+            server.route("/huge") { _ in .stall(declaredLength: 1 << 30) }
+            let big = await Self.load(loader, server.url("/big"))
+            #expect(big.error == .responseTooLarge(url: server.url("/big").absoluteString, limit: 1000))
+            let start = ContinuousClock.now
+            let huge = await Self.load(loader, server.url("/huge"))
+            #expect(huge.error == .responseTooLarge(url: server.url("/huge").absoluteString, limit: 1000))
+            #expect(ContinuousClock.now - start < .seconds(2))
+        }
+    }
+
+    @Test(arguments: ["chunked", "untilClose"])
+    func bodyWithoutLengthIsStoppedPastTheLimit(_ kind: String) async throws {
+        try await Self.withServer(.init(maximumResponseSize: 10_000)) { server, loader in
+            let body = Self.bytes(50_000)
+            server.route("/stream") { _ in kind == "chunked" ? .chunked(body, chunkSize: 1000) : .untilClose(body) }
+            let result = await Self.load(loader, server.url("/stream"))
+            #expect(result.error == .responseTooLarge(url: server.url("/stream").absoluteString, limit: 10_000))
+        }
+    }
+
+    @Test func bodyExactlyAtTheLimitIsAccepted() async throws {
+        try await Self.withServer(.init(maximumResponseSize: 1000)) { server, loader in
+            server.route("/exact") { _ in .chunked(Self.bytes(1000), chunkSize: 100) }
+            server.route("/close-delimited") { _ in .untilClose(Self.bytes(1000)) }
+            let chunked = try await Self.load(loader, server.url("/exact")).get()
+            let closeDelimited = try await Self.load(loader, server.url("/close-delimited")).get()
+            #expect(chunked.data == Self.bytes(1000))
+            #expect(closeDelimited.data == Self.bytes(1000))
+        }
+    }
+
+    // MARK: - Redirects
+
+    @Test func redirectsAreFollowedAndTheFinalURLReported() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/old") { _ in .redirect(to: server.url("/middle").absoluteString, status: 301) }
+            server.route("/middle") { _ in .redirect(to: "/final?size=2", status: 307) }  // relative
+            server.route("/final", data: Data("here".utf8))
+            let response = try await Self.load(loader, server.url("/old")).get()
+            #expect(response.statusCode == 200)
+            #expect(response.data == Data("here".utf8))
+            #expect(response.url == server.url("/final?size=2"))
+            #expect(server.count(for: "/final") == 1)
+        }
+    }
+
+    @Test func redirectLoopIsRefused() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/a") { _ in .redirect(to: "/b") }
+            server.route("/b") { _ in .redirect(to: "/a") }
+            server.route("/self") { _ in .redirect(to: "/self") }
+            let loop = await Self.load(loader, server.url("/a"))
+            guard case .failure(.redirectRefused(_, let reason)) = loop else {
+                Issue.record("expected a refused redirect, got \(loop)")
+                return
+            }
+            #expect(reason.contains("loop"))
+            #expect(server.count(for: "/a") == 1 && server.count(for: "/b") == 1)
+            let selfLoop = await Self.load(loader, server.url("/self"))
+            guard case .failure(.redirectRefused) = selfLoop else {
+                Issue.record("expected a refused redirect, got \(selfLoop)")
+                return
+            }
+            #expect(server.count(for: "/self") == 1)
+        }
+    }
+
+    @Test func tooManyRedirectsAreRefused() async throws {
+        try await Self.withServer(.init(maximumRedirects: 3)) { server, loader in
+            for hop in 0..<10 { server.route("/hop\(hop)") { _ in .redirect(to: "/hop\(hop + 1)") } }
+            let result = await Self.load(loader, server.url("/hop0"))
+            #expect(result.error == .redirectRefused(url: server.url("/hop4").absoluteString, reason: "more than 3 redirects"))
+            #expect(server.count(for: "/hop3") == 1)
+            #expect(server.count(for: "/hop4") == 0)
+        }
+    }
+
+    @Test(arguments: ["file:///etc/passwd", "ftp://example.com/image.jpg", "javascript:alert(1)", "data:text/plain,hi"])
+    func redirectToAnotherSchemeIsRefused(_ location: String) async throws {
+        try await Self.withServer { server, loader in
+            server.route("/jump") { _ in .redirect(to: location) }
+            let result = await Self.load(loader, server.url("/jump"))
+            guard case .failure(.redirectRefused(_, let reason)) = result else {
+                Issue.record("expected a refused redirect, got \(result)")
+                return
+            }
+            #expect(reason.contains("scheme"))
+            #expect(server.allRequests.map(\.path) == ["/jump"], "the redirect reached the server")
+        }
+    }
+
+    @Test func credentialsDoNotFollowARedirectToAnotherOrigin() async throws {
+        let other = TestServer()
+        try other.start()
+        defer { other.stop() }
+        try await Self.withServer { server, loader in
+            other.route("/elsewhere", data: Data("x".utf8))
+            server.route("/same") { _ in .redirect(to: "/landing") }
+            server.route("/landing", data: Data("y".utf8))
+            server.route("/away") { _ in .redirect(to: other.url("/elsewhere").absoluteString) }
+            let headers = ["Authorization": "Bearer secret", "X-Trace": "1"]
+            _ = try await Self.load(loader, server.url("/same"), headers: headers).get()
+            _ = try await Self.load(loader, server.url("/away"), headers: headers).get()
+            #expect(server.requests(for: "/landing").first?.header("authorization") == "Bearer secret")
+            let away = try #require(other.requests(for: "/elsewhere").first)
+            #expect(away.header("authorization") == nil)
+            #expect(away.header("x-trace") == "1")
+        }
+    }
+
+    @Test func redirectPolicyRefusesDowngradesAndForeignSchemes() throws {
+        let policy = RedirectPolicy()
+        let secure = URL(string: "https://images.example.com/a.jpg")!
+        let plain = URL(string: "http://images.example.com/a.jpg")!
+        let cdn = URL(string: "https://cdn.example.com/a.jpg")!
+        func refusal(_ policy: RedirectPolicy, _ from: URL, _ to: URL, seen: [URL]? = nil) -> String? {
+            do throws(ImagoError) {
+                try policy.check(from: from, to: to, seen: seen ?? [from])
+                return nil
+            } catch {
+                guard case .redirectRefused(let url, let reason) = error else { return "wrong error \(error)" }
+                #expect(url == to.absoluteString)
+                return reason
+            }
+        }
+        #expect(refusal(policy, secure, plain)?.contains("downgrade") == true)
+        #expect(refusal(RedirectPolicy(allowsHTTPSDowngrade: true), secure, plain) == nil)
+        #expect(refusal(policy, plain, secure) == nil)
+        #expect(refusal(policy, secure, cdn) == nil)
+        #expect(refusal(policy, secure, URL(string: "HTTPS://cdn.example.com/b")!) == nil)
+        for foreign in ["file:///etc/passwd", "ftp://cdn.example.com/a", "data:,x", "gopher://x/"] {
+            #expect(refusal(RedirectPolicy(allowsHTTPSDowngrade: true), plain, URL(string: foreign)!)?.contains("scheme") == true, "\(foreign)")
+        }
+        #expect(refusal(policy, secure, URL(string: "https:///nohost")!) != nil)
+        #expect(refusal(policy, secure, secure)?.contains("loop") == true)
+        #expect(refusal(policy, cdn, secure, seen: [secure, cdn])?.contains("loop") == true)
+        let chain = (0...3).map { URL(string: "https://example.com/\($0)")! }
+        #expect(refusal(RedirectPolicy(maximumRedirects: 3), chain[2], URL(string: "https://example.com/x")!, seen: Array(chain[0...2])) == nil)
+        #expect(refusal(RedirectPolicy(maximumRedirects: 3), chain[3], URL(string: "https://example.com/x")!, seen: chain)?.contains("more than 3") == true)
+        #expect(refusal(RedirectPolicy(maximumRedirects: 0), secure, cdn) != nil)
+    }
+
+    // MARK: - Cancellation
+
+    @Test func cancellingAStalledLoadEndsItPromptlyAndClosesTheConnection() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/stall") { _ in .stall() }
+            let url = server.url("/stall")
+            let task = Task { await Self.load(loader, url) }
+            // 200 ms in, and the request has reached the server (which, with other
+            // suites running, can take longer than 200 ms).
+            try await Task.sleep(for: .milliseconds(200))
+            let arrival = ContinuousClock.now + .seconds(5)
+            while server.count(for: "/stall") == 0, ContinuousClock.now < arrival {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(server.count(for: "/stall") == 1)
+            let cancelled = ContinuousClock.now
+            task.cancel()
+            let result = await task.value
+            #expect(result.error == .cancelled)
+            // Generous: other suites run in parallel on few cores; a hang would take 30 s.
+            #expect(ContinuousClock.now - cancelled < .seconds(2))
+            // The transfer stops too: the client closes its connection.
+            let deadline = ContinuousClock.now + .seconds(3)
+            while server.openConnections > 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(server.openConnections == 0)
+        }
+    }
+
+    @Test func alreadyCancelledLoadSendsNothing() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/never", data: Data("x".utf8))
+            let url = server.url("/never")
+            let task = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return await Self.load(loader, url)
+            }
+            #expect(await task.value.error == .cancelled)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(server.allRequests.isEmpty)
+        }
+    }
+
+    /// swift-corelibs-foundation #5412: cancelling a task awaiting URLSession could
+    /// deadlock. 5,000 loads, each cancelled at once or after 0–2 ms, must all end,
+    /// each either complete or cancelled; against a stalling server, all cancelled.
+    @Test(arguments: [false, true])
+    func thousandsOfStartThenCancelLoadsAllFinish(stalling: Bool) async throws {
+        try await Self.withServer { server, loader in
+            let body = Self.bytes(2048)
+            server.route("/small") { _ in stalling ? .stall() : .ok(body) }
+            let url = server.url("/small")
+            let start = ContinuousClock.now
+            let outcome = await withTimeLimit(120) {
+                var completed = 0, cancelled = 0
+                var wrong: [String] = []
+                for batch in 0..<100 {
+                    await withTaskGroup(of: Result<DataResponse, ImagoError>.self) { group in
+                        for index in 0..<50 {
+                            let task = Task { () -> Result<DataResponse, ImagoError> in
+                                do throws(ImagoError) {
+                                    return .success(try await loader.loadData(for: URLRequest(url: url)) { _, _ in })
+                                } catch {
+                                    return .failure(error)
+                                }
+                            }
+                            let delay = (batch * 50 + index).isMultiple(of: 2) ? 0 : Int.random(in: 0...2000)
+                            group.addTask {
+                                if delay > 0 { try? await Task.sleep(for: .microseconds(delay)) }
+                                task.cancel()
+                                return await task.value
+                            }
+                        }
+                        for await result in group {
+                            switch result {
+                            case .success(let response) where response.data == body: completed += 1
+                            case .failure(.cancelled): cancelled += 1
+                            default: wrong.append("\(result)")
+                            }
+                        }
+                    }
+                }
+                return (completed, cancelled, wrong)
+            }
+            let elapsed = ContinuousClock.now - start
+            let (completed, cancelled, wrong) = try #require(outcome)
+            #expect(completed + cancelled == 5000)
+            if stalling { #expect(cancelled == 5000) }
+            #expect(wrong.isEmpty, "\(wrong.prefix(3))")
+            // Every URLSession task, cancelled ones included, reaches its end: none is
+            // left behind holding memory or a connection.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while loader.unfinishedTaskCount > 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(loader.unfinishedTaskCount == 0)
+            // Stalled transfers are closed by the client; otherwise idle keep-alive
+            // connections may stay, one per connection URLSession allows.
+            let allowedOpen = stalling ? 0 : 6
+            while server.openConnections > allowedOpen, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(server.openConnections <= allowedOpen, "connections left open")
+            print("5,000 start/cancel loads\(stalling ? " (stalling server)" : ""): \(completed) completed, \(cancelled) cancelled, \(elapsed), \(server.connectionsAccepted) connections")
+        }
+    }
+
+    // MARK: - Schemes
+
+    @Test(arguments: ["ftp://127.0.0.1:PORT/x", "gopher://127.0.0.1:PORT/", "mailto:someone@example.com",
+                      "http:///no-host", "relative/path.png", "ssh://127.0.0.1:PORT"])
+    func unsupportedURLsFailBeforeAnyIO(_ template: String) async throws {
+        try await Self.withServer { server, _ in
+            let url = try #require(URL(string: template.replacingOccurrences(of: "PORT", with: "\(server.port)")))
+            let result = await Self.load(DefaultDataLoader(), url)
+            guard case .failure(.invalidURL) = result else {
+                Issue.record("expected an invalid URL error, got \(result)")
+                return
+            }
+            #expect(server.connectionsAccepted == 0)
+        }
+    }
+
+    @Test func defaultLoaderRoutesEverySupportedScheme() async throws {
+        try await Self.withServer { server, _ in
+            server.route("/x", data: Data("net".utf8))
+            let loader = DefaultDataLoader()
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("imago-route-\(UUID()).bin")
+            try Data("file".utf8).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            #expect(try await Self.load(loader, server.url("/x")).get().data == Data("net".utf8))
+            #expect(try await Self.load(loader, file).get().data == Data("file".utf8))
+            #expect(try await Self.load(loader, URL(string: "data:,data")!).get().data == Data("data".utf8))
+        }
+    }
+
+    @Test func dataURLsDecodeBase64AndPercentEncoding() async throws {
+        let loader = LocalDataLoader()
+        let png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0xFF])
+        let cases: [(String, Data)] = [
+            ("data:image/png;base64,\(png.base64EncodedString())", png),
+            ("data:image/png;BASE64,iVBORw0KGgoA%2Fw%3D%3D", png),  // escaped base64
+            ("data:;base64,aGVsbG8", Data("hello".utf8)),  // padding left off
+            ("data:text/plain,hello%20world", Data("hello world".utf8)),
+            ("data:,%89PNG%00%ff", Data([0x89, 0x50, 0x4E, 0x47, 0x00, 0xFF])),
+            ("data:text/plain;charset=utf-8,100%", Data("100%".utf8)),
+            ("data:,", Data()),
+        ]
+        for (string, expected) in cases {
+            let url = try #require(URL(string: string), "\(string)")
+            let response = try await Self.load(loader, url).get()
+            #expect(response.data == expected, "\(string)")
+            #expect(response.statusCode == nil)
+            #expect(response.url == url)
+        }
+        for bad in ["data:image/png;base64,@@@notbase64@@@", "data:nocomma"] {
+            let result = await Self.load(loader, URL(string: bad)!)
+            guard case .failure(.invalidURL) = result else {
+                Issue.record("\(bad): expected an invalid URL error, got \(result)")
+                continue
+            }
+        }
+        let tooBig = await Self.load(LocalDataLoader(maximumSize: 4), URL(string: "data:,123456")!)
+        guard case .failure(.responseTooLarge) = tooBig else {
+            Issue.record("expected too large, got \(tooBig)")
+            return
+        }
+    }
+
+    @Test func fileURLsReadExistingFilesAndNameMissingOnes() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-files-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let body = Self.bytes(3 << 20)  // several read pieces
+        let file = folder.appendingPathComponent("photo with space.jpg")
+        try body.write(to: file)
+        let loader = LocalDataLoader()
+
+        let reports = Mutex<[(Int64, Int64?)]>([])
+        let response = try await Self.load(loader, file) { received, expected in
+            reports.withLock { $0.append((received, expected)) }
+        }.get()
+        #expect(response.data == body)
+        #expect(response.statusCode == nil && response.headers.isEmpty)
+        #expect(reports.withLock { $0.last.map { $0.0 == Int64(body.count) && $0.1 == Int64(body.count) } } == true)
+
+        let missing = folder.appendingPathComponent("nope.png")
+        #expect(await Self.load(loader, missing).error == .fileError(path: missing.path, reason: "no such file"))
+        #expect(await Self.load(loader, folder).error == .fileError(path: folder.path, reason: "is a directory, not a file"))
+        #if os(Linux)
+        let device = await Self.load(loader, URL(fileURLWithPath: "/dev/zero"))
+        #expect(device.error == .fileError(path: "/dev/zero", reason: "is not a regular file"))
+        #endif
+        let small = LocalDataLoader(maximumSize: 100)
+        guard case .failure(.responseTooLarge) = await Self.load(small, file) else {
+            Issue.record("a file over the limit was read")
+            return
+        }
+        let remote = try #require(URL(string: "file://fileserver/share/a.png"))
+        guard case .failure(.invalidURL) = await Self.load(loader, remote) else {
+            Issue.record("a file URL on another host was accepted")
+            return
+        }
+    }
+}
+
+extension Result {
+    /// The error, if this is a failure.
+    var error: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}

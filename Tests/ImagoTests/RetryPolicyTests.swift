@@ -1,0 +1,106 @@
+import Foundation
+import Testing
+@testable import Imago
+
+/// Backoff, jitter, caps, Retry-After and which failures are retried (B8).
+@Suite struct RetryPolicyTests {
+    static let reset = ImagoError.network(url: "http://x/a.jpg", reason: "the connection was lost")
+
+    @Test func backoffGrowsExponentiallyUpToTheCap() {
+        let policy = RetryPolicy(maximumAttempts: 20, baseDelay: 0.5, multiplier: 2, maximumDelay: 10, jitter: RetryPolicy.noJitter)
+        let delays = (1...8).map { policy.delay(afterAttempt: $0, error: Self.reset, retryAfter: nil) }
+        #expect(delays == [0.5, 1, 2, 4, 8, 10, 10, 10])
+        #expect(policy.backoff(afterAttempt: 1_000_000) == 10)
+        #expect(RetryPolicy(baseDelay: 0, jitter: RetryPolicy.noJitter).backoff(afterAttempt: 50) == 0)
+        #expect(RetryPolicy(multiplier: 3, jitter: RetryPolicy.noJitter).backoff(afterAttempt: 3) == 4.5)
+    }
+
+    @Test func attemptsAreBounded() {
+        let policy = RetryPolicy(jitter: RetryPolicy.noJitter)  // 3 attempts
+        #expect(policy.delay(afterAttempt: 1, error: Self.reset, retryAfter: nil) != nil)
+        #expect(policy.delay(afterAttempt: 2, error: Self.reset, retryAfter: nil) != nil)
+        #expect(policy.delay(afterAttempt: 3, error: Self.reset, retryAfter: nil) == nil)
+        #expect(RetryPolicy.none.delay(afterAttempt: 1, error: Self.reset, retryAfter: nil) == nil)
+    }
+
+    @Test func fullJitterStaysWithinZeroAndTheCeiling() {
+        let policy = RetryPolicy(maximumAttempts: 10)
+        for attempt in 1...6 {
+            let ceiling = policy.backoff(afterAttempt: attempt)
+            let draws = (0..<500).compactMap { _ in policy.delay(afterAttempt: attempt, error: Self.reset, retryAfter: nil) }
+            #expect(draws.count == 500)
+            #expect(draws.allSatisfy { (0...ceiling).contains($0) })
+            // Spread over the range, not stuck at one end.
+            #expect(draws.min()! < ceiling * 0.2 && draws.max()! > ceiling * 0.8)
+        }
+        // A jitter function that misbehaves is clamped.
+        let wild = RetryPolicy(jitter: { $0 * 5 })
+        #expect(wild.delay(afterAttempt: 1, error: Self.reset, retryAfter: nil) == 0.5)
+        let negative = RetryPolicy(jitter: { _ in -1 })
+        #expect(negative.delay(afterAttempt: 1, error: Self.reset, retryAfter: nil) == 0)
+        // Injected jitter makes it deterministic.
+        let half = RetryPolicy(jitter: { $0 / 2 })
+        #expect(half.delay(afterAttempt: 2, error: Self.reset, retryAfter: nil) == 0.5)
+    }
+
+    @Test func retryAfterSecondsReplacesTheBackoffWithinTheCap() {
+        let policy = RetryPolicy(jitter: RetryPolicy.noJitter)
+        let busy = ImagoError.httpStatus(429, url: "http://x/")
+        #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "3") == 3)
+        #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: " 0 ") == 0)
+        #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "120") == 10)
+        #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "99999999999999999999999") == 10)
+        // Garbage is ignored: the computed backoff applies.
+        #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "soon") == 0.5)
+        #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "-5") == 0.5)
+        #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "") == 0.5)
+        // Retry-After on a 4xx other than 429 does not make it retryable.
+        #expect(policy.delay(afterAttempt: 1, error: .httpStatus(404, url: "http://x/"), retryAfter: "1") == nil)
+    }
+
+    @Test func retryAfterHTTPDateIsMeasuredFromNow() throws {
+        let now = try #require(ISO8601DateFormatter().date(from: "2015-10-21T07:28:00Z"))
+        let policy = RetryPolicy(maximumDelay: 60, jitter: RetryPolicy.noJitter)
+        let unavailable = ImagoError.httpStatus(503, url: "http://x/")
+        #expect(policy.delay(afterAttempt: 1, error: unavailable, retryAfter: "Wed, 21 Oct 2015 07:28:05 GMT", now: now) == 5)
+        #expect(policy.delay(afterAttempt: 1, error: unavailable, retryAfter: "Wednesday, 21-Oct-15 07:28:30 GMT", now: now) == 30)
+        #expect(policy.delay(afterAttempt: 1, error: unavailable, retryAfter: "Wed Oct 21 07:28:45 2015", now: now) == 45)
+        // In the past: go now. Far in the future: the cap.
+        #expect(policy.delay(afterAttempt: 1, error: unavailable, retryAfter: "Wed, 21 Oct 2015 07:00:00 GMT", now: now) == 0)
+        #expect(policy.delay(afterAttempt: 1, error: unavailable, retryAfter: "Thu, 22 Oct 2015 07:28:00 GMT", now: now) == 60)
+        #expect(RetryPolicy.retryAfterSeconds("Wed, 32 Oct 2015 07:28:05 GMT", now: now) == nil)
+    }
+
+    @Test func onlyTransientFailuresAreRetried() {
+        let policy = RetryPolicy()
+        let retried: [ImagoError] = [
+            Self.reset,
+            .network(url: "http://x/", reason: "could not connect to the server"),
+            .httpStatus(500, url: "http://x/"), .httpStatus(502, url: "http://x/"),
+            .httpStatus(503, url: "http://x/"), .httpStatus(504, url: "http://x/"),
+            .httpStatus(429, url: "http://x/"),
+        ]
+        let final: [ImagoError] = [
+            .httpStatus(400, url: "http://x/"), .httpStatus(401, url: "http://x/"),
+            .httpStatus(403, url: "http://x/"), .httpStatus(404, url: "http://x/"),
+            .httpStatus(410, url: "http://x/"), .httpStatus(501, url: "http://x/"),
+            .httpStatus(505, url: "http://x/"),
+            .cancelled, .invalidURL("ftp://x"),
+            .redirectRefused(url: "http://x/", reason: "loop"),
+            .responseTooLarge(url: "http://x/", limit: 10),
+            .timedOut(url: "http://x/", seconds: 60),
+            .unsupportedFormat(nil), .unsupportedFormat(.png),
+            .decodingFailed(format: .jpeg, reason: "truncated"),
+            .imageTooLarge(width: 100_000, height: 100_000, frames: 1, limit: 1 << 27),
+            .fileError(path: "/x", reason: "no such file"),
+        ]
+        for error in retried {
+            #expect(policy.isRetryable(error), "\(error)")
+            #expect(policy.delay(afterAttempt: 1, error: error, retryAfter: nil) != nil, "\(error)")
+        }
+        for error in final {
+            #expect(!policy.isRetryable(error), "\(error)")
+            #expect(policy.delay(afterAttempt: 1, error: error, retryAfter: "1") == nil, "\(error)")
+        }
+    }
+}
