@@ -1,0 +1,410 @@
+import Foundation
+
+/// What the disk cache remembers about an HTTP response so it can tell, later and
+/// without the network, whether the stored bytes may still be used (B5).
+///
+/// The rules are RFC 9111's for a *private* cache: Imago's disk tier belongs to one
+/// user of one app, never shared between users. So `s-maxage` and `proxy-revalidate`,
+/// which address shared caches only, are ignored, and `private` responses are stored
+/// like any other.
+///
+/// Only what decides freshness and revalidation is kept, parsed once when the
+/// response arrives, so a cache hit does no header parsing. The value is pure: every
+/// question takes the time it is asked at, which keeps it testable without clocks.
+///
+/// Simplifications, each on the safe side or harmless for an image cache:
+/// - The request is taken to have been sent when the response arrived (RFC 9111
+///   §4.2.3's `response_delay` is 0): the age is never over-estimated by a slow
+///   network, at worst under-estimated by one round trip.
+/// - `Vary` other than `*` is accepted: the loader sends the same request headers for a
+///   given cache key, so the stored response matches the next request.
+/// - The qualified forms `no-cache="field"` and `private="field"` count as unqualified,
+///   as most caches do (RFC 9111 §5.2.2.4 notes the qualified form is rarely honoured).
+public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
+    /// Whether stored bytes may be used without asking the server.
+    public enum Freshness: Sendable, Hashable {
+        /// Usable as is for `remaining` more seconds.
+        case fresh(remaining: Double)
+        /// Must not be used without the server's word. `revalidatable` says whether a
+        /// conditional request can get that word cheaply (a 304 instead of the body);
+        /// if not, the resource has to be fetched again.
+        case stale(revalidatable: Bool)
+    }
+
+    /// The Cache-Control response directives that matter to a private cache.
+    ///
+    /// Names are case-insensitive and values may be tokens or quoted strings (RFC 9111
+    /// §5.2 asks recipients to accept both). When a directive appears twice, the first
+    /// wins (§4.2.1). Unknown directives are ignored.
+    public struct CacheControl: Sendable, Codable, Hashable {
+        /// `max-age`, in seconds. A `max-age` without a valid number counts as 0:
+        /// RFC 9111 §4.2.1 encourages treating invalid freshness information as stale,
+        /// which costs at most a revalidation, where ignoring it could let an
+        /// `Expires` or the heuristic keep a response the server meant to expire.
+        public var maxAge: Double?
+        /// `no-cache`: stored, but never used without revalidating.
+        public var noCache = false
+        /// `no-store`: must not be kept at all.
+        public var noStore = false
+        /// `must-revalidate`: once stale, never served, not even when the network fails.
+        public var mustRevalidate = false
+        /// `private`: recorded for completeness; a private cache may store it.
+        public var isPrivate = false
+        /// `public`: recorded for completeness; it only widens what shared caches store.
+        public var isPublic = false
+        /// `immutable` (RFC 8246): the body will not change while fresh, so a reload
+        /// need not revalidate a fresh response. It does not lengthen freshness.
+        public var isImmutable = false
+        /// `stale-if-error` (RFC 5861), in seconds: how long past freshness the
+        /// response may be served when the server cannot be reached. Ignored when its
+        /// value is not a number (the caller's allowance applies instead).
+        public var staleIfError: Double?
+        /// `stale-while-revalidate` (RFC 5861), in seconds: how long past freshness the
+        /// response may be served while it is revalidated in the background. Ignored
+        /// when its value is not a number.
+        public var staleWhileRevalidate: Double?
+
+        /// No directives.
+        public init() {}
+
+        /// Parses a Cache-Control value; several header lines joined with commas, as
+        /// HTTP allows for list fields, parse as one.
+        public init(parsing value: String) {
+            var seen = Set<String>()
+            for (name, argument) in Self.directives(in: value) where seen.insert(name).inserted {
+                switch name {
+                case "max-age": maxAge = argument.flatMap(Self.deltaSeconds) ?? 0
+                case "no-cache": noCache = true
+                case "no-store": noStore = true
+                case "must-revalidate": mustRevalidate = true
+                case "private": isPrivate = true
+                case "public": isPublic = true
+                case "immutable": isImmutable = true
+                case "stale-if-error": staleIfError = argument.flatMap(Self.deltaSeconds)
+                case "stale-while-revalidate": staleWhileRevalidate = argument.flatMap(Self.deltaSeconds)
+                default: break  // s-maxage, proxy-revalidate, no-transform, extensions.
+                }
+            }
+        }
+
+        /// Splits a directive list at commas outside quoted strings, lower-casing the
+        /// names and unquoting the arguments.
+        static func directives(in value: String) -> [(name: String, argument: String?)] {
+            var result: [(name: String, argument: String?)] = []
+            var element = ""
+            var quoted = false
+            var escaped = false
+            func finish() {
+                defer { element = "" }
+                let parts = element.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let name = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
+                guard !name.isEmpty else { return }
+                let argument = parts.count > 1 ? unquoted(parts[1].trimmingCharacters(in: .whitespaces)) : nil
+                result.append((name, argument))
+            }
+            for character in value {
+                if escaped {
+                    escaped = false
+                } else if quoted, character == "\\" {
+                    escaped = true
+                } else if character == "\"" {
+                    quoted.toggle()
+                } else if character == ",", !quoted {
+                    finish()
+                    continue
+                }
+                element.append(character)
+            }
+            finish()
+            return result
+        }
+
+        /// A quoted-string's content with its quoted-pairs resolved; a token unchanged.
+        private static func unquoted(_ text: String) -> String {
+            guard text.count >= 2, text.first == "\"", text.last == "\"" else { return text }
+            var result = ""
+            var escaped = false
+            for character in text.dropFirst().dropLast() {
+                if !escaped, character == "\\" {
+                    escaped = true
+                    continue
+                }
+                escaped = false
+                result.append(character)
+            }
+            return result
+        }
+    }
+
+    /// The longest heuristic freshness, in seconds: one day. RFC 9111 §4.2.2 leaves the
+    /// cap to the cache; a day keeps an image that changed quietly from lingering for
+    /// long, and is where HTTP/1.1 used to require a warning for heuristic lifetimes.
+    public static let heuristicFreshnessCap: Double = 86_400
+
+    /// The fraction of the time since `Last-Modified` used as heuristic freshness: the
+    /// 10% RFC 9111 §4.2.2 suggests, since a resource unchanged for long tends to stay so.
+    public static let heuristicFreshnessFraction: Double = 0.1
+
+    /// The resource the response came from.
+    public private(set) var url: URL
+    /// When the response (or the 304 that last freshened it) arrived: where the
+    /// response's time in the cache is counted from.
+    public private(set) var storedAt: Date
+    /// The `ETag`, verbatim (weak or strong), for `If-None-Match`.
+    public private(set) var etag: String?
+    /// The `Last-Modified` value, verbatim, for `If-Modified-Since`; kept only when it
+    /// is a valid HTTP-date, since a server must ignore an invalid one anyway.
+    public private(set) var lastModified: String?
+    /// `lastModified` as a date, for the heuristic.
+    public private(set) var lastModifiedDate: Date?
+    /// The response's `Date`: when the server generated it. Nil when absent or
+    /// invalid, in which case `storedAt` stands in (RFC 9110 §6.6.1).
+    public private(set) var date: Date?
+    /// The `Age` the response arrived with, in seconds: time already spent in caches
+    /// upstream. 0 when absent or invalid.
+    public private(set) var ageValue: Double
+    /// The `Expires` date. An invalid one (`0`, `-1`, garbage) is recorded as
+    /// `Date.distantPast`: RFC 9111 §5.3 says it means "already expired".
+    public private(set) var expires: Date?
+    /// The Cache-Control directives.
+    public private(set) var cacheControl: CacheControl
+    /// The `Vary` value, verbatim: `*` makes the response unusable for any later
+    /// request (RFC 9111 §4.1).
+    public private(set) var vary: String?
+
+    /// Records a response, or returns nil when it must not be stored:
+    /// - any status but 200: only a complete, successful body is worth keeping, and
+    ///   caching an error (a 404) would hide an image published a moment later;
+    ///   redirects are followed before this point, and a 206 holds part of a body;
+    /// - `Cache-Control: no-store`;
+    /// - `Vary: *`, which no later request can match.
+    ///
+    /// - Parameters:
+    ///   - headers: the response headers; names are matched case-insensitively.
+    ///   - storedAt: when the response arrived.
+    public init?(url: URL, statusCode: Int, headers: [String: String], storedAt: Date) {
+        guard statusCode == 200 else { return nil }
+        self.init(url: url, fields: Self.fields(headers), storedAt: storedAt)
+        guard isStorable else { return nil }
+    }
+
+    private init(url: URL, fields: [String: String], storedAt: Date) {
+        self.url = url
+        self.storedAt = storedAt
+        etag = nil
+        lastModified = nil
+        lastModifiedDate = nil
+        date = nil
+        ageValue = 0
+        expires = nil
+        cacheControl = CacheControl()
+        vary = nil
+        apply(fields)
+    }
+
+    /// Whether the response may be kept at all: false after a 304 or a new 200 that
+    /// says `no-store` or `Vary: *`; the cache should then drop the entry once it has
+    /// served the current request.
+    public var isStorable: Bool {
+        !cacheControl.noStore && !(vary ?? "").split(separator: ",").contains {
+            $0.trimmingCharacters(in: .whitespaces) == "*"
+        }
+    }
+
+    /// Whether a conditional request can confirm the stored bytes with a 304.
+    public var hasValidators: Bool { etag != nil || lastModifiedDate != nil }
+
+    /// How long the response is fresh for, in seconds from its generation (RFC 9111
+    /// §4.2.1): `max-age` if given (it overrides `Expires`), else `Expires` minus
+    /// `Date`, else the heuristic from `Last-Modified`, else 0: a response that says
+    /// nothing about its freshness is never fresh.
+    public var freshnessLifetime: Double {
+        if let maxAge = cacheControl.maxAge { return maxAge }
+        let generated = date ?? storedAt
+        if let expires { return max(0, expires.timeIntervalSince(generated)) }
+        if let lastModifiedDate {
+            let unchangedFor = max(0, generated.timeIntervalSince(lastModifiedDate))
+            return min(unchangedFor * Self.heuristicFreshnessFraction, Self.heuristicFreshnessCap)
+        }
+        return 0
+    }
+
+    /// The response's age at `now`, in seconds (RFC 9111 §4.2.3): its age on arrival,
+    /// the larger of what `Age` claims and what the clocks show (`storedAt − Date`),
+    /// plus the time since it arrived. A clock set back never makes it younger than on
+    /// arrival.
+    public func currentAge(at now: Date) -> Double {
+        let apparentAge = max(0, storedAt.timeIntervalSince(date ?? storedAt))
+        let initialAge = max(apparentAge, ageValue)
+        return initialAge + max(0, now.timeIntervalSince(storedAt))
+    }
+
+    /// Whether the stored bytes may be used at `now` without asking the server.
+    /// `no-cache` makes the response stale from the start; one that may not be stored
+    /// is stale and not revalidatable, since it is not to be reused at all.
+    public func freshness(at now: Date) -> Freshness {
+        guard isStorable else { return .stale(revalidatable: false) }
+        if !cacheControl.noCache {
+            let remaining = freshnessLifetime - currentAge(at: now)
+            if remaining > 0 { return .fresh(remaining: remaining) }
+        }
+        return .stale(revalidatable: hasValidators)
+    }
+
+    /// The headers that turn a request into a conditional one: `If-None-Match` from
+    /// the ETag and `If-Modified-Since` from `Last-Modified`, both when both exist
+    /// (RFC 9110 §13.1.3: a server that knows ETags uses the first and ignores the
+    /// second; one that does not still has the date). Values are sent back verbatim,
+    /// as the server gave them, so its comparison sees exactly its own validator.
+    public var conditionalHeaders: [String: String] {
+        var headers: [String: String] = [:]
+        if let etag { headers["If-None-Match"] = etag }
+        if let lastModified { headers["If-Modified-Since"] = lastModified }
+        return headers
+    }
+
+    /// The metadata after the server answered a revalidation with `headers`.
+    ///
+    /// - 304: the stored bytes are still good. Each header the 304 carries replaces
+    ///   the stored one (RFC 9111 §4.3.4): Cache-Control as a whole, `Expires`,
+    ///   `ETag`, `Last-Modified`, `Vary`; those it lacks are kept. The age clock
+    ///   restarts at `now`, from the 304's own `Date` and `Age` (none means generated
+    ///   now), so the response is as fresh as a new one.
+    /// - 200: a new body replaced the stored one; its metadata is built from `headers`
+    ///   alone, nothing carried over. Check `isStorable` before keeping it.
+    /// - Anything else says nothing about the stored response, which is returned
+    ///   unchanged; whether to serve it stale is `servesStale(afterError:allowance:)`'s
+    ///   question.
+    public func updated(with headers: [String: String], statusCode: Int = 304, at now: Date) -> HTTPCacheMetadata {
+        switch statusCode {
+        case 304:
+            var result = self
+            result.storedAt = now
+            result.date = nil
+            result.ageValue = 0
+            result.apply(Self.fields(headers))
+            return result
+        case 200:
+            return HTTPCacheMetadata(url: url, fields: Self.fields(headers), storedAt: now)
+        default:
+            return self
+        }
+    }
+
+    /// Whether this response may be served at `at` because the network failed.
+    ///
+    /// Yes while fresh. Once stale, never with `must-revalidate` or `no-cache`, nor
+    /// when it may not be stored: RFC 9111 §4.2.4 forbids serving a stale response
+    /// those cover, even offline. Otherwise for as long past freshness as
+    /// `stale-if-error` allows when the server gave one (its word beats the caller's,
+    /// longer or shorter), else for `allowance` seconds (`.infinity`: however stale).
+    public func servesStale(afterError at: Date, allowance: Double) -> Bool {
+        servesPastFreshness(at: at, window: cacheControl.staleIfError ?? allowance)
+    }
+
+    /// Whether this response may be served at `now` while a revalidation runs in the
+    /// background: yes while fresh; once stale, only within `stale-while-revalidate`
+    /// past freshness, and never under the directives that forbid serving stale (see
+    /// `servesStale(afterError:allowance:)`). Without the directive the server has not
+    /// agreed to it, so the caller waits for the revalidation.
+    public func servesWhileRevalidating(at now: Date) -> Bool {
+        servesPastFreshness(at: now, window: cacheControl.staleWhileRevalidate)
+    }
+
+    /// A self-contained blob for the disk cache. Keys are sorted so that equal
+    /// metadata always gives equal bytes.
+    public func encoded() -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        // Cannot fail: every number is finite (delta-seconds are capped, dates parsed).
+        return (try? encoder.encode(Envelope(version: Envelope.currentVersion, metadata: self))) ?? Data()
+    }
+
+    /// Reads a blob made by `encoded()`; nil for anything else (damaged, foreign, or
+    /// written by a format version this code does not know), which the cache treats as
+    /// a miss.
+    public init?(encoded data: Data) {
+        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: data),
+              envelope.version == Envelope.currentVersion
+        else { return nil }
+        self = envelope.metadata
+    }
+
+    /// Wraps the fields with a version, so a later change of meaning (not only of
+    /// shape, which decoding already catches) turns old blobs into misses.
+    private struct Envelope: Codable {
+        static let currentVersion = 1
+        var version: Int
+        var metadata: HTTPCacheMetadata
+    }
+
+    /// Whether the response is fresh at `now`, or stale by at most `window` seconds
+    /// (none past freshness when nil) and allowed to be served stale at all.
+    private func servesPastFreshness(at now: Date, window: Double?) -> Bool {
+        if case .fresh = freshness(at: now) { return true }
+        guard let window, isStorable, !cacheControl.mustRevalidate, !cacheControl.noCache else { return false }
+        let staleness = currentAge(at: now) - freshnessLifetime
+        return staleness <= max(window, 0)
+    }
+
+    /// Records the freshness-related headers present in `fields`, replacing what was
+    /// there; absent ones leave the current values alone.
+    private mutating func apply(_ fields: [String: String]) {
+        if let value = fields["cache-control"] {
+            cacheControl = CacheControl(parsing: value)
+        }
+        if let value = fields["expires"] {
+            expires = HTTPDate.parse(value) ?? .distantPast
+        }
+        if let value = fields["date"] {
+            date = HTTPDate.parse(value)
+        }
+        if let value = fields["age"] {
+            // A list-valued Age uses its first member; an invalid one is ignored (§5.1).
+            let first = value.split(separator: ",", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            ageValue = CacheControl.deltaSeconds(first.trimmingCharacters(in: .whitespaces)) ?? ageValue
+        }
+        if let value = fields["etag"] {
+            let trimmed = value.trimmingCharacters(in: .whitespaces)
+            etag = trimmed.isEmpty ? nil : trimmed
+        }
+        if let value = fields["last-modified"] {
+            let trimmed = value.trimmingCharacters(in: .whitespaces)
+            lastModifiedDate = HTTPDate.parse(trimmed)
+            lastModified = lastModifiedDate == nil ? nil : trimmed
+        }
+        if let value = fields["vary"] {
+            vary = value.trimmingCharacters(in: .whitespaces)
+        }
+    }
+
+    /// Headers keyed by lower-cased name. Data loaders already lower-case them; this
+    /// guards against one that does not. Names differing only in case are joined with
+    /// commas, as repeated list fields are, in a fixed order.
+    private static func fields(_ headers: [String: String]) -> [String: String] {
+        var fields: [String: String] = [:]
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            let key = name.lowercased()
+            fields[key] = fields[key].map { "\($0), \(value)" } ?? value
+        }
+        return fields
+    }
+}
+
+extension HTTPCacheMetadata.CacheControl {
+    /// The largest delta-seconds kept: RFC 9111 §1.2.2 has larger values read as
+    /// 2^31, which is also plenty ("forever" is about 68 years).
+    static let deltaSecondsLimit: Double = 2_147_483_648
+
+    /// A delta-seconds value (RFC 9111 §1.2.2): ASCII digits only, so `-1`, `1.5`,
+    /// `+3` and `10s` are invalid.
+    static func deltaSeconds(_ text: String) -> Double? {
+        guard !text.isEmpty else { return nil }
+        var value: Double = 0
+        for byte in text.utf8 {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            value = min(value * 10 + Double(byte - UInt8(ascii: "0")), deltaSecondsLimit)
+        }
+        return value
+    }
+}
