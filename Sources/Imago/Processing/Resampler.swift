@@ -171,36 +171,36 @@ enum Resampler {
             }
         }
 
-        // Vertical pass, row by row, accumulating whole rows for memory locality.
+        // Vertical pass.
         return try! Bitmap.make(width: width, height: height) { out in
             let destination = out.bindMemory(to: UInt8.self)
-            var accumulator = [SIMD4<Float>](repeating: .zero, count: width)
             intermediate.withUnsafeBufferPointer { inter in
-                accumulator.withUnsafeMutableBufferPointer { acc in
-                    vertical.withUnsafeBuffers { starts, counts, weights, stride in
-                        for y in 0..<height {
-                            let sums = acc.baseAddress!
-                            sums.update(repeating: .zero, count: width)
-                            var source = inter.baseAddress! + (starts[y] - firstRow) &* width
-                            for k in 0..<counts[y] {
-                                let w = weights[y &* stride &+ k]
-                                for x in 0..<width { sums[x] += source[x] * w }
+                vertical.withUnsafeBuffers { starts, counts, weights, stride in
+                    for y in 0..<height {
+                        // Each output pixel sums its taps in registers, reading down
+                        // the few intermediate rows it needs (they stay in L1).
+                        let first = inter.baseAddress! + (starts[y] - firstRow) &* width
+                        let taps = weights.baseAddress! + y &* stride
+                        let count = counts[y]
+                        var d = y &* width &* 4
+                        for x in 0..<width {
+                            var sum = SIMD4<Float>.zero
+                            var source = first + x
+                            for k in 0..<count {
+                                sum += source.pointee * taps[k]
                                 source += width
                             }
-                            var d = y * width * 4
-                            for x in 0..<width {
-                                // Adding ½ then truncating rounds, as the value is
-                                // clamped to be non-negative first. Ringing can push a
-                                // colour above its alpha; premultiplied data must never
-                                // have that.
-                                let v = (acc[x] + 0.5).clamped(lowerBound: .zero, upperBound: SIMD4(repeating: 255.5))
-                                let a = v[3].rounded(.towardZero)
-                                destination[d] = UInt8(min(v[0], a))
-                                destination[d + 1] = UInt8(min(v[1], a))
-                                destination[d + 2] = UInt8(min(v[2], a))
-                                destination[d + 3] = UInt8(a)
-                                d += 4
-                            }
+                            // Rounding by the 2²³ trick: adding it to a value in
+                            // [0, 255] leaves the rounded integer in the low mantissa
+                            // bits, four lanes at once with no per-lane range checks.
+                            // Ringing can push a colour above its alpha; premultiplied
+                            // data must never have that, hence the minimum.
+                            let clamped = sum.clamped(lowerBound: .zero, upperBound: SIMD4(repeating: 255))
+                            let rounded = unsafeBitCast(clamped + 8_388_608, to: SIMD4<UInt32>.self) & 0xFF
+                            let v = pointwiseMin(rounded, SIMD4(repeating: rounded[3]))
+                            UnsafeMutableRawPointer(destination.baseAddress! + d).storeBytes(
+                                of: (v[0] | v[1] << 8 | v[2] << 16 | v[3] << 24).littleEndian, as: UInt32.self)
+                            d &+= 4
                         }
                     }
                 }
