@@ -8,8 +8,10 @@ SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := JPEG PNG GIF WebP
 CORPUS ?= ../shared/corpus
+BENCH_DIR := .build/bench
+BENCH_RUNS ?= 5
 
-.PHONY: all deps build test demo fuzz clean
+.PHONY: all deps build test demo fuzz bench clean
 
 all: build
 
@@ -66,6 +68,26 @@ fuzz: deps
 	  status=$$?; grep -E 'INITED|^stat::(number_of_executed_units|peak_rss_mb)|^SUMMARY|^Done' $$dir/log; \
 	  if [ $$status -ne 0 ]; then echo "Fuzz$$t found a problem: see $$dir/log and $$dir/crashes"; exit 1; fi; \
 	done
+
+# Imago against its baselines, side by side in one run (SPEC section 5): full decodes
+# and 256 px thumbnails of 300 web-size photos on all cores against Pillow and
+# libjpeg-turbo's TurboJPEG called from C, and peak memory of thumbnails of 4000 px
+# photos. The photos are made once from the shared corpus into $(BENCH_DIR).
+bench: DEBIAN_PACKAGES += libturbojpeg0-dev gcc
+bench: deps
+	@echo "==> Building the imago tool (release)"
+	@$(SWIFT) build -c release --product imago $(SWIFT_FLAGS)
+	@python3 -c 'import PIL' 2>/dev/null || { echo "==> Installing Pillow (pip)"; python3 -m pip install --quiet pillow; }
+	@echo "==> Compiling the libjpeg-turbo baseline (Benchmarks/tj_decode.c)"
+	@mkdir -p $(BENCH_DIR)
+	@gcc -O2 -o $(BENCH_DIR)/tj_decode Benchmarks/tj_decode.c -lturbojpeg -lpthread
+	@if [ ! -f $(BENCH_DIR)/photos/.complete ] || [ ! -f $(BENCH_DIR)/large/.complete ]; then \
+	  echo "==> Making the photo sets from $(CORPUS) into $(BENCH_DIR) (once)"; \
+	  python3 Benchmarks/make_photos.py --corpus $(CORPUS) --out $(BENCH_DIR) || exit 1; \
+	fi
+	@echo "==> Benchmarking: $(BENCH_RUNS) rounds of each measure, release build, all cores"
+	@.build/release/imago bench --photos $(BENCH_DIR)/photos --large $(BENCH_DIR)/large --runs $(BENCH_RUNS) \
+	  --pillow Benchmarks/pillow_thumbnails.py --libjpeg $(BENCH_DIR)/tj_decode
 
 clean:
 	@$(SWIFT) package clean

@@ -27,9 +27,10 @@ enum SchedulerBenchmark {
 
     struct Figures {
         let count: Int
-        /// Nanoseconds to queue one request, averaged over `count`.
+        /// Nanoseconds to queue one more request with `count` already queued
+        /// (averaged over 1,000 more).
         let queueNanoseconds: Double
-        /// Seconds to cancel all `count` queued requests at once.
+        /// Seconds to cancel all queued requests (`count` and 1,000 more) at once.
         let cancelSeconds: Double
         /// Nanoseconds per request through the whole cycle (queue, run, decode a
         /// one-pixel PNG, complete) with 8 loads at a time.
@@ -42,11 +43,14 @@ enum SchedulerBenchmark {
         let waiting = ImageLoader(configuration: .init(dataLoader: Forever()), cache: nil)
         waiting.concurrentLoads = 1
         let blocker = waiting.task(with: ImageRequest(url: URL(string: "http://127.0.0.1:9/blocker")!))
-        var start = ContinuousClock.now
         let tasks = urls.map { waiting.task(with: ImageRequest(url: $0)) }
+        // The marginal cost: 1,000 more requests on top of `count` queued ones.
+        let more = (0..<1_000).map { URL(string: "http://127.0.0.1:9/more/\($0).png")! }
+        var start = ContinuousClock.now
+        let extra = more.map { waiting.task(with: ImageRequest(url: $0)) }
         let queue = seconds(ContinuousClock.now - start)
         start = ContinuousClock.now
-        waiting.cancel(tasks + [blocker])
+        waiting.cancel(tasks + extra + [blocker])
         let cancel = seconds(ContinuousClock.now - start)
 
         let running = ImageLoader(configuration: .init(dataLoader: Instant()), cache: nil)
@@ -57,7 +61,40 @@ enum SchedulerBenchmark {
         let total = seconds(ContinuousClock.now - start)
 
         return Figures(
-            count: count, queueNanoseconds: queue / Double(count) * 1e9, cancelSeconds: cancel,
+            count: count, queueNanoseconds: queue / Double(more.count) * 1e9, cancelSeconds: cancel,
             cycleNanoseconds: total / Double(count) * 1e9)
     }
+}
+
+/// Prints the scheduler's figures for 1,000 and 100,000 queued requests.
+func printSchedulerFigures(json: Bool) async {
+    Progress.show("scheduler: 1,000 and 100,000 queued requests")
+    let small = await SchedulerBenchmark.measure(count: 1_000)
+    let large = await SchedulerBenchmark.measure(count: 100_000)
+    Progress.clear()
+    if json {
+        struct Record: Encodable {
+            let measure: String
+            let queued: Int
+            let queueNanoseconds: Double
+            let cancelAllSeconds: Double
+            let cycleNanoseconds: Double
+        }
+        for figures in [small, large] {
+            Output.json(Record(
+                measure: "scheduler", queued: figures.count, queueNanoseconds: figures.queueNanoseconds,
+                cancelAllSeconds: figures.cancelSeconds, cycleNanoseconds: figures.cycleNanoseconds))
+        }
+        return
+    }
+    func micro(_ nanoseconds: Double) -> String { String(format: "%.2f µs", nanoseconds / 1000) }
+    Output.line("""
+
+        scheduler (no network; queueing behind one held slot, then cancelling everything at once)
+        queue one more request    1,000 queued: \(micro(small.queueNanoseconds))   100,000 queued: \(micro(large.queueNanoseconds))   \
+        ratio \(String(format: "%.2f", large.queueNanoseconds / small.queueNanoseconds))× (goal ≤ 1.2×)
+        cancel all at once        1,000: \(String(format: "%.4f", small.cancelSeconds)) s   100,000: \(String(format: "%.3f", large.cancelSeconds)) s (goal well under 1 s)
+        whole cycle per request   1,000: \(micro(small.cycleNanoseconds))   100,000: \(micro(large.cycleNanoseconds))   \
+        (queue, run 8 at a time, decode a 1-pixel PNG, complete)
+        """)
 }

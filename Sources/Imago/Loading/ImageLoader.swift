@@ -132,14 +132,14 @@ public final class ImageLoader: Sendable {
             task.complete(.failure(.invalidURL(request.url.absoluteString)))
             return task
         }
-        let key = request.cacheKey
+        let key = task.key
         let cache = state.withLock { $0.cache }
         if let image = cache?.image(forKey: key) {
             task.complete(.success(ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageMetrics())))
             return task
         }
         state.withLock { state in
-            state.byURL[request.url.absoluteString, default: []].insert(task)
+            state.byURL[task.urlString, default: []].append(task)
             if let job = state.jobs[key], !job.isAbandoned {
                 job.subscribers[task.id] = task
                 if request.priority > job.priority { state.reprioritize(job, to: request.priority) }
@@ -170,7 +170,7 @@ public final class ImageLoader: Sendable {
 
     func priorityChanged(_ task: ImageTask) {
         state.withLock { state in
-            guard let job = state.jobs[task.request.cacheKey], job.subscribers[task.id] != nil else { return }
+            guard let job = state.jobs[task.key], job.subscribers[task.id] != nil else { return }
             state.reprioritize(job, to: job.subscribers.values.map(\.priority).max() ?? .normal)
         }
     }
@@ -195,12 +195,7 @@ public final class ImageLoader: Sendable {
             state.running -= 1
             if state.jobs[job.key] === job { state.jobs[job.key] = nil }
             let subscribers = Array(job.subscribers.values)
-            for task in subscribers {
-                state.byURL[task.request.url.absoluteString]?.remove(task)
-                if state.byURL[task.request.url.absoluteString]?.isEmpty == true {
-                    state.byURL[task.request.url.absoluteString] = nil
-                }
-            }
+            for task in subscribers { state.forgetURL(of: task) }
             job.subscribers = [:]
             return subscribers
         }
@@ -422,8 +417,10 @@ extension ImageLoader {
         var queue = Heap<QueueEntry>()
         var running = 0
         var sequence = 0
-        /// Unfinished tasks by URL, for the seeds' cancel-by-URL.
-        var byURL: [String: Set<ImageTask>] = [:]
+        /// Unfinished tasks by URL, for the seeds' cancel-by-URL. Arrays, not sets: a
+        /// URL rarely has more than a few tasks, and a set per URL costs an allocation
+        /// and hashing for every request.
+        var byURL: [String: [ImageTask]] = [:]
         /// Target-bound subscriptions (the seeds' target/action calls).
         var targets: [ObjectIdentifier: TargetRecord] = [:]
         var isSweeping = false
@@ -448,12 +445,15 @@ extension ImageLoader {
             return nil
         }
 
+        mutating func forgetURL(of task: ImageTask) {
+            byURL[task.urlString]?.removeAll { $0 === task }
+            if byURL[task.urlString]?.isEmpty == true { byURL[task.urlString] = nil }
+        }
+
         /// Takes `task` out of its load; stops the load when it was the last consumer.
         mutating func remove(_ task: ImageTask) {
-            let url = task.request.url.absoluteString
-            byURL[url]?.remove(task)
-            if byURL[url]?.isEmpty == true { byURL[url] = nil }
-            let key = task.request.cacheKey
+            forgetURL(of: task)
+            let key = task.key
             guard let job = jobs[key], job.subscribers.removeValue(forKey: task.id) != nil else { return }
             if job.subscribers.isEmpty {
                 if let running = job.task {

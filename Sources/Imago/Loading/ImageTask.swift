@@ -19,6 +19,10 @@ public final class ImageTask: Sendable, Hashable {
     public let id: Int
     /// What is being loaded.
     public let request: ImageRequest
+    /// `request.cacheKey` and the URL's absolute string, computed once: the loader
+    /// looks tasks up by them on every queue operation.
+    let key: String
+    let urlString: String
 
     private struct State {
         var priority: ImageRequest.Priority
@@ -35,6 +39,8 @@ public final class ImageTask: Sendable, Hashable {
     init(request: ImageRequest, loader: ImageLoader, onCompletion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?) {
         id = Self.ids.add(1, ordering: .relaxed).newValue
         self.request = request
+        key = request.cacheKey
+        urlString = request.url.absoluteString
         self.loader = loader
         state = Mutex(State(priority: request.priority, onCompletion: onCompletion))
     }
