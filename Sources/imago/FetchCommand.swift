@@ -9,7 +9,7 @@ import FoundationNetworking
 /// (coalescing, memory cache, retries, decoding) and reports each and a summary.
 let fetchCommand = Command(
     name: "fetch",
-    synopsis: "URL... | --input FILE [--concurrency N] [--thumbnail PX] [--timeout SECONDS] [--retries N] [--json]",
+    synopsis: "URL... | --input FILE [--concurrency N] [--cache-dir DIR | --no-disk-cache] [--thumbnail PX] [--timeout SECONDS] [--retries N] [--json]",
     summary: """
         Load images from http, https, file and data URLs through the full pipeline \
         (coalescing, caching, retries, decoding) and print a summary: items, failures, \
@@ -19,6 +19,8 @@ let fetchCommand = Command(
     options: [
         .value("--input", "FILE", "read URLs from FILE, one per line ('-' for standard input; blank lines and # comments skipped)"),
         .value("--concurrency", "N", "loads at once (default 8)"),
+        .value("--cache-dir", "DIR", "the disk cache's directory (default: the user's cache directory, imago/)"),
+        .flag("--no-disk-cache", "keep nothing on disk and use nothing kept there"),
         .value("--thumbnail", "PX", "decode to thumbnails whose longest side is at most PX"),
         .value("--timeout", "SECONDS", "bound on each whole load (default 60)"),
         .value("--retries", "N", "retries of a transient failure (default 2)"),
@@ -103,10 +105,16 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
         return ExitStatus.usage
     }
     let json = arguments.flag("--json")
+    if arguments.flag("--no-disk-cache") && arguments.string("--cache-dir") != nil {
+        Output.error("give --cache-dir or --no-disk-cache, not both")
+        return ExitStatus.usage
+    }
+    let disk: DiskCache? = arguments.flag("--no-disk-cache")
+        ? nil : DiskCache(directory: arguments.string("--cache-dir").map { URL(fileURLWithPath: $0) })
 
     let counter = CountingLoader(DefaultDataLoader())
     let loader = ImageLoader(
-        configuration: .init(dataLoader: counter, retryPolicy: RetryPolicy(maximumAttempts: retries + 1)),
+        configuration: .init(dataLoader: counter, retryPolicy: RetryPolicy(maximumAttempts: retries + 1), diskCache: disk),
         cache: ImageCache())
     loader.concurrentLoads = concurrency
     loader.loadingTimeout = timeout
@@ -138,6 +146,8 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
         }
     }
     bar.finish()
+    // Disk writes go on in the background; the process must not end before them.
+    await disk?.flush()
 
     let elapsed = seconds(ContinuousClock.now - start)
     let failed = records.filter { !$0.ok }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A memory cache of decoded images, as the loader uses it: the seeds' `cache`.
 ///
@@ -17,121 +16,335 @@ public protocol ImageCaching: AnyObject, Sendable {
 
 /// The memory tier: least-recently-used eviction under a cost limit (bytes of decoded
 /// pixels) and a count limit, O(1) look-up and insertion under one short lock.
+///
+/// Entries live in one array and are chained by index, not by reference: moving an
+/// entry to the front on a hit is a handful of integer stores, with no reference
+/// counting and no allocation while the lock is held. Images that leave the cache are
+/// released after the lock is dropped, so freeing megabytes of pixels never holds up
+/// another thread's hit.
+///
+/// Reads move the entry to the front at once (plain LRU). Nuke's alternative, where a
+/// read only marks the entry and eviction gives marked entries a second chance, saves
+/// those few stores per hit, which is noise next to hashing the key; it would also
+/// make eviction order harder to reason about, so it is not used.
+///
+/// By default the cache listens to ``MemoryPressureMonitor/shared``: on a warning it
+/// drops expired entries and halves itself, on a critical event it empties itself.
+/// Halving rather than emptying on a warning keeps the most recent half (the images on
+/// screen, the hot thumbnails) for a pressure blip, while repeated warnings (PSI
+/// reports at most once per two-second window while pressure lasts) still drain it
+/// geometrically; a critical event means the kernel or the OS is about to kill
+/// someone, and decoded pixels are the cheapest memory there is to give back.
 public final class ImageCache: ImageCaching {
     /// The cache the loader uses unless told otherwise.
     public static let shared = ImageCache()
 
-    /// A fifth of physical memory, at most 512 MiB: room for a few screens of
-    /// full-size photos on a phone, while leaving most memory to the app; on a server
-    /// the cap keeps a cache from crowding out the work itself.
+    /// A fifth of the memory this process may use, at most 512 MiB.
+    ///
+    /// "May use" is the smaller of physical memory and, on Linux, the cgroup memory
+    /// limit (v2 `memory.max` up the hierarchy, v1 `hierarchical_memory_limit`):
+    /// `ProcessInfo.physicalMemory` reports the host's memory inside a container, and
+    /// a cache sized from the host would get a small container killed.
+    ///
+    /// A fifth leaves most memory to the app itself and to the decoding in flight
+    /// (which briefly needs the compressed bytes and the pixels at once); it is also
+    /// Nuke's choice, so apps moving over see the same footprint. The 512 MiB cap is
+    /// where more memory stops buying hits: decoded pixels take about ten times their
+    /// encoded size, so past a few screens' worth (ten 12-megapixel photos, or some
+    /// 1,400 thumbnails of 300×300) the disk tier holds the same images far more
+    /// cheaply, and on a large server an uncapped fifth would be gigabytes taken from
+    /// the work the server exists to do.
     public static var defaultCostLimit: Int {
-        min(Int(clamping: ProcessInfo.processInfo.physicalMemory / 5), 512 << 20)
+        min(Int(clamping: SystemMemory.usable / 5), 512 << 20)
     }
 
-    private final class Node {
-        let key: String
-        var image: DecodedImage
+    /// A clock in seconds that only moves forward and keeps counting while the
+    /// machine sleeps, so a time-to-live is not stretched by a suspended laptop nor
+    /// broken by the wall clock being set back.
+    public static let monotonicClock: @Sendable () -> Double = {
+        let elapsed = ContinuousClock.now - clockOrigin
+        let (seconds, attoseconds) = elapsed.components
+        return Double(seconds) + Double(attoseconds) * 1e-18
+    }
+    private static let clockOrigin = ContinuousClock.now
+
+    private struct Entry {
+        var key: String
+        /// Nil only while the slot is free.
+        var image: DecodedImage?
         var cost: Int
-        var newer: Node?
-        weak var older: Node?
-        init(key: String, image: DecodedImage, cost: Int) {
-            self.key = key
-            self.image = image
-            self.cost = cost
-        }
+        /// When the entry stops being served, on the cache's clock; infinity if never.
+        var expiry: Double
+        /// Index of the next entry towards the least recent, or -1.
+        var older: Int
+        /// Index of the next entry towards the most recent, or -1.
+        var newer: Int
     }
 
     private struct State {
-        var nodes: [String: Node] = [:]
-        /// Most recently used; `older` links lead to the least recent.
-        var newest: Node?
-        var oldest: Node?
+        var slots: [String: Int] = [:]
+        var entries: [Entry] = []
+        /// Slots of removed entries, reused before the array grows.
+        var free: [Int] = []
+        var newest = -1
+        var oldest = -1
         var totalCost = 0
+
+        mutating func unlink(_ i: Int) {
+            let older = entries[i].older, newer = entries[i].newer
+            if older >= 0 { entries[older].newer = newer } else { oldest = newer }
+            if newer >= 0 { entries[newer].older = older } else { newest = older }
+        }
+
+        mutating func linkNewest(_ i: Int) {
+            entries[i].older = newest
+            entries[i].newer = -1
+            if newest >= 0 { entries[newest].newer = i } else { oldest = i }
+            newest = i
+        }
+
+        mutating func touch(_ i: Int) {
+            guard newest != i else { return }
+            unlink(i)
+            linkNewest(i)
+        }
+
+        mutating func insert(key: String, image: DecodedImage, cost: Int, expiry: Double) {
+            let entry = Entry(key: key, image: image, cost: cost, expiry: expiry, older: -1, newer: -1)
+            let i: Int
+            if let reused = free.popLast() {
+                i = reused
+                entries[i] = entry
+            } else {
+                i = entries.count
+                entries.append(entry)
+            }
+            slots[key] = i
+            totalCost += cost
+            linkNewest(i)
+        }
+
+        /// Takes the entry out and hands back its image, for the caller to release
+        /// once the lock is dropped.
+        mutating func remove(_ i: Int) -> DecodedImage? {
+            unlink(i)
+            slots[entries[i].key] = nil
+            totalCost -= entries[i].cost
+            let image = entries[i].image.take()
+            entries[i].key = ""
+            entries[i].cost = 0
+            free.append(i)
+            return image
+        }
+
+        /// Removes least recently used entries while `condition` holds.
+        mutating func evict(into evicted: inout [DecodedImage], while condition: (State) -> Bool) {
+            while oldest >= 0, condition(self) {
+                if let image = remove(oldest) { evicted.append(image) }
+            }
+        }
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
+    private let clock: @Sendable () -> Double
+    /// Held for the cache's lifetime; dropping it (with the cache) unsubscribes.
+    private let pressureSubscription = Locked<MemoryPressureSubscription?>(nil)
+
     /// The most bytes of pixels kept.
     public let costLimit: Int
     /// The most images kept.
     public let countLimit: Int
+    /// The most bytes one image may take and still be stored; larger images are not
+    /// cached at all (and storing one removes what its key held before).
+    public let entryCostLimit: Int
+    /// How long, in seconds, an image is served after it was stored; nil for as long
+    /// as it stays in the cache.
+    public let timeToLive: Double?
 
     /// Makes a cache with the given limits.
-    public init(costLimit: Int = ImageCache.defaultCostLimit, countLimit: Int = 10_000) {
-        self.costLimit = costLimit
-        self.countLimit = countLimit
+    ///
+    /// - Parameters:
+    ///   - costLimit: The most bytes of decoded pixels kept.
+    ///   - countLimit: The most images kept.
+    ///   - entryCostLimit: The largest single image stored, in bytes; by default a
+    ///     tenth of `costLimit`. Eviction knows only recency, so without a cap one
+    ///     huge image, often shown once, would push out dozens of small ones that are
+    ///     shown again and again; a tenth bounds what one insertion can flush to 10%
+    ///     of the cache while still admitting a 12-megapixel photo (46 MiB) under the
+    ///     512 MiB default.
+    ///   - timeToLive: Seconds an image is served after being stored; nil for no
+    ///     expiry. Expired images are misses, and are removed when next looked up,
+    ///     evicted in turn, or swept by ``removeExpired()``.
+    ///   - memoryPressure: The monitor whose events purge this cache; nil to ignore
+    ///     memory pressure.
+    ///   - clock: Seconds on any scale that never goes back; tests inject their own
+    ///     to step time-to-live without waiting.
+    public init(
+        costLimit: Int = ImageCache.defaultCostLimit,
+        countLimit: Int = 10_000,
+        entryCostLimit: Int? = nil,
+        timeToLive: Double? = nil,
+        memoryPressure: MemoryPressureMonitor? = .shared,
+        clock: @escaping @Sendable () -> Double = ImageCache.monotonicClock
+    ) {
+        self.costLimit = max(0, costLimit)
+        self.countLimit = max(0, countLimit)
+        self.entryCostLimit = min(max(0, entryCostLimit ?? costLimit / 10), self.costLimit)
+        self.timeToLive = timeToLive
+        self.clock = clock
+        if let memoryPressure {
+            // The monitor outlives any cache (the shared one lives forever), so it
+            // holds the cache weakly and the subscription ends with the cache.
+            let subscription = memoryPressure.subscribe { [weak self] level in
+                self?.respond(to: level)
+            }
+            pressureSubscription.withLock { $0 = subscription }
+        }
     }
 
-    /// How many images are stored.
-    public var count: Int { state.withLock { $0.nodes.count } }
-    /// Bytes of pixels stored.
+    /// How many images are stored, counting expired ones not yet removed.
+    public var count: Int { state.withLock { $0.slots.count } }
+    /// Bytes of pixels stored, counting expired images not yet removed.
     public var totalCost: Int { state.withLock { $0.totalCost } }
 
+    /// The image under `key`; an expired one is removed and reported as a miss.
     public func image(forKey key: String) -> DecodedImage? {
-        state.withLock { state in
-            guard let node = state.nodes[key] else { return nil }
-            Self.moveToNewest(node, in: &state)
-            return node.image
+        let (image, expired) = state.withLock { state -> (DecodedImage?, DecodedImage?) in
+            guard let i = state.slots[key] else { return (nil, nil) }
+            // The clock is read only for entries that can expire: without a
+            // time-to-live a hit costs no clock read at all.
+            let expiry = state.entries[i].expiry
+            if expiry.isFinite, expiry <= clock() {
+                return (nil, state.remove(i))
+            }
+            state.touch(i)
+            return (state.entries[i].image, nil)
         }
+        _ = expired
+        return image
     }
 
+    /// Stores `image` under `key` with the cache's time-to-live.
     public func setImage(_ image: DecodedImage, forKey key: String) {
+        store(image, forKey: key, timeToLive: timeToLive)
+    }
+
+    /// Stores `image` under `key`, served for `timeToLive` seconds (nil: until
+    /// evicted) whatever the cache's own ``timeToLive``. For images whose freshness
+    /// is known, such as an HTTP `max-age` shorter than the cache's default.
+    public func setImage(_ image: DecodedImage, forKey key: String, timeToLive: Double?) {
+        store(image, forKey: key, timeToLive: timeToLive)
+    }
+
+    private func store(_ image: DecodedImage, forKey key: String, timeToLive: Double?) {
         let cost = image.cost
-        // An image bigger than the whole cache would only flush everything else.
-        guard cost <= costLimit else { return }
-        state.withLock { state in
-            if let node = state.nodes[key] {
-                state.totalCost += cost - node.cost
-                node.image = image
-                node.cost = cost
-                Self.moveToNewest(node, in: &state)
-            } else {
-                let node = Node(key: key, image: image, cost: cost)
-                state.nodes[key] = node
-                state.totalCost += cost
-                Self.insertNewest(node, in: &state)
-            }
-            while state.totalCost > costLimit || state.nodes.count > countLimit, let oldest = state.oldest {
-                Self.remove(oldest, from: &state)
-            }
+        let expiry = timeToLive.map { clock() + $0 } ?? .infinity
+        let evicted = state.withLock { state -> [DecodedImage] in
+            var evicted: [DecodedImage] = []
+            if let i = state.slots[key], let old = state.remove(i) { evicted.append(old) }
+            // Too big to keep: storing it would flush much of the cache for one
+            // image, and the old image under the key must go all the same, since
+            // the caller has replaced it.
+            guard cost <= entryCostLimit else { return evicted }
+            state.insert(key: key, image: image, cost: cost, expiry: expiry)
+            let costLimit = costLimit, countLimit = countLimit
+            state.evict(into: &evicted) { $0.totalCost > costLimit || $0.slots.count > countLimit }
+            return evicted
         }
+        _ = evicted
     }
 
+    /// Removes the image under `key`.
     public func removeImage(forKey key: String) {
-        state.withLock { state in
-            if let node = state.nodes[key] { Self.remove(node, from: &state) }
+        let removed = state.withLock { state -> DecodedImage? in
+            guard let i = state.slots[key] else { return nil }
+            return state.remove(i)
+        }
+        _ = removed
+    }
+
+    /// Removes every image.
+    public func removeAll() {
+        // The old state, and every image in it, is freed after the lock is dropped.
+        let old = state.withLock { state -> State in
+            var old = State()
+            swap(&old, &state)
+            return old
+        }
+        _ = old
+    }
+
+    /// Removes least recently used images until at most `cost` bytes remain: to make
+    /// room ahead of a burst, or to shrink for a while without a new cache.
+    public func trim(toCost cost: Int) {
+        let evicted = state.withLock { state -> [DecodedImage] in
+            var evicted: [DecodedImage] = []
+            state.evict(into: &evicted) { $0.totalCost > cost }
+            return evicted
+        }
+        _ = evicted
+    }
+
+    /// Removes least recently used images until at most `count` remain.
+    public func trim(toCount count: Int) {
+        let evicted = state.withLock { state -> [DecodedImage] in
+            var evicted: [DecodedImage] = []
+            state.evict(into: &evicted) { $0.slots.count > count }
+            return evicted
+        }
+        _ = evicted
+    }
+
+    /// Removes every expired image now rather than when it is next touched: O(n), for
+    /// a periodic sweep or before a memory-hungry task.
+    public func removeExpired() {
+        let now = clock()
+        let evicted = state.withLock { state -> [DecodedImage] in
+            var evicted: [DecodedImage] = []
+            var i = state.oldest
+            while i >= 0 {
+                let newer = state.entries[i].newer
+                if state.entries[i].expiry <= now, let image = state.remove(i) { evicted.append(image) }
+                i = newer
+            }
+            return evicted
+        }
+        _ = evicted
+    }
+
+    private func respond(to level: MemoryPressureLevel) {
+        switch level {
+        case .warning:
+            let target = totalCost / 2
+            removeExpired()
+            trim(toCost: target)
+        case .critical:
+            removeAll()
         }
     }
 
-    public func removeAll() {
-        state.withLock { $0 = State() }
-    }
-
-    private static func insertNewest(_ node: Node, in state: inout State) {
-        node.older = state.newest
-        node.newer = nil
-        state.newest?.newer = node
-        state.newest = node
-        if state.oldest == nil { state.oldest = node }
-    }
-
-    private static func unlink(_ node: Node, in state: inout State) {
-        node.newer?.older = node.older
-        node.older?.newer = node.newer
-        if state.newest === node { state.newest = node.older }
-        if state.oldest === node { state.oldest = node.newer }
-        node.newer = nil
-        node.older = nil
-    }
-
-    private static func moveToNewest(_ node: Node, in state: inout State) {
-        guard state.newest !== node else { return }
-        unlink(node, in: &state)
-        insertNewest(node, in: &state)
-    }
-
-    private static func remove(_ node: Node, from state: inout State) {
-        unlink(node, in: &state)
-        state.nodes[node.key] = nil
-        state.totalCost -= node.cost
+    /// Whether the internal structure is consistent; a description of the first
+    /// problem found otherwise. For tests.
+    func checkInvariants() -> String? {
+        state.withLock { state in
+            var seen = 0, cost = 0, i = state.oldest, previous = -1
+            while i >= 0 {
+                let entry = state.entries[i]
+                guard entry.older == previous else { return "broken older link at \(i)" }
+                guard entry.image != nil, state.slots[entry.key] == i else { return "entry \(i) not indexed" }
+                seen += 1
+                cost += entry.cost
+                guard seen <= state.entries.count else { return "cycle in the list" }
+                previous = i
+                i = entry.newer
+            }
+            if previous != state.newest { return "newest is \(state.newest), list ends at \(previous)" }
+            if seen != state.slots.count { return "\(seen) linked, \(state.slots.count) indexed" }
+            if seen + state.free.count != state.entries.count { return "slots leaked" }
+            if cost != state.totalCost { return "totalCost \(state.totalCost), entries sum to \(cost)" }
+            if state.totalCost > costLimit { return "over the cost limit" }
+            if state.slots.count > countLimit { return "over the count limit" }
+            return nil
+        }
     }
 }

@@ -17,8 +17,9 @@ import FoundationNetworking
 /// Safe from any thread. The target-based calls of the seeds are `@MainActor`, as are
 /// their callbacks and the notifications.
 public final class ImageLoader: Sendable {
-    /// The loader the seeds call `sharedLoader`.
-    public static let shared = ImageLoader()
+    /// The loader the seeds call `sharedLoader`: the shared memory cache and the
+    /// shared disk cache in the platform's cache directory.
+    public static let shared = ImageLoader(configuration: Configuration(diskCache: .shared))
 
     /// Settings fixed when the loader is made.
     public struct Configuration: Sendable {
@@ -35,6 +36,15 @@ public final class ImageLoader: Sendable {
         public var headers: [String: String]
         /// Changes each URL request just before it is sent.
         public var requestModifier: (@Sendable (URLRequest) -> URLRequest)?
+        /// The disk tier for http(s) images; nil for none. `ImageLoader.shared` uses
+        /// `DiskCache.shared`; other loaders have none unless given one, so that a
+        /// loader made for a test or a job never shares files by surprise.
+        public var diskCache: DiskCache?
+        /// What the disk tier keeps.
+        public var diskCachePolicy: DiskCachePolicy
+        /// How long past its freshness a stored image may still be served when the
+        /// network fails (unless the server forbade it); nil never to.
+        public var staleIfErrorAllowance: Double?
 
         /// The defaults.
         public init(
@@ -43,7 +53,10 @@ public final class ImageLoader: Sendable {
             retryPolicy: RetryPolicy = RetryPolicy(),
             maximumPixelCount: Int = DecodingOptions.defaultMaximumPixelCount,
             headers: [String: String] = [:],
-            requestModifier: (@Sendable (URLRequest) -> URLRequest)? = nil
+            requestModifier: (@Sendable (URLRequest) -> URLRequest)? = nil,
+            diskCache: DiskCache? = nil,
+            diskCachePolicy: DiskCachePolicy = .originals,
+            staleIfErrorAllowance: Double? = 7 * 86400
         ) {
             self.dataLoader = dataLoader
             self.decoders = decoders
@@ -51,6 +64,9 @@ public final class ImageLoader: Sendable {
             self.maximumPixelCount = maximumPixelCount
             self.headers = headers
             self.requestModifier = requestModifier
+            self.diskCache = diskCache
+            self.diskCachePolicy = diskCachePolicy
+            self.staleIfErrorAllowance = staleIfErrorAllowance
         }
     }
 
@@ -144,7 +160,7 @@ public final class ImageLoader: Sendable {
                 job.subscribers[task.id] = task
                 if request.priority > job.priority { state.reprioritize(job, to: request.priority) }
             } else {
-                let job = Job(key: key, request: request, cache: cache, sequence: state.nextSequence())
+                let job = Job(key: key, request: request, cache: cache, diskCache: configuration.diskCache, sequence: state.nextSequence())
                 job.subscribers[task.id] = task
                 state.jobs[key] = job
                 state.enqueue(job)
@@ -219,10 +235,13 @@ public final class ImageLoader: Sendable {
             metrics.queued = queued
             let clock = ContinuousClock()
             let transferStart = clock.now
-            let (response, attempts) = try await fetch(request, job: job)
+            if let stored = try await storedVariant(request, job: job) {
+                return ImageResponse(image: stored, url: request.url, source: .disk, metrics: metrics)
+            }
+            let (data, source, attempts) = try await originalData(request, job: job)
             metrics.transfer = Self.seconds(transferStart.duration(to: clock.now))
             metrics.attempts = attempts
-            metrics.bytes = response.data.count
+            metrics.bytes = data.count
             try Task.checkCancellation(or: .cancelled)
 
             let decoders = configuration.decoders
@@ -230,22 +249,25 @@ public final class ImageLoader: Sendable {
             let processors = request.processors
             let (image, decode, processing) = try await Self.offThePool { () throws(ImagoError) in
                 let decodeStart = clock.now
-                var image = try decoders.decode(response.data, options: options)
+                var image = try decoders.decode(data, options: options)
                 let decoded = clock.now
                 if !processors.isEmpty { image = image.processed(by: processors) }
                 return (image, Self.seconds(decodeStart.duration(to: decoded)), Self.seconds(decoded.duration(to: clock.now)))
             }
             metrics.decode = decode
             metrics.processing = processing
-            let source: ImageSource = response.statusCode == nil ? .local : .network
+            storeVariant(image, request: request, job: job)
             return ImageResponse(image: image, url: request.url, source: source, metrics: metrics)
         }
         return result
     }
 
-    /// Fetches the bytes, retrying per the policy; a non-2xx status is an error.
-    private func fetch(_ request: ImageRequest, job: Job) async throws(ImagoError) -> (DataResponse, Int) {
+    /// Fetches the bytes, retrying per the policy; a non-2xx status is an error,
+    /// except a 304 answering a conditional request (`extraHeaders` carries the
+    /// validators then).
+    func fetch(_ request: ImageRequest, job: Job, extraHeaders: [String: String] = [:]) async throws(ImagoError) -> (DataResponse, Int) {
         var urlRequest = request.urlRequest
+        for (name, value) in extraHeaders { urlRequest.setValue(value, forHTTPHeaderField: name) }
         for (name, value) in configuration.headers where urlRequest.value(forHTTPHeaderField: name) == nil {
             urlRequest.setValue(value, forHTTPHeaderField: name)
         }
@@ -259,7 +281,7 @@ public final class ImageLoader: Sendable {
                 let response = try await configuration.dataLoader.loadData(for: urlRequest) { [weak self] received, expected in
                     self?.reportProgress(job, ImageTask.Progress(received: received, expected: expected))
                 }
-                if let status = response.statusCode, !(200..<300).contains(status) {
+                if let status = response.statusCode, !(200..<300).contains(status), !(status == 304 && !extraHeaders.isEmpty) {
                     retryAfter = response.headers["retry-after"]
                     throw .httpStatus(status, url: request.url.absoluteString)
                 }
@@ -281,7 +303,7 @@ public final class ImageLoader: Sendable {
     /// Runs CPU-heavy work (decoding, processing) on a dispatch queue instead of the
     /// Swift concurrency pool: that pool has one thread per core, and a decode holding
     /// one would delay every timer and continuation behind it.
-    private static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws(ImagoError) -> T) async throws(ImagoError) -> T {
+    static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws(ImagoError) -> T) async throws(ImagoError) -> T {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, ImagoError>, Never>) in
             DispatchQueue.global(qos: .userInitiated).async {
                 continuation.resume(returning: Result { () throws(ImagoError) in try work() })
@@ -290,7 +312,7 @@ public final class ImageLoader: Sendable {
         return try result.get()
     }
 
-    private static func seconds(_ duration: Duration) -> Double {
+    static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
@@ -370,6 +392,8 @@ final class Job: @unchecked Sendable {
     let request: ImageRequest
     /// The cache the first request was made with: where the result goes.
     let cache: (any ImageCaching)?
+    /// The disk tier, for http(s) requests made while caching was on.
+    let diskCache: DiskCache?
     let sequence: Int
     let enqueuedAt = ContinuousClock.now
     var startedAt: ContinuousClock.Instant?
@@ -380,10 +404,14 @@ final class Job: @unchecked Sendable {
     var task: Task<Void, Never>?
     var isAbandoned = false
 
-    init(key: String, request: ImageRequest, cache: (any ImageCaching)?, sequence: Int) {
+    init(key: String, request: ImageRequest, cache: (any ImageCaching)?, diskCache: DiskCache?, sequence: Int) {
         self.key = key
         self.request = request
         self.cache = cache
+        let scheme = request.url.scheme?.lowercased()
+        // Local files are never copied into the disk tier (they are on disk already),
+        // and with caching off (`cache` nil) nothing is stored anywhere.
+        self.diskCache = cache != nil && (scheme == "http" || scheme == "https") ? diskCache : nil
         self.sequence = sequence
         priority = request.priority
     }

@@ -1,0 +1,51 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A mutual-exclusion lock on `pthread_mutex_t`.
+///
+/// `Synchronization.Mutex` would serve, but on Linux it waits on a raw futex that the
+/// thread sanitizer does not model, so TSan reports every access it guards as a race
+/// and real races drown in the noise; it also needs macOS 15 / iOS 18, above this
+/// package's minimum. A pthread mutex is understood by TSan and exists everywhere,
+/// and uncontended it costs the same (a futex fast path in glibc).
+final class Lock: @unchecked Sendable {
+    // Heap-allocated so it never moves: a pthread mutex must stay at one address.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deinitialize(count: 1)
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with the lock held.
+    func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}
+
+/// A value only reachable with its lock held: the shape of `Mutex`, on ``Lock``.
+final class Locked<Value: Sendable>: @unchecked Sendable {
+    private let lock = Lock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    /// Runs `body` on the value with the lock held.
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        try lock.withLock { try body(&value) }
+    }
+}

@@ -1,0 +1,632 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Imago
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A folder of its own for each test, deleted afterwards.
+private final class DiskTestFolder: Sendable {
+    let url: URL
+
+    init(_ label: String = "disk") {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("imago-\(label)-\(UUID().uuidString)", isDirectory: true)
+    }
+
+    deinit {
+        // A test may have made it read-only.
+        chmod(url.path, 0o700)
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    /// Record files (64 hex digits) and their sizes.
+    var records: [String: Int] {
+        var result: [String: Int] = [:]
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] where RecordFormat.isRecordName(name) {
+            var info = stat()
+            if stat(url.appendingPathComponent(name).path, &info) == 0 { result[name] = Int(info.st_size) }
+        }
+        return result
+    }
+
+    var temporaryFiles: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).filter { $0.hasPrefix(RecordFormat.temporaryPrefix) }
+    }
+}
+
+/// A clock the test moves.
+private final class DiskTestClock: Sendable {
+    private let time = Mutex(Date())
+    var now: Date { time.withLock { $0 } }
+    func advance(_ seconds: Double) { time.withLock { $0 += seconds } }
+}
+
+/// `imago cache fill`'s body for record `index` (SplitMix64 seeded with the index),
+/// repeated here so the tests check bytes the tool wrote without trusting it.
+func fillBody(index: Int, size: Int) -> Data {
+    var state = UInt64(truncatingIfNeeded: index)
+    var bytes = [UInt8]()
+    bytes.reserveCapacity(size + 8)
+    while bytes.count < size {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        withUnsafeBytes(of: z.littleEndian) { bytes += $0 }
+    }
+    return Data(bytes.prefix(size))
+}
+
+private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+@Suite struct SHA256Tests {
+    @Test func knownAnswers() {
+        #expect(hex(SHA256.hash(Data())) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256.hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256.hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
+            == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        let million = Data(repeating: UInt8(ascii: "a"), count: 1_000_000)
+        #expect(hex(SHA256.hash(million)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        // The same million bytes in uneven pieces, crossing block boundaries every way.
+        var hasher = SHA256()
+        var offset = 0, piece = 1
+        while offset < million.count {
+            let end = min(million.count, offset + piece)
+            hasher.update(million[offset..<end])
+            offset = end
+            piece = piece * 7 % 193 + 1
+        }
+        #expect(hex(hasher.finalize()) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
+    /// Every length around the padding boundaries (55, 56, 63, 64 bytes...) against
+    /// coreutils, when it is installed.
+    @Test func agreesWithSha256sumAtEveryLengthUpTo200() throws {
+        let tool = "/usr/bin/sha256sum"
+        guard FileManager.default.isExecutableFile(atPath: tool) else {
+            print("skipped: \(tool) is not installed")
+            return
+        }
+        let folder = DiskTestFolder("sha")
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        var generator = SystemRandomNumberGenerator()
+        var inputs: [Data] = []
+        for length in 0...200 {
+            let data = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            inputs.append(data)
+            try data.write(to: folder.url.appendingPathComponent(String(format: "%03d", length)))
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.currentDirectoryURL = folder.url
+        process.arguments = (0...200).map { String(format: "%03d", $0) }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let expected = output.split(separator: "\n").map { String($0.prefix(64)) }
+        #expect(expected.count == inputs.count)
+        for (data, digest) in zip(inputs, expected) {
+            #expect(hex(SHA256.hash(data)) == digest, "length \(data.count)")
+        }
+    }
+}
+
+@Suite struct DiskCacheTests {
+    private let folder = DiskTestFolder()
+
+    private func cache(sizeLimit: Int = 512 << 20, maximumAge: Double? = 30 * 86400, clock: DiskTestClock? = nil) -> DiskCache {
+        guard let clock else { return DiskCache(directory: folder.url, sizeLimit: sizeLimit, maximumAge: maximumAge) }
+        return DiskCache(directory: folder.url, sizeLimit: sizeLimit, maximumAge: maximumAge, now: { clock.now })
+    }
+
+    static func body(_ seed: Int, _ size: Int) -> Data { fillBody(index: seed, size: size) }
+
+    static func recordSize(key: String, metadata: Int = 0, body: Int) -> Int {
+        RecordFormat.fileSize(key: key.utf8.count, metadata: metadata, body: body)
+    }
+
+    @Test func crc32KnownAnswers() {
+        func crc(_ text: String) -> UInt32 { Array(text.utf8).withUnsafeBytes { CRC32.update(0, $0) } }
+        #expect(crc("") == 0)
+        #expect(crc("123456789") == 0xCBF4_3926)
+        #expect(crc("The quick brown fox jumps over the lazy dog") == 0x414F_A339)
+        // Pieces of every alignment give the same as the whole.
+        let data = [UInt8](Self.body(1, 1000))
+        let whole = data.withUnsafeBytes { CRC32.update(0, $0) }
+        for split in [1, 3, 7, 8, 9, 500, 999] {
+            var running = data[..<split].withUnsafeBytes { CRC32.update(0, $0) }
+            running = data[split...].withUnsafeBytes { CRC32.update(running, $0) }
+            #expect(running == whole)
+        }
+    }
+
+    @Test func roundTripBeforeAndAfterTheWrite() throws {
+        let cache = cache()
+        let metadata = Data("HTTP/1.1 200\r\nETag: \"x\"".utf8)
+        cache.store(Self.body(1, 5000), metadata: metadata, forKey: "https://example.com/a.jpg")
+        cache.store(Data(), forKey: "empty")
+        cache.store(Data([1, 2, 3]), metadata: Data([9]), forKey: "ключ 🔑")
+        // Readable at once, from memory.
+        #expect(cache.record(forKey: "https://example.com/a.jpg")?.data == Self.body(1, 5000))
+        #expect(cache.record(forKey: "https://example.com/a.jpg")?.metadata == metadata)
+        cache.flush()
+        #expect(cache.statistics.pendingWrites == 0)
+        let record = try #require(cache.record(forKey: "https://example.com/a.jpg"))
+        #expect(record.data == Self.body(1, 5000) && record.metadata == metadata)
+        #expect(abs(record.storedAt.timeIntervalSinceNow) < 60)
+        #expect(cache.record(forKey: "empty") == DiskCache.Record(data: Data(), metadata: Data(), storedAt: cache.record(forKey: "empty")!.storedAt))
+        #expect(cache.record(forKey: "ключ 🔑")?.data == Data([1, 2, 3]))
+        #expect(cache.record(forKey: "ключ 🔑")?.metadata == Data([9]))
+        #expect(cache.record(forKey: "never stored") == nil)
+        #expect(cache.statistics.hits == 7 && cache.statistics.misses == 1)
+
+        // Files are named by the SHA-256 of the key, and laid out as documented.
+        #expect(cache.fileURL(forKey: "abc").lastPathComponent == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        let names = Set(["https://example.com/a.jpg", "empty", "ключ 🔑"].map { SHA256.hex($0) })
+        #expect(Set(folder.records.keys) == names)
+        let file = try Data(contentsOf: cache.fileURL(forKey: "https://example.com/a.jpg"))
+        #expect(file.prefix(8) == Data(RecordFormat.magic))
+        #expect(file.count == Self.recordSize(key: "https://example.com/a.jpg", metadata: metadata.count, body: 5000))
+        #expect(file.dropFirst(40).prefix(25) == Data("https://example.com/a.jpg".utf8))
+        let checksum = file.dropLast(4).withUnsafeBytes { CRC32.update(0, $0) }
+        #expect(file.suffix(4).elementsEqual(RecordFormat.littleEndian(UInt64(checksum), count: 4)))
+        #expect(folder.temporaryFiles.isEmpty)
+        #expect(cache.statistics.totalSize == folder.records.values.reduce(0, +))
+    }
+
+    @Test func recordsSurviveARestart() throws {
+        do {
+            let cache = cache()
+            for n in 0..<20 { cache.store(Self.body(n, 100 * n), metadata: Data("m\(n)".utf8), forKey: "key \(n)") }
+            cache.flush()
+        }
+        let reopened = cache()
+        reopened.flush()
+        #expect(reopened.statistics.count == 20)
+        #expect(reopened.statistics.totalSize == folder.records.values.reduce(0, +))
+        for n in 0..<20 {
+            let record = try #require(reopened.record(forKey: "key \(n)"))
+            #expect(record.data == Self.body(n, 100 * n) && record.metadata == Data("m\(n)".utf8))
+        }
+    }
+
+    @Test func aReplacedRecordIsTheNewOne() {
+        let cache = cache()
+        cache.store(Data("old".utf8), forKey: "k")
+        cache.flush()
+        cache.store(Data("new, longer".utf8), forKey: "k")
+        #expect(cache.record(forKey: "k")?.data == Data("new, longer".utf8))
+        cache.flush()
+        #expect(cache.record(forKey: "k")?.data == Data("new, longer".utf8))
+        #expect(cache.statistics.count == 1)
+        #expect(cache.statistics.totalSize == Self.recordSize(key: "k", body: 11))
+        #expect(folder.records.values.reduce(0, +) == Self.recordSize(key: "k", body: 11))
+    }
+
+    @Test func theDirectoryIsCreatedWithMode0700() throws {
+        let nested = folder.url.appendingPathComponent("a/b/imago", isDirectory: true)
+        let cache = DiskCache(directory: nested)
+        cache.store(Data("x".utf8), forKey: "k")
+        cache.flush()
+        for path in [folder.url.path, folder.url.appendingPathComponent("a/b").path, nested.path] {
+            var info = stat()
+            #expect(stat(path, &info) == 0)
+            #expect(info.st_mode & 0o777 == 0o700, "\(path)")
+        }
+        var info = stat()
+        #expect(stat(cache.fileURL(forKey: "k").path, &info) == 0 && info.st_mode & 0o777 == 0o600)
+    }
+
+    #if os(Linux)
+    /// The default directory, seen by the tool run with a chosen environment:
+    /// `$XDG_CACHE_HOME/imago`, else `$HOME/.cache/imago`.
+    @Test func theDefaultDirectoryFollowsXDG() throws {
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        func fill(_ environment: [String: String]) throws -> Int32 {
+            let process = Process()
+            process.executableURL = Tool.url
+            process.arguments = ["cache", "fill", "--count", "1", "--size", "10"]
+            process.environment = environment
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        let xdg = folder.url.appendingPathComponent("xdg")
+        #expect(try fill(["XDG_CACHE_HOME": xdg.path, "HOME": folder.url.path]) == 0)
+        #expect(FileManager.default.fileExists(atPath: xdg.appendingPathComponent("imago/\(SHA256.hex("fill-0"))").path))
+        let home = folder.url.appendingPathComponent("home")
+        #expect(try fill(["HOME": home.path]) == 0)
+        let folderPath = home.appendingPathComponent(".cache/imago").path
+        #expect(FileManager.default.fileExists(atPath: folderPath + "/" + SHA256.hex("fill-0")))
+        var info = stat()
+        #expect(stat(folderPath, &info) == 0 && info.st_mode & 0o777 == 0o700)
+        // A relative XDG_CACHE_HOME is ignored, as the spec says.
+        #expect(try fill(["XDG_CACHE_HOME": "relative", "HOME": home.path]) == 0)
+    }
+    #endif
+
+    @Test func theSizeLimitHoldsThroughABurst() {
+        let limit = 200_000
+        let cache = cache(sizeLimit: limit)
+        var largest = 0
+        var generator = SystemRandomNumberGenerator()
+        for n in 0..<500 {
+            let size = Int.random(in: 500...8000, using: &generator)
+            cache.store(Self.body(n, size), forKey: "burst \(n)")
+            largest = max(largest, Self.recordSize(key: "burst \(n)", body: size))
+            #expect(cache.statistics.totalSize <= limit)
+            if n % 5 == 4 {
+                // A temporary file is the record in flight, already counted as pending.
+                let held = folder.records.values.reduce(0, +) + cache.statistics.pendingSize
+                #expect(held <= limit + largest, "after \(n + 1) writes: \(held) bytes held")
+            }
+        }
+        cache.flush()
+        let onDisk = folder.records.values.reduce(0, +)
+        #expect(onDisk <= limit)
+        #expect(onDisk == cache.statistics.totalSize)
+        #expect(folder.records.count == cache.statistics.count)
+        #expect(cache.statistics.evictions == 500 - cache.statistics.count)
+        #expect(cache.statistics.droppedWrites == 0)
+        // The newest survive.
+        #expect(cache.record(forKey: "burst 499") != nil)
+        #expect(cache.record(forKey: "burst 0") == nil)
+    }
+
+    @Test func evictionRemovesTheLeastRecentlyUsed() {
+        let size = Self.recordSize(key: "key 10", body: 1000)
+        let cache = cache(sizeLimit: 10 * size)
+        for n in 10..<20 { cache.store(Self.body(n, 1000), forKey: "key \(n)") }
+        cache.flush()
+        for n in [10, 11, 12] { #expect(cache.record(forKey: "key \(n)") != nil) }
+        for n in 20..<25 { cache.store(Self.body(n, 1000), forKey: "key \(n)") }
+        let present = (10..<25).filter { cache.record(forKey: "key \($0)") != nil }
+        #expect(present == [10, 11, 12, 18, 19, 20, 21, 22, 23, 24])
+        cache.flush()
+        #expect(Set(folder.records.keys) == Set(present.map { SHA256.hex("key \($0)") }))
+    }
+
+    /// Recency outlives the process: reads mark the files, so a new cache on the same
+    /// directory evicts the ones not read.
+    @Test func recencySurvivesARestart() {
+        let clock = DiskTestClock()
+        let size = Self.recordSize(key: "key 10", body: 1000)
+        do {
+            let cache = cache(sizeLimit: 10 * size, clock: clock)
+            for n in 10..<20 {
+                cache.store(Self.body(n, 1000), forKey: "key \(n)")
+                clock.advance(1)
+            }
+            cache.flush()
+            // Later than the touch interval, so the reads are written to the files.
+            clock.advance(DiskCache.touchInterval + 1)
+            for n in [10, 11, 12] { #expect(cache.record(forKey: "key \(n)") != nil) }
+            cache.flush()
+        }
+        clock.advance(1)
+        let reopened = cache(sizeLimit: 10 * size, clock: clock)
+        for n in 20..<23 { reopened.store(Self.body(n, 1000), forKey: "key \(n)") }
+        reopened.flush()
+        let present = (10..<23).filter { reopened.record(forKey: "key \($0)") != nil }
+        #expect(present == [10, 11, 12, 16, 17, 18, 19, 20, 21, 22])
+    }
+
+    @Test func damagedAndForeignFilesAreMissesAndDeleted() throws {
+        let cache = cache()
+        for n in 0..<8 { cache.store(Self.body(n, 3000), metadata: Data("meta".utf8), forKey: "k\(n)") }
+        cache.flush()
+        func url(_ n: Int) -> URL { cache.fileURL(forKey: "k\(n)") }
+        func modify(_ n: Int, _ change: (inout Data) -> Void) throws {
+            var data = try Data(contentsOf: url(n))
+            change(&data)
+            try data.write(to: url(n))
+        }
+        try modify(0) { $0[1500] ^= 0x01 }                    // one bit of the body
+        try modify(1) { $0 = $0.prefix($0.count / 2) }        // truncated
+        try modify(2) { $0 = $0.prefix(20) }                  // shorter than a header
+        try modify(3) { $0[2] ^= 0x40 }                       // the magic
+        try modify(4) { $0[$0.count - 1] ^= 0x80 }            // the checksum
+        try modify(5) { $0[41] ^= 0x01 }                      // the stored key
+        // A valid record of another key under this key's name.
+        try FileManager.default.removeItem(at: url(6))
+        try FileManager.default.copyItem(at: url(7), to: url(6))
+        // Not ours at all, under a record name.
+        try Data("hello, I am a text file".utf8).write(to: cache.fileURL(forKey: "foreign"))
+
+        for n in 0..<7 {
+            #expect(cache.record(forKey: "k\(n)") == nil, "k\(n)")
+            #expect(!FileManager.default.fileExists(atPath: url(n).path), "k\(n)")
+        }
+        #expect(cache.record(forKey: "foreign") == nil)
+        #expect(!FileManager.default.fileExists(atPath: cache.fileURL(forKey: "foreign").path))
+        #expect(cache.record(forKey: "k7")?.data == Self.body(7, 3000))
+        #expect(cache.statistics.discarded == 8)
+        cache.flush()
+        #expect(cache.statistics.count == 1)
+        #expect(cache.statistics.totalSize == folder.records.values.reduce(0, +))
+    }
+
+    @Test func pruneDeletesWhatIsNotARecordButLeavesOtherFilesAlone() throws {
+        let cache = cache()
+        for n in 0..<3 { cache.store(Self.body(n, 100), forKey: "k\(n)") }
+        cache.flush()
+        try Data("garbage".utf8).write(to: cache.fileURL(forKey: "foreign"))
+        let readme = folder.url.appendingPathComponent("README")
+        try Data("not a record name".utf8).write(to: readme)
+        // Another process's temporary file, abandoned by its death; pid 2^22+1 is
+        // above Linux's pid_max, so no process has it.
+        let temporary = folder.url.appendingPathComponent(RecordFormat.temporaryPrefix + "4194305.1." + SHA256.hex("k9"))
+        try Data("half a record".utf8).write(to: temporary)
+        cache.prune()
+        cache.flush()
+        #expect(folder.records.count == 3)
+        #expect(folder.temporaryFiles.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: readme.path))
+        #expect(cache.statistics.discarded == 1 && cache.statistics.count == 3)
+        cache.removeAll()
+        for n in 0..<3 { #expect(cache.record(forKey: "k\(n)") == nil) }
+        cache.flush()
+        #expect(folder.records.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: readme.path))
+    }
+
+    @Test func removalsAreImmediate() {
+        let cache = cache()
+        for n in 0..<5 { cache.store(Self.body(n, 100), forKey: "k\(n)") }
+        cache.flush()
+        cache.removeRecord(forKey: "k0")
+        #expect(cache.record(forKey: "k0") == nil)
+        #expect(!FileManager.default.fileExists(atPath: cache.fileURL(forKey: "k0").path))
+        cache.removeRecord(forKey: "never there")
+        // Removed while still waiting to be written: never lands.
+        cache.store(Data("x".utf8), forKey: "late")
+        cache.removeRecord(forKey: "late")
+        cache.removeAll()
+        cache.store(Data("after".utf8), forKey: "after")
+        for n in 1..<5 { #expect(cache.record(forKey: "k\(n)") == nil) }
+        #expect(cache.record(forKey: "after")?.data == Data("after".utf8))
+        cache.flush()
+        #expect(Set(folder.records.keys) == [SHA256.hex("after")])
+        #expect(cache.record(forKey: "after")?.data == Data("after".utf8))
+        #expect(cache.statistics.count == 1)
+    }
+
+    @Test func recordsOlderThanTheMaximumAgeAreMisses() {
+        let clock = DiskTestClock()
+        let cache = cache(maximumAge: 3600, clock: clock)
+        cache.store(Data("a".utf8), forKey: "a")
+        cache.store(Data("b".utf8), forKey: "b")
+        cache.flush()
+        clock.advance(1800)
+        cache.store(Data("c".utf8), forKey: "c")
+        cache.store(Data("pending".utf8), forKey: "pending")
+        #expect(cache.record(forKey: "a") != nil)
+        clock.advance(1801)
+        // a and b are 3601 s old, c 1801 s.
+        #expect(cache.record(forKey: "a") == nil)
+        #expect(!FileManager.default.fileExists(atPath: cache.fileURL(forKey: "a").path))
+        #expect(cache.record(forKey: "c") != nil)
+        // Expired while waiting to be written: a miss too.
+        clock.advance(1800)
+        #expect(cache.record(forKey: "pending") == nil)
+        #expect(cache.statistics.evictions == 2)
+        // b was never read: prune finds it from its header.
+        cache.prune()
+        cache.flush()
+        #expect(Set(folder.records.keys) == [])
+        #expect(cache.statistics.count == 0)
+    }
+
+    @Test func aNewCacheDeletesExpiredRecordsWhenItOpens() {
+        let clock = DiskTestClock()
+        do {
+            let cache = cache(maximumAge: 60, clock: clock)
+            cache.store(Data("old".utf8), forKey: "old")
+            cache.flush()
+        }
+        clock.advance(61)
+        let reopened = cache(maximumAge: 60, clock: clock)
+        reopened.flush()
+        #expect(folder.records.isEmpty)
+        #expect(reopened.statistics.evictions == 1)
+    }
+
+    @Test func anUnwritableDirectoryDropsWritesAndNeverCrashes() throws {
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        // Read-only stops most users; root writes anyway, but not under a regular file.
+        let locked = folder.url.appendingPathComponent("locked", isDirectory: true)
+        try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: true)
+        chmod(locked.path, 0o500)
+        defer { chmod(locked.path, 0o700) }
+        let probe = locked.appendingPathComponent("probe").path
+        let directory: URL
+        if FileManager.default.createFile(atPath: probe, contents: Data()) {
+            try FileManager.default.removeItem(atPath: probe)
+            let file = folder.url.appendingPathComponent("regular-file")
+            try Data().write(to: file)
+            directory = file.appendingPathComponent("sub", isDirectory: true)
+        } else {
+            directory = locked
+        }
+        let cache = DiskCache(directory: directory, sizeLimit: 10_000)
+        for n in 0..<5 { cache.store(Self.body(n, 100), forKey: "k\(n)") }
+        cache.store(Self.body(9, 20_000), forKey: "too big for the limit")
+        cache.flush()
+        #expect(cache.statistics.droppedWrites == 6)
+        for n in 0..<5 { #expect(cache.record(forKey: "k\(n)") == nil) }
+        #expect(cache.statistics.count == 0 && cache.statistics.totalSize == 0)
+        cache.removeRecord(forKey: "k0")
+        cache.removeAll()
+        cache.prune()
+        cache.flush()
+        #expect(cache.statistics.count == 0)
+    }
+
+    /// Many threads storing, reading and removing a few keys under a small limit; the
+    /// books must match the disk afterwards and every read must be whole.
+    @Test func concurrentUseKeepsTheBooksStraight() async {
+        let cache = cache(sizeLimit: 60_000)
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            var generator = SystemRandomNumberGenerator()
+            for step in 0..<400 {
+                let n = Int.random(in: 0..<40, using: &generator)
+                switch Int.random(in: 0..<10, using: &generator) {
+                case 0: cache.removeRecord(forKey: "k\(n)")
+                case 1...4: cache.store(Self.body(n, 500 + n * 50), metadata: Data("\(n)".utf8), forKey: "k\(n)")
+                default:
+                    if let record = cache.record(forKey: "k\(n)") {
+                        #expect(record.data == Self.body(n, 500 + n * 50) && record.metadata == Data("\(n)".utf8))
+                    }
+                }
+                if thread == 0 && step == 200 { cache.prune() }
+                #expect(cache.statistics.totalSize <= 60_000)
+            }
+        }
+        await cache.flush()
+        #expect(cache.statistics.totalSize == folder.records.values.reduce(0, +))
+        #expect(cache.statistics.count == folder.records.count)
+        #expect(folder.temporaryFiles.isEmpty)
+    }
+
+    /// Two `imago cache fill` processes at once on one directory, then a third reader:
+    /// every record whole, the size limit held.
+    @Test func twoProcessesShareADirectory() throws {
+        let limit = 3_000_000
+        let group = DispatchGroup()
+        let results = Mutex<[Int32]>([])
+        for start in [0, 300] {
+            DispatchQueue.global().async(group: group) {
+                let result = try? Tool.run(["cache", "fill", "--cache-dir", folder.url.path, "--count", "300", "--size", "10000",
+                                            "--start", "\(start)", "--size-limit", "\(limit)"], timeout: 60)
+                results.withLock { $0.append(result?.status ?? -1) }
+            }
+        }
+        group.wait()
+        #expect(results.withLock { $0 } == [0, 0])
+        #expect(folder.records.values.reduce(0, +) <= limit)
+        #expect(folder.temporaryFiles.isEmpty)
+
+        let reader = cache(sizeLimit: limit)
+        reader.flush()
+        var present = 0
+        for n in 0..<600 {
+            guard let record = reader.record(forKey: "fill-\(n)") else { continue }
+            present += 1
+            #expect(record.data == fillBody(index: n, size: 10000), "fill-\(n)")
+            #expect(record.metadata == Data("fill-\(n)".utf8))
+        }
+        // The limit holds about 298 records of 10,058 bytes.
+        #expect(present > 250 && present <= 298, "\(present) present")
+        #expect(reader.statistics.discarded == 0)
+    }
+
+    /// 50 times: kill `imago cache fill` at a random moment, then open the directory
+    /// again. Every record is whole or missing, and no temporary file is left.
+    @Test func aKilledWriterNeverLeavesATornRecord() throws {
+        let start = ContinuousClock.now
+        var leftovers = 0, presentCounts: [Int] = []
+        var generator = SystemRandomNumberGenerator()
+        let expected = (0..<200).map { fillBody(index: $0, size: 20000) }
+        for round in 0..<50 {
+            let process = Process()
+            process.executableURL = Tool.url
+            process.arguments = ["cache", "fill", "--cache-dir", folder.url.path, "--count", "200", "--size", "20000"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            usleep(UInt32.random(in: 5_000...100_000, using: &generator))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            leftovers += folder.temporaryFiles.count
+
+            let cache = cache()
+            cache.flush()
+            #expect(folder.temporaryFiles.isEmpty, "round \(round)")
+            var present = 0
+            for n in 0..<200 {
+                guard let record = cache.record(forKey: "fill-\(n)") else { continue }
+                present += 1
+                #expect(record.data == expected[n] && record.metadata == Data("fill-\(n)".utf8), "round \(round): fill-\(n)")
+            }
+            #expect(cache.statistics.discarded == 0, "round \(round)")
+            presentCounts.append(present)
+            // Half the rounds start from an empty directory, half overwrite.
+            if round % 2 == 1 {
+                cache.removeAll()
+                cache.flush()
+            }
+        }
+        let elapsed = ContinuousClock.now - start
+        print("SIGKILL loop: 50 rounds in \(elapsed); temporary files left by the killed writer: \(leftovers); records present per round: \(presentCounts)")
+        #expect(elapsed < .seconds(60))
+    }
+}
+
+/// `imago cache` end to end.
+@Suite struct CacheCommandTests {
+    private let folder = DiskTestFolder("cache-cli")
+
+    func json(_ result: Tool.Result) throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+    }
+
+    @Test func fillStatsPruneClear() throws {
+        let dir = folder.url.path
+        let fill = try Tool.run(["cache", "fill", "--cache-dir", dir, "--count", "50", "--size", "1K", "--json"])
+        #expect(fill.status == 0, "\(fill.stderr)")
+        let filled = try json(fill)
+        #expect(filled["written"] as? Int == 50 && filled["droppedWrites"] as? Int == 0)
+        let recordSize = RecordFormat.fileSize(key: "fill-10".utf8.count, metadata: "fill-10".utf8.count, body: 1024)
+
+        let stats = try json(Tool.run(["cache", "stats", "--cache-dir", dir, "--json"]))
+        #expect(stats["records"] as? Int == 50)
+        #expect(stats["bytes"] as? Int == folder.records.values.reduce(0, +))
+
+        let prune = try json(Tool.run(["cache", "prune", "--cache-dir", dir, "--size-limit", "\(20 * recordSize)", "--json"]))
+        #expect(prune["records"] as? Int == 20 && prune["removed"] as? Int == 30)
+        #expect(folder.records.count == 20)
+
+        try Data("keep me".utf8).write(to: folder.url.appendingPathComponent("notes.txt"))
+        let clear = try Tool.run(["cache", "clear", "--cache-dir", dir])
+        #expect(clear.status == 0)
+        #expect(clear.stdout.contains("0 records") && clear.stdout.contains("20 removed"), "\(clear.stdout)")
+        #expect(folder.records.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: folder.url.appendingPathComponent("notes.txt").path))
+    }
+
+    @Test func aMissingDirectoryIsEmptyAndNotCreated() throws {
+        let missing = folder.url.appendingPathComponent("nowhere").path
+        let stats = try Tool.run(["cache", "stats", "--cache-dir", missing])
+        #expect(stats.status == 0 && stats.stdout.contains("0 records"))
+        #expect(!FileManager.default.fileExists(atPath: missing))
+    }
+
+    @Test func badUsageExitsTwo() throws {
+        for arguments in [["cache"], ["cache", "bogus"], ["cache", "fill", "--size", "10"], ["cache", "fill", "--count", "1"],
+                          ["cache", "stats", "--count", "3"], ["cache", "fill", "--count", "1", "--size", "ten"],
+                          ["cache", "stats", "prune"]] {
+            let result = try Tool.run(arguments)
+            #expect(result.status == 2, "\(arguments)")
+            #expect(result.stderr.hasPrefix("imago: "), "\(arguments)")
+        }
+        #expect(try Tool.run(["cache", "--help"]).stdout.contains("usage: imago cache"))
+    }
+
+    @Test func anUnwritableCacheExitsOne() throws {
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        let file = folder.url.appendingPathComponent("file")
+        try Data().write(to: file)
+        let fill = try Tool.run(["cache", "fill", "--cache-dir", file.appendingPathComponent("sub").path, "--count", "3", "--size", "10"])
+        #expect(fill.status == 1)
+        #expect(fill.stderr.contains("3 of 3 writes"), "\(fill.stderr)")
+        let stats = try Tool.run(["cache", "stats", "--cache-dir", file.path])
+        #expect(stats.status == 1 && stats.stderr.contains("not a directory"))
+    }
+}

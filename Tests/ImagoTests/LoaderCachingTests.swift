@@ -1,0 +1,175 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Imago
+
+/// The tiers in a load (memory → disk → network) and HTTP freshness, against the
+/// test server on 127.0.0.1 and a real disk cache in a temporary directory.
+@Suite struct LoaderCachingTests {
+    let server = TestServer()
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imago-tiers-\(UUID())")
+    static let png = pngData(33)
+
+    init() throws {
+        try server.start()
+    }
+
+    /// A loader with a fresh memory cache on the shared directory: what a restarted
+    /// app sees.
+    func makeLoader(policy: DiskCachePolicy = .originals, retries: Int = 1, disk: DiskCache? = nil) -> (ImageLoader, DiskCache) {
+        let disk = disk ?? DiskCache(directory: directory)
+        let loader = ImageLoader(
+            configuration: .init(
+                retryPolicy: RetryPolicy(maximumAttempts: retries, baseDelay: 0.01, maximumDelay: 0.02),
+                diskCache: disk, diskCachePolicy: policy),
+            cache: ImageCache())
+        return (loader, disk)
+    }
+
+    func load(_ loader: ImageLoader, _ path: String, target: TargetSize? = nil) async -> Result<ImageResponse, ImagoError> {
+        let task = loader.task(with: ImageRequest(url: server.url(path), targetSize: target))
+        return await withTimeLimit(30) { await task.value } ?? .failure(.cancelled)
+    }
+
+    func cleanUp() {
+        server.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    @Test func freshDataIsServedWithNoRequest() async throws {
+        defer { cleanUp() }
+        server.route("/fresh.png", data: Self.png, headers: ["Cache-Control": "max-age=3600"])
+        let (first, disk) = makeLoader()
+        #expect(try await load(first, "/fresh.png").get().source == .network)
+        await disk.flush()
+        let (second, _) = makeLoader()
+        let response = try await load(second, "/fresh.png").get()
+        #expect(response.source == .disk && response.image.bitmap[0, 0].r == 33)
+        #expect(server.count(for: "/fresh.png") == 1)
+    }
+
+    @Test func staleDataIsRevalidatedAndA304ReusesTheStoredBytes() async throws {
+        defer { cleanUp() }
+        server.route("/tagged.png") { request in
+            if request.header("If-None-Match") == "\"v1\"" {
+                return .init(status: 304, headers: ["ETag": "\"v1\"", "Cache-Control": "no-cache"])
+            }
+            return .ok(Self.png, headers: ["ETag": "\"v1\"", "Cache-Control": "no-cache"])
+        }
+        let (first, disk) = makeLoader()
+        _ = try await load(first, "/tagged.png").get()
+        await disk.flush()
+        let (second, _) = makeLoader()
+        let response = try await load(second, "/tagged.png").get()
+        #expect(response.source == .disk && response.image.bitmap[0, 0].r == 33)
+        let requests = server.requests(for: "/tagged.png")
+        #expect(requests.count == 2)
+        #expect(requests.last?.header("If-None-Match") == "\"v1\"")
+        // The 304 carried no body: nothing but headers crossed the wire.
+        #expect(response.metrics.bytes == Self.png.count)
+    }
+
+    @Test func changedImagesAreFetchedAgainWhenStale() async throws {
+        defer { cleanUp() }
+        let version = Atomic<Int>(1)
+        server.route("/changing.png") { request in
+            let current = version.load(ordering: .relaxed)
+            if request.header("If-None-Match") == "\"v\(current)\"" { return .init(status: 304) }
+            return .ok(pngData(UInt8(current * 10)), headers: ["ETag": "\"v\(current)\"", "Cache-Control": "max-age=0"])
+        }
+        let (first, disk) = makeLoader()
+        #expect(try await load(first, "/changing.png").get().image.bitmap[0, 0].r == 10)
+        await disk.flush()
+        version.store(2, ordering: .relaxed)
+        let (second, _) = makeLoader()
+        let response = try await load(second, "/changing.png").get()
+        #expect(response.source == .network && response.image.bitmap[0, 0].r == 20)
+    }
+
+    @Test func noStoreIsNeverWritten() async throws {
+        defer { cleanUp() }
+        server.route("/private.png", data: Self.png, headers: ["Cache-Control": "no-store"])
+        let (first, disk) = makeLoader()
+        _ = try await load(first, "/private.png").get()
+        await disk.flush()
+        #expect(disk.statistics.count == 0)
+        let (second, _) = makeLoader()
+        #expect(try await load(second, "/private.png").get().source == .network)
+        #expect(server.count(for: "/private.png") == 2)
+    }
+
+    @Test func staleDataIsServedWhenTheNetworkFails() async throws {
+        defer { cleanUp() }
+        let failing = Atomic<Bool>(false)
+        server.route("/flaky.png") { _ in
+            failing.load(ordering: .relaxed) ? .text("down", status: 503) : .ok(Self.png, headers: ["Cache-Control": "max-age=0", "ETag": "\"a\""])
+        }
+        let (first, disk) = makeLoader()
+        _ = try await load(first, "/flaky.png").get()
+        await disk.flush()
+        failing.store(true, ordering: .relaxed)
+        let (second, _) = makeLoader()
+        let response = try await load(second, "/flaky.png").get()
+        #expect(response.source == .disk && response.image.bitmap[0, 0].r == 33)
+        // Without the allowance the failure is the caller's.
+        let strict = ImageLoader(configuration: .init(retryPolicy: .none, diskCache: DiskCache(directory: directory), staleIfErrorAllowance: nil), cache: ImageCache())
+        guard case .failure(.httpStatus(503, _)) = await load(strict, "/flaky.png") else { Issue.record("stale served without allowance"); return }
+    }
+
+    @Test func aDamagedFileIsDetectedAndFetchedAgain() async throws {
+        defer { cleanUp() }
+        server.route("/photo.png", data: Self.png, headers: ["Cache-Control": "max-age=3600"])
+        let (first, disk) = makeLoader()
+        _ = try await load(first, "/photo.png").get()
+        await disk.flush()
+        let file = disk.fileURL(forKey: server.url("/photo.png").absoluteString)
+        var bytes = try Data(contentsOf: file)
+        bytes[bytes.count - 20] ^= 0xFF
+        try bytes.write(to: file)
+        let (second, secondDisk) = makeLoader()
+        let response = try await load(second, "/photo.png").get()
+        #expect(response.source == .network && response.image.bitmap[0, 0].r == 33)
+        #expect(server.count(for: "/photo.png") == 2)
+        await secondDisk.flush()
+        let (third, _) = makeLoader()
+        #expect(try await load(third, "/photo.png").get().source == .disk)
+    }
+
+    @Test func anUnwritableCacheDirectoryLeavesLoadsWorking() async throws {
+        defer { cleanUp() }
+        // A directory under a regular file cannot be made, not even by root.
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let blocker = directory.appendingPathComponent("file")
+        try Data("x".utf8).write(to: blocker)
+        let disk = DiskCache(directory: blocker.appendingPathComponent("cache"))
+        server.route("/a.png", data: Self.png, headers: ["Cache-Control": "max-age=3600"])
+        let (loader, _) = makeLoader(disk: disk)
+        #expect(try await load(loader, "/a.png").get().source == .network)
+        await disk.flush()
+        #expect(disk.statistics.droppedWrites >= 1)
+    }
+
+    @Test func noCacheMeansNoDiskEither() async throws {
+        defer { cleanUp() }
+        server.route("/a.png", data: Self.png, headers: ["Cache-Control": "max-age=3600"])
+        let (loader, disk) = makeLoader()
+        loader.cache = nil
+        _ = try await load(loader, "/a.png").get()
+        await disk.flush()
+        #expect(disk.statistics.count == 0)
+    }
+
+    @Test func processedVariantsAreKeptWhenThePolicySaysSo() async throws {
+        defer { cleanUp() }
+        server.route("/big.png", data: try PNGEncoder().encode(Bitmap(width: 400, height: 200, pixels: [UInt8](repeating: 200, count: 400 * 200 * 4))),
+                     headers: ["Cache-Control": "max-age=3600"])
+        let (first, disk) = makeLoader(policy: .both)
+        _ = try await load(first, "/big.png", target: .thumbnail(40)).get()
+        await disk.flush()
+        #expect(disk.statistics.count == 2)
+        let (second, _) = makeLoader(policy: .processed)
+        let response = try await load(second, "/big.png", target: .thumbnail(40)).get()
+        #expect(response.source == .disk && response.image.width == 40 && response.image.height == 20)
+        #expect(server.count(for: "/big.png") == 1)
+    }
+}
