@@ -59,6 +59,8 @@ private func runBench(_ arguments: Arguments) async -> Int32 {
         let report = try measure(settings)
         if settings.json { report.printJSON() } else { report.printTable() }
         await printSchedulerFigures(json: settings.json)
+        let photos = try jpegFiles(in: settings.photos).map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
+        try CacheBenchmark.printFigures(photos: photos, json: settings.json)
         return ExitStatus.success
     } catch {
         Progress.clear()
