@@ -7,7 +7,7 @@ let linux = TargetDependencyCondition.when(platforms: [Platform.linux])
 
 let package = Package(
     name: "Imago",
-    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Imago", targets: ["Imago"]),
         .executable(name: "imago", targets: ["imago"]),

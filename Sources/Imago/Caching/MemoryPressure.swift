@@ -10,8 +10,10 @@ public enum MemoryPressureLevel: Int, Sendable, Comparable, CustomStringConverti
     /// The system is about to kill processes, or has started: give back everything.
     case critical
 
+    /// Orders by severity, so the worse of two events is their `max`.
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 
+    /// The level's name, for logs.
     public var description: String {
         switch self {
         case .warning: "warning"
@@ -34,6 +36,7 @@ public struct MemoryPressureMechanism: Hashable, Sendable, CustomStringConvertib
         self.detail = detail
     }
 
+    /// The name, and the detail in parentheses when there is one.
     public var description: String { detail.isEmpty ? name : "\(name) (\(detail))" }
 }
 
@@ -162,8 +165,9 @@ enum SystemMemory {
 ///    critical event. The process's own cgroup v2 `memory.pressure` is used when the
 ///    process is not in the root cgroup, since a container's limit presses before
 ///    the machine does; `/proc/pressure/memory` otherwise. Needs Linux 5.2 with PSI
-///    enabled, and before 6.5 the CAP_SYS_RESOURCE capability (the trigger write
-///    fails without it, and the next mechanism is tried).
+///    enabled and, before 6.5 lets anyone set a trigger whose window is a multiple of
+///    2 s (as this one is), usually the CAP_SYS_RESOURCE capability: without it the
+///    trigger write fails and the next mechanism is tried.
 /// 2. cgroup v2 `memory.events`: the kernel flags the file when a counter moves; a
 ///    rise of `high` is a warning, of `max`, `oom` or `oom_kill` critical.
 /// 3. cgroup v1 `memory.pressure_level`, registered through `cgroup.event_control`
@@ -220,10 +224,9 @@ public final class SystemMemoryPressureSource: MemoryPressureSource {
 
     /// Makes a source that will try `preference` in order when started.
     ///
-    /// The 5% default is the point where the kernel is about to reclaim hard or kill
-    /// (its own low watermarks sit around 1–3% on common sizes), late enough not to
-    /// purge caches on a machine that merely runs full of page cache, which counts as
-    /// available.
+    /// The 5% default means the machine is close to reclaiming hard or killing, yet
+    /// it is not reached by a machine that merely runs full of page cache, which
+    /// counts as available: caches are not purged on a healthy, busy machine.
     public init(
         preferring preference: [Kind] = SystemMemoryPressureSource.defaultPreference,
         availableMemoryThreshold: Double = 0.05,
@@ -236,6 +239,8 @@ public final class SystemMemoryPressureSource: MemoryPressureSource {
 
     deinit { stop() }
 
+    /// Watches with the first mechanism of ``preference`` that can be set up here and
+    /// returns it; nil when none can. Starting a running source keeps its watch.
     public func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism? {
         running.withLock { running in
             if let running { return running.mechanism }
@@ -249,6 +254,8 @@ public final class SystemMemoryPressureSource: MemoryPressureSource {
         }
     }
 
+    /// Ends the watch and waits for its thread to finish (unless called from that
+    /// thread, inside a handler, which then finishes on its own once it returns).
     public func stop() {
         running.withLock { $0.take() }?.watcher.stop()
     }
@@ -316,12 +323,11 @@ private final class PSIProbe: PressureProbe {
         for (level, trigger) in Self.triggers {
             // One descriptor per trigger: the kernel keeps one trigger per open file.
             let fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
-            guard fd >= 0 else { return nil }
             // The kernel overwrites the last byte written with a terminator, so the
             // terminator is written too.
-            let written = trigger.withCString { write(fd, $0, strlen($0) + 1) }
+            let written = fd < 0 ? -1 : trigger.withCString { write(fd, $0, strlen($0) + 1) }
             guard written > 0 else {
-                close(fd)
+                if fd >= 0 { close(fd) }
                 // Without the warning trigger PSI is no use; without "full" (never
                 // seen, but cheap to allow) warnings still come.
                 if level == .warning { return nil } else { continue }
@@ -691,6 +697,7 @@ public final class SystemMemoryPressureSource: MemoryPressureSource, @unchecked 
     /// Makes a source; nothing is watched until `start`.
     public init() {}
 
+    /// Listens to the dispatch source and, with UIKit, the memory warning.
     public func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism? {
         lock.lock()
         defer { lock.unlock() }
@@ -712,6 +719,7 @@ public final class SystemMemoryPressureSource: MemoryPressureSource, @unchecked 
         return Self.mechanism
     }
 
+    /// Cancels the dispatch sources and the observer.
     public func stop() {
         lock.lock()
         defer { lock.unlock() }
@@ -728,7 +736,9 @@ public final class SystemMemoryPressureSource: MemoryPressureSource, @unchecked 
 public final class SystemMemoryPressureSource: MemoryPressureSource {
     /// Makes a silent source.
     public init() {}
+    /// Watches nothing: returns nil.
     public func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism? { nil }
+    /// Does nothing.
     public func stop() {}
 }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Settings that bound and shape one decode.
 public struct DecodingOptions: Sendable, Hashable {
@@ -60,16 +59,16 @@ public final class ImageDecoderRegistry: Sendable {
     /// The registry the loader and the `imago` tool use.
     public static let shared = ImageDecoderRegistry()
 
-    private let decoders: Mutex<[any ImageDecoding]>
+    private let decoders: Locked<[any ImageDecoding]>
 
     /// Makes a registry with the platform's built-in decoders.
     public init() {
-        decoders = Mutex(Self.builtIn)
+        decoders = Locked(Self.builtIn)
     }
 
     /// Makes a registry with exactly `decoders`, in order of preference.
     public init(decoders: [any ImageDecoding]) {
-        self.decoders = Mutex(decoders)
+        self.decoders = Locked(decoders)
     }
 
     /// Adds a decoder, asked before those already registered.

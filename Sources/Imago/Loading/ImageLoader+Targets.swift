@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Names one target-bound load, as a selector did in the seeds: loads set with the
 /// same action on the same target can be cancelled and looked up together. Two

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -73,12 +72,12 @@ public final class ImageLoader: Sendable {
     /// The configuration it was made with.
     public let configuration: Configuration
 
-    let state: Mutex<State>
+    let state: Locked<State>
 
     /// Makes a loader.
     public init(configuration: Configuration = Configuration(), cache: (any ImageCaching)? = ImageCache.shared) {
         self.configuration = configuration
-        state = Mutex(State(cache: cache))
+        state = Locked(State(cache: cache))
     }
 
     // MARK: - The seeds' properties
@@ -326,7 +325,7 @@ public final class ImageLoader: Sendable {
 func withDeadline<T: Sendable>(
     seconds: Double, url: String, _ body: @escaping @Sendable () async throws(ImagoError) -> T
 ) async -> Result<T, ImagoError> {
-    let state = Mutex<(done: Bool, work: Task<Void, Never>?, timer: Task<Void, Never>?)>((false, nil, nil))
+    let state = Locked<(done: Bool, work: Task<Void, Never>?, timer: Task<Void, Never>?)>((false, nil, nil))
     return await withTaskCancellationHandler {
         await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, ImagoError>, Never>) in
             let finish: @Sendable (Result<T, ImagoError>) -> Void = { result in

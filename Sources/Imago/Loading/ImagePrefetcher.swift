@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Loads images ahead of need (the rows just below a scrolling list, say) at low
 /// priority, so that they are in the memory cache when asked for, without delaying
@@ -8,7 +7,7 @@ import Synchronization
 public final class ImagePrefetcher: Sendable {
     private let loader: ImageLoader
     private let priority: ImageRequest.Priority
-    private let tasks = Mutex<[String: ImageTask]>([:])
+    private let tasks = Locked<[String: ImageTask]>([:])
 
     /// Prefetches through `loader` at `priority` (low by default).
     public init(loader: ImageLoader = .shared, priority: ImageRequest.Priority = .low) {

@@ -32,7 +32,7 @@ public final class ImageTask: Sendable, Hashable {
         var onCompletion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private weak let loader: ImageLoader?
     private static let ids = Atomic<Int>(0)
 
@@ -42,7 +42,7 @@ public final class ImageTask: Sendable, Hashable {
         key = request.cacheKey
         urlString = request.url.absoluteString
         self.loader = loader
-        state = Mutex(State(priority: request.priority, onCompletion: onCompletion))
+        state = Locked(State(priority: request.priority, onCompletion: onCompletion))
     }
 
     /// Stops waiting for the image; the shared transfer stops too when no other task

@@ -3,7 +3,6 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
 
 /// Fetches `http` and `https` URLs with a `URLSession` of its own.
 ///
@@ -234,7 +233,7 @@ private final class Transfer: Sendable {
         var outcome: Outcome?
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(url: URL, method: String, limit: Int, policy: RedirectPolicy, progress: @escaping @Sendable (Int64, Int64?) -> Void) {
         self.url = url
@@ -242,7 +241,7 @@ private final class Transfer: Sendable {
         self.limit = limit
         self.policy = policy
         self.progress = progress
-        state = Mutex(State(seen: [url]))
+        state = Locked(State(seen: [url]))
     }
 
     /// Hands over the continuation; resumes it at once if the transfer already ended.
@@ -487,7 +486,7 @@ private final class Transfer: Sendable {
 /// to. A class of its own because URLSession keeps its delegate alive until the
 /// session is invalidated; the loader's `deinit` does that.
 private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
-    private let transfers = Mutex<[Int: Transfer]>([:])
+    private let transfers = Locked<[Int: Transfer]>([:])
     /// Where tasks are cancelled: never inline from a cancellation handler or a
     /// callback (on Linux, `cancel()` waits on URLSession's work queue and can
     /// deadlock there), and serially, so 10,000 cancels cost one thread, not 10,000.

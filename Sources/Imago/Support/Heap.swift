@@ -35,3 +35,5 @@ struct Heap<Element: Comparable> {
 
     mutating func removeAll() { elements.removeAll() }
 }
+
+extension Heap: Sendable where Element: Sendable {}
