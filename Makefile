@@ -11,7 +11,7 @@ CORPUS ?= ../shared/corpus
 BENCH_DIR := .build/bench
 BENCH_RUNS ?= 5
 
-.PHONY: all deps build test demo fuzz bench clean
+.PHONY: all deps build test demo fuzz bench sanitize clean
 
 all: build
 
@@ -88,6 +88,13 @@ bench: deps
 	@echo "==> Benchmarking: $(BENCH_RUNS) rounds of each measure, release build, all cores"
 	@.build/release/imago bench --photos $(BENCH_DIR)/photos --large $(BENCH_DIR)/large --runs $(BENCH_RUNS) \
 	  --pillow Benchmarks/pillow_thumbnails.py --libjpeg $(BENCH_DIR)/tj_decode
+
+# The caches and the loader under the thread sanitizer, in a build folder of their own
+# (not part of `make test`: a sanitized build doubles the test time).
+sanitize: deps
+	@echo "==> Testing the caches and the loader under the thread sanitizer"
+	@$(SWIFT) test --scratch-path .build/tsan --sanitize=thread \
+		--filter 'ImageCacheTests|MemoryPressure|DiskCacheTests|ImageLoaderTests|ImagePrefetcherTests|LoaderCachingTests'
 
 clean:
 	@$(SWIFT) package clean
