@@ -118,7 +118,7 @@ import Testing
         try await Self.withServer { server, loader in
             let body = Self.bytes(64 * 1024)
             server.route("/slow") { _ in .trickle(body, bytesPerChunk: 4096, interval: 0.01) }
-            let reports = Mutex<[(Int64, Int64?)]>([])
+            let reports = Locked<[(Int64, Int64?)]>([])
             let response = try await Self.load(loader, server.url("/slow")) { received, expected in
                 reports.withLock { $0.append((received, expected)) }
             }.get()
@@ -135,7 +135,7 @@ import Testing
         try await Self.withServer { server, loader in
             let body = Self.bytes(10_000)
             server.route("/chunked") { _ in .chunked(body, chunkSize: 1000) }
-            let expectations = Mutex<[Int64?]>([])
+            let expectations = Locked<[Int64?]>([])
             let response = try await Self.load(loader, server.url("/chunked")) { _, expected in
                 expectations.withLock { $0.append(expected) }
             }.get()
@@ -540,7 +540,7 @@ import Testing
         try body.write(to: file)
         let loader = LocalDataLoader()
 
-        let reports = Mutex<[(Int64, Int64?)]>([])
+        let reports = Locked<[(Int64, Int64?)]>([])
         let response = try await Self.load(loader, file) { received, expected in
             reports.withLock { $0.append((received, expected)) }
         }.get()

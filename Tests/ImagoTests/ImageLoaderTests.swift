@@ -22,7 +22,7 @@ final class ControlledLoader: DataLoading {
         var next = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// URLs requested so far, in order.
     var started: [String] { state.withLock { $0.started } }
@@ -343,7 +343,7 @@ final class TargetView {}
         let good = Self.url(1), bad = Self.url(2)
         network.answer(good, with: ok(good, 5))
         network.answer(bad, with: ok(bad, status: 404))
-        let seen = Mutex<[Seen]>([])
+        let seen = Locked<[Seen]>([])
         let center = NotificationCenter.default
         let observers = [ImageLoader.didFinishNotification, ImageLoader.didFailNotification].map { name in
             center.addObserver(forName: name, object: view, queue: nil) { note in

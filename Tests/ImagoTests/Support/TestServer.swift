@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Dispatch
 import Foundation
+@testable import Imago
 import Synchronization
 
 /// One request as the test server received it.
@@ -122,7 +123,7 @@ final class TestServer: Sendable {
         var connectionsAccepted = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Entered by every thread the server starts; `stop()` waits for it to empty.
     private let threads = DispatchGroup()
 

@@ -1,4 +1,5 @@
 import Foundation
+@testable import Imago
 import Synchronization
 import Testing
 
@@ -13,9 +14,9 @@ func withTimeLimit<T: Sendable>(
     sourceLocation: SourceLocation = #_sourceLocation,
     _ operation: @escaping @Sendable () async -> T
 ) async -> T? {
-    let resumed = Mutex(false)
-    let work = Mutex<Task<Void, Never>?>(nil)
-    let timer = Mutex<Task<Void, Never>?>(nil)
+    let resumed = Locked(false)
+    let work = Locked<Task<Void, Never>?>(nil)
+    let timer = Locked<Task<Void, Never>?>(nil)
     let result: T? = await withTaskCancellationHandler {
         await withCheckedContinuation { continuation in
             let finish: @Sendable (T?) -> Void = { value in
