@@ -107,3 +107,14 @@ public final class ImageDecoderRegistry: Sendable {
         #endif
     }
 }
+
+extension Data {
+    /// Runs `body` on the bytes in place, passing its typed error through: what every
+    /// C codec wrapper needs (`withUnsafeBytes` rethrows only untyped errors).
+    func withBytes<T>(_ body: (UnsafeBufferPointer<UInt8>) throws(ImagoError) -> T) throws(ImagoError) -> T {
+        let result = withUnsafeBytes { raw in
+            Result { () throws(ImagoError) in try body(raw.bindMemory(to: UInt8.self)) }
+        }
+        return try result.get()
+    }
+}

@@ -24,13 +24,7 @@ public struct GIFDecoder: ImageDecoding {
     }
 
     public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        var result: Result<DecodedImage, ImagoError>!
-        data.withUnsafeBytes { raw in
-            result = Result { () throws(ImagoError) in
-                try decode(raw.bindMemory(to: UInt8.self), options: options)
-            }
-        }
-        return try result.get()
+        try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
     }
 
     private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
