@@ -38,12 +38,27 @@ test: deps
 	@$(SWIFT) test --skip-build
 
 demo: deps
+	@command -v python3 >/dev/null || { echo "==> Installing python3 (the demo's local web server)"; \
+	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq python3 >/dev/null; }
 	@echo "==> Building the imago tool (release)"
 	@$(SWIFT) build -c release --product imago $(SWIFT_FLAGS)
 	@echo "==> Decoding the sample images in Samples/ and writing them as PNG to .build/demo/"
 	@.build/release/imago decode --out-dir .build/demo Samples/*.jpg Samples/*.png Samples/*.gif Samples/*.webp
 	@echo "==> A corrupt file gets one clear line and exit status 1:"
 	@.build/release/imago decode Samples/corrupt/bad-crc.png; echo "    (exit status $$?)"
+	@rm -rf .build/demo/cache; set -e; \
+	python3 scripts/serve.py Samples > .build/demo/port & server=$$!; trap "kill $$server" EXIT; \
+	for i in 1 2 3 4 5 6 7 8 9 10; do [ -s .build/demo/port ] && break; sleep 0.2; done; \
+	base="http://127.0.0.1:$$(head -n 1 .build/demo/port)"; \
+	urls=""; for f in Samples/*.jpg Samples/*.png Samples/*.gif Samples/*.webp; do urls="$$urls $$base/$${f#Samples/}"; done; \
+	echo "==> Loading the same images from a local web server ($$base) as 128 px thumbnails, each asked for twice:"; \
+	echo "    one transfer per image (the second request joins the first), kept in .build/demo/cache"; \
+	.build/release/imago fetch --cache-dir .build/demo/cache --thumbnail 128 $$urls $$urls; \
+	echo "==> Again, as a new process: answered by the disk cache (still fresh, or revalidated with a bodiless 304)"; \
+	.build/release/imago fetch --cache-dir .build/demo/cache --thumbnail 128 $$urls; \
+	echo "==> The disk cache:"; \
+	.build/release/imago cache stats --cache-dir .build/demo/cache
 
 # libFuzzer on each decoder for FUZZ_SECONDS, seeded from the shared corpus and the
 # test fixtures; what it finds lands in .build/fuzz/TARGET/crashes, and the run fails.
