@@ -132,6 +132,7 @@ public enum ImageProcessors {
     /// A processor from a closure, for one-off work; `identifier` must name what the
     /// closure does, parameters included.
     public struct Custom: ImageProcessing {
+        /// What the closure does, parameters included: part of cache keys.
         public let identifier: String
         private let body: @Sendable (Bitmap) -> Bitmap
 
