@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Synchronization
 import Testing
 @testable import Imago
@@ -121,6 +124,27 @@ import Testing
         }
         guard case .failure(.responseTooLarge) = await load("/big") else { Issue.record("oversized body accepted"); return }
         #expect(throws: ImagoError.self) { try RedirectPolicy().check(from: URL(string: "https://a.example/x")!, to: URL(string: "http://a.example/x")!, seen: []) }
+    }
+
+    @Test func headersAndTheRequestModifierReachTheServer() async throws {
+        defer { server.stop() }
+        server.route("/private.png", data: Self.png)
+        let loader = ImageLoader(
+            configuration: .init(
+                headers: ["Authorization": "Bearer secret"],
+                requestModifier: { request in
+                    var request = request
+                    request.setValue("abc", forHTTPHeaderField: "X-Trace")
+                    return request
+                }),
+            cache: nil)
+        var request = URLRequest(url: server.url("/private.png"))
+        request.setValue("imago-tests", forHTTPHeaderField: "User-Agent")
+        _ = try await loader.image(for: ImageRequest(urlRequest: request))
+        let seen = try #require(server.requests(for: "/private.png").first)
+        #expect(seen.header("Authorization") == "Bearer secret")
+        #expect(seen.header("X-Trace") == "abc")
+        #expect(seen.header("User-Agent") == "imago-tests")
     }
 
     @Test func aThousandRequestsForTenURLsReachTheServerTenTimes() async throws {
