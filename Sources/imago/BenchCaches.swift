@@ -24,10 +24,10 @@ enum CacheBenchmark {
         var start = ContinuousClock.now
         var hits = 0
         for key in order where cache.image(forKey: key) != nil { hits += 1 }
-        let get = seconds(ContinuousClock.now - start) / Double(order.count)
+        let get = (ContinuousClock.now - start).seconds / Double(order.count)
         start = ContinuousClock.now
         for key in order { cache.setImage(image, forKey: key) }
-        let set = seconds(ContinuousClock.now - start) / Double(order.count)
+        let set = (ContinuousClock.now - start).seconds / Double(order.count)
         precondition(hits == order.count, "the memory benchmark lost entries")
         return MemoryFigures(entries: entries, getNanoseconds: get * 1e9, setNanoseconds: set * 1e9)
     }
@@ -57,7 +57,7 @@ enum CacheBenchmark {
         var start = ContinuousClock.now
         var thumbnails: [DecodedImage] = []
         for photo in sample { thumbnails.append(try ImageDecoderRegistry.shared.decode(photo, options: thumbnail)) }
-        let cold = seconds(ContinuousClock.now - start) / Double(sample.count)
+        let cold = (ContinuousClock.now - start).seconds / Double(sample.count)
 
         for (index, image) in thumbnails.enumerated() {
             disk.store(try encoder.encode(image.bitmap), forKey: "thumbnail-\(index)")
@@ -70,7 +70,7 @@ enum CacheBenchmark {
             guard let record = reopened.record(forKey: "thumbnail-\(index)") else { throw BenchError(message: "a stored thumbnail was lost") }
             _ = try ImageDecoderRegistry.shared.decode(record.data)
         }
-        let stored = seconds(ContinuousClock.now - start) / Double(thumbnails.count)
+        let stored = (ContinuousClock.now - start).seconds / Double(thumbnails.count)
 
         // 500 writes of 50 KB into a 5 MB limit as fast as they come, the size on disk
         // sampled after every write.

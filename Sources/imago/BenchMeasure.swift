@@ -47,12 +47,6 @@ func decodeOrThrow(_ data: Data, options: DecodingOptions) throws -> DecodedImag
     }
 }
 
-extension Duration {
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}
-
 // MARK: - Baselines
 
 /// One timed pass of `tj_decode` (after its own untimed warm-up pass) over the photos.

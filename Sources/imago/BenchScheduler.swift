@@ -48,17 +48,17 @@ enum SchedulerBenchmark {
         let more = (0..<1_000).map { URL(string: "http://127.0.0.1:9/more/\($0).png")! }
         var start = ContinuousClock.now
         let extra = more.map { waiting.task(with: ImageRequest(url: $0)) }
-        let queue = seconds(ContinuousClock.now - start)
+        let queue = (ContinuousClock.now - start).seconds
         start = ContinuousClock.now
         waiting.cancel(tasks + extra + [blocker])
-        let cancel = seconds(ContinuousClock.now - start)
+        let cancel = (ContinuousClock.now - start).seconds
 
         let running = ImageLoader(configuration: .init(dataLoader: Instant()), cache: nil)
         running.concurrentLoads = 8
         start = ContinuousClock.now
         let cycle = urls.map { running.task(with: ImageRequest(url: $0)) }
         for task in cycle { _ = await task.value }
-        let total = seconds(ContinuousClock.now - start)
+        let total = (ContinuousClock.now - start).seconds
 
         return Figures(
             count: count, queueNanoseconds: queue / Double(more.count) * 1e9, cancelSeconds: cancel,

@@ -144,7 +144,7 @@ private func runCache(_ arguments: Arguments) async -> Int32 {
             if cache.statistics.pendingSize > 32 << 20 { await cache.flush() }
         }
         await cache.flush()
-        let elapsed = seconds(ContinuousClock.now - begin)
+        let elapsed = (ContinuousClock.now - begin).seconds
         let dropped = cache.statistics.droppedWrites
         result.written = count - dropped
         result.droppedWrites = dropped

@@ -149,7 +149,7 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     // Disk writes go on in the background; the process must not end before them.
     await disk?.flush()
 
-    let elapsed = seconds(ContinuousClock.now - start)
+    let elapsed = (ContinuousClock.now - start).seconds
     let failed = records.filter { !$0.ok }
     var hits: [String: Int] = [:]
     for record in records where record.ok { hits[record.source ?? "?", default: 0] += 1 }

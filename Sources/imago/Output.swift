@@ -27,3 +27,10 @@ enum ExitStatus {
     static let someFailed: Int32 = 1
     static let usage: Int32 = 2
 }
+
+extension Duration {
+    /// The duration in seconds, for timings and rates.
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

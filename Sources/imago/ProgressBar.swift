@@ -30,7 +30,7 @@ final class ProgressBar: Sendable {
             let now = ContinuousClock.now
             guard state.done == total || now - state.lastDraw >= .milliseconds(100) else { return nil }
             state.lastDraw = now
-            return render(done: state.done, bytes: state.bytes, elapsed: seconds(now - start))
+            return render(done: state.done, bytes: state.bytes, elapsed: (now - start).seconds)
         }
         if let line { FileHandle.standardError.write(Data(line.utf8)) }
     }
@@ -49,10 +49,6 @@ final class ProgressBar: Sendable {
         let left = done > 0 && done < total ? elapsed / Double(done) * Double(total - done) : 0
         return "\r\u{1B}[K[\(bar)] \(done)/\(total) items  \(formatBytes(bytes))  \(formatBytes(Int64(rate)))/s  \(done < total ? "about \(Int(left.rounded(.up))) s left" : "done")"
     }
-}
-
-func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
 
 func formatBytes(_ bytes: Int64) -> String {
