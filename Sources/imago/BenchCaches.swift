@@ -15,7 +15,7 @@ enum CacheBenchmark {
     static func memory(entries: Int) -> MemoryFigures {
         let image = DecodedImage(bitmap: Bitmap(width: 1, height: 1, pixels: [1, 2, 3, 255]), format: .png)
         let cache = ImageCache(costLimit: Int.max / 2, countLimit: entries, memoryPressure: nil)
-        let keys = (0..<entries).map { "https://example.com/images/\($0).jpg" }
+        let keys = (0..<entries).map { ImageCacheKey(imageKey: "https://example.com/images/\($0).jpg") }
         for key in keys { cache.setImage(image, forKey: key) }
         // A fixed pseudo-random order, so look-ups do not walk the keys in insertion
         // order (which flatters the hardware's prefetcher).

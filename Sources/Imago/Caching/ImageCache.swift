@@ -5,11 +5,11 @@ import Foundation
 /// Conform to plug in another cache; `ImageCache` is the built-in one.
 public protocol ImageCaching: AnyObject, Sendable {
     /// The image stored under `key`, if any; must be quick and never wait on a load.
-    func image(forKey key: String) -> DecodedImage?
+    func image(forKey key: ImageCacheKey) -> DecodedImage?
     /// Stores `image` under `key`, replacing what was there.
-    func setImage(_ image: DecodedImage, forKey key: String)
+    func setImage(_ image: DecodedImage, forKey key: ImageCacheKey)
     /// Removes the image under `key`.
-    func removeImage(forKey key: String)
+    func removeImage(forKey key: ImageCacheKey)
     /// Removes every image.
     func removeAll()
 }
@@ -71,7 +71,7 @@ public final class ImageCache: ImageCaching {
     private static let clockOrigin = ContinuousClock.now
 
     private struct Entry {
-        var key: String
+        var key: ImageCacheKey
         /// Nil only while the slot is free.
         var image: DecodedImage?
         var cost: Int
@@ -84,7 +84,7 @@ public final class ImageCache: ImageCaching {
     }
 
     private struct State {
-        var slots: [String: Int] = [:]
+        var slots: [ImageCacheKey: Int] = [:]
         var entries: [Entry] = []
         /// Slots of removed entries, reused before the array grows.
         var free: [Int] = []
@@ -111,7 +111,7 @@ public final class ImageCache: ImageCaching {
             linkNewest(i)
         }
 
-        mutating func insert(key: String, image: DecodedImage, cost: Int, expiry: Double) {
+        mutating func insert(key: ImageCacheKey, image: DecodedImage, cost: Int, expiry: Double) {
             let entry = Entry(key: key, image: image, cost: cost, expiry: expiry, older: -1, newer: -1)
             let i: Int
             if let reused = free.popLast() {
@@ -210,7 +210,7 @@ public final class ImageCache: ImageCaching {
     public var totalCost: Int { state.withLock { $0.totalCost } }
 
     /// The image under `key`; an expired one is removed and reported as a miss.
-    public func image(forKey key: String) -> DecodedImage? {
+    public func image(forKey key: ImageCacheKey) -> DecodedImage? {
         let (image, expired) = state.withLock { state -> (DecodedImage?, DecodedImage?) in
             guard let i = state.slots[key] else { return (nil, nil) }
             // The clock is read only for entries that can expire: without a
@@ -227,18 +227,18 @@ public final class ImageCache: ImageCaching {
     }
 
     /// Stores `image` under `key` with the cache's time-to-live.
-    public func setImage(_ image: DecodedImage, forKey key: String) {
+    public func setImage(_ image: DecodedImage, forKey key: ImageCacheKey) {
         store(image, forKey: key, timeToLive: timeToLive)
     }
 
     /// Stores `image` under `key`, served for `timeToLive` seconds (nil: until
     /// evicted) whatever the cache's own ``timeToLive``. For images whose freshness
     /// is known, such as an HTTP `max-age` shorter than the cache's default.
-    public func setImage(_ image: DecodedImage, forKey key: String, timeToLive: Double?) {
+    public func setImage(_ image: DecodedImage, forKey key: ImageCacheKey, timeToLive: Double?) {
         store(image, forKey: key, timeToLive: timeToLive)
     }
 
-    private func store(_ image: DecodedImage, forKey key: String, timeToLive: Double?) {
+    private func store(_ image: DecodedImage, forKey key: ImageCacheKey, timeToLive: Double?) {
         let cost = image.cost
         let expiry = timeToLive.map { clock() + $0 } ?? .infinity
         let evicted = state.withLock { state -> [DecodedImage] in
@@ -257,7 +257,7 @@ public final class ImageCache: ImageCaching {
     }
 
     /// Removes the image under `key`.
-    public func removeImage(forKey key: String) {
+    public func removeImage(forKey key: ImageCacheKey) {
         let removed = state.withLock { state -> DecodedImage? in
             guard let i = state.slots[key] else { return nil }
             return state.remove(i)

@@ -19,15 +19,12 @@ public enum DiskCachePolicy: String, Sendable, Hashable, Codable {
 /// whether stored bytes are used as they are, revalidated, or served stale when the
 /// network fails.
 extension ImageLoader {
-    /// The key of a processed variant on disk, apart from the originals' keys.
-    static func variantKey(_ key: String) -> String { "variant:" + key }
-
     /// A processed variant from disk, when the policy keeps them and the request has
     /// processing.
     func storedVariant(_ request: ImageRequest, job: Job) async throws(ImagoError) -> DecodedImage? {
         guard let disk = job.diskCache, configuration.diskCachePolicy.storesProcessed,
               request.targetSize != nil || !request.processors.isEmpty,
-              let record = disk.record(forKey: Self.variantKey(job.key)) else { return nil }
+              let record = disk.record(forKey: job.key.variantDiskKey) else { return nil }
         let decoders = configuration.decoders
         let limit = configuration.maximumPixelCount
         do {
@@ -36,7 +33,7 @@ extension ImageLoader {
             }
         } catch {
             // A variant that no longer decodes is dropped and made again.
-            disk.removeRecord(forKey: Self.variantKey(job.key))
+            disk.removeRecord(forKey: job.key.variantDiskKey)
             return nil
         }
     }
@@ -48,7 +45,7 @@ extension ImageLoader {
             let (response, attempts) = try await fetch(request, job: job)
             return (response.data, response.statusCode == nil ? .local : .network, attempts)
         }
-        let key = request.imageKey
+        let key = ImageCacheKey.originalDiskKey(request.imageKey)
         let stored = disk.record(forKey: key).flatMap { record in
             HTTPCacheMetadata(encoded: record.metadata).map { (record.data, $0) }
         }
@@ -99,7 +96,7 @@ extension ImageLoader {
         let format: ImageFormat = image.bitmap.hasAlpha ? .png : .jpeg
         guard let encoder = ImageEncoders.encoder(for: format, quality: 90),
               let data = try? encoder.encode(image.bitmap) else { return }
-        disk.store(data, metadata: Data(), forKey: Self.variantKey(job.key))
+        disk.store(data, metadata: Data(), forKey: job.key.variantDiskKey)
     }
 }
 

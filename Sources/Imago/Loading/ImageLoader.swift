@@ -387,7 +387,7 @@ extension ImageRequest.Priority {
 /// One transfer and decode, shared by every task with the same cache key. Its fields
 /// are guarded by the loader's lock, except the immutable ones the running load reads.
 final class Job: @unchecked Sendable {
-    let key: String
+    let key: ImageCacheKey
     let request: ImageRequest
     /// The cache the first request was made with: where the result goes.
     let cache: (any ImageCaching)?
@@ -403,7 +403,7 @@ final class Job: @unchecked Sendable {
     var task: Task<Void, Never>?
     var isAbandoned = false
 
-    init(key: String, request: ImageRequest, cache: (any ImageCaching)?, diskCache: DiskCache?, sequence: Int) {
+    init(key: ImageCacheKey, request: ImageRequest, cache: (any ImageCaching)?, diskCache: DiskCache?, sequence: Int) {
         self.key = key
         self.request = request
         self.cache = cache
@@ -438,7 +438,7 @@ extension ImageLoader {
         var concurrentLoads = 2
         var loadingTimeout = 60.0
         /// Every job not yet finished, queued or running, by cache key.
-        var jobs: [String: Job] = [:]
+        var jobs: [ImageCacheKey: Job] = [:]
         /// Queued jobs; entries of cancelled or re-prioritised jobs stay until popped
         /// and are skipped then, which keeps cancelling O(1).
         var queue = Heap<QueueEntry>()

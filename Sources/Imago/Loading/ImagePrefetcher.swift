@@ -7,7 +7,7 @@ import Foundation
 public final class ImagePrefetcher: Sendable {
     private let loader: ImageLoader
     private let priority: ImageRequest.Priority
-    private let tasks = Locked<[String: ImageTask]>([:])
+    private let tasks = Locked<[ImageCacheKey: ImageTask]>([:])
 
     /// Prefetches through `loader` at `priority` (low by default).
     public init(loader: ImageLoader = .shared, priority: ImageRequest.Priority = .low) {

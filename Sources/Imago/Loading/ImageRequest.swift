@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 
 /// What to load and how: the URL (or a full URL request), the size and processing
-/// wanted, the priority, and the cache key.
+/// wanted, the priority, and the key the image is known by.
 public struct ImageRequest: Sendable {
     /// How urgent a load is. Queued loads start in priority order; a load shared by
     /// several requests runs at the highest of their priorities.
@@ -22,40 +22,38 @@ public struct ImageRequest: Sendable {
     public var processors: [any ImageProcessing]
     /// How urgent the load is.
     public var priority: Priority
-    /// Overrides the cache key, which is otherwise the URL's absolute string; for
-    /// URLs whose query changes but whose image does not (signed URLs).
-    public var cacheKeyOverride: String?
+    /// Names the resource in place of the URL's absolute string, for URLs whose query
+    /// changes but whose image does not (signed URLs); nil to use the URL.
+    public var imageKeyOverride: String?
 
     /// The URL loaded.
     public var url: URL { urlRequest.url ?? URL(fileURLWithPath: "/") }
 
     /// A request for `url`.
     public init(url: URL, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
-                priority: Priority = .normal, cacheKey: String? = nil) {
+                priority: Priority = .normal, imageKey: String? = nil) {
         self.init(urlRequest: URLRequest(url: url), targetSize: targetSize, processors: processors,
-                  priority: priority, cacheKey: cacheKey)
+                  priority: priority, imageKey: imageKey)
     }
 
     /// A request sending `urlRequest` as it is (custom headers, say).
     public init(urlRequest: URLRequest, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
-                priority: Priority = .normal, cacheKey: String? = nil) {
+                priority: Priority = .normal, imageKey: String? = nil) {
         self.urlRequest = urlRequest
         self.targetSize = targetSize
         self.processors = processors
         self.priority = priority
-        self.cacheKeyOverride = cacheKey
+        self.imageKeyOverride = imageKey
     }
 
-    /// The key of the original image: the override, else the URL's absolute string.
-    public var imageKey: String { cacheKeyOverride ?? url.absoluteString }
+    /// The key of the resource: the override, else the URL's absolute string. Every
+    /// size and processing of one image key shares one transfer and one disk record.
+    public var imageKey: String { imageKeyOverride ?? url.absoluteString }
 
     /// The key of the decoded, sized and processed result: what the memory cache
-    /// stores it under and what identical in-flight requests share.
-    public var cacheKey: String {
-        var key = imageKey
-        if let targetSize { key += "#" + targetSize.description }
-        if !processors.isEmpty { key += "#" + processingIdentifier(processors) }
-        return key
+    /// stores it under and what identical requests in flight share.
+    public var cacheKey: ImageCacheKey {
+        ImageCacheKey(imageKey: imageKey, targetSize: targetSize, processing: processors.map(\.identifier))
     }
 }
 
@@ -71,7 +69,7 @@ public enum ImageSource: String, Sendable, Codable {
     case local
 }
 
-/// Timings and sizes of one load (SPEC B15).
+/// Timings and sizes of one load.
 public struct ImageMetrics: Sendable {
     /// Seconds spent waiting for a free slot.
     public var queued: Double = 0

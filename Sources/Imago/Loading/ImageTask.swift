@@ -21,7 +21,7 @@ public final class ImageTask: Sendable, Hashable {
     public let request: ImageRequest
     /// `request.cacheKey` and the URL's absolute string, computed once: the loader
     /// looks tasks up by them on every queue operation.
-    let key: String
+    let key: ImageCacheKey
     let urlString: String
 
     private struct State {

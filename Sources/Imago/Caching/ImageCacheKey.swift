@@ -1,0 +1,58 @@
+/// Names one decoded image: which resource, at what size, with what processing.
+///
+/// A key is made of its parts, never of a joined string, so no choice of URL or
+/// processor identifier can make two different images share a key: a full-size
+/// request for `http://h/a.jpg#fit-256x256` is not the 256 px thumbnail of
+/// `http://h/a.jpg`. The memory cache stores images under it, identical requests in
+/// flight share its work, and the disk tier names processed variants from it.
+public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// The resource: the request's URL as an absolute string, or the key given in its
+    /// place (`ImageRequest.imageKey`).
+    public var imageKey: String
+    /// The size decoded to; nil for full size.
+    public var targetSize: TargetSize?
+    /// The identifiers of the processors applied after decoding, in order; empty for
+    /// none.
+    public var processing: [String]
+
+    /// The key of `imageKey` at `targetSize` with `processing`.
+    public init(imageKey: String, targetSize: TargetSize? = nil, processing: [String] = []) {
+        self.imageKey = imageKey
+        self.targetSize = targetSize
+        self.processing = processing
+    }
+
+    /// The key of a full-size, unprocessed image: `"https://example.com/a.jpg"`.
+    public init(stringLiteral imageKey: String) {
+        self.init(imageKey: imageKey)
+    }
+
+    /// Whether the image is the resource as it decodes, at full size and unprocessed.
+    public var isOriginal: Bool { targetSize == nil && processing.isEmpty }
+
+    /// The same resource and size without the processing: what processors start from.
+    var decodedKey: ImageCacheKey { ImageCacheKey(imageKey: imageKey, targetSize: targetSize) }
+
+    /// A readable form for logs and errors; not unambiguous, and never used as a key.
+    public var description: String {
+        var text = imageKey
+        if let targetSize { text += " @ \(targetSize)" }
+        if !processing.isEmpty { text += " + " + processing.joined(separator: " + ") }
+        return text
+    }
+
+    /// The disk tier's name for the processed image: each part length-prefixed, so
+    /// that the string maps back to exactly one key, and apart from the originals'
+    /// names (`originalDiskKey`), which start with another letter.
+    var variantDiskKey: String {
+        var name = "v" + Self.field(imageKey) + Self.field(targetSize?.description ?? "")
+        name += "\(processing.count):"
+        for identifier in processing { name += Self.field(identifier) }
+        return name
+    }
+
+    /// The disk tier's name for the original bytes of `imageKey`.
+    static func originalDiskKey(_ imageKey: String) -> String { "o" + field(imageKey) }
+
+    private static func field(_ text: String) -> String { "\(text.utf8.count):" + text }
+}
