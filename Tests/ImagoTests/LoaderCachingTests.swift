@@ -122,7 +122,7 @@ import Testing
         let (first, disk) = makeLoader()
         _ = try await load(first, "/photo.png").get()
         await disk.flush()
-        let file = disk.fileURL(forKey: server.url("/photo.png").absoluteString)
+        let file = disk.fileURL(forKey: ImageCacheKey.originalDiskKey(server.url("/photo.png").absoluteString))
         var bytes = try Data(contentsOf: file)
         bytes[bytes.count - 20] ^= 0xFF
         try bytes.write(to: file)
