@@ -2,8 +2,8 @@ import Foundation
 
 /// Loads images ahead of need (the rows just below a scrolling list, say) at low
 /// priority, so that they are in the memory cache when asked for, without delaying
-/// what is on screen. Stopping cancels; a prefetch that an on-screen request joined
-/// keeps going for that request.
+/// what is on screen. Stopping cancels, and so does releasing the prefetcher; a
+/// prefetch that an on-screen request joined keeps going for that request.
 public final class ImagePrefetcher: Sendable {
     private let loader: ImageLoader
     private let priority: ImageRequest.Priority
@@ -13,6 +13,10 @@ public final class ImagePrefetcher: Sendable {
     public init(loader: ImageLoader = .shared, priority: ImageRequest.Priority = .low) {
         self.loader = loader
         self.priority = priority
+    }
+
+    deinit {
+        stopPrefetching()
     }
 
     /// Starts loading `requests` that are not already being prefetched.

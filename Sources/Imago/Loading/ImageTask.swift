@@ -33,22 +33,22 @@ public final class ImageTask: Sendable, Hashable {
     }
 
     private let state: Locked<State>
-    private weak let loader: ImageLoader?
+    private weak let pipeline: Pipeline?
     private static let ids = Atomic<Int>(0)
 
-    init(request: ImageRequest, loader: ImageLoader, onCompletion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?) {
+    init(request: ImageRequest, pipeline: Pipeline, onCompletion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?) {
         id = Self.ids.add(1, ordering: .relaxed).newValue
         self.request = request
         key = request.cacheKey
         urlString = request.url.absoluteString
-        self.loader = loader
+        self.pipeline = pipeline
         state = Locked(State(priority: request.priority, onCompletion: onCompletion))
     }
 
     /// Stops waiting for the image; the shared transfer stops too when no other task
     /// waits for it. The task completes with `ImagoError.cancelled`.
     public func cancel() {
-        loader?.cancel(self)
+        if let pipeline { pipeline.cancel([self]) } else { complete(.failure(.cancelled)) }
     }
 
     /// The priority; changing it re-orders a queued load at once.
@@ -59,7 +59,7 @@ public final class ImageTask: Sendable, Hashable {
                 defer { state.priority = newValue }
                 return state.priority != newValue && state.result == nil
             }
-            if changed { loader?.priorityChanged(self) }
+            if changed { pipeline?.priorityChanged(self, to: newValue) }
         }
     }
 
@@ -69,22 +69,32 @@ public final class ImageTask: Sendable, Hashable {
     /// Whether the task has finished (succeeded, failed or been cancelled).
     public var isFinished: Bool { result != nil }
 
-    /// Waits for the image. Throws `ImagoError`.
+    /// Waits for the image. Throws `ImagoError`, or `CancellationError` when this
+    /// task is cancelled or the Swift task awaiting it is (which cancels this one).
     public var response: ImageResponse {
         get async throws {
-            try await value.get()
+            switch await value {
+            case .success(let response): return response
+            case .failure(.cancelled): throw CancellationError()
+            case .failure(let error): throw error
+            }
         }
     }
 
-    /// Waits for the result.
+    /// Waits for the result. If the Swift task awaiting it is cancelled, this task is
+    /// cancelled and the wait ends at once with `ImagoError.cancelled`.
     public var value: Result<ImageResponse, ImagoError> {
         get async {
-            await withCheckedContinuation { continuation in
-                let ready = state.withLock { state -> Result<ImageResponse, ImagoError>? in
-                    if state.result == nil { state.waiters.append(continuation) }
-                    return state.result
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let ready = state.withLock { state -> Result<ImageResponse, ImagoError>? in
+                        if state.result == nil { state.waiters.append(continuation) }
+                        return state.result
+                    }
+                    if let ready { continuation.resume(returning: ready) }
                 }
-                if let ready { continuation.resume(returning: ready) }
+            } onCancel: {
+                cancel()
             }
         }
     }

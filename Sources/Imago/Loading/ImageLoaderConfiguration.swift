@@ -1,0 +1,79 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension ImageLoader {
+    /// Settings fixed when a loader is made.
+    public struct Configuration: Sendable {
+        /// Fetches the bytes: URLSession for http(s), the file system for `file:`,
+        /// the URL itself for `data:`.
+        public var dataLoader: any DataLoading
+        /// Decoders.
+        public var decoders: ImageDecoderRegistry
+        /// When and how often failed transfers are tried again.
+        public var retryPolicy: RetryPolicy
+        /// The largest image decoded (pixels, all frames).
+        public var maximumPixelCount: Int
+        /// Headers added to every request (authorization, say).
+        public var headers: [String: String]
+        /// Changes each URL request just before it is sent.
+        public var requestModifier: (@Sendable (URLRequest) -> URLRequest)?
+        /// The disk tier for http(s) images; nil for none. `ImageLoader.shared` uses
+        /// `DiskCache.shared`; other loaders have none unless given one, so that a
+        /// loader made for a test or a job never shares files by surprise.
+        public var diskCache: DiskCache?
+        /// What the disk tier keeps.
+        public var diskCachePolicy: DiskCachePolicy
+        /// How long past its freshness a stored image may still be served when the
+        /// network fails (unless the server forbade it); nil never to.
+        public var staleIfErrorAllowance: Double?
+        /// How many decodes and processings run at once; by default one per core.
+        public var concurrentDecodes: Int
+
+        /// The defaults.
+        public init(
+            dataLoader: any DataLoading = DefaultDataLoader(),
+            decoders: ImageDecoderRegistry = .shared,
+            retryPolicy: RetryPolicy = RetryPolicy(),
+            maximumPixelCount: Int = DecodingOptions.defaultMaximumPixelCount,
+            headers: [String: String] = [:],
+            requestModifier: (@Sendable (URLRequest) -> URLRequest)? = nil,
+            diskCache: DiskCache? = nil,
+            diskCachePolicy: DiskCachePolicy = .originals,
+            staleIfErrorAllowance: Double? = 7 * 86400,
+            concurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount
+        ) {
+            self.dataLoader = dataLoader
+            self.decoders = decoders
+            self.retryPolicy = retryPolicy
+            self.maximumPixelCount = maximumPixelCount
+            self.headers = headers
+            self.requestModifier = requestModifier
+            self.diskCache = diskCache
+            self.diskCachePolicy = diskCachePolicy
+            self.staleIfErrorAllowance = staleIfErrorAllowance
+            self.concurrentDecodes = max(1, concurrentDecodes)
+        }
+    }
+}
+
+/// What the disk tier keeps of loaded images.
+public enum DiskCachePolicy: String, Sendable, Hashable, Codable {
+    /// The bytes as the server sent them, with their HTTP freshness: any size or
+    /// processing can be made from them again, and they revalidate cheaply.
+    case originals
+    /// The sized and processed result, encoded (PNG with alpha, else JPEG): the
+    /// fastest hit for a thumbnail, but the original is fetched for anything else.
+    case processed
+    /// Both.
+    case both
+
+    var storesOriginals: Bool { self != .processed }
+    var storesProcessed: Bool { self != .originals }
+}
+
+extension DiskCache {
+    /// The disk tier of `ImageLoader.shared`, in `DiskCache.defaultDirectory`.
+    public static let shared = DiskCache()
+}

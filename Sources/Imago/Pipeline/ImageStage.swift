@@ -1,0 +1,145 @@
+import Foundation
+
+/// The later stages: an image decoded at its key's size from the original data,
+/// then processed. Both run in the decoding queue. A key with processing builds on
+/// the decoded image of its key and size (taken from the memory cache when it is
+/// there), a key without builds on the original data. When the disk tier keeps
+/// processed variants, a stored one is read back first.
+extension Pipeline {
+    /// What an image stage works from; fixed when it starts.
+    private struct ImageWork: Sendable {
+        let key: ImageCacheKey
+        let request: ImageRequest
+        let cache: (any ImageCaching)?
+        /// Where processed variants are read and kept; nil when they are not.
+        let variants: DiskCache?
+    }
+
+    /// Starts `stage` for `request`; called with the lock held.
+    func startImageStage(_ stage: Stage<ImageResponse>, request: ImageRequest) {
+        guard case .image(let key) = stage.key else { return }
+        let scheme = request.url.scheme?.lowercased()
+        let keepsVariants = cache != nil && (scheme == "http" || scheme == "https")
+            && configuration.diskCachePolicy.storesProcessed && !key.isOriginal
+        let work = ImageWork(key: key, request: request, cache: cache, variants: keepsVariants ? configuration.diskCache : nil)
+        if let disk = work.variants {
+            enqueue(stage, in: .decoding) { [self] in
+                DispatchQueue.global(qos: .userInitiated).async { [self] in readVariant(stage, work: work, from: disk) }
+            }
+        } else {
+            subscribeUpstream(stage, work: work)
+        }
+    }
+
+    /// A processed variant from disk; a miss, or one that no longer decodes (dropped
+    /// then), goes on to make the image.
+    private func readVariant(_ stage: Stage<ImageResponse>, work: ImageWork, from disk: DiskCache) {
+        let start = ContinuousClock.now
+        if let record = disk.record(forKey: work.key.variantDiskKey) {
+            do {
+                let image = try configuration.decoders.decode(
+                    record.data, options: DecodingOptions(maximumPixelCount: configuration.maximumPixelCount))
+                var metrics = ImageMetrics()
+                metrics.decode = (ContinuousClock.now - start).seconds
+                let response = ImageResponse(image: image, url: work.request.url, source: .disk, metrics: metrics)
+                finish(stage, with: .success(response)) { work.cache?.setImage(image, forKey: work.key) }
+                return
+            } catch {
+                disk.removeRecord(forKey: work.key.variantDiskKey)
+            }
+        }
+        let live = lock.withLock { () -> Bool in
+            guard endRun(of: stage) else { return false }
+            subscribeUpstream(stage, work: work)
+            return true
+        }
+        if live { pump() }
+    }
+
+    /// Subscribes `stage` to what it builds on; called with the lock held.
+    private func subscribeUpstream(_ stage: Stage<ImageResponse>, work: ImageWork) {
+        let key = work.key
+        guard !key.processing.isEmpty else {
+            let original = originalStage(for: work.request, priority: stage.priority)
+            subscribe(stage, to: original) { [self] event in
+                received(event, by: stage) { [self] original in decode(original, for: stage, work: work) }
+            }
+            return
+        }
+        if let decoded = work.cache?.image(forKey: key.decodedKey) {
+            let response = ImageResponse(image: decoded, url: work.request.url, source: .memory, metrics: ImageMetrics())
+            enqueue(stage, in: .decoding) { [self] in process(response, for: stage, work: work) }
+            return
+        }
+        var plain = work.request
+        plain.processors = []
+        let decoded = imageStage(for: key.decodedKey, request: plain, priority: stage.priority)
+        subscribe(stage, to: decoded) { [self] event in
+            received(event, by: stage) { [self] response in process(response, for: stage, work: work) }
+        }
+    }
+
+    /// Handles an event of the stage `stage` builds on: progress is passed on, a
+    /// failure ends `stage`, a value queues `stage`'s own work.
+    private func received<Value>(
+        _ event: StageEvent<Value>, by stage: Stage<ImageResponse>, then work: @escaping @Sendable (Value) -> Void
+    ) {
+        switch event {
+        case .progress(let progress):
+            report(progress, to: stage)
+        case .finished(.failure(let error)):
+            finish(stage, with: .failure(error))
+        case .finished(.success(let value)):
+            lock.withLock {
+                guard !stage.isClosed else { return }
+                stage.upstream = nil
+                enqueue(stage, in: .decoding) { work(value) }
+            }
+            pump()
+        }
+    }
+
+    private func decode(_ original: OriginalData, for stage: Stage<ImageResponse>, work: ImageWork) {
+        DispatchQueue.global(qos: .userInitiated).async { [self] in
+            let start = ContinuousClock.now
+            let options = DecodingOptions(targetSize: work.key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
+            let result = Result { () throws(ImagoError) in try configuration.decoders.decode(original.data, options: options) }
+            var metrics = original.metrics
+            metrics.decode = (ContinuousClock.now - start).seconds
+            complete(stage, work: work, with: result.map {
+                ImageResponse(image: $0, url: work.request.url, source: original.source, metrics: metrics)
+            })
+        }
+    }
+
+    private func process(_ input: ImageResponse, for stage: Stage<ImageResponse>, work: ImageWork) {
+        DispatchQueue.global(qos: .userInitiated).async { [self] in
+            let start = ContinuousClock.now
+            let image = input.image.processed(by: work.request.processors)
+            var metrics = input.metrics
+            metrics.processing = (ContinuousClock.now - start).seconds
+            complete(stage, work: work, with: .success(
+                ImageResponse(image: image, url: work.request.url, source: input.source, metrics: metrics)))
+        }
+    }
+
+    /// Ends an image stage; what a task asked for goes into the memory cache, and
+    /// into the disk tier when it keeps processed variants.
+    private func complete(_ stage: Stage<ImageResponse>, work: ImageWork, with result: Result<ImageResponse, ImagoError>) {
+        finish(stage, with: result) {
+            guard case .success(let response) = result else { return }
+            work.cache?.setImage(response.image, forKey: work.key)
+            if let disk = work.variants { Self.storeVariant(response.image, key: work.key, in: disk) }
+        }
+    }
+
+    /// Keeps a processed image on disk, encoded losslessly when it has alpha (PNG),
+    /// else as a high-quality JPEG; animations are not kept.
+    private static func storeVariant(_ image: DecodedImage, key: ImageCacheKey, in disk: DiskCache) {
+        guard !image.isAnimated else { return }
+        let format: ImageFormat = image.bitmap.hasAlpha ? .png : .jpeg
+        guard let encoder = ImageEncoders.encoder(for: format, quality: 90),
+              let data = try? encoder.encode(image.bitmap) else { return }
+        disk.store(data, metadata: Data(), forKey: key.variantDiskKey)
+    }
+}

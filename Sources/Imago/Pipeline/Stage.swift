@@ -1,0 +1,96 @@
+/// What a stage tells those who subscribed to it.
+enum StageEvent<Value: Sendable>: Sendable {
+    /// Bytes of the original received so far.
+    case progress(ImageTask.Progress)
+    /// The stage's outcome; nothing follows it.
+    case finished(Result<Value, ImagoError>)
+}
+
+/// One piece of work in the pipeline that every request needing it shares: the
+/// original data of an image key, or an image decoded at a size, or processed.
+///
+/// A stage runs at the highest priority of its subscribers, tells its own upstream
+/// subscription when that changes, and stops when its last subscriber leaves.
+///
+/// `@unchecked Sendable`: every mutable field is touched only with the pipeline's
+/// lock held (the thread-sanitizer tests in `make sanitize` watch this).
+class StageCore: @unchecked Sendable {
+    /// The highest priority among the subscribers.
+    var priority: ImageRequest.Priority
+    /// Which table and key it is found under, so it can leave when done.
+    let key: StageKey
+
+    /// Its place among equals in a work queue: the order it first arrived in.
+    var sequence = 0
+    /// Bumped whenever its queue entry moves, so older entries are skipped.
+    var queueGeneration = 0
+    /// The work it waits to run, while it waits in a queue.
+    var queuedWork: (@Sendable () -> Void)?
+    /// The queue it waits in or runs in.
+    var queue: PipelineQueue?
+    /// A running transfer, cancelled when the stage is abandoned.
+    var task: Task<Void, Never>?
+    /// Finished or abandoned: the stage sends nothing more.
+    var isClosed = false
+    /// The stage this one builds on, and its subscription there.
+    var upstream: (stage: StageCore, subscriber: Int)?
+
+    init(key: StageKey, priority: ImageRequest.Priority) {
+        self.key = key
+        self.priority = priority
+    }
+
+    /// The highest priority among the subscribers; nil when there are none.
+    var highestSubscriberPriority: ImageRequest.Priority? { fatalError("a stage subclass answers this") }
+
+    /// Changes one subscriber's priority.
+    func setPriority(_ priority: ImageRequest.Priority, ofSubscriber id: Int) { fatalError("a stage subclass answers this") }
+
+    /// Removes a subscriber; true when none is left.
+    func removeSubscriber(_ id: Int) -> Bool { fatalError("a stage subclass answers this") }
+}
+
+/// Where a stage is found: originals by image key, images by their full key.
+enum StageKey: Hashable {
+    case original(String)
+    case image(ImageCacheKey)
+}
+
+/// A stage whose outcome is a `Value`.
+final class Stage<Value: Sendable>: StageCore, @unchecked Sendable {
+    /// One who waits for the outcome.
+    struct Subscriber {
+        var priority: ImageRequest.Priority
+        /// An `ImageTask` rather than a stage built on this one: what a task asked
+        /// for is what the caches keep.
+        let isTask: Bool
+        let receive: @Sendable (StageEvent<Value>) -> Void
+    }
+
+    /// Subscribers by id (a task's id, or a stage's subscription number).
+    var subscribers: [Int: Subscriber] = [:]
+
+    override var highestSubscriberPriority: ImageRequest.Priority? {
+        subscribers.values.lazy.map(\.priority).max()
+    }
+
+    override func setPriority(_ priority: ImageRequest.Priority, ofSubscriber id: Int) {
+        subscribers[id]?.priority = priority
+    }
+
+    override func removeSubscriber(_ id: Int) -> Bool {
+        subscribers[id] = nil
+        return subscribers.isEmpty
+    }
+
+    /// Whether a task, not only other stages, waits for this outcome.
+    var hasTaskSubscriber: Bool { subscribers.values.contains { $0.isTask } }
+
+    /// Closes the stage and hands back its subscribers in the order they came
+    /// (tasks' ids grow with time), so each hears the outcome once.
+    func close() -> [Subscriber] {
+        isClosed = true
+        defer { subscribers = [:] }
+        return subscribers.sorted { $0.key < $1.key }.map(\.value)
+    }
+}

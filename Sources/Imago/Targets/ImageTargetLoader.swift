@@ -1,0 +1,115 @@
+import Foundation
+
+/// Loads images for targets (views, cells, any object), the way Nick Lockwood's
+/// AsyncImageView's `AsyncImageLoader` does: loads are set on a target with an
+/// action, cancelled by URL, target or action, looked up by target, and announced
+/// through notifications. Built only on `ImageLoader`'s public API.
+///
+/// Targets are held weakly: the loader never keeps one alive, and the loads of a
+/// target that goes away are cancelled (and so their transfers, when nobody else
+/// waits for them). Handlers and notifications run on the main actor.
+public final class ImageTargetLoader: Sendable {
+    /// Loads for targets through `ImageLoader.shared`.
+    public static let shared = ImageTargetLoader(loader: .shared)
+
+    /// Posted on the main actor when a target-bound or URL-only load finishes.
+    /// `object`: the target (nil for URL-only loads); `userInfo`: the image, URL and
+    /// cache under `UserInfoKey`'s names.
+    public static let didFinishNotification = Notification.Name("ImagoImageLoadDidFinish")
+    /// Posted on the main actor when a target-bound or URL-only load fails.
+    /// `object`: the target; `userInfo`: the error and URL under `UserInfoKey`'s names.
+    public static let didFailNotification = Notification.Name("ImagoImageLoadDidFail")
+
+    /// The names under which the notifications' `userInfo` carries its values.
+    public enum UserInfoKey {
+        /// The loaded `DecodedImage`.
+        public static let image = "image"
+        /// The `URL` loaded.
+        public static let url = "url"
+        /// The `ImageCaching` the image was stored in, when there is one.
+        public static let cache = "cache"
+        /// The `ImagoError`.
+        public static let error = "error"
+    }
+
+    /// What the notifications say, as values for `events`.
+    public struct Event: Sendable {
+        /// The URL loaded.
+        public let url: URL
+        /// The target it was loaded for; nil for URL-only loads or a target gone.
+        public let target: WeakReference
+        /// The image and where it came from, or why it failed.
+        public let result: Result<ImageResponse, ImagoError>
+    }
+
+    /// The loader underneath.
+    public let loader: ImageLoader
+    let registry = Locked(TargetRegistry())
+
+    /// Loads for targets through `loader`.
+    public init(loader: ImageLoader) {
+        self.loader = loader
+    }
+
+    /// The events of every target-bound and URL-only load, as the notifications post
+    /// them, from the moment of the call on.
+    public var events: AsyncStream<Event> {
+        AsyncStream { continuation in
+            let id = registry.withLock { registry -> Int in
+                registry.lastStream += 1
+                registry.eventStreams[registry.lastStream] = continuation
+                return registry.lastStream
+            }
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.registry.withLock { $0.eventStreams.removeValue(forKey: id) }
+            }
+        }
+    }
+}
+
+/// A weak reference that may cross isolation, handed back on the main actor.
+///
+/// `@unchecked Sendable`: the loader only stores targets and compares them by
+/// identity; the object itself is only used by callers on the main actor.
+public struct WeakReference: @unchecked Sendable {
+    /// The object, while it lives.
+    public weak var object: AnyObject?
+    let id: ObjectIdentifier?
+
+    init(_ object: AnyObject?) {
+        self.object = object
+        id = object.map(ObjectIdentifier.init)
+    }
+}
+
+/// Every target's loads, the URL-only loads, and the listeners of `events`; a value
+/// behind the target loader's lock.
+struct TargetRegistry {
+    /// One target's unfinished loads (with their URL and action name) and latest URLs.
+    struct Record {
+        let target: WeakReference
+        var loads: [Int: (task: ImageTask, url: URL, action: String?)] = [:]
+        var latestURL: URL?
+        var latestURLByAction: [String: URL] = [:]
+    }
+
+    var targets: [ObjectIdentifier: Record] = [:]
+    /// Unfinished loads by URL, for cancelling by URL: arrays, not sets, because a URL
+    /// rarely has more than a few loads.
+    var byURL: [URL: [ImageTask]] = [:]
+    var isSweeping = false
+    var eventStreams: [Int: AsyncStream<ImageTargetLoader.Event>.Continuation] = [:]
+    var lastStream = 0
+
+    /// Whether `handle`'s target has a record and is the object it was made for
+    /// (identifiers are reused once an object is gone).
+    func isLive(_ handle: WeakReference) -> Bool {
+        guard let id = handle.id, let record = targets[id], let object = record.target.object else { return false }
+        return object === handle.object
+    }
+
+    mutating func forget(_ task: ImageTask, url: URL) {
+        byURL[url]?.removeAll { $0 === task }
+        if byURL[url]?.isEmpty == true { byURL[url] = nil }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+@testable import Imago
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite struct ImagePrefetcherTests {
+    let network = ControlledLoader()
+    let loader: ImageLoader
+
+    init() {
+        loader = ImageLoader(configuration: .init(dataLoader: network), cache: ImageCache())
+    }
+
+    @Test func prefetchesAtLowPriorityBehindVisibleWork() async throws {
+        loader.concurrentLoads = 1
+        let blocker = loader.task(with: ImageRequest(url: ImageLoaderTests.url(0)))
+        #expect(await network.until { $0.started.count == 1 })
+        let prefetcher = ImagePrefetcher(loader: loader)
+        prefetcher.startPrefetching(with: [ImageLoaderTests.url(1), ImageLoaderTests.url(2)])
+        let visible = loader.task(with: ImageRequest(url: ImageLoaderTests.url(3)))
+        for n in 1...3 { network.answer(ImageLoaderTests.url(n), with: ok(ImageLoaderTests.url(n))) }
+        network.release(ImageLoaderTests.url(0), with: ok(ImageLoaderTests.url(0)))
+        _ = try await blocker.response
+        _ = try await visible.response
+        #expect(network.started == [0, 3, 1, 2].map { ImageLoaderTests.url($0).absoluteString })
+        // Prefetched images are memory hits now.
+        #expect(loader.cachedImage(for: ImageRequest(url: ImageLoaderTests.url(2))) != nil)
+    }
+
+    @Test func stoppingCancelsAsAWhole() async throws {
+        let prefetcher = ImagePrefetcher(loader: loader)
+        let urls = (1...5).map(ImageLoaderTests.url)
+        prefetcher.startPrefetching(with: urls)
+        #expect(await network.until { $0.started.count == 2 })
+        // A queued one stops alone, freeing no slot.
+        prefetcher.stopPrefetching(with: [urls[4]])
+        #expect(prefetcher.count == 4)
+        prefetcher.stopPrefetching()
+        #expect(prefetcher.count == 0)
+        #expect(await network.until { Set($0.cancelled) == Set(urls.prefix(2).map(\.absoluteString)) })
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(network.started.count == 2)
+    }
+
+    /// 5,000 loads started and cancelled at once or a moment later all end, with no
+    /// deadlock between cancellation and the transfer layer.
+    @Test func fiveThousandStartThenCancelLoadsAllFinish() async throws {
+        let server = TestServer()
+        try server.start()
+        defer { server.stop() }
+        server.route("/stall") { _ in .stall() }
+        let loader = ImageLoader(configuration: .init(), cache: nil)
+        loader.concurrentLoads = 8
+        let finished = await withTimeLimit(120) {
+            var results: [Bool] = []
+            for n in 0..<5000 {
+                let task = loader.task(with: ImageRequest(url: server.url("/stall?\(n)")))
+                if n % 2 == 1 { try? await Task.sleep(for: .microseconds(Int.random(in: 0...2000))) }
+                task.cancel()
+                if case .failure(.cancelled) = await task.value { results.append(true) } else { results.append(false) }
+            }
+            return results
+        }
+        #expect(finished?.count == 5000)
+        #expect(finished?.allSatisfy { $0 } == true)
+    }
+}
