@@ -84,7 +84,7 @@ fuzz: deps
 	  if [ $$status -ne 0 ]; then echo "Fuzz$$t found a problem: see $$dir/log and $$dir/crashes"; exit 1; fi; \
 	done
 
-# Imago against its baselines, side by side in one run (SPEC section 5): full decodes
+# Imago against its baselines, side by side in one run: full decodes
 # and 256 px thumbnails of 300 web-size photos on all cores against Pillow and
 # libjpeg-turbo's TurboJPEG called from C, and peak memory of thumbnails of 4000 px
 # photos. The photos are made once from the shared corpus into $(BENCH_DIR).

@@ -1,7 +1,7 @@
 import Foundation
 import Imago
 
-/// `imago bench`: the benchmark suite (SPEC section 5). Imago and its baselines run
+/// `imago bench`: the benchmark suite. Imago and its baselines run
 /// side by side in one run on the same photos, on all cores, interleaved round by round
 /// so a busy machine slows them alike; the table gives medians and their ratios.
 let benchCommand = Command(

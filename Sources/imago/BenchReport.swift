@@ -1,6 +1,6 @@
 import Foundation
 
-// What `imago bench` measures, its goals (SPEC section 5), and how the results are
+// What `imago bench` measures, its goals, and how the results are
 // printed: a table of medians and ratios, or JSON records.
 
 /// One line of the benchmark table: what is measured, against which baseline, and the goal.
@@ -58,7 +58,7 @@ struct Measure: Sendable {
     }
 
     /// The memory of one thumbnail against the same file decoded at full size: with
-    /// downsampling while decoding, memory follows the output size (SPEC B11).
+    /// downsampling while decoding, memory follows the output size.
     static let oneLargeThumbnailMemory = Measure(
         name: "peak RSS, one 4000 px JPEG to \(benchThumbnailSize) px", unit: .megabytes,
         baseline: "Imago full size", goal: nil)

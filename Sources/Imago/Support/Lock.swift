@@ -15,7 +15,6 @@ import Darwin
 ///   µs for `Mutex` against 60–120 ns for this lock (likely its spinning waiters
 ///   starving a preempted holder). The cache's eight-thread test (debug build) takes
 ///   1.1–2.1 s on `Mutex` and 0.16–0.2 s here.
-/// - It needs macOS 15 / iOS 18, above this package's minimum.
 ///
 /// A pthread mutex is understood by TSan, exists everywhere, and (glibc's default
 /// kind) puts a waiter to sleep in the kernel instead of spinning.
