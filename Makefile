@@ -104,12 +104,12 @@ bench: deps
 	@.build/release/imago bench --photos $(BENCH_DIR)/photos --large $(BENCH_DIR)/large --runs $(BENCH_RUNS) \
 	  --pillow Benchmarks/pillow_thumbnails.py --libjpeg $(BENCH_DIR)/tj_decode
 
-# The caches and the loader under the thread sanitizer, in a build folder of their own
+# The caches, the pipeline and the loader under the thread sanitizer, in a build folder of their own
 # (not part of `make test`: a sanitized build doubles the test time).
 sanitize: deps
 	@echo "==> Testing the caches and the loader under the thread sanitizer"
 	@$(SWIFT) test --scratch-path .build/tsan --sanitize=thread \
-		--filter 'ImageCacheTests|MemoryPressure|DiskCacheTests|ImageLoaderTests|ImagePrefetcherTests|LoaderCachingTests'
+		--filter 'ImageCacheTests|MemoryPressure|DiskCacheTests|ImageLoaderTests|ImagePrefetcherTests|LoaderCachingTests|Pipeline|ImageTargetLoaderTests'
 
 clean:
 	@$(SWIFT) package clean
