@@ -20,8 +20,15 @@ enum PipelineQueue {
 /// leaves, giving up its own upstream subscription in turn.
 ///
 /// The stage graph is changed only with `lock` held and the lock is never held while
-/// work runs, while a subscriber hears an event, or while a cache or a data loader
-/// is called, so no two parts wait on each other.
+/// work runs, while a subscriber hears an event, or while a data loader is called,
+/// so no two parts wait on each other (the memory cache's own short lock may be taken
+/// inside it; the cache never calls back).
+///
+/// A lock rather than an actor: starting, cancelling and re-prioritising a task are
+/// synchronous calls whose effects must land in order (a cancel right after a start
+/// must find the subscription, a memory hit must complete before `task(with:)`
+/// returns), and queueing one more request must stay near a microsecond with
+/// 100,000 queued. An actor would make each of them an unordered hop.
 ///
 /// `@unchecked Sendable`: every mutable field below `lock` is touched only with it
 /// held (watched by the thread-sanitizer tests in `make sanitize`).
