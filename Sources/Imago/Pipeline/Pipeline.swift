@@ -76,10 +76,10 @@ final class Pipeline: @unchecked Sendable {
     /// flight.
     func submit(_ task: ImageTask) {
         let request = task.request
-        let subscriber = Stage<ImageResponse>.Subscriber(priority: request.priority, isTask: true) { [weak task] event in
+        let subscriber = Stage<ImageResponse>.Subscriber(priority: request.priority, isTask: true) { [task] event in
             switch event {
-            case .progress(let progress): task?.reportProgress(progress)
-            case .finished(let result): task?.complete(result)
+            case .progress(let progress): task.reportProgress(progress)
+            case .finished(let result): task.complete(result)
             }
         }
         lock.withLock {
@@ -241,7 +241,8 @@ final class Pipeline: @unchecked Sendable {
 
     /// Passes progress on to `stage`'s subscribers.
     func report<Value>(_ progress: ImageTask.Progress, to stage: Stage<Value>) {
-        let receivers = lock.withLock { stage.subscribers.values.map(\.receive) }
+        var receivers: [@Sendable (StageEvent<Value>) -> Void] = []
+        lock.withLock { stage.subscribers.forEach { receivers.append($0.receive) } }
         for receive in receivers { receive(.progress(progress)) }
     }
 }

@@ -68,10 +68,12 @@ final class Stage<Value: Sendable>: StageCore, @unchecked Sendable {
     }
 
     /// Subscribers by id (a task's id, or a stage's subscription number).
-    var subscribers: [Int: Subscriber] = [:]
+    var subscribers = SmallDictionary<Subscriber>()
 
     override var highestSubscriberPriority: ImageRequest.Priority? {
-        subscribers.values.lazy.map(\.priority).max()
+        var highest: ImageRequest.Priority?
+        subscribers.forEach { highest = max(highest ?? $0.priority, $0.priority) }
+        return highest
     }
 
     override func setPriority(_ priority: ImageRequest.Priority, ofSubscriber id: Int) {
@@ -84,13 +86,53 @@ final class Stage<Value: Sendable>: StageCore, @unchecked Sendable {
     }
 
     /// Whether a task, not only other stages, waits for this outcome.
-    var hasTaskSubscriber: Bool { subscribers.values.contains { $0.isTask } }
+    var hasTaskSubscriber: Bool {
+        var found = false
+        subscribers.forEach { found = found || $0.isTask }
+        return found
+    }
 
     /// Closes the stage and hands back its subscribers in the order they came
     /// (tasks' ids grow with time), so each hears the outcome once.
     func close() -> [Subscriber] {
         isClosed = true
-        defer { subscribers = [:] }
-        return subscribers.sorted { $0.key < $1.key }.map(\.value)
+        defer { subscribers = SmallDictionary() }
+        return subscribers.valuesByKey()
+    }
+}
+
+/// A dictionary by integer key that keeps its first entry inline: most stages only
+/// ever have one subscriber, and then cost no hash table.
+struct SmallDictionary<Value> {
+    private var first: (key: Int, value: Value)?
+    private var others: [Int: Value] = [:]
+
+    subscript(key: Int) -> Value? {
+        get { first?.key == key ? first?.value : others[key] }
+        set {
+            if first?.key == key {
+                if let newValue { first?.value = newValue } else { first = others.popFirst() }
+            } else if first == nil, let newValue, others.isEmpty {
+                first = (key, newValue)
+            } else {
+                others[key] = newValue
+            }
+        }
+    }
+
+    var isEmpty: Bool { first == nil }
+
+    /// Calls `body` with every value, in no particular order.
+    func forEach(_ body: (Value) -> Void) {
+        guard let first else { return }
+        body(first.value)
+        for value in others.values { body(value) }
+    }
+
+    /// The values in the order of their keys.
+    func valuesByKey() -> [Value] {
+        guard let first else { return [] }
+        if others.isEmpty { return [first.value] }
+        return ([first] + others.map { ($0.key, $0.value) }).sorted { $0.key < $1.key }.map(\.value)
     }
 }
