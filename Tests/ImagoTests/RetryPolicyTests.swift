@@ -90,7 +90,7 @@ import Testing
             .responseTooLarge(url: "http://x/", limit: 10),
             .timedOut(url: "http://x/", seconds: 60),
             .unsupportedFormat(nil), .unsupportedFormat(.png),
-            .decodingFailed(format: .jpeg, reason: "truncated"),
+            .decodingFailed(format: .jpeg, reason: "truncated", codec: nil),
             .imageTooLarge(width: 100_000, height: 100_000, frames: 1, limit: 1 << 27),
             .fileError(path: "/x", reason: "no such file"),
         ]
