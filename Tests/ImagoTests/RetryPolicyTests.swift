@@ -1,10 +1,14 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
 @testable import Imago
 
 /// Backoff, jitter, caps, Retry-After and which failures are retried (B8).
 @Suite struct RetryPolicyTests {
-    static let reset = ImagoError.network(url: "http://x/a.jpg", reason: "the connection was lost")
+    static let reset = ImagoError.network(
+        url: "http://x/a.jpg", reason: "the connection was lost", code: .networkConnectionLost, errno: ECONNRESET)
 
     @Test func backoffGrowsExponentiallyUpToTheCap() {
         let policy = RetryPolicy(maximumAttempts: 20, baseDelay: 0.5, multiplier: 2, maximumDelay: 10, jitter: RetryPolicy.noJitter)
@@ -75,7 +79,7 @@ import Testing
         let policy = RetryPolicy()
         let retried: [ImagoError] = [
             Self.reset,
-            .network(url: "http://x/", reason: "could not connect to the server"),
+            .network(url: "http://x/", reason: "could not connect to the server", code: .cannotConnectToHost, errno: nil),
             .httpStatus(500, url: "http://x/"), .httpStatus(502, url: "http://x/"),
             .httpStatus(503, url: "http://x/"), .httpStatus(504, url: "http://x/"),
             .httpStatus(429, url: "http://x/"),
@@ -92,7 +96,7 @@ import Testing
             .unsupportedFormat(nil), .unsupportedFormat(.png),
             .decodingFailed(format: .jpeg, reason: "truncated", codec: nil),
             .imageTooLarge(width: 100_000, height: 100_000, frames: 1, limit: 1 << 27),
-            .fileError(path: "/x", reason: "no such file"),
+            .fileError(path: "/x", reason: "no such file", errno: ENOENT),
         ]
         for error in retried {
             #expect(policy.isRetryable(error), "\(error)")

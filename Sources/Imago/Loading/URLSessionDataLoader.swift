@@ -357,15 +357,19 @@ private final class Transfer: Sendable {
     /// Ends the transfer from URLSession's final word on it.
     func complete(task: URLSessionTask, error: Error?) {
         if let error {
-            var mapped = Self.map(error, url: task.currentRequest?.url ?? url)
+            var mapped = URLSessionDataLoader.map(error, url: task.currentRequest?.url ?? url)
             let code = (error as NSError).code
             let lost = code == URLError.networkConnectionLost.rawValue
-            if case .network(let address, _) = mapped, lost || code == URLError.unknown.rawValue {
+            if case .network(let address, _, _, let errno) = mapped, lost || code == URLError.unknown.rawValue {
                 // A body cut short, said in bytes: clearer than libcurl's message
-                // (which arrives as an unknown error for a clean early close).
+                // (which arrives as an unknown error for a clean early close), and
+                // given the code Apple's URLSession reports it with.
                 let (received, expected) = state.withLock { ($0.data.count, $0.expected) }
                 if let expected, Int64(received) < expected {
-                    mapped = .network(url: address, reason: "the connection \(lost ? "was lost" : "closed") after \(received) of \(expected) bytes")
+                    mapped = .network(
+                        url: address,
+                        reason: "the connection \(lost ? "was lost" : "closed") after \(received) of \(expected) bytes",
+                        code: .networkConnectionLost, errno: errno)
                 }
             }
             finish(.failure(mapped))
@@ -374,7 +378,8 @@ private final class Transfer: Sendable {
         let outcome = state.withLock { state -> Outcome? in
             guard state.outcome == nil else { return nil }
             guard let response = state.response ?? (task.response as? HTTPURLResponse) else {
-                return .failure(.network(url: url.absoluteString, reason: "the server sent no response"))
+                return .failure(.network(
+                    url: url.absoluteString, reason: "the server sent no response", code: .badServerResponse, errno: nil))
             }
             let finalURL = response.url ?? task.currentRequest?.url ?? url
             // URLSession on Linux has been seen to end a connection closed early as a
@@ -383,7 +388,8 @@ private final class Transfer: Sendable {
                method != "HEAD", response.statusCode != 204, response.statusCode != 304 {
                 return .failure(.network(
                     url: finalURL.absoluteString,
-                    reason: "the connection closed after \(state.data.count) of \(expected) bytes"))
+                    reason: "the connection closed after \(state.data.count) of \(expected) bytes",
+                    code: .networkConnectionLost, errno: nil))
             }
             return .success(DataResponse(
                 data: state.data, url: finalURL, statusCode: response.statusCode,
@@ -426,47 +432,58 @@ private final class Transfer: Sendable {
         guard let encoding = header("Content-Encoding", in: response)?.lowercased() else { return false }
         return !encoding.isEmpty && encoding != "identity"
     }
+}
 
-    /// Translates URLSession's errors into Imago's.
+// MARK: - Errors
+
+extension URLSessionDataLoader {
+    /// Translates URLSession's errors into Imago's, keeping URLSession's code.
     static func map(_ error: Error, url: URL) -> ImagoError {
         let nsError = error as NSError
         let address = url.absoluteString
-        guard nsError.domain == NSURLErrorDomain else {
-            return .network(url: address, reason: nsError.localizedDescription)
+        func network(_ code: URLError.Code, _ reason: String) -> ImagoError {
+            .network(url: address, reason: reason, code: code, errno: nil)
         }
-        switch URLError.Code(rawValue: nsError.code) {
+        guard nsError.domain == NSURLErrorDomain else {
+            return network(.unknown, nsError.localizedDescription)
+        }
+        // Optional on purpose: the initialiser is failable on Linux (where `Code` is
+        // an enum of the known codes) and not on Apple platforms.
+        let known: URLError.Code? = URLError.Code(rawValue: nsError.code)
+        let code = known ?? .unknown
+        switch code {
         case .cancelled:
             return .cancelled
         case .timedOut:
             // URLSession's timeout is only an idle timer here; the whole-load
             // deadline (ImagoError.timedOut) belongs to the image loader.
-            return .network(url: address, reason: "the server stopped responding")
+            return network(code, "the server stopped responding")
         case .cannotConnectToHost:
-            return .network(url: address, reason: "could not connect to the server (connection refused or unreachable)")
+            return network(code, "could not connect to the server (connection refused or unreachable)")
         case .networkConnectionLost:
-            return .network(url: address, reason: "the connection was lost before the response was complete")
+            return network(code, "the connection was lost before the response was complete")
         case .cannotFindHost, .dnsLookupFailed:
-            return .network(url: address, reason: "the server's host name could not be resolved")
+            return network(code, "the server's host name could not be resolved")
         case .notConnectedToInternet:
-            return .network(url: address, reason: "there is no network connection")
+            return network(code, "there is no network connection")
         case .badServerResponse, .cannotParseResponse, .cannotDecodeRawData, .cannotDecodeContentData:
-            return .network(url: address, reason: "the server sent a malformed response")
+            return network(code, "the server sent a malformed response")
         case .zeroByteResource:
-            return .network(url: address, reason: "the server sent an empty response")
+            return network(code, "the server sent an empty response")
         case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
              .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot,
              .clientCertificateRejected, .clientCertificateRequired:
-            return .network(url: address, reason: "the secure connection failed: \(nsError.localizedDescription)")
+            return network(code, "the secure connection failed: \(nsError.localizedDescription)")
         case .httpTooManyRedirects:
             return .redirectRefused(url: address, reason: "too many redirects")
         case .redirectToNonExistentLocation:
             return .redirectRefused(url: address, reason: "the redirect has no target")
         case .dataLengthExceedsMaximum:
-            return .network(url: address, reason: "the response is larger than URLSession accepts")
+            return network(code, "the response is larger than URLSession accepts")
         case .unsupportedURL:
             // The URL was checked before the transfer, so this is libcurl refusing
             // the reply: a server that does not speak HTTP (or speaks HTTP/0.9).
-            return .network(url: address, reason: "the server's reply is not HTTP")
+            return network(code, "the server's reply is not HTTP")
         case .badURL:
             return .invalidURL(address)
         default:
@@ -475,7 +492,7 @@ private final class Transfer: Sendable {
             let message = nsError.localizedDescription
             let detail = message.isEmpty || message.hasPrefix("The operation could not be completed")
                 ? "URL error \(nsError.code)" : message
-            return .network(url: address, reason: "the transfer failed: \(detail)")
+            return network(code, "the transfer failed: \(detail)")
         }
     }
 }
@@ -557,7 +574,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         } else {
             transfer?.finish(.failure(.network(
                 url: (task.currentRequest?.url ?? transfer?.url)?.absoluteString ?? "",
-                reason: "the server asked for credentials")))
+                reason: "the server asked for credentials", code: .userAuthenticationRequired, errno: nil)))
         }
         completionHandler(.cancelAuthenticationChallenge, nil)
         #else

@@ -1,10 +1,15 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// The one error type Imago throws.
 ///
 /// Every failure reaches the caller as one of these cases, so an app can switch over
-/// them; `description` is a sentence a person can act on. Where a codec library
-/// refused, the case carries its own message as data beside Imago's words.
+/// them; `description` is a sentence a person can act on. Where something beneath
+/// Imago failed (URLSession, a system call, a codec library), the case carries that
+/// cause as data as well as in words: the `URLError.Code` and socket errno of a
+/// network failure, the errno of a file error, the codec library's own message.
 public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The bytes are in a format Imago recognises but cannot decode on this platform
     /// (AVIF, HEIC, BMP, TIFF, ICO, SVG on Linux), or in no format it knows at all
@@ -24,14 +29,31 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `decodingFailed`.
     case encodingFailed(format: ImageFormat, reason: String, codec: CodecMessage?)
     /// A local file could not be read or written.
-    case fileError(path: String, reason: String)
+    ///
+    /// `errno` is the POSIX error of the call that failed (`ENOENT`, `EACCES`, …;
+    /// `posixErrorCode` gives it as a `POSIXErrorCode`). A directory is refused with
+    /// `EISDIR`, the error reading one gives; other files that are not regular files
+    /// (devices, FIFOs) are refused before any call fails, with nil.
+    case fileError(path: String, reason: String, errno: Int32?)
     /// The URL is malformed or its scheme is not one Imago loads (http, https,
     /// file, data); found before any I/O.
     case invalidURL(String)
     /// The server answered with an HTTP error status.
     case httpStatus(Int, url: String)
     /// The transfer failed: refused, reset, dropped, unreachable, malformed response.
-    case network(url: String, reason: String)
+    ///
+    /// `code` is the `URLError.Code` of the failure: `.cannotConnectToHost` for a
+    /// refused or unreachable server, `.cannotFindHost` or `.dnsLookupFailed` for a
+    /// name that did not resolve, `.networkConnectionLost` for a connection reset or
+    /// closed before the body was complete, `.timedOut` for a server gone silent
+    /// (URLSession's idle timer), `.secureConnectionFailed` and the
+    /// `.serverCertificate…` codes for TLS. It is URLSession's own code, except for a
+    /// body cut short, which URLSession on Linux reports as `.unknown` or even as a
+    /// success: Imago gives it the code it has on Apple platforms.
+    ///
+    /// `errno` is the socket error beneath (`ECONNRESET`, `ECONNREFUSED`, …) when it
+    /// is known, else nil; `posixErrorCode` gives it as a `POSIXErrorCode`.
+    case network(url: String, reason: String, code: URLError.Code, errno: Int32?)
     /// The whole load took longer than allowed (`loadingTimeout`).
     case timedOut(url: String, seconds: Double)
     /// The response grew past the allowed size and was stopped.
@@ -62,6 +84,20 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
         public var description: String { "\(library): \(message)" }
     }
 
+    /// The `URLError.Code` of a network failure; nil for every other case.
+    public var urlErrorCode: URLError.Code? {
+        if case .network(_, _, let code, _) = self { return code }
+        return nil
+    }
+
+    /// The POSIX error beneath a file or network failure, when one is known.
+    public var posixErrorCode: POSIXErrorCode? {
+        switch self {
+        case .fileError(_, _, let code?), .network(_, _, _, let code?): POSIXErrorCode(rawValue: code)
+        default: nil
+        }
+    }
+
     /// What the codec library said, for a decoding or encoding failure where it
     /// said something.
     public var codecMessage: CodecMessage? {
@@ -85,13 +121,13 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
             return "image is too large to decode: \(size) exceeds the limit of \(limit) pixels"
         case .encodingFailed(let format, let reason, let codec):
             return "\(format.name) encoding failed: \(reason)\(Self.attribution(codec, reason: reason))"
-        case .fileError(let path, let reason):
+        case .fileError(let path, let reason, _):
             return "\(path): \(reason)"
         case .invalidURL(let url):
             return "'\(url)' is not a URL Imago can load (http, https, file or data)"
         case .httpStatus(let status, let url):
             return "\(url): the server answered HTTP \(status)"
-        case .network(let url, let reason):
+        case .network(let url, let reason, _, _):
             return "\(url): \(reason)"
         case .timedOut(let url, let seconds):
             return "\(url): not loaded within \(seconds.formatted()) s"
