@@ -150,12 +150,18 @@ import Testing
         try await Self.withServer { server, loader in
             server.route("/reset") { _ in .resetAfter(10_000, of: Self.bytes(200_000)) }
             let result = await Self.load(loader, server.url("/reset"))
-            guard case .failure(.network(_, let reason, let code, _)) = result else {
+            guard case .failure(.network(_, let reason, let code, let errno)) = result else {
                 Issue.record("expected a network error, got \(result)")
                 return
             }
             #expect(code == .networkConnectionLost, "\(reason)")
             #expect(reason.contains("lost after"), "\(reason)")
+            #if canImport(FoundationNetworking)
+            // URLSession on Linux passes on libcurl's "Recv failure: Connection reset
+            // by peer"; the errno is read back from it.
+            #expect(errno == ECONNRESET, "\(reason)")
+            #expect(result.error?.posixErrorCode == .ECONNRESET)
+            #endif
         }
     }
 
@@ -169,6 +175,24 @@ import Testing
                 return
             }
             #expect(code == .badServerResponse, "\(reason)")
+        }
+    }
+
+    /// TLS spoken to a plain HTTP server: URLSession on Linux reports it as an unknown
+    /// error in libcurl's words, which Imago names as the TLS failure it is.
+    @Test func tlsToAPlainServerIsASecureConnectionFailure() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/plain", data: Self.bytes(10))
+            var components = try #require(URLComponents(url: server.url("/plain"), resolvingAgainstBaseURL: false))
+            components.scheme = "https"
+            let url = try #require(components.url)
+            let result = await Self.load(loader, url)
+            guard case .failure(.network(_, let reason, let code, _)) = result else {
+                Issue.record("expected a network error, got \(result)")
+                return
+            }
+            #expect(code == .secureConnectionFailed, "\(reason)")
+            #expect(reason.hasPrefix("the secure connection failed"), "\(reason)")
         }
     }
 
@@ -215,6 +239,8 @@ import Testing
         #expect(code == .cannotConnectToHost)
         #expect(result.error?.urlErrorCode == .cannotConnectToHost)
         #expect(reason.contains("connect"))
+        // URLSession on Linux says only "Couldn't connect to server": libcurl knows
+        // the errno but it is not passed on. Apple's URLSession passes it.
         #expect(errno == nil || errno == ECONNREFUSED, "\(String(describing: errno))")
     }
 
@@ -612,6 +638,52 @@ extension DataLoadingTests {
         let error = await Self.load(LocalDataLoader(), file).error
         #expect(error == .fileError(path: file.path, reason: "permission denied", errno: EACCES))
         #expect(error?.posixErrorCode == .EACCES)
+    }
+
+    /// Where URLSession keeps the socket error: Apple's in its userInfo or an
+    /// underlying POSIX error, Linux's only in libcurl's words.
+    @Test func socketErrnoIsFoundWhereEachPlatformPutsIt() {
+        let apple = NSError(domain: NSURLErrorDomain, code: URLError.cannotConnectToHost.rawValue, userInfo: [
+            "_kCFStreamErrorDomainKey": 1, "_kCFStreamErrorCodeKey": Int(ECONNREFUSED),
+        ])
+        #expect(URLSessionDataLoader.socketErrno(of: apple) == ECONNREFUSED)
+        let underlying = NSError(domain: NSURLErrorDomain, code: URLError.networkConnectionLost.rawValue, userInfo: [
+            NSUnderlyingErrorKey: NSError(domain: NSPOSIXErrorDomain, code: Int(ECONNRESET)),
+        ])
+        #expect(URLSessionDataLoader.socketErrno(of: underlying) == ECONNRESET)
+        let reset = String(cString: strerror(ECONNRESET)), refused = String(cString: strerror(ECONNREFUSED))
+        for (message, errno) in [
+            ("Recv failure: \(reset)", ECONNRESET),
+            ("OpenSSL SSL_connect: \(reset) in connection to example.com:443 ", ECONNRESET),
+            ("Failed to connect to example.com port 80 after 3 ms: \(refused)", ECONNREFUSED),
+            ("Failed to connect to 127.0.0.1 port 9 after 0 ms: Couldn't connect to server", nil),
+            ("transfer closed with 6000 bytes remaining to read", nil),
+        ] as [(String, Int32?)] {
+            let error = NSError(domain: NSURLErrorDomain, code: -1, userInfo: [NSLocalizedDescriptionKey: message])
+            #expect(URLSessionDataLoader.socketErrno(of: error) == errno, "\(message)")
+        }
+    }
+
+    /// URLSession on Linux reports every TLS failure as `.unknown` with libcurl's
+    /// message; Imago gives the code Apple's URLSession uses for it.
+    @Test func tlsFailuresInLibcurlsWordsGetTheirCodes() {
+        let cases: [(String, URLError.Code?)] = [
+            ("SSL certificate problem: self-signed certificate", .serverCertificateHasUnknownRoot),
+            ("SSL certificate problem: unable to get local issuer certificate", .serverCertificateHasUnknownRoot),
+            ("SSL certificate problem: certificate has expired", .serverCertificateHasBadDate),
+            ("SSL certificate problem: certificate is not yet valid", .serverCertificateNotYetValid),
+            ("SSL certificate problem: certificate revoked", .serverCertificateUntrusted),
+            ("SSL: no alternative certificate subject name matches target host name 'a.example'", .serverCertificateUntrusted),
+            ("OpenSSL/3.0.19: error:0A00010B:SSL routines::wrong version number", .secureConnectionFailed),
+            ("OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to a.example:443 ", .secureConnectionFailed),
+            ("gnutls_handshake() failed: The TLS connection was non-properly terminated.", .secureConnectionFailed),
+            ("transfer closed with 6000 bytes remaining to read", nil),
+            ("Recv failure: Connection reset by peer", nil),
+            ("", nil),
+        ]
+        for (message, code) in cases {
+            #expect(URLSessionDataLoader.tlsCode(libcurlMessage: message) == code, "\(message)")
+        }
     }
 }
 

@@ -45,7 +45,7 @@ public final class URLSessionDataLoader: DataLoading {
         /// grid of thumbnails flowing without being a burden on the server.
         public var httpMaximumConnectionsPerHost: Int
         /// Seconds a transfer may receive nothing before it fails with
-        /// `ImagoError.network`. This is an idle timer, not a bound on the whole load
+        /// `ImagoError.network`, code `.timedOut`. This is an idle timer, not a bound on the whole load
         /// (the image loader enforces that by cancelling); it only stops a connection
         /// that has gone silent from lingering when nobody set a deadline. Rounded up
         /// to whole seconds, at least 1, because URLSession on Linux truncates
@@ -437,12 +437,14 @@ private final class Transfer: Sendable {
 // MARK: - Errors
 
 extension URLSessionDataLoader {
-    /// Translates URLSession's errors into Imago's, keeping URLSession's code.
+    /// Translates URLSession's errors into Imago's, keeping URLSession's code and the
+    /// socket error beneath it.
     static func map(_ error: Error, url: URL) -> ImagoError {
         let nsError = error as NSError
         let address = url.absoluteString
+        let errno = socketErrno(of: nsError)
         func network(_ code: URLError.Code, _ reason: String) -> ImagoError {
-            .network(url: address, reason: reason, code: code, errno: nil)
+            .network(url: address, reason: reason, code: code, errno: errno)
         }
         guard nsError.domain == NSURLErrorDomain else {
             return network(.unknown, nsError.localizedDescription)
@@ -450,7 +452,10 @@ extension URLSessionDataLoader {
         // Optional on purpose: the initialiser is failable on Linux (where `Code` is
         // an enum of the known codes) and not on Apple platforms.
         let known: URLError.Code? = URLError.Code(rawValue: nsError.code)
-        let code = known ?? .unknown
+        var code = known ?? .unknown
+        if code == .unknown, let tls = tlsCode(libcurlMessage: nsError.localizedDescription) {
+            code = tls
+        }
         switch code {
         case .cancelled:
             return .cancelled
@@ -459,7 +464,12 @@ extension URLSessionDataLoader {
             // deadline (ImagoError.timedOut) belongs to the image loader.
             return network(code, "the server stopped responding")
         case .cannotConnectToHost:
-            return network(code, "could not connect to the server (connection refused or unreachable)")
+            let reason = switch errno {
+            case ECONNREFUSED: "the server refused the connection"
+            case EHOSTUNREACH, ENETUNREACH: "the server is unreachable"
+            default: "could not connect to the server (connection refused or unreachable)"
+            }
+            return network(code, reason)
         case .networkConnectionLost:
             return network(code, "the connection was lost before the response was complete")
         case .cannotFindHost, .dnsLookupFailed:
@@ -494,6 +504,65 @@ extension URLSessionDataLoader {
                 ? "URL error \(nsError.code)" : message
             return network(code, "the transfer failed: \(detail)")
         }
+    }
+
+    /// The socket error beneath a URLSession failure, when the platform reports it.
+    ///
+    /// Apple's URLSession gives it in the error's userInfo (stream error domain 1,
+    /// POSIX, with the errno as the stream error code) or as an underlying
+    /// `NSPOSIXErrorDomain` error. URLSession on Linux passes on only libcurl's
+    /// message, which for a failed socket call ends in `strerror`'s words for the
+    /// errno ("Recv failure: Connection reset by peer"); the errors a socket fails
+    /// with are recognised there. Nil when neither says.
+    static func socketErrno(of error: NSError) -> Int32? {
+        var current: NSError? = error
+        var depth = 0
+        while let error = current, depth < 4 {
+            if error.domain == NSPOSIXErrorDomain { return Int32(truncatingIfNeeded: error.code) }
+            if error.userInfo["_kCFStreamErrorDomainKey"] as? Int == 1,
+               let code = error.userInfo["_kCFStreamErrorCodeKey"] as? Int, code > 0 {
+                return Int32(truncatingIfNeeded: code)
+            }
+            let message = error.localizedDescription
+            if let (code, _) = socketErrors.first(where: { message.hasSuffix(": " + $0.1) || message.contains(": \($0.1) ") }) {
+                return code
+            }
+            current = error.userInfo[NSUnderlyingErrorKey] as? NSError
+            depth += 1
+        }
+        return nil
+    }
+
+    /// The errnos a connection fails with, and `strerror`'s words for each (what
+    /// libcurl puts in its messages).
+    private static let socketErrors: [(Int32, String)] = [
+        ECONNREFUSED, ECONNRESET, ECONNABORTED, ENETRESET, EPIPE, ETIMEDOUT,
+        ENETDOWN, ENETUNREACH, EHOSTDOWN, EHOSTUNREACH, ENOTCONN,
+    ].map { ($0, String(cString: strerror($0))) }
+
+    /// The `URLError.Code` of a TLS failure that URLSession on Linux reports as
+    /// `.unknown` with libcurl's message ("SSL certificate problem: self-signed
+    /// certificate", "OpenSSL/3.0.19: error:0A00010B:SSL routines::wrong version
+    /// number"): the code Apple's URLSession gives the same failure. Nil for a
+    /// message that is not about TLS.
+    static func tlsCode(libcurlMessage message: String) -> URLError.Code? {
+        let text = message.lowercased()
+        if text.hasPrefix("ssl certificate problem") {
+            if text.contains("expired") { return .serverCertificateHasBadDate }
+            if text.contains("not yet valid") { return .serverCertificateNotYetValid }
+            if text.contains("self-signed") || text.contains("self signed") || text.contains("issuer certificate") {
+                return .serverCertificateHasUnknownRoot
+            }
+            return .serverCertificateUntrusted
+        }
+        // A certificate for another host name.
+        if text.contains("certificate subject name") { return .serverCertificateUntrusted }
+        let tlsLibraries = ["ssl", "openssl", "tls", "gnutls", "wolfssl", "mbedtls", "rustls", "schannel", "bearssl"]
+        let firstWord = text.prefix { $0.isLetter }
+        if tlsLibraries.contains(String(firstWord)) || text.contains("ssl certificate") {
+            return .secureConnectionFailed
+        }
+        return nil
     }
 }
 

@@ -47,12 +47,14 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
     /// name that did not resolve, `.networkConnectionLost` for a connection reset or
     /// closed before the body was complete, `.timedOut` for a server gone silent
     /// (URLSession's idle timer), `.secureConnectionFailed` and the
-    /// `.serverCertificate…` codes for TLS. It is URLSession's own code, except for a
-    /// body cut short, which URLSession on Linux reports as `.unknown` or even as a
-    /// success: Imago gives it the code it has on Apple platforms.
+    /// `.serverCertificate…` codes for TLS. It is URLSession's own code, except where
+    /// URLSession on Linux reports `.unknown` for a failure that has a code on Apple
+    /// platforms (a TLS failure, a body cut short), or a body cut short as a success:
+    /// Imago then gives the code Apple's URLSession uses, so that one `switch` works
+    /// everywhere.
     ///
-    /// `errno` is the socket error beneath (`ECONNRESET`, `ECONNREFUSED`, …) when it
-    /// is known, else nil; `posixErrorCode` gives it as a `POSIXErrorCode`.
+    /// `errno` is the socket error beneath (`ECONNRESET`, `ECONNREFUSED`, …) when the
+    /// platform reports one, else nil; `posixErrorCode` gives it as a `POSIXErrorCode`.
     case network(url: String, reason: String, code: URLError.Code, errno: Int32?)
     /// The whole load took longer than allowed (`loadingTimeout`).
     case timedOut(url: String, seconds: Double)
