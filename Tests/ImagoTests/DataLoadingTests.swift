@@ -162,6 +162,7 @@ import Testing
             #expect(errno == ECONNRESET, "\(reason)")
             #expect(result.error?.posixErrorCode == .ECONNRESET)
             #endif
+            #expect(result.error.map { RetryPolicy.default.isRetryable($0) } == true)
         }
     }
 
@@ -175,6 +176,7 @@ import Testing
                 return
             }
             #expect(code == .badServerResponse, "\(reason)")
+            #expect(result.error.map { RetryPolicy.default.isRetryable($0) } == true)
         }
     }
 
@@ -223,6 +225,8 @@ import Testing
             // libcurl refuses a reply without a status line as HTTP/0.9.
             #expect(code == .unsupportedURL, "\(reason)")
             #endif
+            // The same server would answer the same way again.
+            #expect(result.error.map { RetryPolicy.default.isRetryable($0) } == false, "\(reason)")
         }
     }
 
@@ -242,6 +246,7 @@ import Testing
         // URLSession on Linux says only "Couldn't connect to server": libcurl knows
         // the errno but it is not passed on. Apple's URLSession passes it.
         #expect(errno == nil || errno == ECONNREFUSED, "\(String(describing: errno))")
+        #expect(result.error.map { RetryPolicy.default.isRetryable($0) } == true)
     }
 
     /// The idle timer is URLSession's (whole seconds); the whole-load deadline is the
