@@ -5,7 +5,7 @@ import FoundationNetworking
 import Testing
 @testable import Imago
 
-/// Backoff, jitter, caps, Retry-After and which failures are retried (B8).
+/// Backoff, jitter, caps, Retry-After and which failures are retried.
 @Suite struct RetryPolicyTests {
     static let reset = ImagoError.network(
         url: "http://x/a.jpg", reason: "the connection was lost", code: .networkConnectionLost, errno: ECONNRESET)

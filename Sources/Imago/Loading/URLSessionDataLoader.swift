@@ -151,7 +151,7 @@ public final class URLSessionDataLoader: DataLoading {
     }
 }
 
-/// Which redirects a load follows (B7): never a loop, never more than a limit, never
+/// Which redirects a load follows: never a loop, never more than a limit, never
 /// to a scheme other than http(s), and never from https down to http unless allowed.
 ///
 /// A pure value, so the decision can be tested without a TLS server.
