@@ -13,6 +13,8 @@ struct imago_jpeg {
     struct jpeg_error_mgr errors;
     jmp_buf jump;
     char message[JMSG_LENGTH_MAX];
+    // Set when `message` is this file's rather than libjpeg's.
+    int message_is_own;
     int created;
     int started;
 };
@@ -64,6 +66,10 @@ const char *imago_jpeg_message(const imago_jpeg *jpeg) {
     return jpeg->message;
 }
 
+int imago_jpeg_message_is_own(const imago_jpeg *jpeg) {
+    return jpeg->message_is_own;
+}
+
 static imago_jpeg_space imago_jpeg_map_space(J_COLOR_SPACE space) {
     switch (space) {
     case JCS_GRAYSCALE: return IMAGO_JPEG_GRAY;
@@ -79,6 +85,7 @@ int imago_jpeg_read_header(imago_jpeg *jpeg, imago_jpeg_info *info) {
     if (setjmp(jpeg->jump)) return -1;
     if (jpeg_read_header(&jpeg->cinfo, TRUE) != JPEG_HEADER_OK) {
         snprintf(jpeg->message, sizeof jpeg->message, "no image in the data");
+        jpeg->message_is_own = 1;
         return -1;
     }
     struct jpeg_decompress_struct *c = &jpeg->cinfo;
@@ -135,6 +142,7 @@ int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride) {
         }
         if (jpeg_read_scanlines(c, rows, count) == 0) {
             snprintf(jpeg->message, sizeof jpeg->message, "no scanlines could be read");
+            jpeg->message_is_own = 1;
             return -1;
         }
     }

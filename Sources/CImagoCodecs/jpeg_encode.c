@@ -127,6 +127,7 @@ int imago_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, si
     imago_jpeg_encoder *e = calloc(1, sizeof(imago_jpeg_encoder));
     if (e == NULL) {
         snprintf(result->message, sizeof result->message, "out of memory");
+        result->message_is_own = 1;
         return -1;
     }
     e->cinfo.err = jpeg_std_error(&e->errors);

@@ -15,6 +15,9 @@ struct imago_png {
     size_t offset;
     png_bytepp rows;
     char message[256];
+    // Set before this file raises an error of its own through png_error, so that
+    // `message` is not taken for libpng's.
+    int message_is_own;
 };
 
 static void imago_png_error(png_structp png, png_const_charp message) {
@@ -31,6 +34,7 @@ static void imago_png_warning(png_structp png, png_const_charp message) {
 static void imago_png_read(png_structp png, png_bytep out, size_t length) {
     imago_png *reader = (imago_png *)png_get_io_ptr(png);
     if (length > reader->size - reader->offset) {
+        reader->message_is_own = 1;
         png_error(png, "the data ends before the image does");
     }
     memcpy(out, reader->data + reader->offset, length);
@@ -61,6 +65,10 @@ void imago_png_destroy(imago_png *reader) {
 
 const char *imago_png_message(const imago_png *reader) {
     return reader->message;
+}
+
+int imago_png_message_is_own(const imago_png *reader) {
+    return reader->message_is_own;
 }
 
 int imago_png_read_header(imago_png *reader, imago_png_info *info) {
@@ -101,11 +109,15 @@ int imago_png_read_pixels(imago_png *reader, uint8_t *pixels, size_t stride) {
     png_set_interlace_handling(png);
     png_read_update_info(png, pinfo);
     if (png_get_rowbytes(png, pinfo) != (size_t)png_get_image_width(png, pinfo) * 4) {
+        reader->message_is_own = 1;
         png_error(png, "unexpected row layout after conversion");
     }
     png_uint_32 height = png_get_image_height(png, pinfo);
     reader->rows = malloc(sizeof(png_bytep) * height);
-    if (reader->rows == NULL) png_error(png, "out of memory for row pointers");
+    if (reader->rows == NULL) {
+        reader->message_is_own = 1;
+        png_error(png, "out of memory for row pointers");
+    }
     for (png_uint_32 y = 0; y < height; y++) reader->rows[y] = pixels + (size_t)y * stride;
     png_read_image(png, reader->rows);
     png_read_end(png, NULL);

@@ -101,7 +101,7 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
         do throws(ImagoError) {
             let data: Data
             do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
-                throw .fileError(path: file, reason: (error as NSError).localizedDescription)
+                throw fileError(file, error)
             }
             let image = try ImageDecoderRegistry.shared.decode(data, options: options)
             record.format = image.format.rawValue
@@ -113,7 +113,7 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
             if let target, let writer {
                 let encoded = try writer.encode(image.bitmap)
                 do { try encoded.write(to: URL(fileURLWithPath: target), options: .atomic) } catch {
-                    throw .fileError(path: target, reason: (error as NSError).localizedDescription)
+                    throw fileError(target, error)
                 }
                 record.output = target
             }
@@ -139,4 +139,13 @@ private func describe(_ image: DecodedImage) -> String {
     if image.orientation != .up { text += ", EXIF orientation \(image.orientation.rawValue) applied" }
     if image.bitmap.hasAlpha { text += ", alpha" }
     return text
+}
+
+/// Foundation's file error as Imago's: its description, and the errno of the call
+/// that failed, which Foundation keeps as an underlying `NSPOSIXErrorDomain` error.
+private func fileError(_ path: String, _ error: any Error) -> ImagoError {
+    let nsError = error as NSError
+    let posix = [nsError, nsError.userInfo[NSUnderlyingErrorKey] as? NSError].compactMap { $0 }
+        .first { $0.domain == NSPOSIXErrorDomain }
+    return .fileError(path: path, reason: nsError.localizedDescription, errno: posix.map { Int32(truncatingIfNeeded: $0.code) })
 }

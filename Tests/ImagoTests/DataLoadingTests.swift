@@ -150,10 +150,51 @@ import Testing
         try await Self.withServer { server, loader in
             server.route("/reset") { _ in .resetAfter(10_000, of: Self.bytes(200_000)) }
             let result = await Self.load(loader, server.url("/reset"))
-            guard case .failure(.network) = result else {
+            guard case .failure(.network(_, let reason, let code, let errno)) = result else {
                 Issue.record("expected a network error, got \(result)")
                 return
             }
+            #expect(code == .networkConnectionLost, "\(reason)")
+            #expect(reason.contains("lost after"), "\(reason)")
+            #if canImport(FoundationNetworking)
+            // URLSession on Linux passes on libcurl's "Recv failure: Connection reset
+            // by peer"; the errno is read back from it.
+            #expect(errno == ECONNRESET, "\(reason)")
+            #expect(result.error?.posixErrorCode == .ECONNRESET)
+            #endif
+            #expect(result.error.map { RetryPolicy.default.isRetryable($0) } == true)
+        }
+    }
+
+    /// A server that accepts the connection and closes it without a word.
+    @Test func connectionClosedWithoutAReplyIsABadServerResponse() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/nothing") { _ in .raw(Data()) }
+            let result = await Self.load(loader, server.url("/nothing"))
+            guard case .failure(.network(_, let reason, let code, _)) = result else {
+                Issue.record("expected a network error, got \(result)")
+                return
+            }
+            #expect(code == .badServerResponse, "\(reason)")
+            #expect(result.error.map { RetryPolicy.default.isRetryable($0) } == true)
+        }
+    }
+
+    /// TLS spoken to a plain HTTP server: URLSession on Linux reports it as an unknown
+    /// error in libcurl's words, which Imago names as the TLS failure it is.
+    @Test func tlsToAPlainServerIsASecureConnectionFailure() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/plain", data: Self.bytes(10))
+            var components = try #require(URLComponents(url: server.url("/plain"), resolvingAgainstBaseURL: false))
+            components.scheme = "https"
+            let url = try #require(components.url)
+            let result = await Self.load(loader, url)
+            guard case .failure(.network(_, let reason, let code, _)) = result else {
+                Issue.record("expected a network error, got \(result)")
+                return
+            }
+            #expect(code == .secureConnectionFailed, "\(reason)")
+            #expect(reason.hasPrefix("the secure connection failed"), "\(reason)")
         }
     }
 
@@ -161,11 +202,14 @@ import Testing
         try await Self.withServer { server, loader in
             server.route("/short") { _ in .truncate(declaredLength: 10_000, actualBody: Self.bytes(4_000)) }
             let result = await Self.load(loader, server.url("/short"))
-            guard case .failure(.network(_, let reason)) = result else {
+            guard case .failure(.network(_, let reason, let code, let errno)) = result else {
                 Issue.record("expected a network error, got \(result)")
                 return
             }
-            #expect(!reason.isEmpty)
+            #expect(reason.contains("closed after 4000 of 10000 bytes"), "\(reason)")
+            // A clean close, not a reset: no socket error, and the code URLSession
+            // gives a body cut short on Apple platforms.
+            #expect(code == .networkConnectionLost && errno == nil)
         }
     }
 
@@ -173,10 +217,16 @@ import Testing
         try await Self.withServer { server, loader in
             server.route("/garbage") { _ in .raw(Data("SPLAT\r\nthis is not http\r\n\r\n".utf8)) }
             let result = await Self.load(loader, server.url("/garbage"))
-            guard case .failure(.network) = result else {
+            guard case .failure(.network(_, let reason, let code, _)) = result else {
                 Issue.record("expected a network error, got \(result)")
                 return
             }
+            #if canImport(FoundationNetworking)
+            // libcurl refuses a reply without a status line as HTTP/0.9.
+            #expect(code == .unsupportedURL, "\(reason)")
+            #endif
+            // The same server would answer the same way again.
+            #expect(result.error.map { RetryPolicy.default.isRetryable($0) } == false, "\(reason)")
         }
     }
 
@@ -186,11 +236,17 @@ import Testing
         let url = server.url("/gone")
         server.stop()  // nothing listens on that port any more
         let result = await Self.load(URLSessionDataLoader(), url)
-        guard case .failure(.network(_, let reason)) = result else {
+        guard case .failure(.network(_, let reason, let code, let errno)) = result else {
             Issue.record("expected a network error, got \(result)")
             return
         }
+        #expect(code == .cannotConnectToHost)
+        #expect(result.error?.urlErrorCode == .cannotConnectToHost)
         #expect(reason.contains("connect"))
+        // URLSession on Linux says only "Couldn't connect to server": libcurl knows
+        // the errno but it is not passed on. Apple's URLSession passes it.
+        #expect(errno == nil || errno == ECONNREFUSED, "\(String(describing: errno))")
+        #expect(result.error.map { RetryPolicy.default.isRetryable($0) } == true)
     }
 
     /// The idle timer is URLSession's (whole seconds); the whole-load deadline is the
@@ -200,11 +256,12 @@ import Testing
             server.route("/silent") { _ in .stall() }
             let start = ContinuousClock.now
             let result = await Self.load(loader, server.url("/silent"), limit: 90)
-            guard case .failure(.network(_, let reason)) = result else {
+            guard case .failure(.network(_, let reason, let code, _)) = result else {
                 Issue.record("expected a network error, got \(result)")
                 return
             }
             #expect(reason.contains("stopped responding"))
+            #expect(code == .timedOut)
             // Only "it did end": all URLSessions of a process share one libcurl thread,
             // and with the rest of the suite running beside it the timer was seen 17 s
             // late.
@@ -549,11 +606,17 @@ import Testing
         #expect(reports.withLock { $0.last.map { $0.0 == Int64(body.count) && $0.1 == Int64(body.count) } } == true)
 
         let missing = folder.appendingPathComponent("nope.png")
-        #expect(await Self.load(loader, missing).error == .fileError(path: missing.path, reason: "no such file"))
-        #expect(await Self.load(loader, folder).error == .fileError(path: folder.path, reason: "is a directory, not a file"))
+        let missingError = await Self.load(loader, missing).error
+        #expect(missingError == .fileError(path: missing.path, reason: "no such file", errno: ENOENT))
+        #expect(missingError?.posixErrorCode == .ENOENT)
+        #expect(missingError?.description == "\(missing.path): no such file")
+        #expect(await Self.load(loader, folder).error == .fileError(path: folder.path, reason: "is a directory, not a file", errno: EISDIR))
+        let inFile = file.appendingPathComponent("child.png")
+        #expect(await Self.load(loader, inFile).error
+            == .fileError(path: inFile.path, reason: "a part of the path is not a directory", errno: ENOTDIR))
         #if os(Linux)
         let device = await Self.load(loader, URL(fileURLWithPath: "/dev/zero"))
-        #expect(device.error == .fileError(path: "/dev/zero", reason: "is not a regular file"))
+        #expect(device.error == .fileError(path: "/dev/zero", reason: "is not a regular file", errno: nil))
         #endif
         let small = LocalDataLoader(maximumSize: 100)
         guard case .failure(.responseTooLarge) = await Self.load(small, file) else {
@@ -564,6 +627,67 @@ import Testing
         guard case .failure(.invalidURL) = await Self.load(loader, remote) else {
             Issue.record("a file URL on another host was accepted")
             return
+        }
+    }
+}
+
+extension DataLoadingTests {
+    /// A file the process may not read fails with EACCES. Root reads any file
+    /// whatever its mode, so there the test cannot be made and is skipped.
+    @Test(.enabled(if: geteuid() != 0, "running as root, which may read a file of mode 000"))
+    func unreadableFileGivesEACCES() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("imago-unreadable-\(UUID()).png")
+        try Data([1, 2, 3]).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: file.path)
+        let error = await Self.load(LocalDataLoader(), file).error
+        #expect(error == .fileError(path: file.path, reason: "permission denied", errno: EACCES))
+        #expect(error?.posixErrorCode == .EACCES)
+    }
+
+    /// Where URLSession keeps the socket error: Apple's in its userInfo or an
+    /// underlying POSIX error, Linux's only in libcurl's words.
+    @Test func socketErrnoIsFoundWhereEachPlatformPutsIt() {
+        let apple = NSError(domain: NSURLErrorDomain, code: URLError.cannotConnectToHost.rawValue, userInfo: [
+            "_kCFStreamErrorDomainKey": 1, "_kCFStreamErrorCodeKey": Int(ECONNREFUSED),
+        ])
+        #expect(URLSessionDataLoader.socketErrno(of: apple) == ECONNREFUSED)
+        let underlying = NSError(domain: NSURLErrorDomain, code: URLError.networkConnectionLost.rawValue, userInfo: [
+            NSUnderlyingErrorKey: NSError(domain: NSPOSIXErrorDomain, code: Int(ECONNRESET)),
+        ])
+        #expect(URLSessionDataLoader.socketErrno(of: underlying) == ECONNRESET)
+        let reset = String(cString: strerror(ECONNRESET)), refused = String(cString: strerror(ECONNREFUSED))
+        for (message, errno) in [
+            ("Recv failure: \(reset)", ECONNRESET),
+            ("OpenSSL SSL_connect: \(reset) in connection to example.com:443 ", ECONNRESET),
+            ("Failed to connect to example.com port 80 after 3 ms: \(refused)", ECONNREFUSED),
+            ("Failed to connect to 127.0.0.1 port 9 after 0 ms: Couldn't connect to server", nil),
+            ("transfer closed with 6000 bytes remaining to read", nil),
+        ] as [(String, Int32?)] {
+            let error = NSError(domain: NSURLErrorDomain, code: -1, userInfo: [NSLocalizedDescriptionKey: message])
+            #expect(URLSessionDataLoader.socketErrno(of: error) == errno, "\(message)")
+        }
+    }
+
+    /// URLSession on Linux reports every TLS failure as `.unknown` with libcurl's
+    /// message; Imago gives the code Apple's URLSession uses for it.
+    @Test func tlsFailuresInLibcurlsWordsGetTheirCodes() {
+        let cases: [(String, URLError.Code?)] = [
+            ("SSL certificate problem: self-signed certificate", .serverCertificateHasUnknownRoot),
+            ("SSL certificate problem: unable to get local issuer certificate", .serverCertificateHasUnknownRoot),
+            ("SSL certificate problem: certificate has expired", .serverCertificateHasBadDate),
+            ("SSL certificate problem: certificate is not yet valid", .serverCertificateNotYetValid),
+            ("SSL certificate problem: certificate revoked", .serverCertificateUntrusted),
+            ("SSL: no alternative certificate subject name matches target host name 'a.example'", .serverCertificateUntrusted),
+            ("OpenSSL/3.0.19: error:0A00010B:SSL routines::wrong version number", .secureConnectionFailed),
+            ("OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to a.example:443 ", .secureConnectionFailed),
+            ("gnutls_handshake() failed: The TLS connection was non-properly terminated.", .secureConnectionFailed),
+            ("transfer closed with 6000 bytes remaining to read", nil),
+            ("Recv failure: Connection reset by peer", nil),
+            ("", nil),
+        ]
+        for (message, code) in cases {
+            #expect(URLSessionDataLoader.tlsCode(libcurlMessage: message) == code, "\(message)")
         }
     }
 }

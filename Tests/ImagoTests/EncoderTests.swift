@@ -303,16 +303,16 @@ extension Bitmap {
         #expect {
             try JPEGEncoder().encode(wide)
         } throws: { error in
-            guard case .encodingFailed(.jpeg, let reason) = error as? ImagoError else { return false }
-            return reason.contains("65500")
+            guard case .encodingFailed(.jpeg, let reason, let codec) = error as? ImagoError else { return false }
+            return reason.contains("65500") && codec == .init(library: "libjpeg-turbo", message: reason)
         }
         let webpWide = Bitmap.uniform(width: 16_384, height: 1, [0, 0, 0, 255])
         for lossless in [false, true] {
             #expect {
                 try WebPEncoder(lossless: lossless).encode(webpWide)
             } throws: { error in
-                guard case .encodingFailed(.webp, let reason) = error as? ImagoError else { return false }
-                return reason.contains("16383")
+                guard case .encodingFailed(.webp, let reason, let codec) = error as? ImagoError else { return false }
+                return reason.contains("16383") && codec == .init(library: "libwebp", message: "VP8_ENC_ERROR_BAD_DIMENSION")
             }
         }
         // The encoders are stateless: a failure leaves them working.

@@ -144,7 +144,7 @@ import Testing
             for options in [DecodingOptions(), DecodingOptions(maximumPixelCount: 1 << 30)] {
                 let start = ContinuousClock.now
                 switch failure(data, options: options) {
-                case nil, .decodingFailed(format: .gif, _), .imageTooLarge: break
+                case nil, .decodingFailed(format: .gif, _, _), .imageTooLarge: break
                 case let other?: Issue.record("\(url.lastPathComponent): unexpected \(other)")
                 }
                 #expect(ContinuousClock.now - start < .seconds(2), "\(url.lastPathComponent)")
@@ -160,13 +160,15 @@ import Testing
         let data = try Corpus.data(Self.corpus + name)
         for length in Set([data.count / 10, data.count / 2, data.count * 9 / 10, data.count - 1]) {
             let error = failure(data.prefix(length))
-            guard case .decodingFailed(format: .gif, _)? = error else {
+            guard case .decodingFailed(format: .gif, _, _)? = error else {
                 Issue.record("\(name) cut to \(length) bytes: \(String(describing: error))")
                 continue
             }
         }
-        // Only the trailer is missing.
-        #expect(failure(data.prefix(data.count - 1)) == .decodingFailed(format: .gif, reason: "the data ends before the image does"))
+        // Only the trailer is missing: Imago's reason, giflib's word beside it.
+        let cut = failure(data.prefix(data.count - 1))
+        #expect(cut.map(reason) == "the data ends before the image does")
+        #expect(cut?.codecMessage?.library == "giflib")
     }
 
     @Test func everyPrefixOfAnAnimationFails() throws {
@@ -178,7 +180,7 @@ import Testing
         let bytes = gif.encode()
         #expect(try GIFDecoder().decode(Data(bytes), options: DecodingOptions()).frames.count == 2)
         for length in 0..<bytes.count {
-            guard case .decodingFailed(format: .gif, _)? = failure(Data(bytes.prefix(length))) else {
+            guard case .decodingFailed(format: .gif, _, _)? = failure(Data(bytes.prefix(length))) else {
                 Issue.record("a prefix of \(length) of \(bytes.count) bytes did not fail")
                 continue
             }
@@ -186,10 +188,14 @@ import Testing
     }
 
     @Test func emptyAndForeignDataFail() {
-        #expect(failure(Data()) == .decodingFailed(format: .gif, reason: "no data"))
-        #expect(failure(Data("GIF".utf8)) == .decodingFailed(format: .gif, reason: "the data is not a GIF"))
-        #expect(failure(Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])) == .decodingFailed(format: .gif, reason: "the data is not a GIF"))
-        #expect(failure(Data("GIF89a".utf8)) == .decodingFailed(format: .gif, reason: "the data ends before the image does"))
+        // Found before giflib is called: no word from it.
+        #expect(failure(Data()) == .decodingFailed(format: .gif, reason: "no data", codec: nil))
+        #expect(failure(Data("GIF".utf8)) == .decodingFailed(format: .gif, reason: "the data is not a GIF", codec: nil))
+        #expect(failure(Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]))
+            == .decodingFailed(format: .gif, reason: "the data is not a GIF", codec: nil))
+        let header = failure(Data("GIF89a".utf8))
+        #expect(header.map(reason) == "the data ends before the image does")
+        #expect(header?.codecMessage?.library == "giflib")
     }
 
     @Test func canDecodeOnlyGIF() {
@@ -204,16 +210,16 @@ import Testing
     @Test func fileWithoutFramesFails() {
         var bytes = TestGIF(width: 2, height: 2).encode()
         #expect(bytes.last == 0x3B)
-        #expect(failure(Data(bytes)) == .decodingFailed(format: .gif, reason: "the file has no frames"))
+        #expect(failure(Data(bytes)) == .decodingFailed(format: .gif, reason: "the file has no frames", codec: nil))
         // Extensions alone are not frames either.
         bytes = TestGIF(width: 2, height: 2, loop: 0).encode()
-        #expect(failure(Data(bytes)) == .decodingFailed(format: .gif, reason: "the file has no frames"))
+        #expect(failure(Data(bytes)) == .decodingFailed(format: .gif, reason: "the file has no frames", codec: nil))
     }
 
     @Test func emptyLogicalScreenFails() {
         var gif = TestGIF(width: 0, height: 3)
         gif.frames = [.init(width: 1, height: 1, indices: [1])]
-        guard case .decodingFailed(format: .gif, let reason)? = failure(Data(gif.encode())) else {
+        guard case .decodingFailed(format: .gif, let reason, _)? = failure(Data(gif.encode())) else {
             Issue.record("an empty logical screen decoded")
             return
         }
@@ -223,7 +229,7 @@ import Testing
     @Test func missingColourTableFails() {
         var gif = TestGIF(width: 2, height: 2, palette: nil)
         gif.frames = [.init(width: 2, height: 2, indices: [0, 1, 1, 0])]
-        guard case .decodingFailed(format: .gif, let reason)? = failure(Data(gif.encode())) else {
+        guard case .decodingFailed(format: .gif, let reason, _)? = failure(Data(gif.encode())) else {
             Issue.record("a frame without any colour table decoded")
             return
         }
@@ -235,17 +241,22 @@ import Testing
         gif.frames = [.init(width: 1, height: 1, indices: [1])]
         var bytes = gif.encode()
         bytes.insert(0x00, at: bytes.count - 1)
-        guard case .decodingFailed(format: .gif, _)? = failure(Data(bytes)) else {
-            Issue.record("a stray record byte was accepted")
+        // giflib's message is the whole story here: it is the reason too.
+        guard case .decodingFailed(format: .gif, let reason, let codec?)? = failure(Data(bytes)) else {
+            Issue.record("a stray record byte was accepted, or failed without giflib's word")
             return
         }
+        #expect(codec.library == "giflib" && codec.message == reason && !reason.isEmpty, "\(reason)")
     }
 
     @Test func codeSizeOverEightBitsFails() {
         let header = Array("GIF89a".utf8) + [2, 0, 2, 0, 0x80, 0, 0, 0, 0, 0, 255, 255, 255]
         for codeSize: UInt8 in [9, 12, 255] {
             let bytes = header + [0x2C, 0, 0, 0, 0, 2, 0, 2, 0, 0, codeSize, 0x02, 0x4C, 0x01, 0, 0x3B]
-            #expect(failure(Data(bytes)) == .decodingFailed(format: .gif, reason: "the LZW code size is over 8 bits"))
+            // giflib's own word for it is a failed read, which Imago explains.
+            #expect(failure(Data(bytes)) == .decodingFailed(
+                format: .gif, reason: "the LZW code size is over 8 bits",
+                codec: .init(library: "giflib", message: "Failed to read from given file")))
         }
     }
 
@@ -285,7 +296,7 @@ import Testing
         var bytes = Array("GIF89a".utf8) + [100, 0, 100, 0, 0x80, 0, 0] + [0, 0, 0, 255, 255, 255]
         bytes += [0x2C, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 2, 0x02, 0x4C, 0x01, 0, 0x3B]
         let start = ContinuousClock.now
-        guard case .decodingFailed(format: .gif, let reason)? = failure(Data(bytes)) else {
+        guard case .decodingFailed(format: .gif, let reason, _)? = failure(Data(bytes)) else {
             Issue.record("a 65535 × 65535 frame in 30 bytes was accepted")
             return
         }
@@ -513,6 +524,12 @@ import Testing
         } catch {
             return error
         }
+    }
+
+    /// The reason of a GIF decoding failure; the description of any other error.
+    func reason(_ error: ImagoError) -> String {
+        if case .decodingFailed(.gif, let reason, _) = error { return reason }
+        return error.description
     }
 
     func rgba(_ bitmap: Bitmap, _ x: Int, _ y: Int) -> [UInt8] {

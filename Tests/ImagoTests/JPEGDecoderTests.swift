@@ -131,11 +131,13 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
                 _ = try decoder.decode(try Corpus.data(path), options: DecodingOptions())
                 Issue.record("\(path) decoded")
             } catch let error as ImagoError {
-                guard case .decodingFailed(.jpeg, let reason) = error else {
+                guard case .decodingFailed(.jpeg, let reason, let codec?) = error else {
                     Issue.record("\(path): \(error)")
                     continue
                 }
+                // Imago names the variant; libjpeg's own message stays beside it.
                 #expect(reason.contains(words), "\(path): \(reason)")
+                #expect(codec.library == "libjpeg-turbo" && codec.message != reason && !codec.message.isEmpty, "\(path): \(codec)")
             }
         }
     }
@@ -153,7 +155,7 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
                     try decoder.decode(cut, options: DecodingOptions())
                 }
                 do { _ = try decoder.decode(cut, options: DecodingOptions()) } catch {
-                    guard case .decodingFailed(.jpeg, _) = error else {
+                    guard case .decodingFailed(.jpeg, _, _) = error else {
                         Issue.record("\(path) cut to \(cut.count): \(error)")
                         continue
                     }
@@ -177,6 +179,40 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
         let photo = try Corpus.data("jpeg/exif-orientation/Landscape_1.jpg")
         #expect(throws: ImagoError.imageTooLarge(width: 1800, height: 1200, frames: 1, limit: 1_000_000)) {
             try decoder.decode(photo, options: DecodingOptions(maximumPixelCount: 1_000_000))
+        }
+    }
+
+    /// A damaged file fails with libjpeg-turbo's message as the codec's word; where
+    /// Imago can say it more plainly (data that ends early) the reason is its own.
+    @Test func corruptDataNamesLibjpegTurboAndItsMessage() throws {
+        let encoded = [UInt8](try JPEGEncoder().encode(Bitmap.coordinates(width: 16, height: 16)))
+        // The first quantisation table's index byte (after FF DB and the length):
+        // libjpeg has four tables, 0 to 3.
+        let dqt = try #require((2..<encoded.count - 1).first { encoded[$0] == 0xFF && encoded[$0 + 1] == 0xDB })
+        var badIndex = encoded
+        badIndex[dqt + 4] = 0x05
+        let bogus = try #require(failure(Data(badIndex)))
+        #expect(bogus == .decodingFailed(
+            format: .jpeg, reason: "Bogus DQT index 5",
+            codec: .init(library: "libjpeg-turbo", message: "Bogus DQT index 5")))
+        #expect(bogus.description == "JPEG decoding failed: Bogus DQT index 5 (libjpeg-turbo)")
+
+        let cut = try #require(failure(Data(encoded.prefix(encoded.count / 2))))
+        #expect(cut == .decodingFailed(
+            format: .jpeg, reason: "the data ends before the image does",
+            codec: .init(library: "libjpeg-turbo", message: "Premature end of JPEG file")))
+        #expect(cut.codecMessage?.library == "libjpeg-turbo")
+        #expect(cut.description
+            == "JPEG decoding failed: the data ends before the image does (libjpeg-turbo: Premature end of JPEG file)")
+    }
+
+    /// The error decoding `data` throws, or nil when it decodes.
+    func failure(_ data: Data) -> ImagoError? {
+        do {
+            _ = try decoder.decode(data, options: DecodingOptions())
+            return nil
+        } catch {
+            return error
         }
     }
 

@@ -44,10 +44,16 @@ import Testing
                 _ = try decoder.decode(try Data(contentsOf: url), options: DecodingOptions())
                 Issue.record("\(url.lastPathComponent) decoded")
             } catch {
-                guard case .decodingFailed(.png, let reason) = error as? ImagoError, !reason.isEmpty else {
+                guard case .decodingFailed(.png, let reason, let codec) = error as? ImagoError, !reason.isEmpty else {
                     Issue.record("\(url.lastPathComponent): \(error)")
                     continue
                 }
+                // libpng spoke, and its message is the reason; or the data ran out,
+                // which Imago's reader says itself.
+                #expect(
+                    codec == .init(library: "libpng", message: reason)
+                        || (codec == nil && reason == "the data ends before the image does"),
+                    "\(url.lastPathComponent): \(reason), \(String(describing: codec))")
             }
         }
     }
@@ -115,6 +121,33 @@ import Testing
         bytes.replaceSubrange(29..<33, with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)])
         #expect(throws: ImagoError.imageTooLarge(width: 100_000, height: 100_000, frames: 1, limit: DecodingOptions.defaultMaximumPixelCount)) {
             try decoder.decode(Data(bytes), options: DecodingOptions())
+        }
+    }
+
+    /// A damaged chunk fails with libpng's message, attributed to libpng; data that
+    /// ends early is found by Imago's reader, which says so without libpng's name.
+    @Test func corruptDataNamesLibpngAndItsMessage() throws {
+        let encoded = [UInt8](try PNGEncoder().encode(Bitmap.coordinates(width: 16, height: 16)))
+        #expect(Array(encoded[12..<16]) == Array("IHDR".utf8))
+        var badCRC = encoded
+        badCRC[29] ^= 0xFF  // the first byte of IHDR's CRC
+        let error = try #require(failure(Data(badCRC)))
+        #expect(error == .decodingFailed(
+            format: .png, reason: "IHDR: CRC error", codec: .init(library: "libpng", message: "IHDR: CRC error")))
+        #expect(error.description == "PNG decoding failed: IHDR: CRC error (libpng)")
+
+        let cut = try #require(failure(Data(encoded.prefix(encoded.count - 20))))
+        #expect(cut == .decodingFailed(format: .png, reason: "the data ends before the image does", codec: nil))
+        #expect(cut.codecMessage == nil)
+    }
+
+    /// The error decoding `data` throws, or nil when it decodes.
+    func failure(_ data: Data) -> ImagoError? {
+        do {
+            _ = try decoder.decode(data, options: DecodingOptions())
+            return nil
+        } catch {
+            return error
         }
     }
 

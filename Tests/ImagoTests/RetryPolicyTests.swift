@@ -1,10 +1,20 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
 @testable import Imago
 
-/// Backoff, jitter, caps, Retry-After and which failures are retried (B8).
+/// Backoff, jitter, caps, Retry-After and which failures are retried.
 @Suite struct RetryPolicyTests {
-    static let reset = ImagoError.network(url: "http://x/a.jpg", reason: "the connection was lost")
+    static let reset = ImagoError.network(
+        url: "http://x/a.jpg", reason: "the connection was lost", code: .networkConnectionLost, errno: ECONNRESET)
+
+    /// A network failure with `code` and `errno`; the reason is deliberately the same
+    /// for all, so only the typed cause can decide.
+    static func network(_ code: URLError.Code, errno: Int32? = nil) -> ImagoError {
+        .network(url: "http://x/", reason: "the transfer failed", code: code, errno: errno)
+    }
 
     @Test func backoffGrowsExponentiallyUpToTheCap() {
         let policy = RetryPolicy(maximumAttempts: 20, baseDelay: 0.5, multiplier: 2, maximumDelay: 10, jitter: RetryPolicy.noJitter)
@@ -75,7 +85,7 @@ import Testing
         let policy = RetryPolicy()
         let retried: [ImagoError] = [
             Self.reset,
-            .network(url: "http://x/", reason: "could not connect to the server"),
+            Self.network(.cannotConnectToHost),
             .httpStatus(500, url: "http://x/"), .httpStatus(502, url: "http://x/"),
             .httpStatus(503, url: "http://x/"), .httpStatus(504, url: "http://x/"),
             .httpStatus(429, url: "http://x/"),
@@ -90,9 +100,12 @@ import Testing
             .responseTooLarge(url: "http://x/", limit: 10),
             .timedOut(url: "http://x/", seconds: 60),
             .unsupportedFormat(nil), .unsupportedFormat(.png),
-            .decodingFailed(format: .jpeg, reason: "truncated"),
+            .decodingFailed(format: .jpeg, reason: "truncated", codec: nil),
+            .decodingFailed(format: .png, reason: "IHDR: CRC error", codec: .init(library: "libpng", message: "IHDR: CRC error")),
             .imageTooLarge(width: 100_000, height: 100_000, frames: 1, limit: 1 << 27),
-            .fileError(path: "/x", reason: "no such file"),
+            .encodingFailed(format: .webp, reason: "out of memory", codec: .init(library: "libwebp", message: "VP8_ENC_ERROR_OUT_OF_MEMORY")),
+            .fileError(path: "/x", reason: "no such file", errno: ENOENT),
+            .fileError(path: "/x", reason: "input/output error", errno: EIO),
         ]
         for error in retried {
             #expect(policy.isRetryable(error), "\(error)")
@@ -102,5 +115,38 @@ import Testing
             #expect(!policy.isRetryable(error), "\(error)")
             #expect(policy.delay(afterAttempt: 1, error: error, retryAfter: "1") == nil, "\(error)")
         }
+    }
+
+    /// Network failures are told apart by their URL error code and socket errno, never
+    /// by their words: a connection that failed is worth another try, an answer the
+    /// server would give again is not.
+    @Test func networkFailuresAreRetriedByTheirTypedCause() {
+        let policy = RetryPolicy()
+        let transient: [URLError.Code] = [
+            .timedOut, .cannotConnectToHost, .networkConnectionLost, .notConnectedToInternet,
+            .cannotFindHost, .dnsLookupFailed, .badServerResponse, .unknown,
+        ]
+        let permanent: [URLError.Code] = [
+            .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
+            .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid, .clientCertificateRejected,
+            .unsupportedURL, .cannotParseResponse, .cannotDecodeContentData, .cannotDecodeRawData,
+            .userAuthenticationRequired, .dataLengthExceedsMaximum, .zeroByteResource,
+        ]
+        for code in transient {
+            #expect(policy.isRetryable(Self.network(code)), "\(code.rawValue)")
+            #expect(RetryPolicy.isTransient(code: code, errno: nil), "\(code.rawValue)")
+        }
+        for code in permanent {
+            #expect(!policy.isRetryable(Self.network(code)), "\(code.rawValue)")
+            #expect(policy.delay(afterAttempt: 1, error: Self.network(code), retryAfter: nil) == nil, "\(code.rawValue)")
+        }
+        // A socket error of a failed connection makes any code transient: a TLS
+        // handshake cut off by a reset can succeed next time.
+        for errno in [ECONNRESET, ECONNREFUSED, ECONNABORTED, EPIPE, ETIMEDOUT, ENETUNREACH, EHOSTUNREACH] {
+            #expect(policy.isRetryable(Self.network(.secureConnectionFailed, errno: errno)), "\(errno)")
+        }
+        // An errno that says nothing about the connection leaves the code to decide.
+        #expect(!policy.isRetryable(Self.network(.serverCertificateUntrusted, errno: EINVAL)))
+        #expect(policy.isRetryable(Self.network(.networkConnectionLost, errno: EINVAL)))
     }
 }

@@ -223,6 +223,28 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
         #expect(reason == "corrupt bitstream in frame 2")
     }
 
+    /// libwebp has no messages, only status codes: a bitstream it rejects fails with
+    /// Imago's sentence and the status's name as libwebp's word.
+    @Test func corruptBitstreamNamesLibwebpAndItsStatus() throws {
+        var bytes = [UInt8](try WebPEncoder(lossless: true).encode(Bitmap.coordinates(width: 16, height: 16)))
+        #expect(Array(bytes[12..<16]) == Array("VP8L".utf8))
+        // Past the VP8L header (the chunk's payload starts at 20): the container
+        // and the header pass, the entropy codes do not.
+        for i in 20 + 5..<min(bytes.count, 20 + 64) { bytes[i] = 0xFF }
+        let error: ImagoError
+        do {
+            _ = try decoder.decode(Data(bytes), options: DecodingOptions())
+            Issue.record("a corrupt bitstream decoded")
+            return
+        } catch let caught {
+            error = caught
+        }
+        #expect(error == .decodingFailed(
+            format: .webp, reason: "corrupt bitstream",
+            codec: .init(library: "libwebp", message: "VP8_STATUS_BITSTREAM_ERROR")))
+        #expect(error.description == "WebP decoding failed: corrupt bitstream (libwebp: VP8_STATUS_BITSTREAM_ERROR)")
+    }
+
     @Test func emptyAndHeaderOnlyDataThrow() {
         expectDecodingFailure(Data(), "empty")
         expectDecodingFailure(Data("RIFF".utf8), "RIFF alone")
@@ -308,7 +330,7 @@ private func expectDecodingFailure(
         _ = try WebPDecoder().decode(data, options: DecodingOptions())
         Issue.record("decoded, expected a failure: \(comment)", sourceLocation: sourceLocation)
     } catch {
-        if case .decodingFailed(.webp, let reason) = error { return reason }
+        if case .decodingFailed(.webp, let reason, _) = error { return reason }
         Issue.record("\(error), expected decodingFailed: \(comment)", sourceLocation: sourceLocation)
     }
     return nil

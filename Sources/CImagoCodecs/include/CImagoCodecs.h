@@ -44,6 +44,9 @@ imago_jpeg *imago_jpeg_create(const uint8_t *data, size_t size);
 void imago_jpeg_destroy(imago_jpeg *jpeg);
 /// The last error's message; valid until the next call on `jpeg`.
 const char *imago_jpeg_message(const imago_jpeg *jpeg);
+/// Non-zero when that message is this wrapper's own (the data holds no image, no
+/// scanline could be read) rather than libjpeg's.
+int imago_jpeg_message_is_own(const imago_jpeg *jpeg);
 
 /// Reads the markers up to the first scan: size, colour space and EXIF, no pixels.
 int imago_jpeg_read_header(imago_jpeg *jpeg, imago_jpeg_info *info);
@@ -78,7 +81,11 @@ typedef struct {
 /// Returns NULL only when memory for the reader cannot be had. `data` must outlive it.
 imago_png *imago_png_create(const uint8_t *data, size_t size);
 void imago_png_destroy(imago_png *png);
+/// The last error's message; valid until the next call on `png`.
 const char *imago_png_message(const imago_png *png);
+/// Non-zero when that message is this wrapper's own (the data ended, a buffer could
+/// not be had) rather than libpng's.
+int imago_png_message_is_own(const imago_png *png);
 
 /// Reads the chunks before the image data: size, colour type, eXIf; no pixels.
 int imago_png_read_header(imago_png *png, imago_png_info *info);
@@ -102,11 +109,13 @@ typedef struct {
 
 /// The outcome of one compression. On success `data` holds `size` bytes allocated with
 /// malloc, which the caller owns and releases with free(); on failure `data` is NULL and
-/// `message` says why.
+/// `message` says why: libjpeg's message, or this wrapper's own when `message_is_own`
+/// is non-zero.
 typedef struct {
     uint8_t *data;
     size_t size;
     char message[200];
+    int32_t message_is_own;
 } imago_jpeg_encoded;
 
 /// Compresses `width` × `height` pixels of four bytes each (R, G, B, and one byte that

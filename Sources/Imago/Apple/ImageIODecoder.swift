@@ -10,19 +10,27 @@ public struct ImageIODecoder: ImageDecoding {
     /// Makes the decoder; it holds no state.
     public init() {}
 
+    /// Takes every detected format but SVG, which ImageIO does not rasterise.
     public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
         format != nil && format != .svg
     }
 
+    /// Decodes every frame, refusing an image over the size limit from its header.
+    /// Throws `decodingFailed` with ImageIO's status as the codec's word when it
+    /// cannot read the data.
     public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         let format = ImageFormat.detect(data) ?? .jpeg
         let sourceOptions = [kCGImageSourceShouldCache: false] as CFDictionary
-        guard let source = CGImageSourceCreateWithData(data as CFData, sourceOptions),
-              CGImageSourceGetCount(source) > 0,
+        let source = CGImageSourceCreateWithData(data as CFData, sourceOptions)
+        guard let source, CGImageSourceGetCount(source) > 0,
               let properties = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
               let width = properties[kCGImagePropertyPixelWidth] as? Int,
               let height = properties[kCGImagePropertyPixelHeight] as? Int
-        else { throw .decodingFailed(format: format, reason: "ImageIO cannot read the data") }
+        else {
+            throw .decodingFailed(
+                format: format, reason: "ImageIO cannot read the data",
+                codec: source.map { Self.codecMessage(CGImageSourceGetStatus($0)) })
+        }
         let count = CGImageSourceGetCount(source)
         try options.checkSize(width: width, height: height, frames: count)
         let orientation = (properties[kCGImagePropertyOrientation] as? Int).flatMap(ImageOrientation.init(rawValue:)) ?? .up
@@ -30,13 +38,30 @@ public struct ImageIODecoder: ImageDecoding {
         var frames: [DecodedImage.Frame] = []
         for index in 0..<count {
             guard let image = CGImageSourceCreateImageAtIndex(source, index, sourceOptions) else {
-                throw .decodingFailed(format: format, reason: "frame \(index) is damaged")
+                throw .decodingFailed(
+                    format: format, reason: "frame \(index) is damaged",
+                    codec: Self.codecMessage(CGImageSourceGetStatusAtIndex(source, index)))
             }
             var bitmap = try Bitmap.drawing(image, format: format)
             if options.appliesOrientation { bitmap = bitmap.applying(orientation) }
             frames.append(.init(bitmap: bitmap, duration: Self.duration(source, index)))
         }
         return DecodedImage(frames: frames, loopCount: 0, format: format, orientation: orientation)
+    }
+
+    /// ImageIO's word on a source or frame: it has no messages, only a status, whose
+    /// name stands for one.
+    private static func codecMessage(_ status: CGImageSourceStatus) -> ImagoError.CodecMessage {
+        let name = switch status {
+        case .statusUnexpectedEOF: "kCGImageStatusUnexpectedEOF"
+        case .statusInvalidData: "kCGImageStatusInvalidData"
+        case .statusUnknownType: "kCGImageStatusUnknownType"
+        case .statusReadingHeader: "kCGImageStatusReadingHeader"
+        case .statusIncomplete: "kCGImageStatusIncomplete"
+        case .statusComplete: "kCGImageStatusComplete"
+        @unknown default: "CGImageSourceStatus \(status.rawValue)"
+        }
+        return .init(library: "ImageIO", message: name)
     }
 
     /// A frame's delay from the GIF, PNG or WebP dictionary, clamped like browsers do.

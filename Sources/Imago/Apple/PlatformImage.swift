@@ -30,7 +30,9 @@ extension Bitmap {
                     data: pixels.baseAddress, width: width, height: height, bitsPerComponent: 8,
                     bytesPerRow: width * 4, space: space,
                     bitmapInfo: CGImageAlphaInfo.premultipliedLast.rawValue | CGBitmapInfo.byteOrder32Big.rawValue)
-            else { throw .decodingFailed(format: format, reason: "Core Graphics could not make a bitmap context") }
+            else {
+                throw .decodingFailed(format: format, reason: "Core Graphics could not make a bitmap context", codec: nil)
+            }
             context.draw(image, in: CGRect(x: 0, y: 0, width: width, height: height))
         }
     }

@@ -5,7 +5,7 @@ import FoundationNetworking
 
 /// The data loader Imago uses unless told otherwise: `http` and `https` go to the
 /// network loader, `file` and `data` to a `LocalDataLoader`, and any other URL fails
-/// with `ImagoError.invalidURL` before any I/O (S14, section 3).
+/// with `ImagoError.invalidURL` before any I/O.
 public final class DefaultDataLoader: DataLoading {
     /// Loads `http` and `https` URLs.
     public let network: any DataLoading

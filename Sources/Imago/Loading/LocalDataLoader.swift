@@ -90,8 +90,8 @@ public struct LocalDataLoader: DataLoading {
         guard fstat(fd, &info) == 0 else { return .failure(fileError(path, errno)) }
         switch info.st_mode & S_IFMT {
         case S_IFREG: break
-        case S_IFDIR: return .failure(.fileError(path: path, reason: "is a directory, not a file"))
-        default: return .failure(.fileError(path: path, reason: "is not a regular file"))
+        case S_IFDIR: return .failure(fileError(path, EISDIR))
+        default: return .failure(.fileError(path: path, reason: "is not a regular file", errno: nil))
         }
         let size = Int(info.st_size)
         guard size <= limit else {
@@ -116,14 +116,17 @@ public struct LocalDataLoader: DataLoading {
         return .success(data)
     }
 
+    /// The error for a call on `path` that failed with `code`: the errno itself, and a
+    /// reason in words for the usual ones.
     private static func fileError(_ path: String, _ code: Int32) -> ImagoError {
-        switch code {
-        case ENOENT: .fileError(path: path, reason: "no such file")
-        case EACCES, EPERM: .fileError(path: path, reason: "permission denied")
-        case EISDIR: .fileError(path: path, reason: "is a directory, not a file")
-        case ENOTDIR: .fileError(path: path, reason: "a part of the path is not a directory")
-        default: .fileError(path: path, reason: String(cString: strerror(code)).lowercased())
+        let reason = switch code {
+        case ENOENT: "no such file"
+        case EACCES, EPERM: "permission denied"
+        case EISDIR: "is a directory, not a file"
+        case ENOTDIR: "a part of the path is not a directory"
+        default: String(cString: strerror(code)).lowercased()
         }
+        return .fileError(path: path, reason: reason, errno: code)
     }
 
     // MARK: - data: URLs

@@ -1,14 +1,19 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
-/// When and how soon a failed load is tried again (B8).
+/// When and how soon a failed load is tried again.
 ///
-/// Only failures that can pass on their own are retried: a dropped, reset or refused
-/// connection (`ImagoError.network`), a server error (5xx, except 501 and 505, which
-/// describe the request rather than the server's state) and 429 Too Many Requests.
-/// A 4xx is the caller's mistake and stays one; a cancel, an invalid URL, a refused
-/// redirect, an oversized response or a bad image would fail the same way again.
-/// `ImagoError.timedOut` is not retried either: it means the whole load's time is
-/// spent.
+/// Only failures that can pass on their own are retried: a network failure whose
+/// `URLError.Code` or socket errno says the connection failed rather than the server's
+/// answer (see `isTransient(code:errno:)`), a server error (5xx, except 501 and 505,
+/// which describe the request rather than the server's state) and 429 Too Many
+/// Requests. A 4xx is the caller's mistake and stays one; a TLS certificate the
+/// client does not trust, a reply that is not HTTP, a cancel, an invalid URL, a
+/// refused redirect, an oversized response or a bad image would fail the same way
+/// again. `ImagoError.timedOut` is not retried either: it means the whole load's time
+/// is spent.
 ///
 /// Delays grow exponentially from `baseDelay` by `multiplier` up to `maximumDelay`,
 /// with full jitter (a uniform draw between zero and the computed delay) so that
@@ -94,8 +99,8 @@ public struct RetryPolicy: Sendable {
     /// Whether `error` is worth another attempt at all.
     public func isRetryable(_ error: ImagoError) -> Bool {
         switch error {
-        case .network:
-            return true
+        case .network(_, _, let code, let errno):
+            return Self.isTransient(code: code, errno: errno)
         case .httpStatus(let status, _):
             return status == 429 || ((500...599).contains(status) && status != 501 && status != 505)
         case .timedOut, .cancelled, .invalidURL, .redirectRefused, .responseTooLarge,
@@ -103,6 +108,34 @@ public struct RetryPolicy: Sendable {
             return false
         }
     }
+
+    /// Whether a network failure with this URL error code and socket errno can pass
+    /// on its own.
+    ///
+    /// Yes for a connection that could not be made, was reset or dropped, or went
+    /// silent; for a name that did not resolve (a resolver restarting or a network
+    /// changing cause that too, and a retry costs little); for a server that closed
+    /// without answering; and for `.unknown`, which URLSession on Linux reports for
+    /// transfer failures it has no code for. A socket errno of a failed connection
+    /// (`ECONNRESET`, `ECONNREFUSED`, `ETIMEDOUT`, an unreachable network, …) makes
+    /// any code transient: a TLS handshake cut off by a reset is one. Everything else
+    /// is the server's answer or the client's refusal, and would come out the same:
+    /// untrusted certificates, a reply that is not HTTP, undecodable content, a
+    /// server that wants credentials.
+    public static func isTransient(code: URLError.Code, errno: Int32?) -> Bool {
+        if let errno, transientErrnos.contains(errno) { return true }
+        return transientCodes.contains(code)
+    }
+
+    private static let transientCodes: Set<URLError.Code> = [
+        .timedOut, .cannotConnectToHost, .networkConnectionLost, .notConnectedToInternet,
+        .cannotFindHost, .dnsLookupFailed, .badServerResponse, .unknown,
+    ]
+
+    private static let transientErrnos: Set<Int32> = [
+        ECONNREFUSED, ECONNRESET, ECONNABORTED, ENETRESET, EPIPE, ETIMEDOUT,
+        ENETDOWN, ENETUNREACH, EHOSTDOWN, EHOSTUNREACH, ENOTCONN,
+    ]
 
     /// Seconds to wait per a `Retry-After` value (RFC 9110 §10.2.3): a number of
     /// seconds, or an HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime

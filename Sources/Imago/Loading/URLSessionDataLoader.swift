@@ -45,7 +45,7 @@ public final class URLSessionDataLoader: DataLoading {
         /// grid of thumbnails flowing without being a burden on the server.
         public var httpMaximumConnectionsPerHost: Int
         /// Seconds a transfer may receive nothing before it fails with
-        /// `ImagoError.network`. This is an idle timer, not a bound on the whole load
+        /// `ImagoError.network`, code `.timedOut`. This is an idle timer, not a bound on the whole load
         /// (the image loader enforces that by cancelling); it only stops a connection
         /// that has gone silent from lingering when nobody set a deadline. Rounded up
         /// to whole seconds, at least 1, because URLSession on Linux truncates
@@ -151,7 +151,7 @@ public final class URLSessionDataLoader: DataLoading {
     }
 }
 
-/// Which redirects a load follows (B7): never a loop, never more than a limit, never
+/// Which redirects a load follows: never a loop, never more than a limit, never
 /// to a scheme other than http(s), and never from https down to http unless allowed.
 ///
 /// A pure value, so the decision can be tested without a TLS server.
@@ -357,15 +357,19 @@ private final class Transfer: Sendable {
     /// Ends the transfer from URLSession's final word on it.
     func complete(task: URLSessionTask, error: Error?) {
         if let error {
-            var mapped = Self.map(error, url: task.currentRequest?.url ?? url)
+            var mapped = URLSessionDataLoader.map(error, url: task.currentRequest?.url ?? url)
             let code = (error as NSError).code
             let lost = code == URLError.networkConnectionLost.rawValue
-            if case .network(let address, _) = mapped, lost || code == URLError.unknown.rawValue {
+            if case .network(let address, _, _, let errno) = mapped, lost || code == URLError.unknown.rawValue {
                 // A body cut short, said in bytes: clearer than libcurl's message
-                // (which arrives as an unknown error for a clean early close).
+                // (which arrives as an unknown error for a clean early close), and
+                // given the code Apple's URLSession reports it with.
                 let (received, expected) = state.withLock { ($0.data.count, $0.expected) }
                 if let expected, Int64(received) < expected {
-                    mapped = .network(url: address, reason: "the connection \(lost ? "was lost" : "closed") after \(received) of \(expected) bytes")
+                    mapped = .network(
+                        url: address,
+                        reason: "the connection \(lost ? "was lost" : "closed") after \(received) of \(expected) bytes",
+                        code: .networkConnectionLost, errno: errno)
                 }
             }
             finish(.failure(mapped))
@@ -374,7 +378,8 @@ private final class Transfer: Sendable {
         let outcome = state.withLock { state -> Outcome? in
             guard state.outcome == nil else { return nil }
             guard let response = state.response ?? (task.response as? HTTPURLResponse) else {
-                return .failure(.network(url: url.absoluteString, reason: "the server sent no response"))
+                return .failure(.network(
+                    url: url.absoluteString, reason: "the server sent no response", code: .badServerResponse, errno: nil))
             }
             let finalURL = response.url ?? task.currentRequest?.url ?? url
             // URLSession on Linux has been seen to end a connection closed early as a
@@ -383,7 +388,8 @@ private final class Transfer: Sendable {
                method != "HEAD", response.statusCode != 204, response.statusCode != 304 {
                 return .failure(.network(
                     url: finalURL.absoluteString,
-                    reason: "the connection closed after \(state.data.count) of \(expected) bytes"))
+                    reason: "the connection closed after \(state.data.count) of \(expected) bytes",
+                    code: .networkConnectionLost, errno: nil))
             }
             return .success(DataResponse(
                 data: state.data, url: finalURL, statusCode: response.statusCode,
@@ -426,47 +432,68 @@ private final class Transfer: Sendable {
         guard let encoding = header("Content-Encoding", in: response)?.lowercased() else { return false }
         return !encoding.isEmpty && encoding != "identity"
     }
+}
 
-    /// Translates URLSession's errors into Imago's.
+// MARK: - Errors
+
+extension URLSessionDataLoader {
+    /// Translates URLSession's errors into Imago's, keeping URLSession's code and the
+    /// socket error beneath it.
     static func map(_ error: Error, url: URL) -> ImagoError {
         let nsError = error as NSError
         let address = url.absoluteString
-        guard nsError.domain == NSURLErrorDomain else {
-            return .network(url: address, reason: nsError.localizedDescription)
+        let errno = socketErrno(of: nsError)
+        func network(_ code: URLError.Code, _ reason: String) -> ImagoError {
+            .network(url: address, reason: reason, code: code, errno: errno)
         }
-        switch URLError.Code(rawValue: nsError.code) {
+        guard nsError.domain == NSURLErrorDomain else {
+            return network(.unknown, nsError.localizedDescription)
+        }
+        // Optional on purpose: the initialiser is failable on Linux (where `Code` is
+        // an enum of the known codes) and not on Apple platforms.
+        let known: URLError.Code? = URLError.Code(rawValue: nsError.code)
+        var code = known ?? .unknown
+        if code == .unknown, let tls = tlsCode(libcurlMessage: nsError.localizedDescription) {
+            code = tls
+        }
+        switch code {
         case .cancelled:
             return .cancelled
         case .timedOut:
             // URLSession's timeout is only an idle timer here; the whole-load
             // deadline (ImagoError.timedOut) belongs to the image loader.
-            return .network(url: address, reason: "the server stopped responding")
+            return network(code, "the server stopped responding")
         case .cannotConnectToHost:
-            return .network(url: address, reason: "could not connect to the server (connection refused or unreachable)")
+            let reason = switch errno {
+            case ECONNREFUSED: "the server refused the connection"
+            case EHOSTUNREACH, ENETUNREACH: "the server is unreachable"
+            default: "could not connect to the server (connection refused or unreachable)"
+            }
+            return network(code, reason)
         case .networkConnectionLost:
-            return .network(url: address, reason: "the connection was lost before the response was complete")
+            return network(code, "the connection was lost before the response was complete")
         case .cannotFindHost, .dnsLookupFailed:
-            return .network(url: address, reason: "the server's host name could not be resolved")
+            return network(code, "the server's host name could not be resolved")
         case .notConnectedToInternet:
-            return .network(url: address, reason: "there is no network connection")
+            return network(code, "there is no network connection")
         case .badServerResponse, .cannotParseResponse, .cannotDecodeRawData, .cannotDecodeContentData:
-            return .network(url: address, reason: "the server sent a malformed response")
+            return network(code, "the server sent a malformed response")
         case .zeroByteResource:
-            return .network(url: address, reason: "the server sent an empty response")
+            return network(code, "the server sent an empty response")
         case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
              .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot,
              .clientCertificateRejected, .clientCertificateRequired:
-            return .network(url: address, reason: "the secure connection failed: \(nsError.localizedDescription)")
+            return network(code, "the secure connection failed: \(nsError.localizedDescription)")
         case .httpTooManyRedirects:
             return .redirectRefused(url: address, reason: "too many redirects")
         case .redirectToNonExistentLocation:
             return .redirectRefused(url: address, reason: "the redirect has no target")
         case .dataLengthExceedsMaximum:
-            return .network(url: address, reason: "the response is larger than URLSession accepts")
+            return network(code, "the response is larger than URLSession accepts")
         case .unsupportedURL:
             // The URL was checked before the transfer, so this is libcurl refusing
             // the reply: a server that does not speak HTTP (or speaks HTTP/0.9).
-            return .network(url: address, reason: "the server's reply is not HTTP")
+            return network(code, "the server's reply is not HTTP")
         case .badURL:
             return .invalidURL(address)
         default:
@@ -475,8 +502,67 @@ private final class Transfer: Sendable {
             let message = nsError.localizedDescription
             let detail = message.isEmpty || message.hasPrefix("The operation could not be completed")
                 ? "URL error \(nsError.code)" : message
-            return .network(url: address, reason: "the transfer failed: \(detail)")
+            return network(code, "the transfer failed: \(detail)")
         }
+    }
+
+    /// The socket error beneath a URLSession failure, when the platform reports it.
+    ///
+    /// Apple's URLSession gives it in the error's userInfo (stream error domain 1,
+    /// POSIX, with the errno as the stream error code) or as an underlying
+    /// `NSPOSIXErrorDomain` error. URLSession on Linux passes on only libcurl's
+    /// message, which for a failed socket call ends in `strerror`'s words for the
+    /// errno ("Recv failure: Connection reset by peer"); the errors a socket fails
+    /// with are recognised there. Nil when neither says.
+    static func socketErrno(of error: NSError) -> Int32? {
+        var current: NSError? = error
+        var depth = 0
+        while let error = current, depth < 4 {
+            if error.domain == NSPOSIXErrorDomain { return Int32(truncatingIfNeeded: error.code) }
+            if error.userInfo["_kCFStreamErrorDomainKey"] as? Int == 1,
+               let code = error.userInfo["_kCFStreamErrorCodeKey"] as? Int, code > 0 {
+                return Int32(truncatingIfNeeded: code)
+            }
+            let message = error.localizedDescription
+            if let (code, _) = socketErrors.first(where: { message.hasSuffix(": " + $0.1) || message.contains(": \($0.1) ") }) {
+                return code
+            }
+            current = error.userInfo[NSUnderlyingErrorKey] as? NSError
+            depth += 1
+        }
+        return nil
+    }
+
+    /// The errnos a connection fails with, and `strerror`'s words for each (what
+    /// libcurl puts in its messages).
+    private static let socketErrors: [(Int32, String)] = [
+        ECONNREFUSED, ECONNRESET, ECONNABORTED, ENETRESET, EPIPE, ETIMEDOUT,
+        ENETDOWN, ENETUNREACH, EHOSTDOWN, EHOSTUNREACH, ENOTCONN,
+    ].map { ($0, String(cString: strerror($0))) }
+
+    /// The `URLError.Code` of a TLS failure that URLSession on Linux reports as
+    /// `.unknown` with libcurl's message ("SSL certificate problem: self-signed
+    /// certificate", "OpenSSL/3.0.19: error:0A00010B:SSL routines::wrong version
+    /// number"): the code Apple's URLSession gives the same failure. Nil for a
+    /// message that is not about TLS.
+    static func tlsCode(libcurlMessage message: String) -> URLError.Code? {
+        let text = message.lowercased()
+        if text.hasPrefix("ssl certificate problem") {
+            if text.contains("expired") { return .serverCertificateHasBadDate }
+            if text.contains("not yet valid") { return .serverCertificateNotYetValid }
+            if text.contains("self-signed") || text.contains("self signed") || text.contains("issuer certificate") {
+                return .serverCertificateHasUnknownRoot
+            }
+            return .serverCertificateUntrusted
+        }
+        // A certificate for another host name.
+        if text.contains("certificate subject name") { return .serverCertificateUntrusted }
+        let tlsLibraries = ["ssl", "openssl", "tls", "gnutls", "wolfssl", "mbedtls", "rustls", "schannel", "bearssl"]
+        let firstWord = text.prefix { $0.isLetter }
+        if tlsLibraries.contains(String(firstWord)) || text.contains("ssl certificate") {
+            return .secureConnectionFailed
+        }
+        return nil
     }
 }
 
@@ -557,7 +643,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         } else {
             transfer?.finish(.failure(.network(
                 url: (task.currentRequest?.url ?? transfer?.url)?.absoluteString ?? "",
-                reason: "the server asked for credentials")))
+                reason: "the server asked for credentials", code: .userAuthenticationRequired, errno: nil)))
         }
         completionHandler(.cancelAuthenticationChallenge, nil)
         #else

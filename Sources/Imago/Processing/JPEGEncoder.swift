@@ -89,9 +89,14 @@ public struct JPEGEncoder: ImageEncoding {
             imago_jpeg_encode(pixels.baseAddress, width, height, stride, &options, &result)
         }
         guard status == 0, let data = result.data else {
-            var message = result.message
-            let reason = withUnsafeBytes(of: &message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            throw .encodingFailed(format: .jpeg, reason: reason.isEmpty ? "libjpeg failed" : reason)
+            var text = result.message
+            let message = withUnsafeBytes(of: &text) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            // libjpeg's messages say what it refused ("Maximum supported image
+            // dimension is 65500 pixels"), so they are the reason as they stand.
+            guard result.message_is_own == 0, !message.isEmpty else {
+                throw .encodingFailed(format: .jpeg, reason: message.isEmpty ? "libjpeg-turbo failed without a message" : message, codec: nil)
+            }
+            throw .encodingFailed(format: .jpeg, reason: message, codec: .init(library: "libjpeg-turbo", message: message))
         }
         // The buffer came from malloc in the C shim; Data takes it over rather than
         // copying a file that can be megabytes.

@@ -11,6 +11,7 @@ public struct PNGEncoder: ImageEncoding {
     /// Makes the encoder; it holds no state.
     public init() {}
 
+    /// Encodes `bitmap`; a failure carries libpng's message as the codec's word.
     public func encode(_ bitmap: Bitmap) throws(ImagoError) -> Data {
         let alpha = bitmap.hasAlpha
         let pixels = bitmap.straightAlphaPixels(alpha: alpha)
@@ -35,8 +36,12 @@ public struct PNGEncoder: ImageEncoding {
         return data
     }
 
+    /// libpng's message as the reason, and as the codec's word.
     private func failure(_ image: png_image) -> ImagoError {
-        .encodingFailed(format: .png, reason: image.failureMessage ?? "libpng failed")
+        guard let message = image.failureMessage else {
+            return .encodingFailed(format: .png, reason: "libpng failed without a message", codec: nil)
+        }
+        return .encodingFailed(format: .png, reason: message, codec: .init(library: "libpng", message: message))
     }
 }
 

@@ -88,11 +88,13 @@ public struct WebPEncoder: ImageEncoding {
         return Data(bytes: bytes, count: writer.size)
     }
 
+    /// A failure Imago found itself, without a code from libwebp.
     private static func failure(_ reason: String) -> ImagoError {
-        .encodingFailed(format: .webp, reason: reason)
+        .encodingFailed(format: .webp, reason: reason, codec: nil)
     }
 
-    /// libwebp gives only a code; these are its header's descriptions, reworded.
+    /// libwebp gives only a code: the reason is its header's description, reworded,
+    /// and the codec's word is the code's name.
     private static func failure(_ code: WebPEncodingError) -> ImagoError {
         let reason = switch code {
         case VP8_ENC_ERROR_OUT_OF_MEMORY: "out of memory"
@@ -107,7 +109,25 @@ public struct WebPEncoder: ImageEncoding {
         case VP8_ENC_ERROR_USER_ABORT: "encoding was cancelled"
         default: "libwebp failed (error \(code.rawValue))"
         }
-        return failure(reason)
+        return .encodingFailed(format: .webp, reason: reason, codec: .init(library: "libwebp", message: name(code)))
+    }
+
+    /// The error code's name in libwebp's header.
+    static func name(_ code: WebPEncodingError) -> String {
+        switch code {
+        case VP8_ENC_OK: "VP8_ENC_OK"
+        case VP8_ENC_ERROR_OUT_OF_MEMORY: "VP8_ENC_ERROR_OUT_OF_MEMORY"
+        case VP8_ENC_ERROR_BITSTREAM_OUT_OF_MEMORY: "VP8_ENC_ERROR_BITSTREAM_OUT_OF_MEMORY"
+        case VP8_ENC_ERROR_NULL_PARAMETER: "VP8_ENC_ERROR_NULL_PARAMETER"
+        case VP8_ENC_ERROR_INVALID_CONFIGURATION: "VP8_ENC_ERROR_INVALID_CONFIGURATION"
+        case VP8_ENC_ERROR_BAD_DIMENSION: "VP8_ENC_ERROR_BAD_DIMENSION"
+        case VP8_ENC_ERROR_PARTITION0_OVERFLOW: "VP8_ENC_ERROR_PARTITION0_OVERFLOW"
+        case VP8_ENC_ERROR_PARTITION_OVERFLOW: "VP8_ENC_ERROR_PARTITION_OVERFLOW"
+        case VP8_ENC_ERROR_BAD_WRITE: "VP8_ENC_ERROR_BAD_WRITE"
+        case VP8_ENC_ERROR_FILE_TOO_BIG: "VP8_ENC_ERROR_FILE_TOO_BIG"
+        case VP8_ENC_ERROR_USER_ABORT: "VP8_ENC_ERROR_USER_ABORT"
+        default: "WebPEncodingError \(code.rawValue)"
+        }
     }
 }
 #endif

@@ -1,29 +1,61 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// The one error type Imago throws.
 ///
 /// Every failure reaches the caller as one of these cases, so an app can switch over
-/// them; `description` is a sentence a person can act on.
+/// them; `description` is a sentence a person can act on. Where something beneath
+/// Imago failed (URLSession, a system call, a codec library), the case carries that
+/// cause as data as well as in words: the `URLError.Code` and socket errno of a
+/// network failure, the errno of a file error, the codec library's own message.
 public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The bytes are in a format Imago recognises but cannot decode on this platform
     /// (AVIF, HEIC, BMP, TIFF, ICO, SVG on Linux), or in no format it knows at all
     /// (`format` is nil).
     case unsupportedFormat(ImageFormat?)
     /// A decoder rejected the data: corrupt, truncated, or using a feature the codec
-    /// library lacks. `reason` comes from the codec where it says something useful.
-    case decodingFailed(format: ImageFormat, reason: String)
+    /// library lacks.
+    ///
+    /// `reason` is Imago's sentence (the codec's message itself when Imago has
+    /// nothing to add); `codec` is what the codec library said, when it said
+    /// anything, and is nil when Imago found the fault before or without it.
+    case decodingFailed(format: ImageFormat, reason: String, codec: CodecMessage?)
     /// The image would decode to more pixels than allowed; refused from the header,
     /// before any pixel buffer was allocated. `frames` counts animation frames.
     case imageTooLarge(width: Int, height: Int, frames: Int, limit: Int)
-    /// Turning pixels back into a file failed.
-    case encodingFailed(format: ImageFormat, reason: String)
+    /// Turning pixels back into a file failed; `reason` and `codec` as for
+    /// `decodingFailed`.
+    case encodingFailed(format: ImageFormat, reason: String, codec: CodecMessage?)
     /// A local file could not be read or written.
-    case fileError(path: String, reason: String)
+    ///
+    /// `errno` is the POSIX error of the call that failed (`ENOENT`, `EACCES`, …;
+    /// `posixErrorCode` gives it as a `POSIXErrorCode`). A directory is refused with
+    /// `EISDIR`, the error reading one gives; other files that are not regular files
+    /// (devices, FIFOs) are refused before any call fails, with nil.
+    case fileError(path: String, reason: String, errno: Int32?)
     /// The URL is malformed or its scheme is not one Imago loads (http, https,
     /// file, data); found before any I/O.
     case invalidURL(String)
     /// The server answered with an HTTP error status.
     case httpStatus(Int, url: String)
     /// The transfer failed: refused, reset, dropped, unreachable, malformed response.
-    case network(url: String, reason: String)
+    ///
+    /// `code` is the `URLError.Code` of the failure: `.cannotConnectToHost` for a
+    /// refused or unreachable server, `.cannotFindHost` or `.dnsLookupFailed` for a
+    /// name that did not resolve, `.networkConnectionLost` for a connection reset or
+    /// closed before the body was complete, `.timedOut` for a server gone silent
+    /// (URLSession's idle timer), `.secureConnectionFailed` and the
+    /// `.serverCertificate…` codes for TLS. It is URLSession's own code, except where
+    /// URLSession on Linux reports `.unknown` for a failure that has a code on Apple
+    /// platforms (a TLS failure, a body cut short), or a body cut short as a success:
+    /// Imago then gives the code Apple's URLSession uses, so that one `switch` works
+    /// everywhere.
+    ///
+    /// `errno` is the socket error beneath (`ECONNRESET`, `ECONNREFUSED`, …) when the
+    /// platform reports one, else nil; `posixErrorCode` gives it as a `POSIXErrorCode`.
+    case network(url: String, reason: String, code: URLError.Code, errno: Int32?)
     /// The whole load took longer than allowed (`loadingTimeout`).
     case timedOut(url: String, seconds: Double)
     /// The response grew past the allowed size and was stopped.
@@ -34,26 +66,70 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The load was cancelled before it finished.
     case cancelled
 
+    /// What a codec library said when it refused: which library, in its own words.
+    public struct CodecMessage: Sendable, Hashable, CustomStringConvertible {
+        /// The library that spoke: "libjpeg-turbo", "libpng", "giflib" or "libwebp"
+        /// on Linux; "ImageIO" on Apple platforms.
+        public var library: String
+        /// Its message, unaltered: libjpeg's or libpng's error text, giflib's
+        /// `GifErrorString`, or the name of the status code libwebp and ImageIO
+        /// return (they have no messages).
+        public var message: String
+
+        /// Makes a codec message.
+        public init(library: String, message: String) {
+            self.library = library
+            self.message = message
+        }
+
+        /// "library: message".
+        public var description: String { "\(library): \(message)" }
+    }
+
+    /// The `URLError.Code` of a network failure; nil for every other case.
+    public var urlErrorCode: URLError.Code? {
+        if case .network(_, _, let code, _) = self { return code }
+        return nil
+    }
+
+    /// The POSIX error beneath a file or network failure, when one is known.
+    public var posixErrorCode: POSIXErrorCode? {
+        switch self {
+        case .fileError(_, _, let code?), .network(_, _, _, let code?): POSIXErrorCode(rawValue: code)
+        default: nil
+        }
+    }
+
+    /// What the codec library said, for a decoding or encoding failure where it
+    /// said something.
+    public var codecMessage: CodecMessage? {
+        switch self {
+        case .decodingFailed(_, _, let codec), .encodingFailed(_, _, let codec): codec
+        default: nil
+        }
+    }
+
+    /// A sentence naming what failed and why.
     public var description: String {
         switch self {
         case .unsupportedFormat(let format?):
             return "\(format.name) images are recognised but not supported on this platform"
         case .unsupportedFormat(nil):
             return "the data is not an image in any known format"
-        case .decodingFailed(let format, let reason):
-            return "\(format.name) decoding failed: \(reason)"
+        case .decodingFailed(let format, let reason, let codec):
+            return "\(format.name) decoding failed: \(reason)\(Self.attribution(codec, reason: reason))"
         case .imageTooLarge(let width, let height, let frames, let limit):
             let size = frames > 1 ? "\(width)×\(height) × \(frames) frames" : "\(width)×\(height)"
             return "image is too large to decode: \(size) exceeds the limit of \(limit) pixels"
-        case .encodingFailed(let format, let reason):
-            return "\(format.name) encoding failed: \(reason)"
-        case .fileError(let path, let reason):
+        case .encodingFailed(let format, let reason, let codec):
+            return "\(format.name) encoding failed: \(reason)\(Self.attribution(codec, reason: reason))"
+        case .fileError(let path, let reason, _):
             return "\(path): \(reason)"
         case .invalidURL(let url):
             return "'\(url)' is not a URL Imago can load (http, https, file or data)"
         case .httpStatus(let status, let url):
             return "\(url): the server answered HTTP \(status)"
-        case .network(let url, let reason):
+        case .network(let url, let reason, _, _):
             return "\(url): \(reason)"
         case .timedOut(let url, let seconds):
             return "\(url): not loaded within \(seconds.formatted()) s"
@@ -64,5 +140,12 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
         case .cancelled:
             return "the load was cancelled"
         }
+    }
+
+    /// " (libpng)" when the reason is the codec's own message, " (libjpeg-turbo:
+    /// message)" when Imago worded it, nothing when no codec spoke.
+    private static func attribution(_ codec: CodecMessage?, reason: String) -> String {
+        guard let codec else { return "" }
+        return codec.message == reason ? " (\(codec.library))" : " (\(codec))"
     }
 }

@@ -19,10 +19,14 @@ public struct GIFDecoder: ImageDecoding {
     /// Makes the decoder; it holds no state.
     public init() {}
 
+    /// Takes data sniffed as GIF, nothing else.
     public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
         format == .gif
     }
 
+    /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
+    /// buffer exists, and `decodingFailed` for truncated or corrupt data, with
+    /// giflib's message as the codec's word where giflib refused it.
     public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
     }
@@ -102,18 +106,26 @@ public struct GIFDecoder: ImageDecoding {
         return (index - pass1 - pass2 - pass3) * 2 + 1
     }
 
+    /// A failure Imago found itself, without giflib's word.
     static func failure(_ reason: String) -> ImagoError {
-        .decodingFailed(format: .gif, reason: reason)
+        .decodingFailed(format: .gif, reason: reason, codec: nil)
     }
 
-    /// The error for a failed giflib call, whose code giflib left in `code`.
+    /// The error for a failed giflib call, whose code giflib left in `code`: giflib's
+    /// message for the code, with Imago's reading of it where the message alone
+    /// would mislead.
     fileprivate static func failure(code: Int32, source: GIFByteSource) -> ImagoError {
-        if source.ranOut { return failure("the data ends before the image does") }
-        // The callback never fails otherwise, so this is giflib's stand-in code for
-        // an LZW code size over 8 bits ("failed to read" would mislead).
-        if code == D_GIF_ERR_READ_FAILED { return failure("the LZW code size is over 8 bits") }
-        if let message = GifErrorString(code) { return failure(String(cString: message)) }
-        return failure("giflib error \(code)")
+        let message = GifErrorString(code).map { String(cString: $0) } ?? "error \(code)"
+        let reason = if source.ranOut {
+            "the data ends before the image does"
+        } else if code == D_GIF_ERR_READ_FAILED {
+            // The callback never fails otherwise, so this is giflib's stand-in code
+            // for an LZW code size over 8 bits ("failed to read" would mislead).
+            "the LZW code size is over 8 bits"
+        } else {
+            message
+        }
+        return .decodingFailed(format: .gif, reason: reason, codec: .init(library: "giflib", message: message))
     }
 }
 

@@ -6,33 +6,44 @@ import Foundation
 /// RGB, CMYK and YCCK, with the EXIF orientation applied.
 ///
 /// 12-bit and lossless JPEGs need a libjpeg-turbo built for them (3.0 or later); with
-/// Debian 12's 2.1 they fail with the library's own reason.
+/// Debian 12's 2.1 they fail naming the variant, with the library's own message as
+/// the error's `codec`.
 public struct JPEGDecoder: ImageDecoding {
     /// Makes the decoder; it holds no state.
     public init() {}
 
+    /// Takes data sniffed as JPEG, nothing else.
     public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
         format == .jpeg
     }
 
+    /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
+    /// buffer exists, and `decodingFailed` for truncated or corrupt data, with
+    /// libjpeg-turbo's message as the codec's word where libjpeg-turbo refused it.
     public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
     }
 
     private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         guard let base = bytes.baseAddress, !bytes.isEmpty, let jpeg = imago_jpeg_create(base, bytes.count) else {
-            throw .decodingFailed(format: .jpeg, reason: "no data")
+            throw .decodingFailed(format: .jpeg, reason: "no data", codec: nil)
         }
         defer { imago_jpeg_destroy(jpeg) }
         func fail() -> ImagoError {
-            .decodingFailed(format: .jpeg, reason: Self.explain(String(cString: imago_jpeg_message(jpeg))))
+            let message = String(cString: imago_jpeg_message(jpeg))
+            guard imago_jpeg_message_is_own(jpeg) == 0 else {
+                return .decodingFailed(format: .jpeg, reason: message, codec: nil)
+            }
+            return .decodingFailed(
+                format: .jpeg, reason: Self.explain(message),
+                codec: .init(library: "libjpeg-turbo", message: message))
         }
 
         var info = imago_jpeg_info()
         guard imago_jpeg_read_header(jpeg, &info) == 0 else { throw fail() }
         let width = Int(info.width), height = Int(info.height)
         guard width > 0, height > 0 else {
-            throw .decodingFailed(format: .jpeg, reason: "the header gives an empty image")
+            throw .decodingFailed(format: .jpeg, reason: "the header gives an empty image", codec: nil)
         }
         try options.checkSize(width: width, height: height)
         let orientation = info.exif.map {
@@ -72,8 +83,9 @@ public struct JPEGDecoder: ImageDecoding {
         return 1
     }
 
-    /// libjpeg's messages name the marker at fault; for the JPEG variants that are
-    /// valid but beyond this library, say which variant it is.
+    /// The reason for libjpeg's `message`: the message itself, which names the marker
+    /// at fault, except for data that ends early and for the JPEG variants that are
+    /// valid but beyond this library, which are said in words.
     static func explain(_ message: String) -> String {
         let variants: [(String, String)] = [
             ("Unsupported JPEG data precision", "12- and 16-bit JPEG is not supported by this libjpeg-turbo"),
@@ -83,8 +95,7 @@ public struct JPEGDecoder: ImageDecoding {
             ("DNL not supported", "a height given by a DNL marker is not supported"),
             ("Premature end of JPEG file", "the data ends before the image does"),
         ]
-        guard let (_, variant) = variants.first(where: { message.contains($0.0) }) else { return message }
-        return "\(variant) (libjpeg: \(message))"
+        return variants.first(where: { message.contains($0.0) })?.1 ?? message
     }
 }
 

@@ -14,21 +14,29 @@ public struct PNGDecoder: ImageDecoding {
     /// Makes the decoder; it holds no state.
     public init() {}
 
+    /// Takes data sniffed as PNG, nothing else.
     public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
         format == .png
     }
 
+    /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
+    /// buffer exists, and `decodingFailed` for truncated or corrupt data, with
+    /// libpng's message as the codec's word where libpng refused it.
     public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
     }
 
     private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         guard let base = bytes.baseAddress, !bytes.isEmpty, let png = imago_png_create(base, bytes.count) else {
-            throw .decodingFailed(format: .png, reason: "no data")
+            throw .decodingFailed(format: .png, reason: "no data", codec: nil)
         }
         defer { imago_png_destroy(png) }
+        // libpng's messages are precise ("IHDR: CRC error"), so they are the reason
+        // as they stand.
         func fail() -> ImagoError {
-            .decodingFailed(format: .png, reason: String(cString: imago_png_message(png)))
+            let message = String(cString: imago_png_message(png))
+            let codec = imago_png_message_is_own(png) == 0 ? ImagoError.CodecMessage(library: "libpng", message: message) : nil
+            return .decodingFailed(format: .png, reason: message, codec: codec)
         }
 
         var info = imago_png_info()

@@ -177,7 +177,25 @@ public struct WebPDecoder: ImageDecoding {
     }
 
     private static func check(_ status: VP8StatusCode) throws(ImagoError) {
-        if status != VP8_STATUS_OK { throw failure(reason(status)) }
+        if status != VP8_STATUS_OK {
+            throw .decodingFailed(
+                format: .webp, reason: reason(status), codec: .init(library: "libwebp", message: name(status)))
+        }
+    }
+
+    /// The status code's name in libwebp's header, which stands for its message.
+    static func name(_ status: VP8StatusCode) -> String {
+        switch status {
+        case VP8_STATUS_OK: "VP8_STATUS_OK"
+        case VP8_STATUS_OUT_OF_MEMORY: "VP8_STATUS_OUT_OF_MEMORY"
+        case VP8_STATUS_INVALID_PARAM: "VP8_STATUS_INVALID_PARAM"
+        case VP8_STATUS_BITSTREAM_ERROR: "VP8_STATUS_BITSTREAM_ERROR"
+        case VP8_STATUS_UNSUPPORTED_FEATURE: "VP8_STATUS_UNSUPPORTED_FEATURE"
+        case VP8_STATUS_SUSPENDED: "VP8_STATUS_SUSPENDED"
+        case VP8_STATUS_USER_ABORT: "VP8_STATUS_USER_ABORT"
+        case VP8_STATUS_NOT_ENOUGH_DATA: "VP8_STATUS_NOT_ENOUGH_DATA"
+        default: "VP8StatusCode \(status.rawValue)"
+        }
     }
 
     /// libwebp's status as a sentence; it has no error messages of its own.
@@ -194,8 +212,9 @@ public struct WebPDecoder: ImageDecoding {
         }
     }
 
+    /// A failure Imago found itself, or where libwebp gave no status to report.
     private static func failure(_ reason: String) -> ImagoError {
-        .decodingFailed(format: .webp, reason: reason)
+        .decodingFailed(format: .webp, reason: reason, codec: nil)
     }
 }
 #endif
