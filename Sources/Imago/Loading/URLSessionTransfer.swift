@@ -1,0 +1,235 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A URLSession task, made sendable so the cancellation handler can reach it.
+struct TaskHandle: @unchecked Sendable {
+    // URLSessionTask is thread-safe (its state sits behind its own queues) but is not
+    // marked Sendable on every platform.
+    let task: URLSessionTask
+    init(_ task: URLSessionTask) { self.task = task }
+}
+
+/// The state of one load: the bytes so far, the response, the redirects seen, and
+/// the continuation that is resumed exactly once, by whoever finishes first.
+final class Transfer: Sendable {
+    typealias Outcome = Result<DataResponse, ImagoError>
+
+    let url: URL
+    let method: String
+    let limit: Int
+    let policy: RedirectPolicy
+    let progress: @Sendable (Int64, Int64?) -> Void
+
+    private struct State {
+        var data = Data()
+        var response: HTTPURLResponse?
+        var expected: Int64?
+        var seen: [URL]
+        var continuation: CheckedContinuation<Outcome, Never>?
+        /// Set once. The continuation is resumed with it by `finish` if already
+        /// installed, else by `install`: exactly once either way, under this lock.
+        var outcome: Outcome?
+    }
+
+    private let state: Locked<State>
+
+    init(url: URL, method: String, limit: Int, policy: RedirectPolicy, progress: @escaping @Sendable (Int64, Int64?) -> Void) {
+        self.url = url
+        self.method = method
+        self.limit = limit
+        self.policy = policy
+        self.progress = progress
+        state = Locked(State(seen: [url]))
+    }
+
+    /// Hands over the continuation; resumes it at once if the transfer already ended.
+    func install(_ continuation: CheckedContinuation<Outcome, Never>) {
+        let ready = state.withLock { state -> Outcome? in
+            if state.outcome == nil { state.continuation = continuation }
+            return state.outcome
+        }
+        if let ready { continuation.resume(returning: ready) }
+    }
+
+    /// Ends the transfer with `outcome` unless it already ended; true if this call did.
+    @discardableResult
+    func finish(_ outcome: Outcome) -> Bool {
+        let (first, continuation) = state.withLock { state -> (Bool, CheckedContinuation<Outcome, Never>?) in
+            guard state.outcome == nil else { return (false, nil) }
+            state.outcome = outcome
+            state.data = Data()  // the caller has the bytes (or needs none); drop ours
+            defer { state.continuation = nil }
+            return (true, state.continuation)
+        }
+        continuation?.resume(returning: outcome)
+        return first
+    }
+
+    /// Records the response; false when its declared length is too large and the
+    /// task must be stopped.
+    func receive(_ response: URLResponse) -> Bool {
+        guard let http = response as? HTTPURLResponse else { return true }
+        let declared = http.expectedContentLength
+        let tooLarge = declared > Int64(limit)
+        let expected: Int64? = declared >= 0 && !Self.isEncoded(http) ? declared : nil
+        let proceed = state.withLock { state -> Bool in
+            guard state.outcome == nil else { return false }
+            state.response = http
+            state.expected = expected
+            state.data = Data()  // only the final response's body counts
+            if let expected, !tooLarge {
+                // Avoid repeated regrowth for large bodies, but trust a server's claim
+                // only so far.
+                state.data.reserveCapacity(Int(min(expected, 8 << 20)))
+            }
+            return true
+        }
+        guard proceed else { return true }  // already over; whoever ended it stopped the task
+        if tooLarge {
+            finish(.failure(.responseTooLarge(url: (http.url ?? url).absoluteString, limit: limit)))
+            return false
+        }
+        progress(0, expected)
+        return true
+    }
+
+    /// Appends a piece of the body; false when the body just grew past the limit and
+    /// the task must be stopped.
+    func append(_ data: Data) -> Bool {
+        let report = state.withLock { state -> (Int64, Int64?)? in
+            guard state.outcome == nil else { return nil }
+            guard state.data.count + data.count <= limit else { return (-1, nil) }
+            state.data.append(data)
+            return (Int64(state.data.count), state.expected)
+        }
+        guard let (received, expected) = report else { return true }
+        if received < 0 {
+            finish(.failure(.responseTooLarge(url: url.absoluteString, limit: limit)))
+            return false
+        }
+        progress(received, expected)
+        return true
+    }
+
+    /// Decides a redirect: the request to follow, or nil after finishing the transfer
+    /// with `.redirectRefused`.
+    func redirect(response: HTTPURLResponse, proposed: URLRequest) -> URLRequest? {
+        let source = response.url ?? url
+        // Check where the server pointed, not only where URLSession went: on Linux a
+        // `Location: file:///etc/passwd` is turned into a path on the current http
+        // host before the delegate sees it.
+        var targets: [URL] = []
+        if let location = Self.header("Location", in: response),
+           let resolved = URL(string: location, relativeTo: source)?.absoluteURL {
+            targets.append(resolved)
+        }
+        if let proposedURL = proposed.url, !targets.contains(proposedURL) { targets.append(proposedURL) }
+        guard let target = proposed.url else {
+            finish(.failure(.redirectRefused(url: source.absoluteString, reason: "the redirect has no target")))
+            return nil
+        }
+        let refusal = state.withLock { state -> ImagoError? in
+            guard state.outcome == nil else { return .cancelled }
+            do throws(ImagoError) {
+                for candidate in targets { try policy.check(from: source, to: candidate, seen: state.seen) }
+            } catch {
+                return error
+            }
+            state.seen.append(target)
+            return nil
+        }
+        if let refusal {
+            finish(.failure(refusal))
+            return nil
+        }
+        var request = proposed
+        if !RedirectPolicy.sameOrigin(url, target) {
+            // Credentials the caller attached for one server must not reach another.
+            for name in ["Authorization", "Proxy-Authorization", "Cookie"] {
+                request.setValue(nil, forHTTPHeaderField: name)
+            }
+        }
+        return request
+    }
+
+    /// Ends the transfer from URLSession's final word on it.
+    func complete(task: URLSessionTask, error: Error?) {
+        if let error {
+            var mapped = URLSessionDataLoader.map(error, url: task.currentRequest?.url ?? url)
+            let code = (error as NSError).code
+            let lost = code == URLError.networkConnectionLost.rawValue
+            if case .network(let address, _, _, let errno) = mapped, lost || code == URLError.unknown.rawValue {
+                // A body cut short, said in bytes: clearer than libcurl's message
+                // (which arrives as an unknown error for a clean early close), and
+                // given the code Apple's URLSession reports it with.
+                let (received, expected) = state.withLock { ($0.data.count, $0.expected) }
+                if let expected, Int64(received) < expected {
+                    mapped = .network(
+                        url: address,
+                        reason: "the connection \(lost ? "was lost" : "closed") after \(received) of \(expected) bytes",
+                        code: .networkConnectionLost, errno: errno)
+                }
+            }
+            finish(.failure(mapped))
+            return
+        }
+        let outcome = state.withLock { state -> Outcome? in
+            guard state.outcome == nil else { return nil }
+            guard let response = state.response ?? (task.response as? HTTPURLResponse) else {
+                return .failure(.network(
+                    url: url.absoluteString, reason: "the server sent no response", code: .badServerResponse, errno: nil))
+            }
+            let finalURL = response.url ?? task.currentRequest?.url ?? url
+            // URLSession on Linux has been seen to end a connection closed early as a
+            // success; a body shorter than its Content-Length is never one.
+            if let expected = state.expected, Int64(state.data.count) < expected,
+               method != "HEAD", response.statusCode != 204, response.statusCode != 304 {
+                return .failure(.network(
+                    url: finalURL.absoluteString,
+                    reason: "the connection closed after \(state.data.count) of \(expected) bytes",
+                    code: .networkConnectionLost, errno: nil))
+            }
+            return .success(DataResponse(
+                data: state.data, url: finalURL, statusCode: response.statusCode,
+                headers: Self.headers(of: response)))
+        }
+        if let outcome { finish(outcome) }
+    }
+
+    /// Ends the transfer with an authentication challenge's response: Imago does not
+    /// answer challenges, so a 401 is the answer.
+    func complete(challengeResponse response: HTTPURLResponse) {
+        finish(.success(DataResponse(
+            data: Data(), url: response.url ?? url, statusCode: response.statusCode,
+            headers: Self.headers(of: response))))
+    }
+
+    // MARK: Helpers
+
+    static func headers(of response: HTTPURLResponse) -> [String: String] {
+        var headers: [String: String] = [:]
+        for (key, value) in response.allHeaderFields {
+            guard let name = (key as? String)?.lowercased() else { continue }
+            let text = (value as? String) ?? "\(value)"
+            headers[name] = headers[name].map { "\($0), \(text)" } ?? text
+        }
+        return headers
+    }
+
+    static func header(_ name: String, in response: HTTPURLResponse) -> String? {
+        let wanted = name.lowercased()
+        for (key, value) in response.allHeaderFields where (key as? String)?.lowercased() == wanted {
+            return value as? String
+        }
+        return nil
+    }
+
+    /// Whether the body is content-encoded: URLSession decompresses it, so the
+    /// Content-Length (of the compressed bytes) says nothing about what arrives.
+    static func isEncoded(_ response: HTTPURLResponse) -> Bool {
+        guard let encoding = header("Content-Encoding", in: response)?.lowercased() else { return false }
+        return !encoding.isEmpty && encoding != "identity"
+    }
+}
