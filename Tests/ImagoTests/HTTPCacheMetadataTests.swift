@@ -3,7 +3,7 @@ import Testing
 @testable import Imago
 
 /// HTTP freshness, validators, revalidation and stale-on-error rules of the disk cache
-/// (B5), all against an injected clock.
+///, all against an injected clock.
 @Suite struct HTTPCacheMetadataTests {
     static let url = URL(string: "https://images.example/cat.jpg")!
     /// 2015-10-21T07:28:00Z: the moment every response below arrives.
