@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import Imago
 
-/// HTTP freshness, validators, revalidation and stale-on-error rules of the disk cache
-///, all against an injected clock.
+/// HTTP freshness, validators, revalidation and stale-on-error rules of the disk
+/// cache, all against an injected clock.
 @Suite struct HTTPCacheMetadataTests {
     static let url = URL(string: "https://images.example/cat.jpg")!
     /// 2015-10-21T07:28:00Z: the moment every response below arrives.
