@@ -158,8 +158,10 @@ final class Pipeline: @unchecked Sendable {
     /// Drops a closing stage from its table, unless a newer stage took its key.
     private func forget(_ stage: StageCore) {
         switch stage.key {
-        case .original(let key): if originals[key] === stage { originals[key] = nil }
-        case .image(let key): if images[key] === stage { images[key] = nil }
+        case .original(let key):
+            if let index = originals.index(forKey: key), originals.values[index] === stage { originals.remove(at: index) }
+        case .image(let key):
+            if let index = images.index(forKey: key), images.values[index] === stage { images.remove(at: index) }
         }
     }
 
