@@ -59,7 +59,7 @@ final class CgroupPressureLevelProbe: PressureProbe {
         // In the default mode a listener hears its level and every level above, so a
         // critical event wakes both descriptors; `handle` keeps the higher.
         for (level, name) in [(MemoryPressureLevel.warning, "medium"), (.critical, "critical")] {
-            guard let event = GNU.makeEventFD() else { return nil }
+            guard let event = LinuxThreads.makeEventFD() else { return nil }
             let line = "\(event) \(levelFile) \(name)"
             let written = line.withCString { write(control, $0, strlen($0)) }
             guard written == line.utf8.count else {

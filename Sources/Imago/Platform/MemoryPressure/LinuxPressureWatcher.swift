@@ -1,5 +1,5 @@
 #if os(Linux)
-import Foundation
+import CImagoSystem
 import Glibc
 
 /// One mechanism's descriptors, and how to read what `poll` says about them. Owned by
@@ -46,7 +46,7 @@ final class PressureWatcher: @unchecked Sendable {
     private let runningThreadID = Locked<pid_t?>(nil)
 
     init?(probe: PressureProbe, report: @escaping @Sendable (MemoryPressureLevel) -> Void) {
-        guard let wake = GNU.makeEventFD() else { return nil }
+        guard let wake = LinuxThreads.makeEventFD() else { return nil }
         self.wake = wake
         self.probe = probe
         self.report = report
@@ -84,8 +84,8 @@ final class PressureWatcher: @unchecked Sendable {
     }
 
     private func run() {
-        _ = GNU.setThreadName?(pthread_self(), "imago-pressure")
-        runningThreadID.withLock { $0 = GNU.threadID?() }
+        LinuxThreads.nameCurrent("imago-pressure")
+        runningThreadID.withLock { $0 = LinuxThreads.currentID }
         defer { runningThreadID.withLock { $0 = nil } }
         while true {
             var polled = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)] + probe.watched
@@ -102,27 +102,22 @@ final class PressureWatcher: @unchecked Sendable {
     }
 }
 
-/// glibc functions the Swift Glibc module leaves out (glibc declares them only under
-/// `_GNU_SOURCE`), looked up once at run time instead of adding C to the package.
-enum GNU {
-    private static func function<F>(_ name: String, as type: F.Type) -> F? {
-        // The handle of the program itself searches every library loaded with it,
-        // libc included; it is never closed, so it can be opened per look-up.
-        dlsym(dlopen(nil, RTLD_NOW), name).map { unsafeBitCast($0, to: type) }
+/// The calls on threads and eventfds the watcher needs, which glibc declares only
+/// under `_GNU_SOURCE` and which come through the `CImagoSystem` module.
+enum LinuxThreads {
+    /// The kernel's id of the calling thread, as in /proc/self/task.
+    static var currentID: pid_t { gettid() }
+
+    /// Names the calling thread, so it is recognisable in `top -H` and debuggers (at
+    /// most 15 bytes).
+    static func nameCurrent(_ name: String) {
+        _ = pthread_setname_np(pthread_self(), name)
     }
 
-    private static let eventfd = function("eventfd", as: (@convention(c) (UInt32, Int32) -> Int32).self)
-    /// `gettid`: the kernel's id of the calling thread (glibc 2.30 and later).
-    static let threadID = function("gettid", as: (@convention(c) () -> pid_t).self)
-    /// `pthread_setname_np`, so the thread is recognisable in `top -H` and debuggers.
-    static let setThreadName = function(
-        "pthread_setname_np", as: (@convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32).self)
-
-    /// A new non-blocking, close-on-exec eventfd (its flags equal O_NONBLOCK and
-    /// O_CLOEXEC by definition).
+    /// A new non-blocking, close-on-exec eventfd.
     static func makeEventFD() -> Int32? {
-        guard let fd = eventfd?(0, O_NONBLOCK | O_CLOEXEC), fd >= 0 else { return nil }
-        return fd
+        let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        return fd >= 0 ? fd : nil
     }
 }
 
