@@ -139,7 +139,7 @@ public final class DiskCache: Sendable {
     /// `Library/Caches/<bundle identifier>/imago`, never a backed-up location.
     public static var defaultDirectory: URL {
         #if os(Linux) || os(Android) || os(FreeBSD) || os(OpenBSD)
-        // The XDG base-directory spec ignores relative paths in the variable.
+        // The XDG base-directory specification ignores relative paths in the variable.
         let environment = ProcessInfo.processInfo.environment
         let base: String
         if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {

@@ -67,8 +67,8 @@ enum DiskFiles {
         return value
     }
 
-    /// Makes `path` and each missing level above it with mode 0700, as the XDG spec
-    /// asks of ~/.cache itself.
+    /// Makes `path` and each missing level above it with mode 0700, as the XDG
+    /// base-directory specification asks of ~/.cache itself.
     static func createDirectory(_ path: String) {
         var prefix = ""
         for component in path.split(separator: "/") {
