@@ -34,8 +34,7 @@ class PressureProbe {
 /// The thread that waits on a probe. Shared by the source (until `stop`) and the
 /// thread (until it ends); whichever lets go last closes the descriptors.
 final class PressureWatcher: @unchecked Sendable {
-    // Unchecked: `probe` is only touched by the watcher thread, `thread` only by the
-    // source under its lock; the rest is immutable or `Locked`.
+    // Unchecked: `probe` is used only on the watcher thread, `thread` only under the source's lock.
 
     // Touched only by the watcher thread once it runs.
     private let probe: PressureProbe
