@@ -38,9 +38,10 @@ struct LRUList<Key: Hashable, Value> {
     /// The slot of the entry under `key`, if there is one.
     func slot(for key: Key) -> Int? { slots[key] }
 
-    /// The value in `slot`, which must hold an entry.
+    /// The value in `slot`, which must hold an entry (checked in debug builds only:
+    /// this is the memory tier's hit path).
     subscript(slot: Int) -> Value {
-        get { nodes[slot].value! }
+        get { nodes[slot].value.unsafelyUnwrapped }
         set { nodes[slot].value = newValue }
     }
 
