@@ -25,7 +25,10 @@ let package = Package(
         .systemLibrary(
             name: "CGIFLib",
             providers: [.apt(["libgif-dev"])]),
-        // The only C code: libjpeg and libpng report errors by longjmp (libjpeg's
+        // glibc's eventfd, gettid and pthread_setname_np, which it declares only under
+        // _GNU_SOURCE, for the memory-pressure watcher: a header, no library.
+        .systemLibrary(name: "CImagoSystem"),
+        // The only C sources: libjpeg and libpng report errors by longjmp (libjpeg's
         // default even calls exit()), which Swift cannot catch, so their calls are
         // wrapped where setjmp can stand: JPEG and PNG decoding, JPEG encoding.
         .target(
@@ -41,6 +44,7 @@ let package = Package(
                 .target(name: "CLibPNG", condition: linux),
                 .target(name: "CLibWebP", condition: linux),
                 .target(name: "CGIFLib", condition: linux),
+                .target(name: "CImagoSystem", condition: linux),
             ]),
         .executableTarget(name: "imago", dependencies: ["Imago"]),
         // Fixtures are read from the source tree by path, not bundled.

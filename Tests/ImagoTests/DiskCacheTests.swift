@@ -44,7 +44,7 @@ private final class DiskTestClock: Sendable {
     func advance(_ seconds: Double) { time.withLock { $0 += seconds } }
 }
 
-/// `imago cache fill`'s body for record `index` (SplitMix64 seeded with the index),
+/// `imago cache fill`'s body for record `index` (SplitMix64 started from the index),
 /// repeated here so the tests check bytes the tool wrote without trusting it.
 func fillBody(index: Int, size: Int) -> Data {
     var state = UInt64(truncatingIfNeeded: index)
@@ -125,7 +125,7 @@ private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x"
         return DiskCache(directory: folder.url, sizeLimit: sizeLimit, maximumAge: maximumAge, now: { clock.now })
     }
 
-    static func body(_ seed: Int, _ size: Int) -> Data { fillBody(index: seed, size: size) }
+    static func body(_ index: Int, _ size: Int) -> Data { fillBody(index: index, size: size) }
 
     static func recordSize(key: String, metadata: Int = 0, body: Int) -> Int {
         RecordFormat.fileSize(key: key.utf8.count, metadata: metadata, body: body)
@@ -247,7 +247,7 @@ private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x"
         #expect(FileManager.default.fileExists(atPath: folderPath + "/" + SHA256.hex("fill-0")))
         var info = stat()
         #expect(stat(folderPath, &info) == 0 && info.st_mode & 0o777 == 0o700)
-        // A relative XDG_CACHE_HOME is ignored, as the spec says.
+        // A relative XDG_CACHE_HOME is ignored, as the XDG base-directory specification says.
         #expect(try fill(["XDG_CACHE_HOME": "relative", "HOME": home.path]) == 0)
     }
     #endif

@@ -319,6 +319,8 @@ struct MemoryPressureTests {
         #expect(source.start { _ in } == mechanism)  // a second start keeps the first watch
         let id = try #require(try await threadID(of: source))
         #expect(try await threadExists(id))
+        let name = try String(contentsOfFile: "/proc/self/task/\(id)/comm", encoding: .utf8)
+        #expect(name == "imago-pressure\n")
         source.stop()
         #expect(try await !threadExists(id, waitingForExit: true))
         #expect(source.threadID == nil)
@@ -362,14 +364,14 @@ struct MemoryPressureTests {
         let stoppedOn = Locked<pid_t?>(nil)
         let handler: @Sendable (MemoryPressureLevel) -> Void = { [weak source] _ in
             source?.stop()
-            stoppedOn.withLock { $0 = GNU.threadID?() }
+            stoppedOn.withLock { $0 = LinuxThreads.currentID }
         }
         _ = try #require(source.start(handler))
         for _ in 0..<200 where stoppedOn.withLock({ $0 }) == nil {
             try await Task.sleep(for: .milliseconds(10))
         }
         let id = try #require(stoppedOn.withLock { $0 })
-        #expect(id != GNU.threadID?())
+        #expect(id != LinuxThreads.currentID)
         #expect(try await !threadExists(id, waitingForExit: true))
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What the disk cache remembers about an HTTP response so it can tell, later and
-/// without the network, whether the stored bytes may still be used (B5).
+/// without the network, whether the stored bytes may still be used.
 ///
 /// The rules are RFC 9111's for a *private* cache: Imago's disk tier belongs to one
 /// user of one app, never shared between users. So `s-maxage` and `proxy-revalidate`,

@@ -1,6 +1,7 @@
 import Foundation
 
-/// A memory cache of decoded images, as the loader uses it: the seeds' `cache`.
+/// A memory cache of decoded images, as the loader uses it: looked up before any
+/// load, filled after each decode.
 ///
 /// Conform to plug in another cache; `ImageCache` is the built-in one.
 public protocol ImageCaching: AnyObject, Sendable {
@@ -17,11 +18,11 @@ public protocol ImageCaching: AnyObject, Sendable {
 /// The memory tier: least-recently-used eviction under a cost limit (bytes of decoded
 /// pixels) and a count limit, O(1) look-up and insertion under one short lock.
 ///
-/// Entries live in one array and are chained by index, not by reference: moving an
-/// entry to the front on a hit is a handful of integer stores, with no reference
-/// counting and no allocation while the lock is held. Images that leave the cache are
-/// released after the lock is dropped, so freeing megabytes of pixels never holds up
-/// another thread's hit.
+/// Recency is kept in an `LRUList`, whose entries live in one array chained by
+/// index, not by reference: moving an entry to the front on a hit is a handful of
+/// integer stores, with no reference counting and no allocation while the lock is
+/// held. Images that leave the cache are released after the lock is dropped, so
+/// freeing megabytes of pixels never holds up another thread's hit.
 ///
 /// Reads move the entry to the front at once (plain LRU). The alternative, where a
 /// read only marks the entry and eviction gives marked entries a second chance, was
@@ -70,79 +71,35 @@ public final class ImageCache: ImageCaching {
     }
     private static let clockOrigin = ContinuousClock.now
 
+    /// An image and what the cache knows of it.
     private struct Entry {
-        var key: ImageCacheKey
-        /// Nil only while the slot is free.
-        var image: DecodedImage?
+        var image: DecodedImage
         var cost: Int
         /// When the entry stops being served, on the cache's clock; infinity if never.
         var expiry: Double
-        /// Index of the next entry towards the least recent, or -1.
-        var older: Int
-        /// Index of the next entry towards the most recent, or -1.
-        var newer: Int
     }
 
     private struct State {
-        var slots: [ImageCacheKey: Int] = [:]
-        var entries: [Entry] = []
-        /// Slots of removed entries, reused before the array grows.
-        var free: [Int] = []
-        var newest = -1
-        var oldest = -1
+        var list = LRUList<ImageCacheKey, Entry>()
         var totalCost = 0
 
-        mutating func unlink(_ i: Int) {
-            let older = entries[i].older, newer = entries[i].newer
-            if older >= 0 { entries[older].newer = newer } else { oldest = newer }
-            if newer >= 0 { entries[newer].older = older } else { newest = older }
-        }
-
-        mutating func linkNewest(_ i: Int) {
-            entries[i].older = newest
-            entries[i].newer = -1
-            if newest >= 0 { entries[newest].newer = i } else { oldest = i }
-            newest = i
-        }
-
-        mutating func touch(_ i: Int) {
-            guard newest != i else { return }
-            unlink(i)
-            linkNewest(i)
-        }
-
         mutating func insert(key: ImageCacheKey, image: DecodedImage, cost: Int, expiry: Double) {
-            let entry = Entry(key: key, image: image, cost: cost, expiry: expiry, older: -1, newer: -1)
-            let i: Int
-            if let reused = free.popLast() {
-                i = reused
-                entries[i] = entry
-            } else {
-                i = entries.count
-                entries.append(entry)
-            }
-            slots[key] = i
+            list.insertNewest(Entry(image: image, cost: cost, expiry: expiry), forKey: key)
             totalCost += cost
-            linkNewest(i)
         }
 
         /// Takes the entry out and hands back its image, for the caller to release
         /// once the lock is dropped.
-        mutating func remove(_ i: Int) -> DecodedImage? {
-            unlink(i)
-            slots[entries[i].key] = nil
-            totalCost -= entries[i].cost
-            let image = entries[i].image.take()
-            entries[i].key = ""
-            entries[i].cost = 0
-            free.append(i)
-            return image
+        mutating func remove(_ slot: Int) -> DecodedImage {
+            let entry = list.remove(slot)
+            totalCost -= entry.cost
+            return entry.image
         }
 
         /// Removes least recently used entries while `condition` holds.
         mutating func evict(into evicted: inout [DecodedImage], while condition: (State) -> Bool) {
-            while oldest >= 0, condition(self) {
-                if let image = remove(oldest) { evicted.append(image) }
+            while list.oldest >= 0, condition(self) {
+                evicted.append(remove(list.oldest))
             }
         }
     }
@@ -205,22 +162,22 @@ public final class ImageCache: ImageCaching {
     }
 
     /// How many images are stored, counting expired ones not yet removed.
-    public var count: Int { state.withLock { $0.slots.count } }
+    public var count: Int { state.withLock { $0.list.count } }
     /// Bytes of pixels stored, counting expired images not yet removed.
     public var totalCost: Int { state.withLock { $0.totalCost } }
 
     /// The image under `key`; an expired one is removed and reported as a miss.
     public func image(forKey key: ImageCacheKey) -> DecodedImage? {
         let (image, expired) = state.withLock { state -> (DecodedImage?, DecodedImage?) in
-            guard let i = state.slots[key] else { return (nil, nil) }
+            guard let slot = state.list.slot(for: key) else { return (nil, nil) }
             // The clock is read only for entries that can expire: without a
             // time-to-live a hit costs no clock read at all.
-            let expiry = state.entries[i].expiry
+            let expiry = state.list[slot].expiry
             if expiry.isFinite, expiry <= clock() {
-                return (nil, state.remove(i))
+                return (nil, state.remove(slot))
             }
-            state.touch(i)
-            return (state.entries[i].image, nil)
+            state.list.moveToNewest(slot)
+            return (state.list[slot].image, nil)
         }
         _ = expired
         return image
@@ -243,14 +200,14 @@ public final class ImageCache: ImageCaching {
         let expiry = timeToLive.map { clock() + $0 } ?? .infinity
         let evicted = state.withLock { state -> [DecodedImage] in
             var evicted: [DecodedImage] = []
-            if let i = state.slots[key], let old = state.remove(i) { evicted.append(old) }
+            if let slot = state.list.slot(for: key) { evicted.append(state.remove(slot)) }
             // Too big to keep: storing it would flush much of the cache for one
             // image, and the old image under the key must go all the same, since
             // the caller has replaced it.
             guard cost <= entryCostLimit else { return evicted }
             state.insert(key: key, image: image, cost: cost, expiry: expiry)
             let costLimit = costLimit, countLimit = countLimit
-            state.evict(into: &evicted) { $0.totalCost > costLimit || $0.slots.count > countLimit }
+            state.evict(into: &evicted) { $0.totalCost > costLimit || $0.list.count > countLimit }
             return evicted
         }
         _ = evicted
@@ -259,8 +216,8 @@ public final class ImageCache: ImageCaching {
     /// Removes the image under `key`.
     public func removeImage(forKey key: ImageCacheKey) {
         let removed = state.withLock { state -> DecodedImage? in
-            guard let i = state.slots[key] else { return nil }
-            return state.remove(i)
+            guard let slot = state.list.slot(for: key) else { return nil }
+            return state.remove(slot)
         }
         _ = removed
     }
@@ -291,7 +248,7 @@ public final class ImageCache: ImageCaching {
     public func trim(toCount count: Int) {
         let evicted = state.withLock { state -> [DecodedImage] in
             var evicted: [DecodedImage] = []
-            state.evict(into: &evicted) { $0.slots.count > count }
+            state.evict(into: &evicted) { $0.list.count > count }
             return evicted
         }
         _ = evicted
@@ -303,11 +260,11 @@ public final class ImageCache: ImageCaching {
         let now = clock()
         let evicted = state.withLock { state -> [DecodedImage] in
             var evicted: [DecodedImage] = []
-            var i = state.oldest
-            while i >= 0 {
-                let newer = state.entries[i].newer
-                if state.entries[i].expiry <= now, let image = state.remove(i) { evicted.append(image) }
-                i = newer
+            var slot = state.list.oldest
+            while slot >= 0 {
+                let newer = state.list.newer(than: slot)
+                if state.list[slot].expiry <= now { evicted.append(state.remove(slot)) }
+                slot = newer
             }
             return evicted
         }
@@ -329,23 +286,11 @@ public final class ImageCache: ImageCaching {
     /// problem found otherwise. For tests.
     func checkInvariants() -> String? {
         state.withLock { state in
-            var seen = 0, cost = 0, i = state.oldest, previous = -1
-            while i >= 0 {
-                let entry = state.entries[i]
-                guard entry.older == previous else { return "broken older link at \(i)" }
-                guard entry.image != nil, state.slots[entry.key] == i else { return "entry \(i) not indexed" }
-                seen += 1
-                cost += entry.cost
-                guard seen <= state.entries.count else { return "cycle in the list" }
-                previous = i
-                i = entry.newer
-            }
-            if previous != state.newest { return "newest is \(state.newest), list ends at \(previous)" }
-            if seen != state.slots.count { return "\(seen) linked, \(state.slots.count) indexed" }
-            if seen + state.free.count != state.entries.count { return "slots leaked" }
+            if let problem = state.list.checkInvariants() { return problem }
+            let cost = state.list.slotsFromOldest.reduce(0) { $0 + state.list[$1].cost }
             if cost != state.totalCost { return "totalCost \(state.totalCost), entries sum to \(cost)" }
             if state.totalCost > costLimit { return "over the cost limit" }
-            if state.slots.count > countLimit { return "over the count limit" }
+            if state.list.count > countLimit { return "over the count limit" }
             return nil
         }
     }

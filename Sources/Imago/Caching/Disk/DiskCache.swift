@@ -1,0 +1,305 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The disk tier's storage engine: for each key, the body bytes and an opaque metadata
+/// blob (the HTTP layer above keeps response headers there), one file per key.
+///
+/// **Files.** A record lives in a file named by the SHA-256 (hex) of its key. The file
+/// starts with a 40-byte header (magic, format version, key, metadata and body
+/// lengths, time stored), then the key, the metadata and the body, and ends with a
+/// CRC-32 of everything before it. CRC-32 rather than SHA-256: the checksum guards
+/// against accidents (a flipped bit, a write cut short by a crash, a stray file), and
+/// CRC-32 catches every error of up to 32 adjacent bits and lets other damage through
+/// once in four billion; a forger needs no hash collision, since whoever can write the
+/// directory can write a valid record anyway. A disk hit checks every byte, and here
+/// CRC-32 runs at 2 GB/s against 0.3 GB/s for the Swift SHA-256 (release build).
+/// The stored key catches name collisions and foreign files. Whatever fails a
+/// check (damaged, truncated, foreign, from another format version) is deleted and
+/// reported as a miss, so the layer above fetches it again.
+///
+/// **Writes** never block the caller: `store` keeps the record in memory, where reads
+/// find it at once, and a serial queue writes it to a temporary file in the same
+/// directory and renames it into place, so readers (in this process or another) see
+/// the old record or the new one, never half of one. There is no fsync: it would
+/// cost milliseconds per record for durability a cache does not need; after a power
+/// loss a record may be missing or damaged, and the checksum turns damage into a miss.
+/// A write that fails (unwritable directory, full disk) is dropped and counted in
+/// `statistics.droppedWrites`; nothing is thrown and nothing crashes. So is a store
+/// made while 64 MiB already wait for a slower disk: memory stays bounded, and the
+/// record is fetched again later.
+///
+/// `flush()` waits for what is queued; tests and command-line tools need it, apps
+/// rarely do.
+///
+/// **The size limit** holds at every moment, not only after a background sweep:
+/// `store` evicts least recently used records until the bytes on disk plus the
+/// bytes waiting in memory fit, deleting the evicted files before it returns (one
+/// unlink each; the only file work done on the caller's thread). Recency is kept in
+/// memory and persisted in each file's modification time, which this class sets
+/// itself (when written, and when read if the last mark is over a minute old), since
+/// access times are unreliable (`noatime`, `relatime`). At start, the index is rebuilt
+/// from the directory in the background. Sizes are file sizes, not blocks allocated.
+///
+/// **Several processes** may share the directory. Renames are atomic, concurrent
+/// writers of one key race to the last rename, and deleting a file already gone is
+/// fine. Each process sees others' changes through the directory's modification time
+/// and re-reads the directory (at most every two seconds while others write, and in
+/// `flush()` and `prune()`), so files it did not write count towards its limit.
+///
+/// **Records older than `maximumAge`** (by the time stored) are misses and are deleted
+/// when read or found by a scan.
+///
+/// `record(forKey:)` reads the file on the calling thread: call it off the main thread.
+public final class DiskCache: Sendable {
+    // The parts, one job to a file in this folder: RecordFormat, CRC32 and RecordFile
+    // (what a record file holds, and reading one back), DiskIndex (recency, bytes
+    // held, eviction), PendingWrites and DiskWriter (stores on their way to disk),
+    // DiskDirectorySync (other processes' changes, scans), DiskCacheState (the books
+    // those share, under one lock). This type ties them together.
+
+    /// A stored record.
+    public struct Record: Sendable, Equatable {
+        /// The body bytes.
+        public var data: Data
+        /// The metadata stored with the body, as given to `store`.
+        public var metadata: Data
+        /// When the record was stored (by the cache's clock).
+        public var storedAt: Date
+
+        /// Makes a record.
+        public init(data: Data, metadata: Data, storedAt: Date) {
+            self.data = data
+            self.metadata = metadata
+            self.storedAt = storedAt
+        }
+    }
+
+    /// Counters since the cache was opened, and its present contents.
+    public struct Statistics: Sendable, Equatable {
+        /// Records held, on disk or waiting to be written.
+        public var count = 0
+        /// Bytes held: the files' sizes plus the records waiting in memory.
+        public var totalSize = 0
+        /// Records waiting in memory to be written.
+        public var pendingWrites = 0
+        /// Bytes of the records waiting to be written.
+        public var pendingSize = 0
+        /// Writes given up: the directory or the disk refused them, the record alone
+        /// was larger than the size limit, or too many bytes were already waiting.
+        public var droppedWrites = 0
+        /// Reads that found a valid record.
+        public var hits = 0
+        /// Reads that found nothing usable.
+        public var misses = 0
+        /// Records deleted to keep the size limit or because they were too old.
+        public var evictions = 0
+        /// Damaged, truncated or foreign files found and deleted.
+        public var discarded = 0
+    }
+
+    /// Where the records live.
+    public let directory: URL
+    /// The most bytes kept (file sizes plus records waiting to be written).
+    public let sizeLimit: Int
+    /// Records stored longer ago than this many seconds are misses; nil keeps them
+    /// until evicted.
+    public let maximumAge: Double?
+
+    /// At most this many bytes wait in memory for the disk; beyond it, writes are
+    /// dropped rather than letting a slow disk grow the process without bound.
+    static let maximumPendingBytes = 64 << 20
+    /// A read marks a file as used (its modification time) only when the last mark
+    /// is older than this, so a hot record does not cost an inode write per hit.
+    static let touchInterval: Double = 60
+    /// Seen changes by other processes re-read the directory at most this often.
+    static let rescanInterval: Duration = .seconds(2)
+    /// A temporary file of a live process older than this is abandoned.
+    static let abandonedTemporaryAge: Double = 3600
+
+    /// The directory's path, for the system calls.
+    let path: String
+    let now: @Sendable () -> Date
+    /// Runs writes, sweeps and rescans one at a time, in the order they were asked for.
+    let queue = DispatchQueue(label: "imago.disk-cache", qos: .utility)
+    /// The index, the writes waiting and the counters.
+    let state: Locked<DiskCacheState>
+    /// Touched only by work on `queue`; a lock because the compiler cannot know that.
+    let sync = Locked(DirectorySync())
+    /// Numbers this process's temporary files.
+    let temporarySerial = Locked(0)
+
+    /// The platform's cache directory, in a folder of Imago's own: on Linux
+    /// `$XDG_CACHE_HOME/imago` (else `~/.cache/imago`); on Apple platforms
+    /// `Library/Caches/<bundle identifier>/imago`, never a backed-up location.
+    public static var defaultDirectory: URL {
+        #if os(Linux) || os(Android) || os(FreeBSD) || os(OpenBSD)
+        // The XDG base-directory specification ignores relative paths in the variable.
+        let environment = ProcessInfo.processInfo.environment
+        let base: String
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            base = xdg
+        } else {
+            base = (environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.cache"
+        }
+        return URL(fileURLWithPath: base, isDirectory: true).appendingPathComponent("imago", isDirectory: true)
+        #else
+        let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+            ?? URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
+        // Apps outside the sandbox share ~/Library/Caches; a folder per app keeps their
+        // limits apart.
+        let app = Bundle.main.bundleIdentifier.map { caches.appendingPathComponent($0, isDirectory: true) } ?? caches
+        return app.appendingPathComponent("imago", isDirectory: true)
+        #endif
+    }
+
+    /// Opens the cache in `directory` (default: `defaultDirectory`), creating it with
+    /// mode 0700 if needed. Never fails: an unusable directory makes every write a
+    /// dropped write and every read a miss.
+    ///
+    /// - Parameters:
+    ///   - sizeLimit: the most bytes kept.
+    ///   - maximumAge: seconds after which a record is a miss; nil for no limit.
+    ///   - now: the clock for record times and recency; tests move it.
+    public init(
+        directory: URL? = nil, sizeLimit: Int = 512 << 20, maximumAge: Double? = 30 * 86400,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        let directory = (directory ?? Self.defaultDirectory).standardizedFileURL
+        self.directory = directory
+        self.path = directory.path
+        self.sizeLimit = max(0, sizeLimit)
+        self.maximumAge = maximumAge
+        self.now = now
+        self.state = Locked(DiskCacheState(sizeLimit: self.sizeLimit, maximumAge: maximumAge))
+        queue.async { [self] in
+            DiskFiles.createDirectory(path)
+            rescan(checkingHeaders: false)
+        }
+    }
+
+    /// The file that holds (or would hold) the record for `key`.
+    public func fileURL(forKey key: String) -> URL {
+        directory.appendingPathComponent(Self.fileName(forKey: key), isDirectory: false)
+    }
+
+    /// The state of the cache now.
+    public var statistics: Statistics {
+        state.withLock { $0.statistics }
+    }
+
+    // MARK: - Reading
+
+    /// The record stored under `key`, if there is a valid one younger than
+    /// `maximumAge`. Reads the file on the calling thread; a damaged, foreign or
+    /// expired file is deleted and reported as nil.
+    public func record(forKey key: String) -> Record? {
+        let name = Self.fileName(forKey: key)
+        let time = now().timeIntervalSince1970
+        switch state.withLock({ $0.lookUp(name, key: key, at: time) }) {
+        case .answer(let record):
+            return record
+        case .expired:
+            deleteFiles([name])
+            return nil
+        case .readFile:
+            break
+        }
+
+        let outcome = RecordFile.read(filePath(name), key: key, at: time, touchInterval: Self.touchInterval) { storedAt in
+            maximumAge.map { time - storedAt > $0 } ?? false
+        }
+        switch outcome {
+        case .missing:
+            state.withLock { $0.misses += 1 }
+            return nil
+        case .invalid(let identity, let expired):
+            // Only the file read is deleted: another process may have replaced it since.
+            if FileIdentity(path: filePath(name)) == identity { unlink(filePath(name)) }
+            state.withLock { $0.noteInvalidFile(name, expired: expired) }
+            return nil
+        case .hit(let record, let size):
+            deleteFiles(state.withLock { $0.noteHit(name, size: size, at: time) })
+            return record
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Stores `data` and `metadata` under `key`, replacing any record there. Returns at
+    /// once: the record is readable immediately and written to disk in the background.
+    public func store(_ data: Data, metadata: Data = Data(), forKey key: String) {
+        let name = Self.fileName(forKey: key)
+        let size = RecordFormat.fileSize(key: key.utf8.count, metadata: metadata.count, body: data.count)
+        let time = now().timeIntervalSince1970
+        let victims: [String] = state.withLock { s in
+            guard let generation = s.stage(name, key: key, data: data, metadata: metadata, size: size, at: time) else {
+                return [name]
+            }
+            // Queued under the lock so the queue's order is the order of the stores.
+            queue.async { [self] in performWrite(name: name, generation: generation) }
+            return s.evictOverLimit(keeping: name)
+        }
+        deleteFiles(victims)
+    }
+
+    /// Removes the record under `key`; a read afterwards misses.
+    public func removeRecord(forKey key: String) {
+        let name = Self.fileName(forKey: key)
+        state.withLock { $0.drop(name) }
+        deleteFiles([name])
+    }
+
+    /// Removes every record, at once for readers; the files are deleted in the
+    /// background (`flush()` waits for it). Files that are not records are left alone.
+    public func removeAll() {
+        state.withLock { s in
+            s.clear()
+            queue.async { [self] in
+                noteForeignChanges()
+                sweep()
+                state.withLock { $0.writes.clearsQueued -= 1 }
+                markOwnChange()
+            }
+        }
+    }
+
+    /// Re-reads the directory in the background and enforces the size limit and the
+    /// maximum age now, reading every file's header; also deletes files that are not
+    /// valid records and temporary files abandoned by dead processes. `flush()` waits
+    /// for it.
+    public func prune() {
+        queue.async { [self] in
+            noteForeignChanges()
+            rescan(checkingHeaders: true)
+        }
+    }
+
+    /// Waits until every write, removal and prune asked for so far has reached the
+    /// disk, and the index agrees with the directory. Blocks: keep it off the main thread.
+    public func flush() {
+        queue.sync { settle() }
+    }
+
+    /// Waits, without blocking a thread, until every write, removal and prune asked
+    /// for so far has reached the disk, and the index agrees with the directory.
+    public func flush() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { [self] in
+                settle()
+                continuation.resume()
+            }
+        }
+    }
+
+    // MARK: - Names
+
+    static func fileName(forKey key: String) -> String { SHA256.hex(key) }
+
+    func filePath(_ name: String) -> String { path + "/" + name }
+}
