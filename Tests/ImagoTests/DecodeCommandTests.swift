@@ -41,16 +41,16 @@ import Testing
         return corruptPNG + crashGIF + unsupportedJPEG + truncated
     }
 
-    @Test(Corpus.available) func everyValidCorpusFileDecodesAndExitsZero() throws {
+    @Test(Corpus.available) func everyValidCorpusFileDecodesAndExitsZero() async throws {
         let files = try Self.validFiles()
         #expect(files.count > 450)
-        let result = try Tool.run(["decode"] + files.map(\.path))
+        let result = try await Tool.run(["decode"] + files.map(\.path))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdoutLines.count == files.count)
         #expect(result.stderr.isEmpty)
     }
 
-    @Test(Corpus.available) func everyFailingFileExitsOneWithOneClearLine() throws {
+    @Test(Corpus.available) func everyFailingFileExitsOneWithOneClearLine() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-decode-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -58,7 +58,7 @@ import Testing
         #expect(files.count > 100)
 
         // All at once, as JSON: every record says why, and the run exits 1.
-        let all = try Tool.run(["decode", "--json"] + files.map(\.path))
+        let all = try await Tool.run(["decode", "--json"] + files.map(\.path))
         #expect(all.status == 1)
         let records = try all.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
         #expect(records.count == files.count + 1)
@@ -72,7 +72,7 @@ import Testing
         // One by one for a sample of each kind: one line on standard error, naming
         // the file and the format, nothing on standard output.
         for file in stride(from: 0, to: files.count, by: 7).map({ files[$0] }) {
-            let result = try Tool.run(["decode", file.path])
+            let result = try await Tool.run(["decode", file.path])
             #expect(result.status == 1, "\(file.lastPathComponent)")
             #expect(result.stdout.isEmpty)
             #expect(result.stderrLines.count == 1, "\(result.stderr)")
@@ -80,19 +80,19 @@ import Testing
         }
     }
 
-    @Test(Corpus.available) func aBadFileDoesNotStopTheOthers() throws {
+    @Test(Corpus.available) func aBadFileDoesNotStopTheOthers() async throws {
         let good = try Corpus.folder("png/pngsuite/basn2c08.png").path
         let bad = try Corpus.folder("png/pngsuite/xcrn0g04.png").path
-        let result = try Tool.run(["decode", good, bad, good])
+        let result = try await Tool.run(["decode", good, bad, good])
         #expect(result.status == 1)
         #expect(result.stdoutLines.count == 2)
         #expect(result.stderrLines.count == 1 && result.stderr.contains("xcrn0g04.png"))
     }
 
-    @Test(Corpus.available) func jsonRecordsDescribeEachImage() throws {
+    @Test(Corpus.available) func jsonRecordsDescribeEachImage() async throws {
         let gif = try Corpus.folder("gif/image-gif/samples/moon_impact.gif").path
         let jpeg = try Corpus.folder("jpeg/exif-orientation/Portrait_8.jpg").path
-        let result = try Tool.run(["decode", "--json", gif, jpeg])
+        let result = try await Tool.run(["decode", "--json", gif, jpeg])
         #expect(result.status == 0)
         let records = try result.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
         #expect(records.count == 3)
@@ -102,13 +102,13 @@ import Testing
         #expect(records[2]["summary"] as? [String: Int] == ["files": 2, "decoded": 2, "failed": 0])
     }
 
-    @Test(Corpus.available) func writesDecodedImagesAsPNG() throws {
+    @Test(Corpus.available) func writesDecodedImagesAsPNG() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-out-\(UUID())")
         defer { try? FileManager.default.removeItem(at: folder) }
         let source = try Corpus.folder("jpeg/exif-orientation/Landscape_5.jpg")
         let out = folder.appendingPathComponent("one.png")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        #expect(try Tool.run(["decode", source.path, "--out", out.path]).status == 0)
+        #expect(try await Tool.run(["decode", source.path, "--out", out.path]).status == 0)
         let original = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: source))
         let written = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: out))
         #expect(written.format == .png && written.width == 1800 && written.height == 1200)
@@ -117,13 +117,13 @@ import Testing
         // By extension: JPEG and WebP too, at the quality asked for.
         for (name, format) in [("small.jpg", ImageFormat.jpeg), ("small.webp", .webp)] {
             let path = folder.appendingPathComponent(name).path
-            #expect(try Tool.run(["decode", source.path, "--thumbnail", "100", "--quality", "70", "--out", path]).status == 0)
+            #expect(try await Tool.run(["decode", source.path, "--thumbnail", "100", "--quality", "70", "--out", path]).status == 0)
             let image = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: URL(fileURLWithPath: path)))
             #expect(image.format == format && image.width == 100 && image.height == 67, "\(name)")
         }
 
         let gif = try Corpus.folder("gif/image-gif/samples/alpha_gif_a.gif")
-        let result = try Tool.run(["decode", "--out-dir", folder.appendingPathComponent("many").path, source.path, gif.path])
+        let result = try await Tool.run(["decode", "--out-dir", folder.appendingPathComponent("many").path, source.path, gif.path])
         #expect(result.status == 0)
         for name in ["Landscape_5.png", "alpha_gif_a.png"] {
             let path = folder.appendingPathComponent("many/\(name)").path
@@ -131,7 +131,7 @@ import Testing
         }
     }
 
-    @Test func badUsageExitsTwo() throws {
+    @Test func badUsageExitsTwo() async throws {
         let cases: [[String]] = [
             ["decode"],
             ["decode", "a.png", "--out", "x.png", "--out-dir", "d"],
@@ -145,16 +145,16 @@ import Testing
             [],
         ]
         for arguments in cases {
-            let result = try Tool.run(arguments)
+            let result = try await Tool.run(arguments)
             #expect(result.status == 2, "\(arguments)")
             #expect(result.stdout.isEmpty && !result.stderr.isEmpty, "\(arguments)")
         }
-        let help = try Tool.run(["decode", "--help"])
+        let help = try await Tool.run(["decode", "--help"])
         #expect(help.status == 0 && help.stdout.contains("usage: imago decode"))
     }
 
-    @Test func aMissingFileIsReported() throws {
-        let result = try Tool.run(["decode", "/nonexistent/photo.jpg"])
+    @Test func aMissingFileIsReported() async throws {
+        let result = try await Tool.run(["decode", "/nonexistent/photo.jpg"])
         #expect(result.status == 1)
         #expect(result.stderr.hasPrefix("imago: /nonexistent/photo.jpg: "))
     }

@@ -13,10 +13,10 @@ import Testing
         server.route("/broken.png") { _ in .ok(Data("not an image".utf8)) }
     }
 
-    @Test func loadsEveryURLAndSummarises() throws {
+    @Test func loadsEveryURLAndSummarises() async throws {
         defer { server.stop() }
         let urls = (0..<5).map { server.url("/\($0).png").absoluteString }
-        let result = try Tool.run(["fetch", "--no-disk-cache", "--concurrency", "3"] + urls + urls)
+        let result = try await Tool.run(["fetch", "--no-disk-cache", "--concurrency", "3"] + urls + urls)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("10 items, 0 failed") && result.stdout.contains("5 transfers"), "\(result.stdout)")
         // Duplicates coalesce or hit memory: each URL reached the server once.
@@ -25,14 +25,14 @@ import Testing
         #expect(result.stderr.isEmpty)
     }
 
-    @Test func aFailingURLIsReportedWhileTheOthersLoad() throws {
+    @Test func aFailingURLIsReportedWhileTheOthersLoad() async throws {
         defer { server.stop() }
         let input = FileManager.default.temporaryDirectory.appendingPathComponent("imago-fetch-\(UUID()).txt")
         defer { try? FileManager.default.removeItem(at: input) }
         let lines = ["# a comment", server.url("/0.png").absoluteString, "", server.url("/missing.png").absoluteString,
                      server.url("/broken.png").absoluteString, "ftp://example.com/x.png", server.url("/1.png").absoluteString]
         try lines.joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
-        let result = try Tool.run(["fetch", "--no-disk-cache", "--input", input.path, "--json", "--retries", "0"])
+        let result = try await Tool.run(["fetch", "--no-disk-cache", "--input", input.path, "--json", "--retries", "0"])
         #expect(result.status == 1)
         let records = try result.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
         #expect(records.count == 6)
@@ -48,38 +48,38 @@ import Testing
         #expect(summary["hits"] as? [String: Int] == ["network": 2])
     }
 
-    @Test func thumbnailsAndTimeouts() throws {
+    @Test func thumbnailsAndTimeouts() async throws {
         defer { server.stop() }
         server.route("/stall.png") { _ in .stall() }
-        let photo = try Tool.run(["fetch", "--no-disk-cache", "--json", "--thumbnail", "1", server.url("/0.png").absoluteString])
+        let photo = try await Tool.run(["fetch", "--no-disk-cache", "--json", "--thumbnail", "1", server.url("/0.png").absoluteString])
         #expect(photo.status == 0)
         #expect(photo.stdout.contains("\"width\":1"))
         let start = ContinuousClock.now
-        let stalled = try Tool.run(["fetch", "--no-disk-cache", "--timeout", "1", "--retries", "0", server.url("/stall.png").absoluteString])
+        let stalled = try await Tool.run(["fetch", "--no-disk-cache", "--timeout", "1", "--retries", "0", server.url("/stall.png").absoluteString])
         #expect(stalled.status == 1 && stalled.stderr.contains("not loaded within 1 s"), "\(stalled.stderr)")
         #expect(ContinuousClock.now - start < .seconds(10))
     }
 
-    @Test func aSecondRunIsAnsweredByTheDiskCache() throws {
+    @Test func aSecondRunIsAnsweredByTheDiskCache() async throws {
         defer { server.stop() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imago-fetch-cache-\(UUID())")
         defer { try? FileManager.default.removeItem(at: directory) }
         server.route("/fresh.png", data: pngData(1), headers: ["Cache-Control": "max-age=3600"])
         let url = server.url("/fresh.png").absoluteString
-        let first = try Tool.run(["fetch", "--json", "--cache-dir", directory.path, url])
-        let second = try Tool.run(["fetch", "--json", "--cache-dir", directory.path, url])
+        let first = try await Tool.run(["fetch", "--json", "--cache-dir", directory.path, url])
+        let second = try await Tool.run(["fetch", "--json", "--cache-dir", directory.path, url])
         #expect(first.status == 0 && second.status == 0)
         #expect(first.stdout.contains("\"source\":\"network\"") && second.stdout.contains("\"source\":\"disk\""), "\(second.stdout)")
         #expect(second.stdout.contains("\"transfers\":0"))
         #expect(server.count(for: "/fresh.png") == 1)
     }
 
-    @Test func badUsageExitsTwo() throws {
+    @Test func badUsageExitsTwo() async throws {
         defer { server.stop() }
         for arguments in [["fetch"], ["fetch", "--concurrency", "0", "http://x/"], ["fetch", "--timeout", "soon", "http://x/"],
                           ["fetch", "--input", "/nonexistent/list.txt"], ["fetch", "--bogus"],
                           ["fetch", "--no-disk-cache", "--cache-dir", "/tmp/x", "http://x/"]] {
-            let result = try Tool.run(arguments)
+            let result = try await Tool.run(arguments)
             #expect(result.status == 2, "\(arguments)")
         }
     }

@@ -128,9 +128,10 @@ import FoundationNetworking
         let result = await loader.task(with: ImageRequest(url: url)).value
         guard case .failure(.timedOut) = result else { Issue.record("\(result)"); return }
         let elapsed = start.duration(to: .now)
-        // The upper bound only says "did not hang": a busy 2-core machine running the
-        // whole suite can be seconds late.
-        #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(20))
+        // The upper bound only says "did not hang" (the stall never ends): on 2 cores
+        // the suite's decoder tests can hold both threads of the concurrency pool,
+        // and the timer with them, for tens of seconds.
+        #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(90))
         #expect(await network.until { $0.cancelled == [url.absoluteString] })
     }
 

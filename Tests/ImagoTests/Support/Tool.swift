@@ -24,7 +24,22 @@ enum Tool {
 
     /// Runs `imago arguments`; a run longer than `timeout` seconds is killed and
     /// reported, so a hang fails the test instead of stalling the suite.
-    static func run(_ arguments: [String], timeout: Double = 120, sourceLocation: SourceLocation = #_sourceLocation) throws -> Result {
+    ///
+    /// The process is waited for on a thread of its own: a test blocking one of the
+    /// few threads of Swift's concurrency pool would delay every other test's timers.
+    static func run(_ arguments: [String], timeout: Double = 120, sourceLocation: SourceLocation = #_sourceLocation) async throws -> Result {
+        let (result, timedOut) = try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Swift.Result { try runBlocking(arguments, timeout: timeout) })
+            }.start()
+        }
+        if timedOut {
+            Issue.record("imago \(arguments.prefix(3).joined(separator: " ")) did not finish in \(timeout) s", sourceLocation: sourceLocation)
+        }
+        return result
+    }
+
+    private static func runBlocking(_ arguments: [String], timeout: Double) throws -> (Result, timedOut: Bool) {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
@@ -37,11 +52,10 @@ enum Tool {
         nonisolated(unsafe) var stdout = Data(), stderr = Data()
         DispatchQueue.global().async(group: group) { stdout = out.fileHandleForReading.readDataToEndOfFile() }
         DispatchQueue.global().async(group: group) { stderr = err.fileHandleForReading.readDataToEndOfFile() }
-        if group.wait(timeout: .now() + timeout) == .timedOut {
-            process.terminate()
-            Issue.record("imago \(arguments.prefix(3).joined(separator: " ")) did not finish in \(timeout) s", sourceLocation: sourceLocation)
-        }
+        let timedOut = group.wait(timeout: .now() + timeout) == .timedOut
+        if timedOut { process.terminate() }
         process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        let result = Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        return (result, timedOut)
     }
 }
