@@ -191,29 +191,19 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
         let dqt = try #require((2..<encoded.count - 1).first { encoded[$0] == 0xFF && encoded[$0 + 1] == 0xDB })
         var badIndex = encoded
         badIndex[dqt + 4] = 0x05
-        let bogus = try #require(failure(Data(badIndex)))
+        let bogus = try #require(decoder.failure(Data(badIndex)))
         #expect(bogus == .decodingFailed(
             format: .jpeg, reason: "Bogus DQT index 5",
             codec: .init(library: "libjpeg-turbo", message: "Bogus DQT index 5")))
         #expect(bogus.description == "JPEG decoding failed: Bogus DQT index 5 (libjpeg-turbo)")
 
-        let cut = try #require(failure(Data(encoded.prefix(encoded.count / 2))))
+        let cut = try #require(decoder.failure(Data(encoded.prefix(encoded.count / 2))))
         #expect(cut == .decodingFailed(
             format: .jpeg, reason: "the data ends before the image does",
             codec: .init(library: "libjpeg-turbo", message: "Premature end of JPEG file")))
         #expect(cut.codecMessage?.library == "libjpeg-turbo")
         #expect(cut.description
             == "JPEG decoding failed: the data ends before the image does (libjpeg-turbo: Premature end of JPEG file)")
-    }
-
-    /// The error decoding `data` throws, or nil when it decodes.
-    func failure(_ data: Data) -> ImagoError? {
-        do {
-            _ = try decoder.decode(data, options: DecodingOptions())
-            return nil
-        } catch {
-            return error
-        }
     }
 
     @Test func garbageFails() {

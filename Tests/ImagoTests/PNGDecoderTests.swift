@@ -131,24 +131,14 @@ import Testing
         #expect(Array(encoded[12..<16]) == Array("IHDR".utf8))
         var badCRC = encoded
         badCRC[29] ^= 0xFF  // the first byte of IHDR's CRC
-        let error = try #require(failure(Data(badCRC)))
+        let error = try #require(decoder.failure(Data(badCRC)))
         #expect(error == .decodingFailed(
             format: .png, reason: "IHDR: CRC error", codec: .init(library: "libpng", message: "IHDR: CRC error")))
         #expect(error.description == "PNG decoding failed: IHDR: CRC error (libpng)")
 
-        let cut = try #require(failure(Data(encoded.prefix(encoded.count - 20))))
+        let cut = try #require(decoder.failure(Data(encoded.prefix(encoded.count - 20))))
         #expect(cut == .decodingFailed(format: .png, reason: "the data ends before the image does", codec: nil))
         #expect(cut.codecMessage == nil)
-    }
-
-    /// The error decoding `data` throws, or nil when it decodes.
-    func failure(_ data: Data) -> ImagoError? {
-        do {
-            _ = try decoder.decode(data, options: DecodingOptions())
-            return nil
-        } catch {
-            return error
-        }
     }
 
     @Test(Corpus.available) func encodedPNGDecodesToTheSamePixels() throws {

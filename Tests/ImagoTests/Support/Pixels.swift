@@ -98,3 +98,15 @@ extension Bitmap {
         return 10 * log10(255 * 255 / mse)
     }
 }
+
+extension ImageDecoding {
+    /// The error decoding `data` throws, or nil when it decodes.
+    func failure(_ data: Data) -> ImagoError? {
+        do {
+            _ = try decode(data, options: DecodingOptions())
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
