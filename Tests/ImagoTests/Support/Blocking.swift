@@ -11,8 +11,7 @@ func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async t
 
 /// Waits for `process` to end without holding a thread of the concurrency pool.
 func waitForExit(of process: Process) async -> Int32 {
-    nonisolated(unsafe) let process = process
-    return (try? await offThePool {
+    (try? await offThePool {
         process.waitUntilExit()
         return process.terminationStatus
     }) ?? -1
