@@ -231,10 +231,22 @@ import Testing
     }
 
     @Test func refusedConnectionIsANetworkError() async throws {
-        let server = TestServer()
-        try server.start()
-        let url = server.url("/gone")
-        server.stop()  // nothing listens on that port any more
+        // A port bound but never listened on refuses connections, and stays taken
+        // while the test runs: a port freed by a stopped server could be taken at
+        // once by another test's server, which would answer.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        try #require(fd >= 0 && bound)
+        let url = URL(string: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/gone")!
         let result = await Self.load(URLSessionDataLoader(), url)
         guard case .failure(.network(_, let reason, let code, let errno)) = result else {
             Issue.record("expected a network error, got \(result)")
