@@ -449,10 +449,11 @@ import Testing
             task.cancel()
             let result = await task.value
             #expect(result.error == .cancelled)
-            // Generous: other suites run in parallel on few cores; a hang would take 30 s.
-            #expect(ContinuousClock.now - cancelled < .seconds(2))
+            // Generous: other suites run in parallel on two cores, and the decoder
+            // tests can hold the concurrency pool for seconds; a hang would take 30 s.
+            #expect(ContinuousClock.now - cancelled < .seconds(10))
             // The transfer stops too: the client closes its connection.
-            let deadline = ContinuousClock.now + .seconds(3)
+            let deadline = ContinuousClock.now + .seconds(10)
             while server.openConnections > 0, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
