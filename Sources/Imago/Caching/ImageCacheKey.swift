@@ -8,18 +8,36 @@
 public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
     /// The resource: the request's URL as an absolute string, or the key given in its
     /// place (`ImageRequest.imageKey`).
-    public var imageKey: String
+    public let imageKey: String
     /// The size decoded to; nil for full size.
-    public var targetSize: TargetSize?
+    public let targetSize: TargetSize?
     /// The identifiers of the processors applied after decoding, in order; empty for
     /// none.
-    public var processing: [String]
+    public let processing: [String]
+    /// The parts' hash, computed once: a key is hashed by every table it passes
+    /// through (memory cache, stages in flight), and a hash table rehashes its
+    /// neighbours' keys when it removes one.
+    private let hash: Int
 
     /// The key of `imageKey` at `targetSize` with `processing`.
     public init(imageKey: String, targetSize: TargetSize? = nil, processing: [String] = []) {
         self.imageKey = imageKey
         self.targetSize = targetSize
         self.processing = processing
+        var hasher = Hasher()
+        hasher.combine(imageKey)
+        hasher.combine(targetSize)
+        hasher.combine(processing)
+        hash = hasher.finalize()
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(hash)
+    }
+
+    public static func == (lhs: ImageCacheKey, rhs: ImageCacheKey) -> Bool {
+        lhs.hash == rhs.hash && lhs.imageKey == rhs.imageKey && lhs.targetSize == rhs.targetSize
+            && lhs.processing == rhs.processing
     }
 
     /// The key of a full-size, unprocessed image: `"https://example.com/a.jpg"`.

@@ -39,7 +39,8 @@ final class Pipeline: @unchecked Sendable {
     // Guarded by `lock`:
     var cache: (any ImageCaching)?
     var loadingTimeout = 60.0
-    private var originals: [String: Stage<OriginalData>] = [:]
+    /// Original-data stages by the key of the full-size image (whose hash is kept).
+    private var originals: [ImageCacheKey: Stage<OriginalData>] = [:]
     private var images: [ImageCacheKey: Stage<ImageResponse>] = [:]
     private var transfers = WorkQueue(limit: 2)
     private var decoding: WorkQueue
@@ -188,9 +189,10 @@ final class Pipeline: @unchecked Sendable {
     /// The original-data stage of `request`'s image key, made and queued if none is
     /// in flight.
     func originalStage(for request: ImageRequest, priority: ImageRequest.Priority) -> Stage<OriginalData> {
-        if let stage = originals[request.imageKey] { return stage }
-        let stage = Stage<OriginalData>(key: .original(request.imageKey), priority: priority)
-        originals[request.imageKey] = stage
+        let key = ImageCacheKey(imageKey: request.imageKey)
+        if let stage = originals[key] { return stage }
+        let stage = Stage<OriginalData>(key: .original(key), priority: priority)
+        originals[key] = stage
         startOriginalStage(stage, request: request)
         return stage
     }

@@ -50,9 +50,9 @@ class StageCore: @unchecked Sendable {
     func removeSubscriber(_ id: Int) -> Bool { fatalError("a stage subclass answers this") }
 }
 
-/// Where a stage is found: originals by image key, images by their full key.
+/// Where a stage is found: originals by their image key, images by their full key.
 enum StageKey: Hashable {
-    case original(String)
+    case original(ImageCacheKey)
     case image(ImageCacheKey)
 }
 
