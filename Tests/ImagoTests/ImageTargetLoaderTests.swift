@@ -24,16 +24,16 @@ import FoundationNetworking
         loader.cache?.setImage(try! ImageDecoderRegistry.shared.decode(pngData(9)), forKey: request.cacheKey)
         let view = TargetView()
         var called = false
-        targets.loadImage(with: url, target: view, success: { response in
+        targets.loadImage(with: url, target: view, success: { _, response in
             called = response.source == .memory
-        }, failure: { _ in })
+        }, failure: { _, _ in })
         #expect(called)
         #expect(network.started.isEmpty)
     }
 
     @MainActor @Test func cancelCallsCancelExactlyWhatTheyName() async throws {
         let a = TargetView(), b = TargetView()
-        let one = ImageLoadAction("one") { _ in }, two = ImageLoadAction("two") { _ in }
+        let one = ImageLoadAction("one") { _, _ in }, two = ImageLoadAction("two") { _, _ in }
         let u1 = Self.url(1), u2 = Self.url(2)
         func start() -> [String: ImageTask] {
             [
@@ -64,7 +64,7 @@ import FoundationNetworking
 
     @MainActor @Test func lookUpsGiveTheLatestURL() {
         let view = TargetView()
-        let thumb = ImageLoadAction("thumb") { _ in }, full = ImageLoadAction("full") { _ in }
+        let thumb = ImageLoadAction("thumb") { _, _ in }, full = ImageLoadAction("full") { _, _ in }
         targets.loadImage(with: Self.url(1), target: view, action: thumb)
         targets.loadImage(with: Self.url(2), target: view, action: full)
         targets.loadImage(with: Self.url(3), target: view, action: thumb)
@@ -81,7 +81,7 @@ import FoundationNetworking
         do {
             let view = TargetView()
             gone = view
-            task = targets.loadImage(with: Self.url(1), target: view, success: { _ in }, failure: { _ in })
+            task = targets.loadImage(with: Self.url(1), target: view, success: { _, _ in }, failure: { _, _ in })
         }
         #expect(gone == nil)
         // The loader held the target weakly, and its sweep cancels the orphaned load
@@ -120,8 +120,8 @@ import FoundationNetworking
         defer { observers.forEach(center.removeObserver) }
         var events = targets.events.makeAsyncIterator()
         var outcomes: [Bool] = []
-        targets.loadImage(with: good, target: view, success: { _ in outcomes.append(true) }, failure: { _ in outcomes.append(false) })
-        targets.loadImage(with: bad, target: view, success: { _ in outcomes.append(true) }, failure: { _ in outcomes.append(false) })
+        targets.loadImage(with: good, target: view, success: { _, _ in outcomes.append(true) }, failure: { _, _ in outcomes.append(false) })
+        targets.loadImage(with: bad, target: view, success: { _, _ in outcomes.append(true) }, failure: { _, _ in outcomes.append(false) })
         // Each event is yielded right after its notification is posted.
         let first = await events.next(), second = await events.next()
         #expect(seen.withLock { $0.count } == 2)
@@ -142,5 +142,106 @@ import FoundationNetworking
         let event = await events.next()
         #expect(event?.url == url)
         #expect((try? event?.result.get())?.image.width == 2)
+    }
+
+    // MARK: - Order, targets handed back, success-only actions, nil targets
+
+    @MainActor @Test func imagesAreSetInTheOrderTheyWereSetAndNeverOverANewerOne() async throws {
+        let view = TargetView()
+        let shown = Locked<[URL]>([])
+        let action = ImageLoadAction("image") { _, response in shown.withLock { $0.append(response.url) } }
+        var events = targets.events.makeAsyncIterator()
+
+        // The full image arrives first: the thumbnail's load is cancelled, never set.
+        let thumbnail = Self.url(1), full = Self.url(2)
+        let early = targets.loadImage(with: thumbnail, target: view, action: action)
+        targets.loadImage(with: full, target: view, action: action)
+        #expect(await network.until { $0.started.count == 2 })
+        network.release(full, with: ok(full))
+        #expect(await events.next()?.url == full)
+        #expect(await network.until { $0.cancelled == [thumbnail.absoluteString] })
+        guard case .failure(.cancelled) = await early.value else { Issue.record("the overtaken load was not cancelled"); return }
+        #expect(shown.withLock { $0 } == [full])
+
+        // In order: both are set, the thumbnail first.
+        let thumbnail2 = Self.url(3), full2 = Self.url(4)
+        targets.loadImage(with: thumbnail2, target: view, action: action)
+        targets.loadImage(with: full2, target: view, action: action)
+        #expect(await network.until { $0.started.count == 4 })
+        network.release(thumbnail2, with: ok(thumbnail2))
+        #expect(await events.next()?.url == thumbnail2)
+        network.release(full2, with: ok(full2))
+        #expect(await events.next()?.url == full2)
+        #expect(shown.withLock { $0 } == [full, thumbnail2, full2])
+
+        // The full image already cached: set at once, the thumbnail's load cancelled.
+        let thumbnail3 = Self.url(5), cached = Self.url(6)
+        loader.cache?.setImage(try ImageDecoderRegistry.shared.decode(pngData(9)), forKey: ImageRequest(url: cached).cacheKey)
+        let pending = targets.loadImage(with: thumbnail3, target: view, action: action)
+        targets.loadImage(with: cached, target: view, action: action)
+        #expect(shown.withLock { $0.last } == cached)
+        guard case .failure(.cancelled)? = pending.result else { Issue.record("the earlier load was not cancelled"); return }
+        // Another action on the same target keeps its own order.
+        let other = ImageLoadAction("other") { _, response in shown.withLock { $0.append(response.url) } }
+        targets.loadImage(with: cached, target: view, action: other)
+        #expect(shown.withLock { $0.suffix(2) } == [cached, cached])
+    }
+
+    @MainActor @Test func theHandlerIsHandedTheTargetSoItNeedNotCaptureIt() async throws {
+        let url = Self.url(1)
+        network.answer(url, with: ok(url))
+        var view: TargetView? = TargetView()
+        let expected = ObjectIdentifier(view!)
+        let handed = Locked<[ObjectIdentifier]>([])
+        let action = ImageLoadAction("image") { target, _ in handed.withLock { $0.append(ObjectIdentifier(target)) } }
+        var events = targets.events.makeAsyncIterator()
+        targets.loadImage(with: url, target: view!, action: action)
+        _ = await events.next()
+        #expect(handed.withLock { $0 } == [expected])
+
+        // The loader holds the target weakly: released mid-load, nothing is set and
+        // the transfer stops.
+        let slow = Self.url(2)
+        weak let gone = view
+        let task = targets.loadImage(with: slow, target: view!, action: action)
+        view = nil
+        #expect(gone == nil)
+        guard case .failure(.cancelled) = await task.value else { Issue.record("the orphaned load was not cancelled"); return }
+        #expect(await network.until { $0.cancelled == [slow.absoluteString] })
+        #expect(handed.withLock { $0.count } == 1)
+    }
+
+    @MainActor @Test func anActionRunsOnSuccessOnlyFailuresArriveByNotification() async throws {
+        let view = TargetView()
+        let missing = Self.url(404)
+        network.answer(missing, with: ok(missing, status: 404))
+        let called = Locked(0)
+        let action = ImageLoadAction("image") { _, _ in called.withLock { $0 += 1 } }
+        let failures = Locked<[URL]>([])
+        let observer = NotificationCenter.default.addObserver(
+            forName: ImageTargetLoader.didFailNotification, object: view, queue: nil
+        ) { note in
+            if let url = note.userInfo?[ImageTargetLoader.UserInfoKey.url] as? URL { failures.withLock { $0.append(url) } }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        var events = targets.events.makeAsyncIterator()
+        targets.loadImage(with: missing, target: view, action: action)
+        let event = await events.next()
+        guard case .failure(.httpStatus(404, _))? = event?.result else { Issue.record("\(String(describing: event?.result))"); return }
+        #expect(failures.withLock { $0 } == [missing])
+        #expect(called.withLock { $0 } == 0)
+    }
+
+    @MainActor @Test func aNilTargetLoadsAndIsSeenThroughTheNotifications() async throws {
+        let url = Self.url(7)
+        network.answer(url, with: ok(url, 12))
+        let called = Locked(0)
+        let action = ImageLoadAction("image") { _, _ in called.withLock { $0 += 1 } }
+        var events = targets.events.makeAsyncIterator()
+        targets.loadImage(with: url, target: nil, action: action)
+        let event = await events.next()
+        #expect(event?.url == url && event?.target.object == nil)
+        #expect((try? event?.result.get())?.image.bitmap[0, 0].r == 12)
+        #expect(called.withLock { $0 } == 0)
     }
 }

@@ -3,28 +3,30 @@ import Foundation
 extension ImageTargetLoader {
     // MARK: - Loading
 
-    /// Loads `url` for `target`, calling `success` or `failure` on the main actor.
+    /// Loads `url` for `target`, calling `success` or `failure` on the main actor with
+    /// the target (held weakly until then, so the closures need not capture it).
     ///
-    /// When nothing is loading for `target` and the image is in the memory cache,
-    /// `success` runs before this returns. A cancelled load calls neither.
+    /// Loads set on one target are set in the order they were made: an image that is
+    /// in the memory cache, or that arrives before an earlier load's, cancels the
+    /// earlier loads, which are never set. A cached image succeeds before this
+    /// returns. A cancelled load, or one whose target has gone, calls neither.
     @MainActor @discardableResult
     public func loadImage(
         with url: URL, target: AnyObject,
-        success: @escaping @MainActor @Sendable (ImageResponse) -> Void,
-        failure: @escaping @MainActor @Sendable (ImagoError) -> Void
+        success: @escaping @MainActor @Sendable (_ target: AnyObject, _ response: ImageResponse) -> Void,
+        failure: @escaping @MainActor @Sendable (_ target: AnyObject, _ error: ImagoError) -> Void
     ) -> ImageTask {
-        load(url, target: target, actionName: nil) { result in
-            switch result {
-            case .success(let response): success(response)
-            case .failure(let error): failure(error)
-            }
-        }
+        load(url, target: target, action: nil, success: success, failure: failure)
     }
 
-    /// Loads `url` for `target`, calling `action`'s handler on the main actor.
+    /// Loads `url` for `target`, calling `action`'s handler on the main actor when it
+    /// succeeds; failures arrive by notification. Loads of one action on one target
+    /// are set in order, as with `loadImage(with:target:success:failure:)`. A nil
+    /// target loads with no handler: the outcome is seen through the notifications.
     @MainActor @discardableResult
-    public func loadImage(with url: URL, target: AnyObject, action: ImageLoadAction) -> ImageTask {
-        load(url, target: target, actionName: action.name, handler: action.handler)
+    public func loadImage(with url: URL, target: AnyObject?, action: ImageLoadAction) -> ImageTask {
+        guard let target else { return loadImage(with: url) }
+        return load(url, target: target, action: action.name, success: action.handler, failure: nil)
     }
 
     /// Loads `url` with no target; the outcome is seen through the notifications and
@@ -33,7 +35,9 @@ extension ImageTargetLoader {
     public func loadImage(with url: URL) -> ImageTask {
         let cache = loader.cache
         let task = loader.task(with: ImageRequest(url: url)) { [weak self] result in
-            self?.finished(url: url, target: WeakReference(nil), result: result, cache: cache, handler: nil)
+            self?.untrack(url: url, target: nil)
+            guard let self, result.isDelivered else { return }
+            Task { @MainActor in self.announce(result, url: url, target: WeakReference(nil), cache: cache) }
         }
         track(task, url: url)
         return task
@@ -41,34 +45,82 @@ extension ImageTargetLoader {
 
     @MainActor
     private func load(
-        _ url: URL, target: AnyObject, actionName: String?,
-        handler: @escaping @MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void
+        _ url: URL, target: AnyObject, action: String?,
+        success: @escaping @MainActor @Sendable (AnyObject, ImageResponse) -> Void,
+        failure: (@MainActor @Sendable (AnyObject, ImagoError) -> Void)?
     ) -> ImageTask {
         let request = ImageRequest(url: url)
         let handle = WeakReference(target)
         let id = ObjectIdentifier(target)
-        let (cache, idle) = registry.withLock { registry -> ((any ImageCaching)?, Bool) in
+        let (cache, sequence) = registry.withLock { registry -> ((any ImageCaching)?, Int) in
             if !registry.isLive(handle) { registry.targets[id] = TargetRegistry.Record(target: handle) }
             registry.targets[id]?.latestURL = url
-            if let actionName { registry.targets[id]?.latestURLByAction[actionName] = url }
-            return (loader.cache, registry.targets[id]?.loads.isEmpty ?? true)
+            if let action { registry.targets[id]?.latestURLByAction[action] = url }
+            registry.lastSequence += 1
+            return (loader.cache, registry.lastSequence)
         }
-        if idle, let image = loader.cachedImage(for: request) {
+        if let image = loader.cachedImage(for: request) {
             let response = ImageResponse(image: image, url: url, source: .memory, metrics: ImageMetrics())
             let task = loader.task(with: request)
-            handler(.success(response))
-            announce(.success(response), url: url, target: handle, cache: cache)
+            if show(sequence, of: action, on: handle) {
+                success(target, response)
+                announce(.success(response), url: url, target: handle, cache: cache)
+            }
             return task
         }
         let task = loader.task(with: request) { [weak self] result in
-            self?.finished(url: url, target: handle, result: result, cache: cache, handler: handler)
+            self?.untrack(url: url, target: handle)
+            guard let self, result.isDelivered else { return }
+            Task { @MainActor in
+                // A target that has gone gets nothing, and nor does a load that a newer
+                // image for the same action overtook.
+                guard let target = handle.object else { return }
+                switch result {
+                case .success(let response):
+                    guard self.show(sequence, of: action, on: handle) else { return }
+                    success(target, response)
+                case .failure(let error):
+                    guard self.isCurrent(sequence, of: action, on: handle) else { return }
+                    failure?(target, error)
+                }
+                self.announce(result, url: url, target: handle, cache: cache)
+            }
         }
         registry.withLock { registry in
-            if !task.isFinished { registry.targets[id]?.loads[task.id] = (task, url, actionName) }
+            if !task.isFinished {
+                registry.targets[id]?.loads[task.id] = .init(task: task, url: url, action: action, sequence: sequence)
+            }
         }
         track(task, url: url)
         startSweeping()
         return task
+    }
+
+    /// Whether no newer image has been set for `action` on the target.
+    private func isCurrent(_ sequence: Int, of action: String?, on handle: WeakReference) -> Bool {
+        registry.withLock { registry in
+            guard let id = handle.id, registry.isLive(handle) else { return false }
+            return (registry.targets[id]?.shown[action] ?? 0) < sequence
+        }
+    }
+
+    /// Records that load `sequence` sets its image for `action` on the target, and
+    /// cancels the earlier loads of that action, which must never be set after it;
+    /// false if a newer image is already set.
+    @MainActor
+    private func show(_ sequence: Int, of action: String?, on handle: WeakReference) -> Bool {
+        let earlier = registry.withLock { registry -> [ImageTask]? in
+            guard let id = handle.id, registry.isLive(handle), var record = registry.targets[id],
+                  (record.shown[action] ?? 0) < sequence else { return nil }
+            record.shown[action] = sequence
+            let overtaken = record.loads.values.filter { $0.action == action && $0.sequence < sequence }
+            for load in overtaken { record.loads[load.task.id] = nil }
+            registry.targets[id] = record
+            return overtaken.map(\.task)
+        }
+        guard let earlier else { return false }
+        loader.cancel(earlier)
+        return true
     }
 
     /// Indexes an unfinished task by URL, for `cancelLoading(url:)`.
@@ -80,23 +132,14 @@ extension ImageTargetLoader {
         if task.isFinished { registry.withLock { $0.forget(task, url: url) } }
     }
 
-    /// A load ended: it leaves the indexes; unless it was cancelled, the handler runs
-    /// and the notification is posted on the main actor.
-    private func finished(
-        url: URL, target: WeakReference, result: Result<ImageResponse, ImagoError>, cache: (any ImageCaching)?,
-        handler: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)?
-    ) {
+    /// A load ended: it leaves the indexes.
+    private func untrack(url: URL, target: WeakReference?) {
         registry.withLock { registry in
             registry.byURL[url]?.removeAll { $0.isFinished }
             if registry.byURL[url]?.isEmpty == true { registry.byURL[url] = nil }
-            if let id = target.id, registry.isLive(target), let loads = registry.targets[id]?.loads {
+            if let target, let id = target.id, registry.isLive(target), let loads = registry.targets[id]?.loads {
                 registry.targets[id]?.loads = loads.filter { !$0.value.task.isFinished }
             }
-        }
-        if case .failure(.cancelled) = result { return }
-        Task { @MainActor in
-            handler?(result)
-            self.announce(result, url: url, target: target, cache: cache)
         }
     }
 
@@ -143,7 +186,7 @@ extension ImageTargetLoader {
     }
 
     @MainActor
-    private func cancelTargetLoads(_ target: AnyObject, where matches: ((task: ImageTask, url: URL, action: String?)) -> Bool) {
+    private func cancelTargetLoads(_ target: AnyObject, where matches: (TargetRegistry.Record.Load) -> Bool) {
         let handle = WeakReference(target)
         let tasks = registry.withLock { registry -> [ImageTask] in
             guard registry.isLive(handle), let id = handle.id, let record = registry.targets[id] else { return [] }
@@ -201,5 +244,13 @@ extension ImageTargetLoader {
         }
         loader.cancel(orphans)
         return goOn
+    }
+}
+
+extension Result where Success == ImageResponse, Failure == ImagoError {
+    /// Whether the outcome is told to anyone: cancellations are silent.
+    var isDelivered: Bool {
+        if case .failure(.cancelled) = self { return false }
+        return true
     }
 }

@@ -85,15 +85,30 @@ public struct WeakReference: @unchecked Sendable {
 /// Every target's loads, the URL-only loads, and the listeners of `events`; a value
 /// behind the target loader's lock.
 struct TargetRegistry {
-    /// One target's unfinished loads (with their URL and action name) and latest URLs.
+    /// One target's unfinished loads, the latest URLs set on it, and which image it
+    /// shows for each action.
     struct Record {
+        /// An unfinished load: its task, URL, action (nil for the success/failure
+        /// form), and its place in the order loads were set.
+        struct Load {
+            let task: ImageTask
+            let url: URL
+            let action: String?
+            let sequence: Int
+        }
+
         let target: WeakReference
-        var loads: [Int: (task: ImageTask, url: URL, action: String?)] = [:]
+        var loads: [Int: Load] = [:]
         var latestURL: URL?
         var latestURLByAction: [String: URL] = [:]
+        /// The place in the order of the latest image set for each action: an older
+        /// load that arrives later is never set over it.
+        var shown: [String?: Int] = [:]
     }
 
     var targets: [ObjectIdentifier: Record] = [:]
+    /// The order loads are set in, over all targets.
+    var lastSequence = 0
     /// Unfinished loads by URL, for cancelling by URL: arrays, not sets, because a URL
     /// rarely has more than a few loads.
     var byURL: [URL: [ImageTask]] = [:]
