@@ -16,7 +16,7 @@ extension ImageTargetLoader {
         success: @escaping @MainActor @Sendable (_ target: AnyObject, _ response: ImageResponse) -> Void,
         failure: @escaping @MainActor @Sendable (_ target: AnyObject, _ error: ImagoError) -> Void
     ) -> ImageTask {
-        load(url, target: target, action: nil, success: success, failure: failure)
+        load(ImageRequest(url: url), target: target, action: nil, success: success, failure: failure)
     }
 
     /// Loads `url` for `target`, calling `action`'s handler on the main actor when it
@@ -26,7 +26,7 @@ extension ImageTargetLoader {
     @MainActor @discardableResult
     public func loadImage(with url: URL, target: AnyObject?, action: ImageLoadAction) -> ImageTask {
         guard let target else { return loadImage(with: url) }
-        return load(url, target: target, action: action.name, success: action.handler, failure: nil)
+        return load(ImageRequest(url: url), target: target, action: action.name, success: action.handler, failure: nil)
     }
 
     /// Loads `url` with no target; the outcome is seen through the notifications and
@@ -43,13 +43,15 @@ extension ImageTargetLoader {
         return task
     }
 
+    /// Loads `request` for `target` under `action` (nil for the success/failure
+    /// form), in the order loads are set on the target.
     @MainActor
-    private func load(
-        _ url: URL, target: AnyObject, action: String?,
+    func load(
+        _ request: ImageRequest, target: AnyObject, action: String?,
         success: @escaping @MainActor @Sendable (AnyObject, ImageResponse) -> Void,
         failure: (@MainActor @Sendable (AnyObject, ImagoError) -> Void)?
     ) -> ImageTask {
-        let request = ImageRequest(url: url)
+        let url = request.url
         let handle = WeakReference(target)
         let id = ObjectIdentifier(target)
         let (cache, sequence) = registry.withLock { registry -> ((any ImageCaching)?, Int) in
@@ -209,6 +211,17 @@ extension ImageTargetLoader {
     @MainActor public func url(for target: AnyObject) -> URL? {
         let handle = WeakReference(target)
         return registry.withLock { $0.isLive(handle) ? $0.targets[ObjectIdentifier(target)]?.latestURL : nil }
+    }
+
+    /// Forgets the URLs set on `target`, so that `url(for:)` answers nil.
+    @MainActor
+    func forgetURL(of target: AnyObject) {
+        let handle = WeakReference(target)
+        registry.withLock { registry in
+            guard registry.isLive(handle), let id = handle.id else { return }
+            registry.targets[id]?.latestURL = nil
+            registry.targets[id]?.latestURLByAction = [:]
+        }
     }
 
     // MARK: - Targets that go away

@@ -1,0 +1,156 @@
+import Foundation
+
+/// Anything that shows an image: a `UIImageView`, an `NSImageView`, a GTK picture,
+/// a cell of a contact sheet, a test double. The calls that SDWebImage's
+/// `UIImageView+WebCache` and AsyncImageView's `UIImageView.imageURL` put on image
+/// views, `setImage(with:)`, `imageURL` and `cancelImageLoad()`, come with it; they
+/// decide what to show, and the view only renders `ImageDisplayContent`.
+///
+/// The view is held weakly while its images load: a view that goes away has its
+/// loads cancelled, and so their transfers when nobody else waits for them.
+@MainActor
+public protocol ImageDisplaying: AnyObject {
+    /// Shows `content`.
+    func display(_ content: ImageDisplayContent)
+    /// The box the view shows images in, in pixels (its size × the screen's scale),
+    /// when it knows it: images are decoded to that size unless the options say
+    /// otherwise. Nil by default (full size).
+    var displayTargetSize: TargetSize? { get }
+    /// The loader the view's images come through; `ImageTargetLoader.shared` by
+    /// default.
+    var imageTargetLoader: ImageTargetLoader { get }
+}
+
+/// What a view shows at one moment.
+public struct ImageDisplayContent: Sendable {
+    /// Where a load stands.
+    public enum Phase: Sendable, Equatable {
+        /// No URL: the placeholder, if any.
+        case empty
+        /// Loading: the placeholder, if any, and the activity indicator if wanted.
+        case loading
+        /// The loaded image.
+        case success
+        /// The load failed: the failure image, else the placeholder.
+        case failure
+    }
+
+    /// Where the load stands.
+    public let phase: Phase
+    /// The image to show; nil for none.
+    public let image: DecodedImage?
+    /// Whether the activity indicator is shown.
+    public let showsActivityIndicator: Bool
+    /// How to change to `image`.
+    public let transition: ImageTransition
+}
+
+/// How a view changes to a new image.
+public enum ImageTransition: Sendable, Equatable {
+    /// At once.
+    case none
+    /// Fading the new image in over the old one for `seconds`.
+    case crossfade(seconds: Double)
+}
+
+/// How `setImage(with:)` loads and shows an image.
+public struct ImageDisplayOptions: Sendable {
+    /// The size to decode to; nil for the view's `displayTargetSize`.
+    public var targetSize: TargetSize?
+    /// Applied in order after decoding.
+    public var processors: [any ImageProcessing]
+    /// How urgent the load is.
+    public var priority: ImageRequest.Priority
+    /// How long a loaded image fades in (0.4 s, as AsyncImageView's
+    /// `crossfadeDuration`); 0 shows it at once. An image from the memory cache is
+    /// always shown at once.
+    public var crossfadeDuration: Double
+    /// Whether the activity indicator shows while loading (AsyncImageView's
+    /// `showActivityIndicator`, true by default).
+    public var showsActivityIndicator: Bool
+    /// Shown when the load fails; nil keeps the placeholder.
+    public var failureImage: DecodedImage?
+
+    /// The defaults.
+    public init(
+        targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [], priority: ImageRequest.Priority = .normal,
+        crossfadeDuration: Double = 0.4, showsActivityIndicator: Bool = true, failureImage: DecodedImage? = nil
+    ) {
+        self.targetSize = targetSize
+        self.processors = processors
+        self.priority = priority
+        self.crossfadeDuration = crossfadeDuration
+        self.showsActivityIndicator = showsActivityIndicator
+        self.failureImage = failureImage
+    }
+}
+
+extension ImageDisplaying {
+    public var displayTargetSize: TargetSize? { nil }
+
+    public var imageTargetLoader: ImageTargetLoader { .shared }
+
+    /// Loads `url` into the view, as SDWebImage's `setImageWithURL:placeholderImage:`:
+    /// the view's previous loads are cancelled, the placeholder is shown, an image in
+    /// the memory cache is shown before this returns, and a nil URL shows the
+    /// placeholder and loads nothing. `completion` runs on the main actor with the
+    /// image and where it came from, or the error; not when the load is cancelled.
+    @discardableResult
+    public func setImage(
+        with url: URL?, placeholder: DecodedImage? = nil, options: ImageDisplayOptions = ImageDisplayOptions(),
+        completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)? = nil
+    ) -> ImageTask? {
+        let targets = imageTargetLoader
+        targets.cancelLoading(target: self)
+        guard let url else {
+            targets.forgetURL(of: self)
+            display(ImageDisplayContent(phase: .empty, image: placeholder, showsActivityIndicator: false, transition: .none))
+            return nil
+        }
+        let request = ImageRequest(
+            url: url, targetSize: options.targetSize ?? displayTargetSize, processors: options.processors,
+            priority: options.priority)
+        if targets.loader.cachedImage(for: request) == nil {
+            display(ImageDisplayContent(
+                phase: .loading, image: placeholder, showsActivityIndicator: options.showsActivityIndicator, transition: .none))
+        }
+        let crossfade = options.crossfadeDuration, failureImage = options.failureImage ?? placeholder
+        return targets.load(request, target: self, action: nil, success: { target, response in
+            let transition: ImageTransition = response.source == .memory || crossfade <= 0 ? .none : .crossfade(seconds: crossfade)
+            (target as? any ImageDisplaying)?.display(ImageDisplayContent(
+                phase: .success, image: response.image, showsActivityIndicator: false, transition: transition))
+            completion?(.success(response))
+        }, failure: { target, error in
+            (target as? any ImageDisplaying)?.display(ImageDisplayContent(
+                phase: .failure, image: failureImage, showsActivityIndicator: false, transition: .none))
+            completion?(.failure(error))
+        })
+    }
+
+    /// The latest URL set on the view, by `imageURL` or `setImage(with:)`. Setting it
+    /// loads the image as AsyncImageView's `imageURL` does: images are set in the
+    /// order their URLs were set, and one that is cached or arrives first cancels the
+    /// earlier loads, which are never set; nil cancels the loads and clears the view.
+    public var imageURL: URL? {
+        get { imageTargetLoader.url(for: self) }
+        set {
+            guard let newValue else {
+                setImage(with: nil)
+                return
+            }
+            _ = imageTargetLoader.load(
+                ImageRequest(url: newValue, targetSize: displayTargetSize), target: self, action: Self.imageURLAction,
+                success: { target, response in
+                    (target as? any ImageDisplaying)?.display(ImageDisplayContent(
+                        phase: .success, image: response.image, showsActivityIndicator: false, transition: .none))
+                }, failure: nil)
+        }
+    }
+
+    /// Cancels the view's loads; what it shows stays.
+    public func cancelImageLoad() {
+        imageTargetLoader.cancelLoading(target: self)
+    }
+
+    private static var imageURLAction: String { "imago.imageURL" }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Testing
+@testable import Imago
+
+/// A view that records everything it is told to show.
+@MainActor final class RecordingView: ImageDisplaying {
+    var shown: [ImageDisplayContent] = []
+    let imageTargetLoader: ImageTargetLoader
+    var displayTargetSize: TargetSize?
+
+    init(_ targets: ImageTargetLoader, size: TargetSize? = nil) {
+        imageTargetLoader = targets
+        displayTargetSize = size
+    }
+
+    func display(_ content: ImageDisplayContent) { shown.append(content) }
+
+    /// The shade of the image last shown (the test images are one colour each).
+    var shade: UInt8? { shown.last?.image?.bitmap[0, 0].r }
+}
+
+/// `setImage(with:)`, `imageURL` and `cancelImageLoad()` on a view, modelled on
+/// SDWebImage's `UIImageView+WebCache` and AsyncImageView's `imageURL`.
+@MainActor @Suite struct ImageDisplayingTests {
+    let network = ControlledLoader()
+    let loader: ImageLoader
+    let targets: ImageTargetLoader
+    let placeholder = try! ImageDecoderRegistry.shared.decode(pngData(1))
+
+    init() {
+        loader = ImageLoader(configuration: .init(dataLoader: network, retryPolicy: .none), cache: ImageCache())
+        targets = ImageTargetLoader(loader: loader)
+    }
+
+    static func url(_ n: Int) -> URL { ImageLoaderTests.url(n) }
+
+    /// Sets `url` on `view` and waits for the completion.
+    func load(_ url: URL?, on view: RecordingView, options: ImageDisplayOptions = ImageDisplayOptions()) async -> Result<ImageResponse, ImagoError>? {
+        await withCheckedContinuation { continuation in
+            let task = view.setImage(with: url, placeholder: placeholder, options: options) { continuation.resume(returning: $0) }
+            if task == nil { continuation.resume(returning: nil) }
+        }
+    }
+
+    @Test func thePlaceholderShowsWhileLoadingThenTheImageFadesIn() async throws {
+        let view = RecordingView(targets, size: .thumbnail(1))
+        let url = Self.url(1)
+        let done = Task { await load(url, on: view) }
+        #expect(await network.until { $0.started.count == 1 })
+        #expect(view.shown.map(\.phase) == [.loading])
+        #expect(view.shown[0].image?.bitmap[0, 0].r == 1 && view.shown[0].showsActivityIndicator)
+        network.release(url, with: ok(url, 40))
+        let result = await done.value
+        #expect((try? result?.get())?.source == .network)
+        #expect(view.shown.map(\.phase) == [.loading, .success])
+        #expect(view.shown[1].transition == .crossfade(seconds: 0.4) && !view.shown[1].showsActivityIndicator)
+        // The view's size decides the size decoded.
+        #expect(view.shown[1].image?.width == 1 && view.shade == 40)
+        #expect(view.imageURL == url)
+    }
+
+    @Test func aCachedImageIsShownBeforeTheCallReturnsWithoutAFade() async throws {
+        let view = RecordingView(targets)
+        let url = Self.url(2)
+        loader.cache?.setImage(try ImageDecoderRegistry.shared.decode(pngData(50)), forKey: ImageRequest(url: url).cacheKey)
+        view.setImage(with: url, placeholder: placeholder)
+        #expect(view.shown.map(\.phase) == [.success] && view.shown[0].transition == .none && view.shade == 50)
+        #expect(network.started.isEmpty)
+    }
+
+    @Test func aNilURLShowsThePlaceholderAndLoadsNothing() async throws {
+        let view = RecordingView(targets)
+        #expect(await load(nil, on: view) == nil)
+        #expect(view.shown.map(\.phase) == [.empty] && view.shade == 1 && !view.shown[0].showsActivityIndicator)
+        #expect(view.imageURL == nil && network.started.isEmpty)
+    }
+
+    @Test func aNewImageCancelsThePreviousLoad() async throws {
+        let view = RecordingView(targets)
+        let first = Self.url(3), second = Self.url(4)
+        view.setImage(with: first)
+        #expect(await network.until { $0.started.count == 1 })
+        network.answer(second, with: ok(second, 70))
+        _ = await load(second, on: view)
+        #expect(await network.until { $0.cancelled == [first.absoluteString] })
+        #expect(view.shade == 70 && view.imageURL == second)
+    }
+
+    @Test func aFailureShowsTheFailureImage() async throws {
+        let view = RecordingView(targets)
+        let url = Self.url(404)
+        network.answer(url, with: ok(url, status: 404))
+        let failureImage = try ImageDecoderRegistry.shared.decode(pngData(99))
+        let result = await load(url, on: view, options: ImageDisplayOptions(showsActivityIndicator: false, failureImage: failureImage))
+        guard case .failure(.httpStatus(404, _))? = result else { Issue.record("\(String(describing: result))"); return }
+        #expect(view.shown.map(\.phase) == [.loading, .failure])
+        #expect(!view.shown[0].showsActivityIndicator && view.shade == 99)
+    }
+
+    @Test func imageURLSetsImagesInTheOrderSet() async throws {
+        let view = RecordingView(targets)
+        let thumbnail = Self.url(5), full = Self.url(6)
+        var events = targets.events.makeAsyncIterator()
+        view.imageURL = thumbnail
+        view.imageURL = full
+        #expect(view.imageURL == full)
+        #expect(await network.until { $0.started.count == 2 })
+        network.release(full, with: ok(full, 60))
+        #expect(await events.next()?.url == full)
+        #expect(await network.until { $0.cancelled == [thumbnail.absoluteString] })
+        #expect(view.shown.compactMap { $0.image?.bitmap[0, 0].r } == [60])
+        view.imageURL = nil
+        #expect(view.imageURL == nil && view.shown.last?.phase == .empty)
+    }
+
+    @Test func cancelImageLoadStopsTheTransferAndKeepsWhatIsShown() async throws {
+        let view = RecordingView(targets)
+        let url = Self.url(7)
+        view.setImage(with: url, placeholder: placeholder)
+        #expect(await network.until { $0.started.count == 1 })
+        view.cancelImageLoad()
+        #expect(await network.until { $0.cancelled == [url.absoluteString] })
+        #expect(view.shown.map(\.phase) == [.loading])
+    }
+
+    /// Many views reused at random, as cells of a scrolling list: each ends on the
+    /// image of the last URL set on it, and none ever shows an older one after it.
+    @Test func aReuseStormEndsOnTheLastURLOfEachView() async throws {
+        let urls = (0..<40).map { Self.url(1000 + $0) }
+        for (n, url) in urls.enumerated() { network.answer(url, with: ok(url, UInt8(n + 10))) }
+        let views = (0..<20).map { _ in RecordingView(targets) }
+        for _ in 0..<1000 {
+            let view = views.randomElement()!
+            if Bool.random() { view.setImage(with: urls.randomElement()!) } else { view.imageURL = urls.randomElement()! }
+            if Int.random(in: 0..<10) == 0 { await Task.yield() }
+        }
+        var last: [ObjectIdentifier: Int] = [:]
+        for view in views {
+            let n = Int.random(in: 0..<urls.count)
+            last[ObjectIdentifier(view)] = n
+            _ = await load(urls[n], on: view)
+        }
+        // Whatever was still on its way lands now, or never.
+        for _ in 0..<20 { await Task.yield() }
+        for view in views {
+            let n = try #require(last[ObjectIdentifier(view)])
+            #expect(view.shade == UInt8(n + 10))
+            #expect(view.imageURL == urls[n])
+        }
+    }
+}
