@@ -61,6 +61,7 @@ private func runBench(_ arguments: Arguments) async -> Int32 {
         await printSchedulerFigures(json: settings.json)
         let photos = try jpegFiles(in: settings.photos).map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
         try CacheBenchmark.printFigures(photos: photos, json: settings.json)
+        await ViewBenchmark.printFigures(json: settings.json)
         return ExitStatus.success
     } catch {
         Progress.clear()

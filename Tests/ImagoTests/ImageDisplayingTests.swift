@@ -37,8 +37,13 @@ import Testing
     /// Sets `url` on `view` and waits for the completion.
     func load(_ url: URL?, on view: RecordingView, options: ImageDisplayOptions = ImageDisplayOptions()) async -> Result<ImageResponse, ImagoError>? {
         await withCheckedContinuation { continuation in
-            let task = view.setImage(with: url, placeholder: placeholder, options: options) { continuation.resume(returning: $0) }
-            if task == nil { continuation.resume(returning: nil) }
+            let completed = Locked(false)
+            view.setImage(with: url, placeholder: placeholder, options: options) { result in
+                completed.withLock { $0 = true }
+                continuation.resume(returning: result)
+            }
+            // A nil URL loads nothing and calls no completion.
+            if url == nil, !completed.withLock({ $0 }) { continuation.resume(returning: nil) }
         }
     }
 

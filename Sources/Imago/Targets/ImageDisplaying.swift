@@ -95,6 +95,7 @@ extension ImageDisplaying {
     /// the memory cache is shown before this returns, and a nil URL shows the
     /// placeholder and loads nothing. `completion` runs on the main actor with the
     /// image and where it came from, or the error; not when the load is cancelled.
+    /// Returns the load's task; nil when nothing loads (a nil URL, a memory hit).
     @discardableResult
     public func setImage(
         with url: URL?, placeholder: DecodedImage? = nil, options: ImageDisplayOptions = ImageDisplayOptions(),
@@ -107,13 +108,19 @@ extension ImageDisplaying {
             display(ImageDisplayContent(phase: .empty, image: placeholder, showsActivityIndicator: false, transition: .none))
             return nil
         }
-        let request = ImageRequest(
-            url: url, targetSize: options.targetSize ?? displayTargetSize, processors: options.processors,
-            priority: options.priority)
-        if targets.loader.cachedImage(for: request) == nil {
-            display(ImageDisplayContent(
-                phase: .loading, image: placeholder, showsActivityIndicator: options.showsActivityIndicator, transition: .none))
+        let targetSize = options.targetSize ?? displayTargetSize
+        // A memory hit is the common case in a scrolling list: it is shown at once,
+        // with no task, request or notification made for it.
+        let key = ImageCacheKey(imageKey: url.absoluteString, targetSize: targetSize, processing: options.processors.map(\.identifier))
+        if let image = targets.loader.cache?.image(forKey: key) {
+            targets.noteShown(url, on: self)
+            display(ImageDisplayContent(phase: .success, image: image, showsActivityIndicator: false, transition: .none))
+            completion?(.success(ImageResponse(image: image, url: url, source: .memory, metrics: ImageMetrics())))
+            return nil
         }
+        display(ImageDisplayContent(
+            phase: .loading, image: placeholder, showsActivityIndicator: options.showsActivityIndicator, transition: .none))
+        let request = ImageRequest(url: url, targetSize: targetSize, processors: options.processors, priority: options.priority)
         let crossfade = options.crossfadeDuration, failureImage = options.failureImage ?? placeholder
         return targets.load(request, target: self, action: nil, success: { target, response in
             let transition: ImageTransition = response.source == .memory || crossfade <= 0 ? .none : .crossfade(seconds: crossfade)

@@ -196,7 +196,7 @@ extension ImageTargetLoader {
             for task in chosen { registry.targets[id]?.loads[task.id] = nil }
             return chosen
         }
-        loader.cancel(tasks)
+        if !tasks.isEmpty { loader.cancel(tasks) }
     }
 
     // MARK: - Look-ups
@@ -211,6 +211,24 @@ extension ImageTargetLoader {
     @MainActor public func url(for target: AnyObject) -> URL? {
         let handle = WeakReference(target)
         return registry.withLock { $0.isLive(handle) ? $0.targets[ObjectIdentifier(target)]?.latestURL : nil }
+    }
+
+    /// Records that `url`'s image, found in the memory cache, is set on `target` now:
+    /// it is the latest URL, and no load set earlier may be set after it.
+    @MainActor
+    func noteShown(_ url: URL, on target: AnyObject) {
+        let handle = WeakReference(target)
+        let id = ObjectIdentifier(target)
+        let earlier = registry.withLock { registry -> [ImageTask] in
+            if !registry.isLive(handle) { registry.targets[id] = TargetRegistry.Record(target: handle) }
+            registry.lastSequence += 1
+            registry.targets[id]?.latestURL = url
+            registry.targets[id]?.shown[nil] = registry.lastSequence
+            let overtaken = registry.targets[id]?.loads.values.filter { $0.action == nil } ?? []
+            for load in overtaken { registry.targets[id]?.loads[load.task.id] = nil }
+            return overtaken.map(\.task)
+        }
+        if !earlier.isEmpty { loader.cancel(earlier) }
     }
 
     /// Forgets the URLs set on `target`, so that `url(for:)` answers nil.

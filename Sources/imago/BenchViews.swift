@@ -1,0 +1,79 @@
+import Foundation
+import Imago
+
+/// The cost of a memory-cache hit through `setImage(with:)` on a view, against the
+/// least a cache hit can cost: a look-up in a dictionary behind a lock, and the
+/// assignment of what it found.
+@MainActor
+enum ViewBenchmark {
+    /// A view that keeps what it is told to show, as an image view keeps its image.
+    private final class View: ImageDisplaying {
+        var image: DecodedImage?
+        let imageTargetLoader: ImageTargetLoader
+
+        init(_ targets: ImageTargetLoader) { imageTargetLoader = targets }
+
+        func display(_ content: ImageDisplayContent) { image = content.image }
+    }
+
+    /// A lock around a dictionary: the baseline.
+    private final class LockedTable: @unchecked Sendable {
+        // Only touched with `lock` held.
+        private var table: [URL: DecodedImage] = [:]
+        private let lock = NSLock()
+
+        subscript(url: URL) -> DecodedImage? {
+            get { lock.lock(); defer { lock.unlock() }; return table[url] }
+            set { lock.lock(); defer { lock.unlock() }; table[url] = newValue }
+        }
+    }
+
+    struct Figures {
+        let setImageNanoseconds: Double
+        let baselineNanoseconds: Double
+    }
+
+    static func measure() -> Figures {
+        let image = DecodedImage(bitmap: Bitmap(width: 1, height: 1, pixels: [1, 2, 3, 255]), format: .png)
+        let urls = (0..<100).map { URL(string: "https://example.com/\($0).jpg")! }
+        let loader = ImageLoader(configuration: .init(), cache: ImageCache(memoryPressure: nil))
+        let targets = ImageTargetLoader(loader: loader)
+        let baseline = LockedTable()
+        for url in urls {
+            loader.cache?.setImage(image, forKey: ImageRequest(url: url).cacheKey)
+            baseline[url] = image
+        }
+        let views = (0..<20).map { _ in View(targets) }
+        let rounds = 20_000
+        var start = ContinuousClock.now
+        for n in 0..<rounds { views[n % views.count].setImage(with: urls[n % urls.count]) }
+        let viaSetImage = (ContinuousClock.now - start).seconds / Double(rounds)
+        start = ContinuousClock.now
+        for n in 0..<rounds { views[n % views.count].image = baseline[urls[n % urls.count]] }
+        let viaTable = (ContinuousClock.now - start).seconds / Double(rounds)
+        precondition(views.allSatisfy { $0.image != nil }, "the view benchmark missed the cache")
+        return Figures(setImageNanoseconds: viaSetImage * 1e9, baselineNanoseconds: viaTable * 1e9)
+    }
+
+    static func printFigures(json: Bool) {
+        let figures = measure()
+        if json {
+            struct Record: Encodable {
+                let measure: String
+                let setImageNanoseconds: Double
+                let baselineNanoseconds: Double
+            }
+            Output.json(Record(
+                measure: "view memory hit", setImageNanoseconds: figures.setImageNanoseconds,
+                baselineNanoseconds: figures.baselineNanoseconds))
+            return
+        }
+        Output.line("""
+
+            views
+            memory hit via setImage(with:)   \(Int(figures.setImageNanoseconds)) ns   \
+            locked dictionary + assignment: \(Int(figures.baselineNanoseconds)) ns   \
+            \(String(format: "%.1f", figures.setImageNanoseconds / figures.baselineNanoseconds))× (goal ≤ 3×)
+            """)
+    }
+}
