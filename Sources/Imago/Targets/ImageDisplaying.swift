@@ -102,8 +102,8 @@ extension ImageDisplaying {
         completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)? = nil
     ) -> ImageTask? {
         let targets = imageTargetLoader
-        targets.cancelLoading(target: self)
         guard let url else {
+            targets.cancelLoading(target: self)
             targets.forgetURL(of: self)
             display(ImageDisplayContent(phase: .empty, image: placeholder, showsActivityIndicator: false, transition: .none))
             return nil
@@ -118,6 +118,7 @@ extension ImageDisplaying {
             completion?(.success(ImageResponse(image: image, url: url, source: .memory, metrics: ImageMetrics())))
             return nil
         }
+        targets.cancelLoading(target: self)
         display(ImageDisplayContent(
             phase: .loading, image: placeholder, showsActivityIndicator: options.showsActivityIndicator, transition: .none))
         let request = ImageRequest(url: url, targetSize: targetSize, processors: options.processors, priority: options.priority)

@@ -53,11 +53,10 @@ extension ImageTargetLoader {
     ) -> ImageTask {
         let url = request.url
         let handle = WeakReference(target)
-        let id = ObjectIdentifier(target)
         let (cache, sequence) = registry.withLock { registry -> ((any ImageCaching)?, Int) in
-            if !registry.isLive(handle) { registry.targets[id] = TargetRegistry.Record(target: handle) }
-            registry.targets[id]?.latestURL = url
-            if let action { registry.targets[id]?.latestURLByAction[action] = url }
+            let record = registry.makeRecord(of: target)
+            record.latestURL = url
+            if let action { record.latestURLByAction[action] = url }
             registry.lastSequence += 1
             return (loader.cache, registry.lastSequence)
         }
@@ -90,7 +89,7 @@ extension ImageTargetLoader {
         }
         registry.withLock { registry in
             if !task.isFinished {
-                registry.targets[id]?.loads[task.id] = .init(task: task, url: url, action: action, sequence: sequence)
+                registry.record(of: target)?.loads[task.id] = .init(task: task, url: url, action: action, sequence: sequence)
             }
         }
         track(task, url: url)
@@ -112,12 +111,11 @@ extension ImageTargetLoader {
     @MainActor
     private func show(_ sequence: Int, of action: String?, on handle: WeakReference) -> Bool {
         let earlier = registry.withLock { registry -> [ImageTask]? in
-            guard let id = handle.id, registry.isLive(handle), var record = registry.targets[id],
+            guard let id = handle.id, registry.isLive(handle), let record = registry.targets[id],
                   (record.shown[action] ?? 0) < sequence else { return nil }
             record.shown[action] = sequence
             let overtaken = record.loads.values.filter { $0.action == action && $0.sequence < sequence }
             for load in overtaken { record.loads[load.task.id] = nil }
-            registry.targets[id] = record
             return overtaken.map(\.task)
         }
         guard let earlier else { return false }
@@ -139,8 +137,8 @@ extension ImageTargetLoader {
         registry.withLock { registry in
             registry.byURL[url]?.removeAll { $0.isFinished }
             if registry.byURL[url]?.isEmpty == true { registry.byURL[url] = nil }
-            if let target, let id = target.id, registry.isLive(target), let loads = registry.targets[id]?.loads {
-                registry.targets[id]?.loads = loads.filter { !$0.value.task.isFinished }
+            if let target, let id = target.id, registry.isLive(target), let record = registry.targets[id] {
+                record.loads = record.loads.filter { !$0.value.task.isFinished }
             }
         }
     }
@@ -189,11 +187,10 @@ extension ImageTargetLoader {
 
     @MainActor
     private func cancelTargetLoads(_ target: AnyObject, where matches: (TargetRegistry.Record.Load) -> Bool) {
-        let handle = WeakReference(target)
         let tasks = registry.withLock { registry -> [ImageTask] in
-            guard registry.isLive(handle), let id = handle.id, let record = registry.targets[id] else { return [] }
+            guard let record = registry.record(of: target), !record.loads.isEmpty else { return [] }
             let chosen = record.loads.values.filter(matches).map(\.task)
-            for task in chosen { registry.targets[id]?.loads[task.id] = nil }
+            for task in chosen { record.loads[task.id] = nil }
             return chosen
         }
         if !tasks.isEmpty { loader.cancel(tasks) }
@@ -203,30 +200,26 @@ extension ImageTargetLoader {
 
     /// The latest URL set on `target` with `action`.
     @MainActor public func url(for target: AnyObject, action: ImageLoadAction) -> URL? {
-        let handle = WeakReference(target)
-        return registry.withLock { $0.isLive(handle) ? $0.targets[ObjectIdentifier(target)]?.latestURLByAction[action.name] : nil }
+        registry.withLock { $0.record(of: target)?.latestURLByAction[action.name] }
     }
 
     /// The latest URL set on `target`.
     @MainActor public func url(for target: AnyObject) -> URL? {
-        let handle = WeakReference(target)
-        return registry.withLock { $0.isLive(handle) ? $0.targets[ObjectIdentifier(target)]?.latestURL : nil }
+        registry.withLock { $0.record(of: target)?.latestURL }
     }
 
     /// Records that `url`'s image, found in the memory cache, is set on `target` now:
-    /// it is the latest URL, and no load set earlier may be set after it.
+    /// it is the latest URL, and the target's loads, all set earlier, are cancelled.
     @MainActor
     func noteShown(_ url: URL, on target: AnyObject) {
-        let handle = WeakReference(target)
-        let id = ObjectIdentifier(target)
         let earlier = registry.withLock { registry -> [ImageTask] in
-            if !registry.isLive(handle) { registry.targets[id] = TargetRegistry.Record(target: handle) }
+            let record = registry.makeRecord(of: target)
             registry.lastSequence += 1
-            registry.targets[id]?.latestURL = url
-            registry.targets[id]?.shown[nil] = registry.lastSequence
-            let overtaken = registry.targets[id]?.loads.values.filter { $0.action == nil } ?? []
-            for load in overtaken { registry.targets[id]?.loads[load.task.id] = nil }
-            return overtaken.map(\.task)
+            record.latestURL = url
+            record.shown[nil] = registry.lastSequence
+            guard !record.loads.isEmpty else { return [] }
+            defer { record.loads = [:] }
+            return record.loads.values.map(\.task)
         }
         if !earlier.isEmpty { loader.cancel(earlier) }
     }
@@ -234,11 +227,10 @@ extension ImageTargetLoader {
     /// Forgets the URLs set on `target`, so that `url(for:)` answers nil.
     @MainActor
     func forgetURL(of target: AnyObject) {
-        let handle = WeakReference(target)
         registry.withLock { registry in
-            guard registry.isLive(handle), let id = handle.id else { return }
-            registry.targets[id]?.latestURL = nil
-            registry.targets[id]?.latestURLByAction = [:]
+            guard let record = registry.record(of: target) else { return }
+            record.latestURL = nil
+            record.latestURLByAction = [:]
         }
     }
 

@@ -86,8 +86,11 @@ public struct WeakReference: @unchecked Sendable {
 /// behind the target loader's lock.
 struct TargetRegistry {
     /// One target's unfinished loads, the latest URLs set on it, and which image it
-    /// shows for each action.
-    struct Record {
+    /// shows for each action. A class, so that reaching it through the table copies
+    /// no weak reference (the costliest part of a view's memory hit otherwise).
+    ///
+    /// `@unchecked Sendable`: only touched with the target loader's lock held.
+    final class Record: @unchecked Sendable {
         /// An unfinished load: its task, URL, action (nil for the success/failure
         /// form), and its place in the order loads were set.
         struct Load {
@@ -104,6 +107,10 @@ struct TargetRegistry {
         /// The place in the order of the latest image set for each action: an older
         /// load that arrives later is never set over it.
         var shown: [String?: Int] = [:]
+
+        init(target: WeakReference) {
+            self.target = target
+        }
     }
 
     var targets: [ObjectIdentifier: Record] = [:]
@@ -121,6 +128,21 @@ struct TargetRegistry {
     func isLive(_ handle: WeakReference) -> Bool {
         guard let id = handle.id, let record = targets[id], let object = record.target.object else { return false }
         return object === handle.object
+    }
+
+    /// The record of `target`, if it has one made for it.
+    func record(of target: AnyObject) -> Record? {
+        guard let record = targets[ObjectIdentifier(target)], record.target.object === target else { return nil }
+        return record
+    }
+
+    /// The record of `target`, made if it has none (or only one left by an object
+    /// gone before it, whose identifier it reuses).
+    mutating func makeRecord(of target: AnyObject) -> Record {
+        if let record = record(of: target) { return record }
+        let record = Record(target: WeakReference(target))
+        targets[ObjectIdentifier(target)] = record
+        return record
     }
 
     mutating func forget(_ task: ImageTask, url: URL) {
