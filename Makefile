@@ -109,7 +109,7 @@ bench: deps
 sanitize: deps
 	@echo "==> Testing the caches and the loader under the thread sanitizer"
 	@$(SWIFT) test --scratch-path .build/tsan --sanitize=thread \
-		--filter 'ImageCacheTests|MemoryPressure|DiskCacheTests|ImageLoaderTests|ImagePrefetcherTests|LoaderCachingTests|Pipeline|ImageTargetLoaderTests'
+		--filter 'ImageCacheTests|MemoryPressure|DiskCacheTests|ImageLoaderTests|ImagePrefetcherTests|LoaderCachingTests|Pipeline|ImageTargetLoaderTests|ImageDisplayingTests'
 
 clean:
 	@$(SWIFT) package clean
