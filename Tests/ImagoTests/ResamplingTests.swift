@@ -26,7 +26,11 @@ import Testing
 
     @Test func smallImagesAreNotEnlargedUnlessAsked() {
         #expect(layout(.thumbnail(256), 100, 50) == [100, 50, 100, 50])
-        #expect(layout(TargetSize(width: 256, height: 256, contentMode: .aspectFill), 100, 300) == [100, 300, 100, 256])
+        // A fill not enlarged still keeps the box's shape (as Nuke does): an avatar
+        // is square whatever the source.
+        #expect(layout(TargetSize(width: 256, height: 256, contentMode: .aspectFill), 100, 300) == [100, 300, 100, 100])
+        #expect(layout(TargetSize(width: 1000, height: 1000, contentMode: .aspectFill), 640, 480) == [640, 480, 480, 480])
+        #expect(layout(TargetSize(width: 400, height: 200, contentMode: .aspectFill), 300, 300) == [300, 300, 300, 150])
         #expect(layout(TargetSize(width: 256, height: 256, allowsUpscaling: true), 100, 50) == [256, 128, 256, 128])
         #expect(layout(TargetSize(width: 200, height: 200, contentMode: .aspectFill, allowsUpscaling: true), 100, 50) == [400, 200, 200, 200])
     }

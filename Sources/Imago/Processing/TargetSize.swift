@@ -56,8 +56,20 @@ public struct TargetSize: Sendable, Hashable, Codable, CustomStringConvertible {
         if !allowsUpscaling { scale = min(scale, 1) }
         let scaledWidth = max(1, Int((Double(sourceWidth) * scale).rounded()))
         let scaledHeight = max(1, Int((Double(sourceHeight) * scale).rounded()))
-        let outputWidth = contentMode == .aspectFill ? min(width, scaledWidth) : scaledWidth
-        let outputHeight = contentMode == .aspectFill ? min(height, scaledHeight) : scaledHeight
+        guard contentMode == .aspectFill else {
+            return Layout(scaledWidth: scaledWidth, scaledHeight: scaledHeight, outputWidth: scaledWidth, outputHeight: scaledHeight)
+        }
+        guard !allowsUpscaling, max(sx, sy) > 1 else {
+            return Layout(
+                scaledWidth: scaledWidth, scaledHeight: scaledHeight,
+                outputWidth: min(width, scaledWidth), outputHeight: min(height, scaledHeight))
+        }
+        // Too small to cover the box and not enlarged, a fill still keeps the box's
+        // shape: a 640×480 photo filling a 1000×1000 avatar gives a 480×480 square,
+        // not a 640×480 rectangle.
+        let boxAspect = Double(width) / Double(height)
+        let outputWidth = max(1, min(width, scaledWidth, Int((Double(scaledHeight) * boxAspect).rounded())))
+        let outputHeight = max(1, min(height, scaledHeight, Int((Double(scaledWidth) / boxAspect).rounded())))
         return Layout(
             scaledWidth: scaledWidth, scaledHeight: scaledHeight,
             outputWidth: outputWidth, outputHeight: outputHeight)
