@@ -60,11 +60,11 @@ demo: deps
 	echo "==> The disk cache:"; \
 	.build/release/imago cache stats --cache-dir .build/demo/cache
 
-# libFuzzer on each decoder for FUZZ_SECONDS, seeded from the shared corpus and the
+# libFuzzer on each decoder for FUZZ_SECONDS, starting from the shared corpus and the
 # test fixtures; what it finds lands in .build/fuzz/TARGET/crashes, and the run fails.
 # Coverage is asked for explicitly: --sanitize=fuzzer alone was seen to leave the
 # library's Swift code uninstrumented in some builds, and gold drops the counters of
-# every module but the fuzz target's, so lld links. -keep_seed keeps seeds whose value
+# every module but the fuzz target's, so lld links. -keep_seed keeps starting inputs whose value
 # lies inside the (uninstrumented) system codec libraries.
 FUZZ_FLAGS := --sanitize=fuzzer --sanitize=address -Xswiftc -use-ld=lld \
 	-Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp
@@ -76,7 +76,7 @@ fuzz: deps
 	  case $$t in JPEG) ext=jpg;; PNG) ext=png;; GIF) ext=gif;; WebP) ext=webp;; esac; \
 	  find $(CORPUS) Tests/ImagoTests/Fixtures -name "*.$$ext" -size -256k 2>/dev/null | while read f; do \
 	    cp -f "$$f" "$$dir/corpus/$$(echo "$$f" | md5sum | cut -c1-16).$$ext"; done; \
-	  echo "==> Fuzzing Fuzz$$t for $(FUZZ_SECONDS) s ($$(ls $$dir/corpus | wc -l) seeds)"; \
+	  echo "==> Fuzzing Fuzz$$t for $(FUZZ_SECONDS) s ($$(ls $$dir/corpus | wc -l) starting inputs)"; \
 	  SWIFT_BACKTRACE=enable=no $$dir/build/debug/Fuzz$$t $$dir/corpus \
 	    -max_total_time=$(FUZZ_SECONDS) -keep_seed=1 -timeout=10 -rss_limit_mb=2048 -max_len=262144 \
 	    -artifact_prefix=$$dir/crashes/ -print_final_stats=1 > $$dir/log 2>&1; \

@@ -8,7 +8,7 @@ quality 85, nudged between 76 and 94 to land at 150-250 KB where the photo allow
 photos served on the web), and OUT/large/: 40 JPEGs of 4000 px on the long side
 (quality 85) for the memory figures. Every file is a different crop (offset,
 size, aspect) of one of the corpus photos, so no two decode alike. The output is
-deterministic: a fixed seed drives every choice. Each folder gets a `.complete` marker
+deterministic: a fixed random start drives every choice. Each folder gets a `.complete` marker
 last, so an interrupted run is redone rather than used half-made.
 """
 
@@ -25,7 +25,7 @@ LARGE_COUNT, LARGE_LONG_SIDE = 40, 4000
 QUALITY = 85
 # Web-size files are nudged into this size band (bytes) by a quality between these.
 WEB_BYTES, WEB_QUALITIES = (150_000, 250_000), (76, 94)
-SEED = 20240501
+RANDOM_START = 20240501
 
 
 def sources(corpus: Path) -> list[Path]:
@@ -127,7 +127,7 @@ def main() -> None:
 
     paths = sources(args.corpus)
     images = [load(path) for path in paths]
-    rng = random.Random(SEED)
+    rng = random.Random(RANDOM_START)
     web = make_set(images, args.out / "photos", WEB_COUNT, WEB_LONG_SIDE, 0.55, rng, WEB_BYTES)
     print(summary(str(args.out / "photos"), web))
     # The large set comes from the unsplash photos only: the others would need a

@@ -19,7 +19,7 @@ enum CacheBenchmark {
         for key in keys { cache.setImage(image, forKey: key) }
         // A fixed pseudo-random order, so look-ups do not walk the keys in insertion
         // order (which flatters the hardware's prefetcher).
-        var generator = SplitMix(seed: 42)
+        var generator = SplitMix(state: 42)
         let order = (0..<200_000).map { _ in keys[Int(generator.next() % UInt64(entries))] }
         var start = ContinuousClock.now
         var hits = 0
@@ -128,7 +128,7 @@ enum CacheBenchmark {
 /// A small deterministic generator (SplitMix64) for the benchmark's orders.
 struct SplitMix: RandomNumberGenerator {
     var state: UInt64
-    init(seed: UInt64) { state = seed }
+    init(state: UInt64) { self.state = state }
     mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state

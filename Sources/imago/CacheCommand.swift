@@ -48,7 +48,7 @@ private func byteCount(_ name: String, in arguments: Arguments) throws(UsageErro
     return number << shift
 }
 
-/// The body of record `index`: SplitMix64 seeded with the index, so a reader can check
+/// The body of record `index`: SplitMix64 started from the index, so a reader can check
 /// what it got without being told.
 func fillBody(index: Int, size: Int) -> Data {
     var state = UInt64(truncatingIfNeeded: index)

@@ -252,12 +252,12 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
     }
 
     @Test(arguments: 0..<16)
-    func garbageAfterTheHeaderThrows(seed: Int) {
-        var generator = SplitMix64(seed: UInt64(seed))
-        let garbage = (0..<(64 + seed * 97)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    func garbageAfterTheHeaderThrows(variant: Int) {
+        var generator = SplitMix64(state: UInt64(variant))
+        let garbage = (0..<(64 + variant * 97)).map { _ in UInt8.random(in: 0...255, using: &generator) }
         var data = Data("RIFF".utf8) + littleEndian(UInt32(4 + garbage.count), bytes: 4) + Data("WEBP".utf8)
         data += garbage
-        expectDecodingFailure(data, "seed \(seed)")
+        expectDecodingFailure(data, "variant \(variant)")
     }
 
     @Test func chunkOverrunningTheFileThrows() {
@@ -449,10 +449,10 @@ private func tiffWithOrientation(_ value: UInt16) -> [UInt8] {
      0x00, 0x00, 0x00, 0x00]
 }
 
-/// A seeded generator, so the garbage tests are the same on every run.
+/// A generator with a fixed start, so the garbage tests are the same on every run.
 private struct SplitMix64: RandomNumberGenerator {
     var state: UInt64
-    init(seed: UInt64) { state = seed }
+    init(state: UInt64) { self.state = state }
     mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
