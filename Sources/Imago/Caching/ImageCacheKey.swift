@@ -40,6 +40,11 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible, Expres
             && lhs.processing == rhs.processing
     }
 
+    /// The key of `imageKey` at `targetSize` after `processors`.
+    init(imageKey: String, targetSize: TargetSize?, processors: [any ImageProcessing]) {
+        self.init(imageKey: imageKey, targetSize: targetSize, processing: processors.map(\.identifier))
+    }
+
     /// The key of a full-size, unprocessed image: `"https://example.com/a.jpg"`.
     public init(stringLiteral imageKey: String) {
         self.init(imageKey: imageKey)

@@ -53,7 +53,7 @@ public struct ImageRequest: Sendable {
     /// The key of the decoded, sized and processed result: what the memory cache
     /// stores it under and what identical requests in flight share.
     public var cacheKey: ImageCacheKey {
-        ImageCacheKey(imageKey: imageKey, targetSize: targetSize, processing: processors.map(\.identifier))
+        ImageCacheKey(imageKey: imageKey, targetSize: targetSize, processors: processors)
     }
 }
 

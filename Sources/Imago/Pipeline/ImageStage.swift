@@ -18,14 +18,10 @@ extension Pipeline {
     /// Starts `stage` for `request`; called with the lock held.
     func startImageStage(_ stage: Stage<ImageResponse>, request: ImageRequest) {
         guard case .image(let key) = stage.key else { return }
-        let scheme = request.url.scheme?.lowercased()
-        let keepsVariants = cache != nil && (scheme == "http" || scheme == "https")
-            && configuration.diskCachePolicy.storesProcessed && !key.isOriginal
-        let work = ImageWork(key: key, request: request, cache: cache, variants: keepsVariants ? configuration.diskCache : nil)
+        let keepsVariants = configuration.diskCachePolicy.storesProcessed && !key.isOriginal
+        let work = ImageWork(key: key, request: request, cache: cache, variants: keepsVariants ? diskCache(for: request) : nil)
         if let disk = work.variants {
-            enqueue(stage, in: .decoding) { [self] in
-                DispatchQueue.global(qos: .userInitiated).async { [self] in readVariant(stage, work: work, from: disk) }
-            }
+            enqueue(stage, in: .decoding) { [self] in readVariant(stage, work: work, from: disk) }
         } else {
             subscribeUpstream(stage, work: work)
         }
@@ -100,27 +96,23 @@ extension Pipeline {
     }
 
     private func decode(_ original: OriginalData, for stage: Stage<ImageResponse>, work: ImageWork) {
-        DispatchQueue.global(qos: .userInitiated).async { [self] in
-            let start = ContinuousClock.now
-            let options = DecodingOptions(targetSize: work.key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
-            let result = Result { () throws(ImagoError) in try configuration.decoders.decode(original.data, options: options) }
-            var metrics = original.metrics
-            metrics.decode = (ContinuousClock.now - start).seconds
-            complete(stage, work: work, with: result.map {
-                ImageResponse(image: $0, url: work.request.url, source: original.source, metrics: metrics)
-            })
-        }
+        let start = ContinuousClock.now
+        let options = DecodingOptions(targetSize: work.key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
+        let result = Result { () throws(ImagoError) in try configuration.decoders.decode(original.data, options: options) }
+        var metrics = original.metrics
+        metrics.decode = (ContinuousClock.now - start).seconds
+        complete(stage, work: work, with: result.map {
+            ImageResponse(image: $0, url: work.request.url, source: original.source, metrics: metrics)
+        })
     }
 
     private func process(_ input: ImageResponse, for stage: Stage<ImageResponse>, work: ImageWork) {
-        DispatchQueue.global(qos: .userInitiated).async { [self] in
-            let start = ContinuousClock.now
-            let image = input.image.processed(by: work.request.processors)
-            var metrics = input.metrics
-            metrics.processing = (ContinuousClock.now - start).seconds
-            complete(stage, work: work, with: .success(
-                ImageResponse(image: image, url: work.request.url, source: input.source, metrics: metrics)))
-        }
+        let start = ContinuousClock.now
+        let image = input.image.processed(by: work.request.processors)
+        var metrics = input.metrics
+        metrics.processing = (ContinuousClock.now - start).seconds
+        complete(stage, work: work, with: .success(
+            ImageResponse(image: image, url: work.request.url, source: input.source, metrics: metrics)))
     }
 
     /// Ends an image stage; what a task asked for goes into the memory cache, and

@@ -21,11 +21,7 @@ extension Pipeline {
     /// Queues the transfer; called with the lock held.
     func startOriginalStage(_ stage: Stage<OriginalData>, request: ImageRequest) {
         let enqueuedAt = ContinuousClock.now
-        // Local files are never copied into the disk tier (they are on disk already),
-        // and with the memory cache off nothing is stored anywhere.
-        let scheme = request.url.scheme?.lowercased()
-        let disk = cache != nil && (scheme == "http" || scheme == "https") && configuration.diskCachePolicy.storesOriginals
-            ? configuration.diskCache : nil
+        let disk = configuration.diskCachePolicy.storesOriginals ? diskCache(for: request) : nil
         enqueue(stage, in: .transfers) { [self] in
             let (timeout, priority) = lock.withLock { (loadingTimeout, stage.priority) }
             let queued = ContinuousClock.now - enqueuedAt

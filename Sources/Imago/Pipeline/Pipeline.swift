@@ -84,14 +84,7 @@ final class Pipeline: @unchecked Sendable {
             }
         }
         lock.withLock {
-            if let stage = images[task.key] {
-                attach(subscriber, id: task.id, to: stage)
-            } else {
-                let stage = Stage<ImageResponse>(key: .image(task.key), priority: request.priority)
-                stage.subscribers[task.id] = subscriber
-                images[task.key] = stage
-                startImageStage(stage, request: request)
-            }
+            attach(subscriber, id: task.id, to: imageStage(for: task.key, request: request, priority: request.priority))
         }
         pump()
     }
@@ -197,6 +190,13 @@ final class Pipeline: @unchecked Sendable {
         return stage
     }
 
+    /// The disk tier for `request`: http(s) images only (local files are on disk
+    /// already), and none with caching off. Called with the lock held.
+    func diskCache(for request: ImageRequest) -> DiskCache? {
+        let scheme = request.url.scheme?.lowercased()
+        return cache != nil && (scheme == "http" || scheme == "https") ? configuration.diskCache : nil
+    }
+
     /// The image stage of `key`, made and started from `request` if none is in flight.
     func imageStage(for key: ImageCacheKey, request: ImageRequest, priority: ImageRequest.Priority) -> Stage<ImageResponse> {
         if let stage = images[key] { return stage }
@@ -208,14 +208,18 @@ final class Pipeline: @unchecked Sendable {
 
     // MARK: - Running and finishing
 
-    /// Starts queued work while slots are free.
+    /// Starts queued work while slots are free. A transfer starts a task of its own;
+    /// decoding and processing run on a dispatch queue instead of the Swift
+    /// concurrency pool, which has one thread per core: a decode holding one would
+    /// delay every timer and continuation behind it.
     func pump() {
-        var ready: [@Sendable () -> Void] = []
+        var transferWork: [@Sendable () -> Void] = [], decodingWork: [@Sendable () -> Void] = []
         lock.withLock {
-            while let work = transfers.next() { ready.append(work) }
-            while let work = decoding.next() { ready.append(work) }
+            while let work = transfers.next() { transferWork.append(work) }
+            while let work = decoding.next() { decodingWork.append(work) }
         }
-        for work in ready { work() }
+        for work in transferWork { work() }
+        for work in decodingWork { DispatchQueue.global(qos: .userInitiated).async(execute: work) }
     }
 
     /// Gives back the slot `stage` ran in; false if the stage was abandoned meanwhile

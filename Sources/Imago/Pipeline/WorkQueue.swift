@@ -12,7 +12,6 @@ struct WorkQueue {
         let sequence: Int
         let generation: Int
         let stage: StageCore
-        let work: @Sendable () -> Void
 
         static func < (lhs: Entry, rhs: Entry) -> Bool {
             lhs.priority != rhs.priority ? lhs.priority > rhs.priority : lhs.sequence < rhs.sequence
@@ -45,13 +44,13 @@ struct WorkQueue {
         }
         stage.queuedWork = work
         waiting += 1
-        push(stage, work: work)
+        push(stage)
     }
 
     /// Moves a queued stage to its new priority.
     mutating func reprioritize(_ stage: StageCore) {
-        guard let work = stage.queuedWork else { return }
-        push(stage, work: work)
+        guard stage.queuedWork != nil else { return }
+        push(stage)
     }
 
     /// Takes a queued stage out; its work never runs.
@@ -81,11 +80,10 @@ struct WorkQueue {
         running -= 1
     }
 
-    private mutating func push(_ stage: StageCore, work: @escaping @Sendable () -> Void) {
+    private mutating func push(_ stage: StageCore) {
         stage.queueGeneration += 1
         heap.insert(Entry(
-            priority: stage.priority.rawValue, sequence: stage.sequence, generation: stage.queueGeneration,
-            stage: stage, work: work))
+            priority: stage.priority.rawValue, sequence: stage.sequence, generation: stage.queueGeneration, stage: stage))
         if heap.count > 4 * max(waiting, 256) { compact() }
     }
 

@@ -43,6 +43,11 @@ public struct ImageDisplayContent: Sendable {
     public let showsActivityIndicator: Bool
     /// How to change to `image`.
     public let transition: ImageTransition
+
+    /// A loaded image, shown with `transition` and no activity indicator.
+    static func success(_ image: DecodedImage, transition: ImageTransition) -> ImageDisplayContent {
+        ImageDisplayContent(phase: .success, image: image, showsActivityIndicator: false, transition: transition)
+    }
 }
 
 /// How a view changes to a new image.
@@ -111,10 +116,10 @@ extension ImageDisplaying {
         let targetSize = options.targetSize ?? displayTargetSize
         // A memory hit is the common case in a scrolling list: it is shown at once,
         // with no task, request or notification made for it.
-        let key = ImageCacheKey(imageKey: url.absoluteString, targetSize: targetSize, processing: options.processors.map(\.identifier))
+        let key = ImageCacheKey(imageKey: url.absoluteString, targetSize: targetSize, processors: options.processors)
         if let image = targets.loader.cache?.image(forKey: key) {
             targets.noteShown(url, on: self)
-            display(ImageDisplayContent(phase: .success, image: image, showsActivityIndicator: false, transition: .none))
+            display(.success(image, transition: .none))
             completion?(.success(ImageResponse(image: image, url: url, source: .memory, metrics: ImageMetrics())))
             return nil
         }
@@ -125,8 +130,7 @@ extension ImageDisplaying {
         let crossfade = options.crossfadeDuration, failureImage = options.failureImage ?? placeholder
         return targets.load(request, target: self, action: nil, success: { target, response in
             let transition: ImageTransition = response.source == .memory || crossfade <= 0 ? .none : .crossfade(seconds: crossfade)
-            (target as? any ImageDisplaying)?.display(ImageDisplayContent(
-                phase: .success, image: response.image, showsActivityIndicator: false, transition: transition))
+            (target as? any ImageDisplaying)?.display(.success(response.image, transition: transition))
             completion?(.success(response))
         }, failure: { target, error in
             (target as? any ImageDisplaying)?.display(ImageDisplayContent(
@@ -149,8 +153,7 @@ extension ImageDisplaying {
             _ = imageTargetLoader.load(
                 ImageRequest(url: newValue, targetSize: displayTargetSize), target: self, action: Self.imageURLAction,
                 success: { target, response in
-                    (target as? any ImageDisplaying)?.display(ImageDisplayContent(
-                        phase: .success, image: response.image, showsActivityIndicator: false, transition: .none))
+                    (target as? any ImageDisplaying)?.display(.success(response.image, transition: .none))
                 }, failure: nil)
         }
     }

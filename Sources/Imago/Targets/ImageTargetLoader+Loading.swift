@@ -63,7 +63,7 @@ extension ImageTargetLoader {
         if let image = loader.cachedImage(for: request) {
             let response = ImageResponse(image: image, url: url, source: .memory, metrics: ImageMetrics())
             let task = loader.task(with: request)
-            if show(sequence, of: action, on: handle) {
+            if show(sequence, of: action, on: target) {
                 success(target, response)
                 announce(.success(response), url: url, target: handle, cache: cache)
             }
@@ -78,10 +78,10 @@ extension ImageTargetLoader {
                 guard let target = handle.object else { return }
                 switch result {
                 case .success(let response):
-                    guard self.show(sequence, of: action, on: handle) else { return }
+                    guard self.show(sequence, of: action, on: target) else { return }
                     success(target, response)
                 case .failure(let error):
-                    guard self.isCurrent(sequence, of: action, on: handle) else { return }
+                    guard self.isCurrent(sequence, of: action, on: target) else { return }
                     failure?(target, error)
                 }
                 self.announce(result, url: url, target: handle, cache: cache)
@@ -98,21 +98,17 @@ extension ImageTargetLoader {
     }
 
     /// Whether no newer image has been set for `action` on the target.
-    private func isCurrent(_ sequence: Int, of action: String?, on handle: WeakReference) -> Bool {
-        registry.withLock { registry in
-            guard let id = handle.id, registry.isLive(handle) else { return false }
-            return (registry.targets[id]?.shown[action] ?? 0) < sequence
-        }
+    private func isCurrent(_ sequence: Int, of action: String?, on target: AnyObject) -> Bool {
+        registry.withLock { $0.record(of: target)?.hasNothingNewer(than: sequence, for: action) ?? false }
     }
 
     /// Records that load `sequence` sets its image for `action` on the target, and
     /// cancels the earlier loads of that action, which must never be set after it;
     /// false if a newer image is already set.
     @MainActor
-    private func show(_ sequence: Int, of action: String?, on handle: WeakReference) -> Bool {
+    private func show(_ sequence: Int, of action: String?, on target: AnyObject) -> Bool {
         let earlier = registry.withLock { registry -> [ImageTask]? in
-            guard let id = handle.id, registry.isLive(handle), let record = registry.targets[id],
-                  (record.shown[action] ?? 0) < sequence else { return nil }
+            guard let record = registry.record(of: target), record.hasNothingNewer(than: sequence, for: action) else { return nil }
             record.shown[action] = sequence
             let overtaken = record.loads.values.filter { $0.action == action && $0.sequence < sequence }
             for load in overtaken { record.loads[load.task.id] = nil }
@@ -137,7 +133,7 @@ extension ImageTargetLoader {
         registry.withLock { registry in
             registry.byURL[url]?.removeAll { $0.isFinished }
             if registry.byURL[url]?.isEmpty == true { registry.byURL[url] = nil }
-            if let target, let id = target.id, registry.isLive(target), let record = registry.targets[id] {
+            if let record = target?.object.flatMap(registry.record(of:)) {
                 record.loads = record.loads.filter { !$0.value.task.isFinished }
             }
         }

@@ -74,11 +74,9 @@ public final class ImageTargetLoader: Sendable {
 public struct WeakReference: @unchecked Sendable {
     /// The object, while it lives.
     public weak var object: AnyObject?
-    let id: ObjectIdentifier?
 
     init(_ object: AnyObject?) {
         self.object = object
-        id = object.map(ObjectIdentifier.init)
     }
 }
 
@@ -111,6 +109,11 @@ struct TargetRegistry {
         init(target: WeakReference) {
             self.target = target
         }
+
+        /// Whether no image newer than load `sequence` has been set for `action`.
+        func hasNothingNewer(than sequence: Int, for action: String?) -> Bool {
+            (shown[action] ?? 0) < sequence
+        }
     }
 
     var targets: [ObjectIdentifier: Record] = [:]
@@ -123,14 +126,8 @@ struct TargetRegistry {
     var eventStreams: [Int: AsyncStream<ImageTargetLoader.Event>.Continuation] = [:]
     var lastStream = 0
 
-    /// Whether `handle`'s target has a record and is the object it was made for
-    /// (identifiers are reused once an object is gone).
-    func isLive(_ handle: WeakReference) -> Bool {
-        guard let id = handle.id, let record = targets[id], let object = record.target.object else { return false }
-        return object === handle.object
-    }
-
-    /// The record of `target`, if it has one made for it.
+    /// The record of `target`, if it has one made for it (identifiers are reused once
+    /// an object is gone).
     func record(of target: AnyObject) -> Record? {
         guard let record = targets[ObjectIdentifier(target)], record.target.object === target else { return nil }
         return record
