@@ -48,6 +48,13 @@ public struct ImageDisplayContent: Sendable {
     static func success(_ image: DecodedImage, transition: ImageTransition) -> ImageDisplayContent {
         ImageDisplayContent(phase: .success, image: image, showsActivityIndicator: false, transition: transition)
     }
+
+    /// A loaded image fading in over `crossfade` seconds, unless it came from the
+    /// memory cache (shown at once, as a list scrolling over cached images must be).
+    static func success(_ response: ImageResponse, crossfade: Double) -> ImageDisplayContent {
+        let transition: ImageTransition = response.source == .memory || crossfade <= 0 ? .none : .crossfade(seconds: crossfade)
+        return .success(response.image, transition: transition)
+    }
 }
 
 /// How a view changes to a new image.
@@ -129,8 +136,7 @@ extension ImageDisplaying {
         let request = ImageRequest(url: url, targetSize: targetSize, processors: options.processors, priority: options.priority)
         let crossfade = options.crossfadeDuration, failureImage = options.failureImage ?? placeholder
         return targets.load(request, target: self, action: nil, success: { target, response in
-            let transition: ImageTransition = response.source == .memory || crossfade <= 0 ? .none : .crossfade(seconds: crossfade)
-            (target as? any ImageDisplaying)?.display(.success(response.image, transition: transition))
+            (target as? any ImageDisplaying)?.display(.success(response, crossfade: crossfade))
             completion?(.success(response))
         }, failure: { target, error in
             (target as? any ImageDisplaying)?.display(ImageDisplayContent(
@@ -140,9 +146,11 @@ extension ImageDisplaying {
     }
 
     /// The latest URL set on the view, by `imageURL` or `setImage(with:)`. Setting it
-    /// loads the image as AsyncImageView's `imageURL` does: images are set in the
-    /// order their URLs were set, and one that is cached or arrives first cancels the
-    /// earlier loads, which are never set; nil cancels the loads and clears the view.
+    /// loads the image as AsyncImageView's `imageURL` does: the earlier loads go on,
+    /// and images are set in the order their URLs were set (by either call); one that
+    /// is cached or arrives first cancels the earlier loads, which are never set. Nil
+    /// cancels the loads and clears the view. Loaded images fade in as with
+    /// `setImage(with:)`'s default options.
     public var imageURL: URL? {
         get { imageTargetLoader.url(for: self) }
         set {
@@ -150,10 +158,11 @@ extension ImageDisplaying {
                 setImage(with: nil)
                 return
             }
+            // No action of its own: `setImage(with:)` and `imageURL` share one order.
             _ = imageTargetLoader.load(
-                ImageRequest(url: newValue, targetSize: displayTargetSize), target: self, action: Self.imageURLAction,
+                ImageRequest(url: newValue, targetSize: displayTargetSize), target: self, action: nil,
                 success: { target, response in
-                    (target as? any ImageDisplaying)?.display(.success(response.image, transition: .none))
+                    (target as? any ImageDisplaying)?.display(.success(response, crossfade: ImageDisplayOptions().crossfadeDuration))
                 }, failure: nil)
         }
     }
@@ -162,6 +171,4 @@ extension ImageDisplaying {
     public func cancelImageLoad() {
         imageTargetLoader.cancelLoading(target: self)
     }
-
-    private static var imageURLAction: String { "imago.imageURL" }
 }

@@ -109,7 +109,7 @@ extension ImageTargetLoader {
     private func show(_ sequence: Int, of action: String?, on target: AnyObject) -> Bool {
         let earlier = registry.withLock { registry -> [ImageTask]? in
             guard let record = registry.record(of: target), record.hasNothingNewer(than: sequence, for: action) else { return nil }
-            record.shown[action] = sequence
+            record.setShown(sequence, for: action)
             let overtaken = record.loads.values.filter { $0.action == action && $0.sequence < sequence }
             for load in overtaken { record.loads[load.task.id] = nil }
             return overtaken.map(\.task)
@@ -212,7 +212,7 @@ extension ImageTargetLoader {
             let record = registry.makeRecord(of: target)
             registry.lastSequence += 1
             record.latestURL = url
-            record.shown[nil] = registry.lastSequence
+            record.shownWithoutAction = registry.lastSequence
             guard !record.loads.isEmpty else { return [] }
             defer { record.loads = [:] }
             return record.loads.values.map(\.task)
@@ -254,7 +254,7 @@ extension ImageTargetLoader {
     func sweep() -> Bool {
         let (orphans, goOn) = registry.withLock { registry -> ([ImageTask], Bool) in
             var orphans: [ImageTask] = []
-            for (id, record) in registry.targets where record.target.object == nil {
+            for (id, record) in registry.targets where record.target == nil {
                 orphans += record.loads.values.map(\.task)
                 registry.targets[id] = nil
             }

@@ -98,21 +98,31 @@ struct TargetRegistry {
             let sequence: Int
         }
 
-        let target: WeakReference
+        /// Held directly, not in a `WeakReference`: reading a weak reference kept in a
+        /// struct copies it first, which costs more than the rest of a memory hit.
+        weak var target: AnyObject?
         var loads: [Int: Load] = [:]
         var latestURL: URL?
         var latestURLByAction: [String: URL] = [:]
-        /// The place in the order of the latest image set for each action: an older
-        /// load that arrives later is never set over it.
-        var shown: [String?: Int] = [:]
+        /// The place in the order of the latest image set without an action, and for
+        /// each action: an older load that arrives later is never set over it. Apart,
+        /// so that the views' common case hashes no optional key.
+        var shownWithoutAction = 0
+        var shownByAction: [String: Int] = [:]
 
-        init(target: WeakReference) {
+        init(target: AnyObject) {
             self.target = target
         }
 
         /// Whether no image newer than load `sequence` has been set for `action`.
         func hasNothingNewer(than sequence: Int, for action: String?) -> Bool {
-            (shown[action] ?? 0) < sequence
+            guard let action else { return shownWithoutAction < sequence }
+            return (shownByAction[action] ?? 0) < sequence
+        }
+
+        /// Records that load `sequence` set its image for `action`.
+        func setShown(_ sequence: Int, for action: String?) {
+            if let action { shownByAction[action] = sequence } else { shownWithoutAction = sequence }
         }
     }
 
@@ -129,7 +139,7 @@ struct TargetRegistry {
     /// The record of `target`, if it has one made for it (identifiers are reused once
     /// an object is gone).
     func record(of target: AnyObject) -> Record? {
-        guard let record = targets[ObjectIdentifier(target)], record.target.object === target else { return nil }
+        guard let record = targets[ObjectIdentifier(target)], record.target === target else { return nil }
         return record
     }
 
@@ -137,7 +147,7 @@ struct TargetRegistry {
     /// gone before it, whose identifier it reuses).
     mutating func makeRecord(of target: AnyObject) -> Record {
         if let record = record(of: target) { return record }
-        let record = Record(target: WeakReference(target))
+        let record = Record(target: target)
         targets[ObjectIdentifier(target)] = record
         return record
     }
