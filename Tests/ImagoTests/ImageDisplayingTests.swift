@@ -3,7 +3,7 @@ import Testing
 @testable import Imago
 
 /// A view that records everything it is told to show.
-@MainActor final class RecordingView: ImageDisplaying {
+@MainActor class RecordingView: ImageDisplaying {
     var shown: [ImageDisplayContent] = []
     let imageTargetLoader: ImageTargetLoader
     var displayTargetSize: TargetSize?
@@ -14,6 +14,10 @@ import Testing
     }
 
     func display(_ content: ImageDisplayContent) { shown.append(content) }
+
+    /// Declared here so that subclasses can override it: a protocol's default is not
+    /// dispatched to a subclass's method.
+    func bundledImage(named name: String) -> DecodedImage? { nil }
 
     /// The shade of the image last shown (the test images are one colour each).
     var shade: UInt8? { shown.last?.image?.bitmap[0, 0].r }
@@ -126,6 +130,44 @@ import Testing
         view.cancelImageLoad()
         #expect(await network.until { $0.cancelled == [url.absoluteString] })
         #expect(view.shown.map(\.phase) == [.loading])
+    }
+
+    @Test func aBundleImageComesFromTheNamedImageCacheAndIsNeverCachedAgain() async throws {
+        final class BundleView: RecordingView {
+            var asked: [String] = []
+            let named: DecodedImage
+            init(_ targets: ImageTargetLoader, named: DecodedImage) {
+                self.named = named
+                super.init(targets)
+            }
+            override func bundledImage(named name: String) -> DecodedImage? {
+                asked.append(name)
+                return name.hasSuffix("missing.png") ? nil : self.named
+            }
+        }
+        let named = try ImageDecoderRegistry.shared.decode(pngData(33))
+        let view = BundleView(targets, named: named)
+        let url = Bundle.main.bundleURL.appendingPathComponent("icons/star.png")
+        var response: ImageResponse?
+        view.setImage(with: url, placeholder: placeholder) { response = try? $0.get() }
+        // Shown before the call returned, with nothing loaded and nothing cached.
+        #expect(view.asked == ["icons/star.png"] && view.shown.map(\.phase) == [.success] && view.shade == 33)
+        #expect(response?.source == .local && view.imageURL == url)
+        #expect(network.started.isEmpty && loader.cache?.image(forKey: ImageRequest(url: url).cacheKey) == nil)
+        // Not in the bundle's cache: loaded as any file.
+        let missing = Bundle.main.bundleURL.appendingPathComponent("missing.png")
+        view.setImage(with: missing)
+        #expect(await network.until { $0.started == [missing.absoluteString] })
+    }
+
+    @Test func onlyFilesInsideTheBundleAreBundleImages() {
+        let bundle = BundledImages(bundleURL: URL(fileURLWithPath: "/apps/Demo.app"))
+        #expect(bundle.resourceName(of: URL(fileURLWithPath: "/apps/Demo.app/star.png")) == "star.png")
+        #expect(bundle.resourceName(of: URL(fileURLWithPath: "/apps/Demo.app/icons/./a/../star.png")) == "icons/star.png")
+        #expect(bundle.resourceName(of: URL(fileURLWithPath: "/apps/Demo.app/../secret.png")) == nil)
+        #expect(bundle.resourceName(of: URL(fileURLWithPath: "/apps/Demo.apple/star.png")) == nil)
+        #expect(bundle.resourceName(of: URL(fileURLWithPath: "/apps/Demo.app")) == nil)
+        #expect(bundle.resourceName(of: URL(string: "https://example.com/apps/Demo.app/star.png")!) == nil)
     }
 
     /// Many views reused at random, as cells of a scrolling list: each ends on the

@@ -6,8 +6,13 @@
 import UIKit
 
 extension UIImageView: ImageDisplaying {
-    /// Shows the content's image, cross-dissolving when the content says so.
+    /// Shows the content's image, cross-dissolving when the content says so; an
+    /// `AsyncImageView` renders it with its indicator and crossfade settings.
     public func display(_ content: ImageDisplayContent) {
+        if let view = self as? AsyncImageView {
+            view.render(content)
+            return
+        }
         let image = content.image?.platformImage
         switch content.transition {
         case .crossfade(let seconds):
@@ -27,6 +32,11 @@ extension UIImageView: ImageDisplaying {
         return TargetSize(
             points: Double(bounds.width), Double(bounds.height), scale: Double(traitCollection.displayScale),
             contentMode: fills ? .aspectFill : .aspectFit)
+    }
+
+    /// The bundle image from UIKit's named-image cache.
+    public func bundledImage(named name: String) -> DecodedImage? {
+        UIImage(named: name).flatMap(DecodedImage.init(platformImage:))
     }
 }
 
@@ -57,6 +67,11 @@ extension NSImageView: ImageDisplaying {
         return TargetSize(
             points: Double(bounds.width), Double(bounds.height), scale: Double(scale),
             contentMode: fills ? .aspectFill : .aspectFit)
+    }
+
+    /// The bundle image from AppKit's named-image cache.
+    public func bundledImage(named name: String) -> DecodedImage? {
+        NSImage(named: NSImage.Name(name)).flatMap(DecodedImage.init(platformImage:))
     }
 }
 #endif

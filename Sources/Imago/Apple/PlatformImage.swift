@@ -53,6 +53,12 @@ extension DecodedImage {
         if images.count == 1 { return first }
         return UIImage.animatedImage(with: images, duration: frames.reduce(0) { $0 + $1.duration })
     }
+
+    /// The pixels of a UIKit image (its first frame), drawn once into a bitmap.
+    public init?(platformImage image: PlatformImage) {
+        guard let cgImage = image.cgImage, let bitmap = try? Bitmap.drawing(cgImage, format: .png) else { return nil }
+        self.init(bitmap: bitmap, format: .png)
+    }
 }
 #elseif canImport(AppKit)
 import AppKit
@@ -64,6 +70,13 @@ extension DecodedImage {
     /// The image for AppKit (the first frame of an animation).
     public var platformImage: PlatformImage? {
         bitmap.makeCGImage().map { NSImage(cgImage: $0, size: NSSize(width: width, height: height)) }
+    }
+
+    /// The pixels of an AppKit image, drawn once into a bitmap.
+    public init?(platformImage image: PlatformImage) {
+        guard let cgImage = image.cgImage(forProposedRect: nil, context: nil, hints: nil),
+              let bitmap = try? Bitmap.drawing(cgImage, format: .png) else { return nil }
+        self.init(bitmap: bitmap, format: .png)
     }
 }
 #endif

@@ -19,6 +19,11 @@ public protocol ImageDisplaying: AnyObject {
     /// The loader the view's images come through; `ImageTargetLoader.shared` by
     /// default.
     var imageTargetLoader: ImageTargetLoader { get }
+    /// The image shipped in the app bundle under `name` (its path inside the bundle),
+    /// from the platform's own named-image cache (`UIImage(named:)`), so that Imago's
+    /// caches never hold a second copy of it; nil where the platform has no such cache
+    /// (the default), and the file then loads as any other.
+    func bundledImage(named name: String) -> DecodedImage?
 }
 
 /// What a view shows at one moment.
@@ -102,10 +107,14 @@ extension ImageDisplaying {
 
     public var imageTargetLoader: ImageTargetLoader { .shared }
 
+    public func bundledImage(named name: String) -> DecodedImage? { nil }
+
     /// Loads `url` into the view, as SDWebImage's `setImageWithURL:placeholderImage:`:
     /// the view's previous loads are cancelled, the placeholder is shown, an image in
     /// the memory cache is shown before this returns, and a nil URL shows the
-    /// placeholder and loads nothing. `completion` runs on the main actor with the
+    /// placeholder and loads nothing. A file in the app bundle comes from the platform's
+    /// named-image cache where there is one (`bundledImage(named:)`), also before this
+    /// returns. `completion` runs on the main actor with the
     /// image and where it came from, or the error; not when the load is cancelled.
     /// Returns the load's task; nil when nothing loads (a nil URL, a memory hit).
     @discardableResult
@@ -131,6 +140,12 @@ extension ImageDisplaying {
             return nil
         }
         targets.cancelLoading(target: self)
+        if options.processors.isEmpty, let name = BundledImages.main.resourceName(of: url), let image = bundledImage(named: name) {
+            targets.noteShown(url, on: self)
+            display(.success(image, transition: .none))
+            completion?(.success(ImageResponse(image: image, url: url, source: .local, metrics: ImageMetrics())))
+            return nil
+        }
         display(ImageDisplayContent(
             phase: .loading, image: placeholder, showsActivityIndicator: options.showsActivityIndicator, transition: .none))
         let request = ImageRequest(url: url, targetSize: targetSize, processors: options.processors, priority: options.priority)
