@@ -84,6 +84,24 @@ import Testing
         #expect(view.imageURL == nil && network.started.isEmpty)
     }
 
+    /// As SDWebImage's helper restores the view's placeholder on every call: a reused
+    /// cell never keeps showing the previous item's image while the next one loads.
+    @Test func thePlaceholderIsRestoredOnEveryNewLoad() async throws {
+        let view = RecordingView(targets)
+        let first = Self.url(8), second = Self.url(9)
+        network.answer(first, with: ok(first, 80))
+        _ = await load(first, on: view)
+        #expect(view.shade == 80)
+        view.setImage(with: second, placeholder: placeholder)
+        #expect(view.shown.last?.phase == .loading && view.shade == 1)
+        #expect(await network.until { $0.started.count == 2 })
+        network.release(second, with: ok(second, 90))
+        for _ in 0..<500 where view.shade != 90 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(view.shade == 90)
+        view.setImage(with: nil, placeholder: placeholder)
+        #expect(view.shown.last?.phase == .empty && view.shade == 1)
+    }
+
     @Test func aNewImageCancelsThePreviousLoad() async throws {
         let view = RecordingView(targets)
         let first = Self.url(3), second = Self.url(4)
