@@ -191,7 +191,7 @@ import Testing
         for value in ["no-store", "NO-STORE", "max-age=600, no-store", "public, no-store=\"x\""] {
             #expect(Self.stored(["cache-control": value]) == nil, "\(value)")
         }
-        for status in [201, 203, 204, 206, 301, 302, 304, 400, 404, 410, 500, 503] {
+        for status in [201, 204, 206, 301, 302, 304, 400, 404, 410, 500, 503] {
             #expect(Self.stored(["cache-control": "max-age=600"], status: status) == nil, "\(status)")
         }
         #expect(Self.stored(["cache-control": "max-age=600", "vary": "*"]) == nil)
@@ -381,8 +381,42 @@ import Testing
         #expect(HTTPDate.parse("  Wednesday, 21-Oct-15 07:28:00 GMT ") == expected)
         #expect(HTTPDate.parse("Wed Oct 21 07:28:00 2015") == expected)
         #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == Date(timeIntervalSince1970: 784_111_777))
-        for garbage in ["", "0", "-1", "Wed, 32 Oct 2015 07:28:00 GMT", "2015-10-21T07:28:00Z", "Wed, 21 Oct 2015 07:28:00 GMT junk"] {
+        for garbage in [
+            "", "0", "-1", "Wed, 32 Oct 2015 07:28:00 GMT", "2015-10-21T07:28:00Z", "Wed, 21 Oct 2015 07:28:00 GMT junk",
+            "Thu, 29 Feb 2015 07:28:00 GMT", "Wed, 21 Oct 2015 24:00:00 GMT", "Wed, 21 Oct 2015 07:61:00 GMT",
+            "Wed, 21 Foo 2015 07:28:00 GMT", "Wed, 21 Oct 2015 07:28:00 UTC", "Wed, 21 Oct 2015 7:28:00 GMT",
+            "Wed, 1 Oct 2015 07:28:00 GMT", "Xyz, 21 Oct 2015 07:28:00 GMT", "Wed,  21 Oct 2015 07:28:00 GMT",
+            "Wed, 21 Oct +2015 07:28:00 GMT", "Wed Oct 21 07:28:00 15", "Wed Oct  21 07:28:00 2015",
+            "Wednesday, 21-Oct-2015 07:28:00 GMT", "Wed, 21-Oct-15 07:28:00 GMT",
+        ] {
             #expect(HTTPDate.parse(garbage) == nil, "\(garbage)")
         }
+        #expect(HTTPDate.parse("Mon, 29 Feb 2016 00:00:00 GMT") == Date(timeIntervalSince1970: 1_456_704_000))
+        // A leap second reads as the second before it.
+        #expect(HTTPDate.parse("Wed, 21 Oct 2015 07:28:60 GMT") == Self.at(59))
+    }
+
+    /// RFC 850's two-digit year: one more than 50 years ahead is the past century's.
+    @Test func twoDigitYearsAreReadWithinFiftyYearsOfNow() {
+        let now = HTTPDate.parse("Tue, 01 Dec 2026 00:00:00 GMT")!
+        let year = { (text: String) in
+            HTTPDate.parse(text, now: now).map { Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "GMT")!, from: $0).year }
+        }
+        #expect(year("Friday, 01-Jan-50 00:00:00 GMT") == 2050)
+        #expect(year("Friday, 01-Jan-76 00:00:00 GMT") == 2076)
+        #expect(year("Friday, 01-Jan-77 00:00:00 GMT") == 1977)
+        #expect(year("Sunday, 06-Nov-94 08:49:37 GMT") == 1994)
+        #expect(year("Saturday, 01-Jan-00 00:00:00 GMT") == 2000)
+    }
+
+    /// An `Expires` that is not a valid HTTP-date means already expired, however
+    /// close to a date it looks.
+    @Test func aMalformedExpiresIsAlreadyExpired() throws {
+        for value in ["Wed, 21 Oct 2099 07:28:00 GMT junk", "Thu, 31 Nov 2099 07:28:00 GMT", "2099-10-21", "tomorrow"] {
+            let metadata = try #require(Self.stored(["expires": value]))
+            #expect(metadata.freshnessLifetime == 0, "\(value)")
+        }
+        let valid = try #require(Self.stored(["expires": "Wed, 21 Oct 2099 07:28:00 GMT"]))
+        #expect(valid.freshnessLifetime > 0)
     }
 }

@@ -116,6 +116,104 @@ import Testing
         guard case .failure(.httpStatus(503, _)) = await load(strict, "/flaky.png") else { Issue.record("stale served without allowance"); return }
     }
 
+    /// A stale image is not a stand-in for an answer about the image itself: after a
+    /// 404, 403 or 410 on revalidation the load fails and the record is gone, where a
+    /// 500 still serves it.
+    @Test(arguments: [404, 403, 410])
+    func aGoneImageIsNotServedStale(status: Int) async throws {
+        defer { cleanUp() }
+        let gone = Atomic<Bool>(false)
+        server.route("/deleted.png") { _ in
+            gone.load(ordering: .relaxed) ? .text("gone", status: status) : .ok(Self.png, headers: ["Cache-Control": "max-age=0", "ETag": "\"a\""])
+        }
+        let (first, disk) = makeLoader()
+        _ = try await load(first, "/deleted.png").get()
+        await disk.flush()
+        gone.store(true, ordering: .relaxed)
+        let (second, _) = makeLoader()
+        guard case .failure(.httpStatus(status, _)) = await load(second, "/deleted.png") else {
+            Issue.record("a stale image was served after a \(status)")
+            return
+        }
+        await disk.flush()
+        #expect(disk.record(forKey: ImageCacheKey.originalDiskKey(server.url("/deleted.png").absoluteString)) == nil)
+    }
+
+    /// Bytes that do not decode are not kept to fail again from the disk cache: the
+    /// next load asks the server, which has mended the image by then.
+    @Test(arguments: ["html", "truncated", "too large"])
+    func aBodyThatDoesNotDecodeIsNotServedAgain(kind: String) async throws {
+        defer { cleanUp() }
+        let mended = Atomic<Bool>(false)
+        let bad: Data = switch kind {
+        case "html": Data("<html><body>Sign in to the Wi-Fi</body></html>".utf8)
+        case "truncated": Self.png.prefix(Self.png.count / 2)
+        default: pngData(5, width: 300, height: 300)
+        }
+        server.route("/portal.png") { _ in
+            .ok(mended.load(ordering: .relaxed) ? Self.png : bad, headers: ["Cache-Control": "max-age=3600"])
+        }
+        let (first, disk) = makeLoader()
+        let strict = ImageLoader(
+            configuration: .init(retryPolicy: .none, maximumPixelCount: 10_000, diskCache: disk), cache: ImageCache())
+        guard case .failure = await load(strict, "/portal.png") else {
+            Issue.record("\(kind) decoded")
+            return
+        }
+        _ = first
+        await disk.flush()
+        #expect(disk.statistics.count == 0)
+        mended.store(true, ordering: .relaxed)
+        let (second, _) = makeLoader()
+        let response = try await load(second, "/portal.png").get()
+        #expect(response.source == .network && response.image.bitmap[0, 0].r == 33)
+        #expect(server.count(for: "/portal.png") == 2)
+    }
+
+    /// `stale-while-revalidate`: within the window a stale image is served at once
+    /// and revalidated in the background, whose answer the next load gets.
+    @Test func staleWhileRevalidateServesAtOnceAndRevalidatesInTheBackground() async throws {
+        defer { cleanUp() }
+        let version = Atomic<Int>(1)
+        server.route("/swr.png") { request in
+            let current = version.load(ordering: .relaxed)
+            if request.header("If-None-Match") == "\"v\(current)\"" { return .init(status: 304) }
+            return .ok(pngData(UInt8(current * 10)), headers: ["ETag": "\"v\(current)\"", "Cache-Control": "max-age=0, stale-while-revalidate=3600"])
+        }
+        let (first, disk) = makeLoader()
+        #expect(try await load(first, "/swr.png").get().image.bitmap[0, 0].r == 10)
+        await disk.flush()
+        version.store(2, ordering: .relaxed)
+        let (second, _) = makeLoader()
+        let stale = try await load(second, "/swr.png").get()
+        #expect(stale.source == .disk && stale.image.bitmap[0, 0].r == 10)
+        // The background revalidation asks with the stored validator and keeps the
+        // new image.
+        for _ in 0..<500 where server.count(for: "/swr.png") < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(server.requests(for: "/swr.png").last?.header("If-None-Match") == "\"v1\"")
+        for _ in 0..<100 {
+            await disk.flush()
+            let (third, _) = makeLoader()
+            if try await load(third, "/swr.png").get().image.bitmap[0, 0].r == 20 { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("the revalidated image was never kept")
+    }
+
+    @Test func aNonAuthoritative203IsStoredLikeA200() async throws {
+        defer { cleanUp() }
+        server.route("/proxied.png") { _ in
+            var response = TestServer.Response.ok(Self.png, headers: ["Cache-Control": "max-age=3600"])
+            response.status = 203
+            return response
+        }
+        let (first, disk) = makeLoader()
+        _ = try await load(first, "/proxied.png").get()
+        await disk.flush()
+        let (second, _) = makeLoader()
+        #expect(try await load(second, "/proxied.png").get().source == .disk)
+    }
+
     @Test func aDamagedFileIsDetectedAndFetchedAgain() async throws {
         defer { cleanUp() }
         server.route("/photo.png", data: Self.png, headers: ["Cache-Control": "max-age=3600"])

@@ -173,9 +173,10 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     public private(set) var vary: String?
 
     /// Records a response, or returns nil when it must not be stored:
-    /// - any status but 200: only a complete, successful body is worth keeping, and
-    ///   caching an error (a 404) would hide an image published a moment later;
-    ///   redirects are followed before this point, and a 206 holds part of a body;
+    /// - any status but 200 and 203 (a proxy's transformed copy of the same image):
+    ///   only a complete, successful body is worth keeping, and caching an error (a
+    ///   404) would hide an image published a moment later; redirects are followed
+    ///   before this point, and a 206 holds part of a body;
     /// - `Cache-Control: no-store`;
     /// - `Vary: *`, which no later request can match.
     ///
@@ -183,7 +184,7 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     ///   - headers: the response headers; names are matched case-insensitively.
     ///   - storedAt: when the response arrived.
     public init?(url: URL, statusCode: Int, headers: [String: String], storedAt: Date) {
-        guard statusCode == 200 else { return nil }
+        guard statusCode == 200 || statusCode == 203 else { return nil }
         self.init(url: url, fields: Self.fields(headers), storedAt: storedAt)
         guard isStorable else { return nil }
     }

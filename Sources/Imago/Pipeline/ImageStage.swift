@@ -13,13 +13,18 @@ extension Pipeline {
         let cache: (any ImageCaching)?
         /// Where processed variants are read and kept; nil when they are not.
         let variants: DiskCache?
+        /// Where the original bytes are kept; nil when they are not.
+        let originals: DiskCache?
     }
 
     /// Starts `stage` for `request`; called with the lock held.
     func startImageStage(_ stage: Stage<ImageResponse>, request: ImageRequest) {
         guard case .image(let key) = stage.key else { return }
         let keepsVariants = configuration.diskCachePolicy.storesProcessed && !key.isOriginal
-        let work = ImageWork(key: key, request: request, cache: cache, variants: keepsVariants ? diskCache(for: request) : nil)
+        let disk = diskCache(for: request)
+        let work = ImageWork(
+            key: key, request: request, cache: cache, variants: keepsVariants ? disk : nil,
+            originals: configuration.diskCachePolicy.storesOriginals ? disk : nil)
         if let disk = work.variants {
             enqueue(stage, in: .decoding) { [self] in readVariant(stage, work: work, from: disk) }
         } else {
@@ -99,6 +104,12 @@ extension Pipeline {
         let start = ContinuousClock.now
         let options = DecodingOptions(targetSize: work.key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
         let result = Result { () throws(ImagoError) in try configuration.decoders.decode(original.data, options: options) }
+        if case .failure = result, original.source == .network || original.source == .disk {
+            // Bytes that do not decode (a captive portal's page, a body cut short
+            // whose length matched, an image over the pixel limit) are not kept to be
+            // served again: the next load asks the server.
+            work.originals?.removeRecord(forKey: ImageCacheKey.originalDiskKey(work.request.imageKey))
+        }
         var metrics = original.metrics
         metrics.decode = (ContinuousClock.now - start).seconds
         complete(stage, work: work, with: result.map {

@@ -60,11 +60,16 @@ extension Pipeline {
         }
         var validators: [String: String] = [:]
         if let (data, metadata) = stored {
-            switch metadata.freshness(at: Date()) {
+            let now = Date()
+            switch metadata.freshness(at: now) {
             case .fresh:
                 return done(data, .disk, attempts: 0)
             case .stale(let revalidatable):
                 if revalidatable { validators = metadata.conditionalHeaders }
+            }
+            if metadata.servesWhileRevalidating(at: now) {
+                revalidateInBackground(request, stored: stored, validators: validators, key: key, disk: disk, stage: stage)
+                return done(data, .disk, attempts: 0)
             }
         }
         let response: DataResponse, attempts: Int
@@ -72,12 +77,23 @@ extension Pipeline {
             (response, attempts) = try await fetch(request, stage: stage, extraHeaders: validators)
         } catch {
             if case .cancelled = error { throw error }
-            if let (data, metadata) = stored, let allowance = configuration.staleIfErrorAllowance,
+            if let (data, metadata) = stored, error.allowsStaleResponse, let allowance = configuration.staleIfErrorAllowance,
                metadata.servesStale(afterError: Date(), allowance: allowance) {
                 return done(data, .disk, attempts: 0)
             }
+            if stored != nil, error.meansResourceGone { disk.removeRecord(forKey: key) }
             throw error
         }
+        let (data, source) = keep(response, for: request, stored: stored, key: key, in: disk)
+        return done(data, source, attempts: attempts)
+    }
+
+    /// Keeps what the server answered: a 304 freshens the stored bytes, which are
+    /// the image then; a storable response is stored; one the server now forbids
+    /// storing (no-store) removes what was kept. Returns the image's bytes.
+    private func keep(
+        _ response: DataResponse, for request: ImageRequest, stored: (Data, HTTPCacheMetadata)?, key: String, in disk: DiskCache
+    ) -> (Data, ImageSource) {
         let now = Date()
         if response.statusCode == 304, let (data, metadata) = stored {
             let updated = metadata.updated(with: response.headers, statusCode: 304, at: now)
@@ -86,16 +102,36 @@ extension Pipeline {
             } else {
                 disk.removeRecord(forKey: key)
             }
-            return done(data, .disk, attempts: attempts)
+            return (data, .disk)
         }
         if let status = response.statusCode,
            let metadata = HTTPCacheMetadata(url: request.url, statusCode: status, headers: response.headers, storedAt: now) {
             disk.store(response.data, metadata: metadata.encoded(), forKey: key)
         } else if stored != nil {
-            // The server now forbids storing (no-store): forget what was kept.
             disk.removeRecord(forKey: key)
         }
-        return done(response.data, .network, attempts: attempts)
+        return (response.data, .network)
+    }
+
+    /// Revalidates a stale original that `stale-while-revalidate` lets the load serve
+    /// meanwhile, at background priority and within the loading timeout; what the
+    /// server answers is kept for the next load. A failure changes nothing.
+    private func revalidateInBackground(
+        _ request: ImageRequest, stored: (Data, HTTPCacheMetadata)?, validators: [String: String], key: String,
+        disk: DiskCache, stage: Stage<OriginalData>
+    ) {
+        let (first, timeout) = lock.withLock { (revalidating.insert(key).inserted, loadingTimeout) }
+        guard first else { return }
+        Task.detached(priority: .background) { [self] in
+            let result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
+                try await fetch(request, stage: stage, extraHeaders: validators)
+            }
+            switch result {
+            case .success((let response, _)): _ = keep(response, for: request, stored: stored, key: key, in: disk)
+            case .failure(let error): if error.meansResourceGone { disk.removeRecord(forKey: key) }
+            }
+            lock.withLock { _ = revalidating.remove(key) }
+        }
     }
 
     /// Fetches the bytes, retrying per the policy; a non-2xx status is an error,
@@ -150,5 +186,26 @@ extension ImageRequest.Priority {
         case .normal: .medium
         case .high, .veryHigh: .high
         }
+    }
+}
+
+extension ImagoError {
+    /// Whether a stored response may stand in after this failure: when the server
+    /// could not be reached or answered with a passing fault (500, 502, 503, 504), as
+    /// RFC 5861's stale-if-error has it; never after an answer that speaks of the
+    /// resource itself (a 404, a 403, a 410).
+    var allowsStaleResponse: Bool {
+        switch self {
+        case .network, .timedOut: true
+        case .httpStatus(let status, _): [500, 502, 503, 504].contains(status)
+        default: false
+        }
+    }
+
+    /// Whether the server said the image is gone or no longer ours to see (a deleted
+    /// image, a revoked signed URL): what was kept of it goes too.
+    var meansResourceGone: Bool {
+        guard case .httpStatus(let status, _) = self else { return false }
+        return [403, 404, 410].contains(status)
     }
 }

@@ -42,6 +42,9 @@ final class Pipeline: @unchecked Sendable {
     /// Original-data stages by the key of the full-size image (whose hash is kept).
     private var originals: [ImageCacheKey: Stage<OriginalData>] = [:]
     private var images: [ImageCacheKey: Stage<ImageResponse>] = [:]
+    /// The disk keys of originals being revalidated in the background, served stale
+    /// meanwhile: one revalidation each, however many loads read them.
+    var revalidating: Set<String> = []
     private var transfers = WorkQueue(limit: 2)
     private var decoding: WorkQueue
     /// Numbers of subscriptions held by stages, negative so that they never meet a

@@ -2,33 +2,102 @@ import Foundation
 
 /// HTTP-date parsing (RFC 9110 §5.6.7), shared by `Retry-After` and the HTTP cache's
 /// `Date`, `Expires` and `Last-Modified`, so that both read dates the same way.
+///
+/// Strict, by hand rather than through `DateFormatter`: a formatter is lenient in
+/// ways a cache must not be (it reads garbage around a date, and days or months out
+/// of range, as some other date), and an invalid `Expires` means "already expired",
+/// never a date in the future.
 enum HTTPDate {
-    /// IMF-fixdate first: RFC 9110 requires senders to use it, so the obsolete RFC 850
-    /// and asctime forms are tried only when it fails.
-    private static let formats = [
-        "EEE, dd MMM yyyy HH:mm:ss zzz",
-        "EEEE, dd-MMM-yy HH:mm:ss zzz",
-        "EEE MMM d HH:mm:ss yyyy",
-    ]
+    private static let days = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    private static let longDays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     /// The date `value` names, or nil when it is not an HTTP-date in any of the three
-    /// forms (a recipient must then treat it per the header's own rule: `Expires`
-    /// calls it expired, `Retry-After` ignores it).
-    static func parse(_ value: String) -> Date? {
-        let text = value.trimmingCharacters(in: .whitespaces)
-        guard !text.isEmpty else { return nil }
-        for format in formats {
-            // A formatter per call: these headers are read once per network response,
-            // not per cache hit (the cache keeps the parsed dates), and DateFormatter
-            // is not Sendable, so a shared one would need a lock for no real gain.
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) {
-                return date
-            }
+    /// forms: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete RFC 850 form
+    /// (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime (`Sun Nov  6 08:49:37 1994`).
+    /// A recipient must then treat it per the header's own rule: `Expires` calls it
+    /// expired, `Retry-After` ignores it. `now` places a two-digit year.
+    static func parse(_ value: String, now: Date = Date()) -> Date? {
+        let text = Substring(value.trimmingCharacters(in: .whitespaces))
+        return imfFixdate(text) ?? rfc850(text, now: now) ?? asctime(text)
+    }
+
+    /// `Sun, 06 Nov 1994 08:49:37 GMT`
+    private static func imfFixdate(_ text: Substring) -> Date? {
+        let parts = text.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 6, parts[0].count == 4, parts[0].last == ",", days.contains(String(parts[0].dropLast())),
+              parts[1].count == 2, let day = number(parts[1]), let month = months.firstIndex(of: String(parts[2])),
+              parts[3].count == 4, let year = number(parts[3]), parts[5] == "GMT"
+        else { return nil }
+        return date(year: year, month: month + 1, day: day, time: parts[4])
+    }
+
+    /// `Sunday, 06-Nov-94 08:49:37 GMT`; a two-digit year more than 50 years ahead of
+    /// `now` is the most recent past year with those digits (RFC 9110 §5.6.7).
+    private static func rfc850(_ text: Substring, now: Date) -> Date? {
+        let parts = text.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0].last == ",", longDays.contains(String(parts[0].dropLast())), parts[3] == "GMT"
+        else { return nil }
+        let dayMonthYear = parts[1].split(separator: "-", omittingEmptySubsequences: false)
+        guard dayMonthYear.count == 3, dayMonthYear[0].count == 2, let day = number(dayMonthYear[0]),
+              let month = months.firstIndex(of: String(dayMonthYear[1])),
+              dayMonthYear[2].count == 2, let shortYear = number(dayMonthYear[2])
+        else { return nil }
+        let thisYear = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "GMT")!, from: now).year ?? 2000
+        var year = thisYear - thisYear % 100 + shortYear
+        if year > thisYear + 50 { year -= 100 }
+        return date(year: year, month: month + 1, day: day, time: parts[2])
+    }
+
+    /// `Sun Nov  6 08:49:37 1994` (a one-digit day is padded with a space).
+    private static func asctime(_ text: Substring) -> Date? {
+        let parts = text.split(separator: " ", omittingEmptySubsequences: true)
+        guard parts.count == 5, days.contains(String(parts[0])), let month = months.firstIndex(of: String(parts[1])),
+              (1...2).contains(parts[2].count), let day = number(parts[2]),
+              parts[4].count == 4, let year = number(parts[4])
+        else { return nil }
+        // The padding is exactly one space before a one-digit day, and single spaces
+        // elsewhere.
+        let expected = "\(parts[0]) \(parts[1]) \(parts[2].count == 1 ? " " : "")\(parts[2]) \(parts[3]) \(parts[4])"
+        guard text == expected else { return nil }
+        return date(year: year, month: month + 1, day: day, time: parts[3])
+    }
+
+    /// Digits only, no sign or space.
+    private static func number(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.count <= 4, text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return Int(text)
+    }
+
+    /// The moment of a valid calendar date and `HH:MM:SS` time in GMT; nil for any
+    /// field out of range (a leap second, 60, counts as the second before).
+    private static func date(year: Int, month: Int, day: Int, time: Substring) -> Date? {
+        let clock = time.split(separator: ":", omittingEmptySubsequences: false)
+        guard clock.count == 3, clock.allSatisfy({ $0.count == 2 }),
+              let hour = number(clock[0]), let minute = number(clock[1]), let second = number(clock[2]),
+              hour < 24, minute < 60, second <= 60,
+              (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year)
+        else { return nil }
+        let seconds = daysSinceEpoch(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + min(second, 59)
+        return Date(timeIntervalSince1970: Double(seconds))
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
         }
-        return nil
+    }
+
+    /// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
+    /// `days_from_civil`).
+    private static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 }
