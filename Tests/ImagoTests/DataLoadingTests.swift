@@ -430,6 +430,43 @@ import Testing
         #expect(refusal(RedirectPolicy(maximumRedirects: 0), secure, cdn) != nil)
     }
 
+    // MARK: - Faults named for what happened
+
+    /// Each fault's message says what the server did, not what libcurl made of it.
+    @Test(arguments: [
+        ("/huge-header", "headers are too large"),
+        ("/length-overflow", "invalid Content-Length (18446744073709551617)"),
+        ("/length-over-int64", "invalid Content-Length (9223372036854775808)"),
+        ("/length-conflict", "invalid Content-Length (3, 5)"),
+    ])
+    func faultsAreNamedForWhatHappened(path: String, words: String) async throws {
+        try await Self.withServer { server, loader in
+            let header = String(repeating: "a", count: 1 << 20)
+            server.route("/huge-header") { _ in .ok(Self.bytes(10), headers: ["X-Big": header]) }
+            for (route, length) in [("/length-overflow", "18446744073709551617"), ("/length-over-int64", "9223372036854775808"),
+                                    ("/length-conflict", "3\r\nContent-Length: 5")] {
+                server.route(route) { _ in .raw(Data("HTTP/1.1 200 OK\r\nContent-Length: \(length)\r\n\r\nabc".utf8)) }
+            }
+            let result = await Self.load(loader, server.url(path))
+            guard case .failure(let error) = result else { Issue.record("\(path) loaded"); return }
+            #expect(error.description.contains(words), "\(error)")
+        }
+    }
+
+    /// Schemes are case-insensitive: `HTTP://` loads as `http://` does, through the
+    /// data loader and through the image loader, under one cache key.
+    @Test func anUpperCaseSchemeLoads() async throws {
+        try await Self.withServer { server, loader in
+            server.route("/a.png") { _ in .ok(pngData(3)) }
+            let upper = URL(string: "HTTP" + server.url("/a.png").absoluteString.dropFirst(4))!
+            #expect((try? await Self.load(loader, upper).get())?.statusCode == 200)
+            let images = ImageLoader(configuration: .init(dataLoader: loader, retryPolicy: .none), cache: ImageCache())
+            let response = try await images.image(for: upper)
+            #expect(response.image.bitmap[0, 0].r == 3)
+            #expect(ImageRequest(url: upper).cacheKey == ImageRequest(url: server.url("/a.png")).cacheKey)
+        }
+    }
+
     // MARK: - Cancellation
 
     @Test func cancellingAStalledLoadEndsItPromptlyAndClosesTheConnection() async throws {

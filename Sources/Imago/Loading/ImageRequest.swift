@@ -39,6 +39,8 @@ public struct ImageRequest: Sendable {
     /// A request sending `urlRequest` as it is (custom headers, say).
     public init(urlRequest: URLRequest, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
                 priority: Priority = .normal, imageKey: String? = nil) {
+        var urlRequest = urlRequest
+        if let url = urlRequest.url, let normalized = url.withLowercasedScheme { urlRequest.url = normalized }
         self.urlRequest = urlRequest
         self.targetSize = targetSize
         self.processors = processors
@@ -95,4 +97,17 @@ public struct ImageResponse: Sendable {
     public let source: ImageSource
     /// What the load cost.
     public let metrics: ImageMetrics
+}
+
+extension URL {
+    /// The URL with its scheme in lower case (`HTTP://host/a` → `http://host/a`); nil
+    /// when it already is. Schemes are case-insensitive (RFC 3986 §3.1), but URLSession
+    /// on Linux sends an upper-case one to libcurl, which then fails, and one image
+    /// should have one key however its scheme is written.
+    var withLowercasedScheme: URL? {
+        guard let scheme, scheme.contains(where: \.isUppercase),
+              var components = URLComponents(url: self, resolvingAgainstBaseURL: true) else { return nil }
+        components.scheme = scheme.lowercased()
+        return components.url
+    }
 }

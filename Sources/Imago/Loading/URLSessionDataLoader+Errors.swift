@@ -46,6 +46,7 @@ extension URLSessionDataLoader {
         case .notConnectedToInternet:
             return network(code, "there is no network connection")
         case .badServerResponse, .cannotParseResponse, .cannotDecodeRawData, .cannotDecodeContentData:
+            if errno == ECONNRESET { return network(code, "the server reset the connection before its response was complete") }
             return network(code, "the server sent a malformed response")
         case .zeroByteResource:
             return network(code, "the server sent an empty response")
@@ -66,6 +67,11 @@ extension URLSessionDataLoader {
         case .badURL:
             return .invalidURL(address)
         default:
+            // libcurl gives up on response headers over its 100 KB limit with "Out of
+            // memory", which would send a user looking in the wrong place.
+            if nsError.localizedDescription == "Out of memory" {
+                return network(code, "the server's response headers are too large (libcurl stops at 100 KB)")
+            }
             // libcurl's own message is usually the most precise thing to say
             // ("transfer closed with 6000 bytes remaining to read").
             let message = nsError.localizedDescription

@@ -122,8 +122,13 @@ public final class URLSessionDataLoader: DataLoading {
         for request: URLRequest,
         progress: @escaping @Sendable (_ received: Int64, _ expected: Int64?) -> Void
     ) async throws(ImagoError) -> DataResponse {
-        guard let url = request.url, Self.canLoad(url) else {
+        guard var url = request.url, Self.canLoad(url) else {
             throw .invalidURL(request.url?.absoluteString ?? "")
+        }
+        var request = request
+        if let normalized = url.withLowercasedScheme {
+            url = normalized
+            request.url = normalized
         }
         // Cheap exit for the common "cancelled while queued" case: no task at all.
         if Task.isCancelled { throw .cancelled }

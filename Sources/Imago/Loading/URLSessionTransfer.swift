@@ -71,6 +71,15 @@ final class Transfer: Sendable {
     /// task must be stopped.
     func receive(_ response: URLResponse) -> Bool {
         guard let http = response as? HTTPURLResponse else { return true }
+        if let length = http.value(forHTTPHeaderField: "Content-Length"), !Self.isValidContentLength(length) {
+            // libcurl reads past a length it cannot represent, and the cut-off body
+            // would surface later as an image that does not decode.
+            let shown = length.count > 40 ? length.prefix(40) + "…" : Substring(length)
+            finish(.failure(.network(
+                url: (http.url ?? url).absoluteString, reason: "the server sent an invalid Content-Length (\(shown))",
+                code: .badServerResponse, errno: nil)))
+            return false
+        }
         let declared = http.expectedContentLength
         let tooLarge = declared > Int64(limit)
         let expected: Int64? = declared >= 0 && !Self.isEncoded(http) ? declared : nil
@@ -93,6 +102,15 @@ final class Transfer: Sendable {
         }
         progress(0, expected)
         return true
+    }
+
+    /// Whether a Content-Length value is one length (RFC 9110 §8.6): digits that fit in
+    /// 63 bits; a list of several values is valid only when they all agree, as one
+    /// repeated field joined with commas.
+    static func isValidContentLength(_ value: String) -> Bool {
+        let values = value.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard let first = values.first, values.allSatisfy({ $0 == first }) else { return false }
+        return !first.isEmpty && first.allSatisfy { $0.isASCII && $0.isNumber } && Int64(first) != nil
     }
 
     /// Appends a piece of the body; false when the body just grew past the limit and

@@ -47,6 +47,8 @@ final class TestServer: Sendable {
             case trickle(bytesPerChunk: Int, interval: Double)
             /// The first `bytes` of the body, then a TCP reset (SO_LINGER 0).
             case resetAfter(bytes: Int)
+            /// A TCP reset before anything is sent.
+            case resetAtOnce
             /// Content-Length `declaredLength`, the (shorter) body, then a clean close.
             case truncate(declaredLength: Int)
             /// `Transfer-Encoding: chunked`, pieces of `chunkSize`.
@@ -87,6 +89,10 @@ final class TestServer: Sendable {
 
         static func resetAfter(_ bytes: Int, of body: Data) -> Response {
             Response(status: 200, body: body, delivery: .resetAfter(bytes: bytes))
+        }
+
+        static func resetAtOnce() -> Response {
+            Response(body: Data(), delivery: .resetAtOnce)
         }
 
         static func truncate(declaredLength: Int, actualBody: Data) -> Response {
@@ -386,6 +392,11 @@ final class TestServer: Sendable {
             _ = write(fd, Self.head(response, length: body.count, close: true) + body.prefix(bytes))
             // Let the partial body reach the client before the reset tears it down.
             Thread.sleep(forTimeInterval: 0.05)
+            var reset = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
+            return false
+
+        case .resetAtOnce:
             var reset = linger(l_onoff: 1, l_linger: 0)
             setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
             return false
