@@ -497,6 +497,40 @@ private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x"
         #expect(cache.statistics.count == 0)
     }
 
+    /// A disk smaller than the configured limit: when it fills up, the cache lowers
+    /// its limit and evicts, so that later writes land again and recent records stay,
+    /// instead of freezing with nothing ever evicted. A real full file system: a 5 MiB
+    /// tmpfs, where mounting is allowed.
+    @Test func aFullDiskLowersTheLimitAndKeepsEvicting() throws {
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        let mount = Process()
+        mount.executableURL = URL(fileURLWithPath: "/bin/mount")
+        mount.arguments = ["-t", "tmpfs", "-o", "size=5m", "tmpfs", folder.url.path]
+        mount.standardError = FileHandle.nullDevice
+        guard (try? mount.run()) != nil, (mount.waitUntilExit(), mount.terminationStatus).1 == 0 else {
+            print("skipped: mounting a tmpfs is not permitted here")
+            return
+        }
+        defer {
+            let unmount = Process()
+            unmount.executableURL = URL(fileURLWithPath: "/bin/umount")
+            unmount.arguments = [folder.url.path]
+            try? unmount.run()
+            unmount.waitUntilExit()
+        }
+        let cache = DiskCache(directory: folder.url, sizeLimit: 512 << 20)
+        for n in 0..<100 {
+            cache.store(Self.body(n, 200_000), forKey: "k\(n)")
+            cache.flush()
+        }
+        let statistics = cache.statistics
+        #expect(statistics.sizeLimit < 5 << 20 && statistics.evictions > 0, "\(statistics)")
+        // The last records landed, after the limit came down.
+        for n in 95..<100 { #expect(cache.record(forKey: "k\(n)")?.data == Self.body(n, 200_000), "k\(n)") }
+        #expect(statistics.droppedWrites < 10, "\(statistics)")
+        #expect(folder.records.count == statistics.count && folder.temporaryFiles.isEmpty)
+    }
+
     /// Many threads storing, reading and removing a few keys under a small limit; the
     /// books must match the disk afterwards and every read must be whole.
     @Test func concurrentUseKeepsTheBooksStraight() async {

@@ -101,6 +101,9 @@ public final class DiskCache: Sendable {
         public var evictions = 0
         /// Damaged, truncated or foreign files found and deleted.
         public var discarded = 0
+        /// The size limit in force: `DiskCache.sizeLimit`, or less once the disk ran
+        /// out of space below it.
+        public var sizeLimit = 0
     }
 
     /// Where the records live.

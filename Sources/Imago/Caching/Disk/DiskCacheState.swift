@@ -4,7 +4,9 @@ import Foundation
 /// of what is held, the writes waiting, and the counters. Every change that touches
 /// more than one of them is made here.
 struct DiskCacheState {
-    let sizeLimit: Int
+    /// The limit in force: the configured one, lowered when the disk ran out of space
+    /// below it (a cache that never reaches its limit would never evict again).
+    private(set) var sizeLimit: Int
     let maximumAge: Double?
     var index = DiskIndex()
     var writes = PendingWrites()
@@ -23,7 +25,7 @@ struct DiskCacheState {
         DiskCache.Statistics(
             count: index.count, totalSize: index.totalSize, pendingWrites: writes.records.count,
             pendingSize: writes.bytes, droppedWrites: droppedWrites, hits: hits, misses: misses,
-            evictions: evictions, discarded: discarded)
+            evictions: evictions, discarded: discarded, sizeLimit: sizeLimit)
     }
 
     func isExpired(storedAt: Double, at time: Double) -> Bool {
@@ -130,6 +132,14 @@ struct DiskCacheState {
         writes.removeAll()
         // Until the sweep has deleted the files, readers are answered from here.
         writes.clearsQueued += 1
+    }
+
+    /// The disk ran out of space writing a record of `size` bytes: the limit comes
+    /// down to 90 % of what is held now, less that record, so that evicting frees room
+    /// for the writes to come. Returns the names evicted, for `deleteFiles`.
+    mutating func shrinkAfterRunningOutOfSpace(writing size: Int) -> [String] {
+        sizeLimit = max(0, min(sizeLimit, (index.totalSize - size) * 9 / 10))
+        return evictOverLimit(keeping: nil)
     }
 
     /// Evicts least recently used records until the total fits; returns their names,

@@ -124,7 +124,8 @@ extension DiskCache {
     func performWrite(name: String, generation: UInt64) {
         guard let job = state.withLock({ $0.writes.beginWrite(name, generation: generation) }) else { return }
         noteForeignChanges()
-        let written = writeFile(job, name: name)
+        let outcome = writeFile(job, name: name)
+        let written = outcome == .written
         markOwnChange()
 
         var victims: [String] = []
@@ -142,6 +143,7 @@ extension DiskCache {
                 victims = s.evictOverLimit(keeping: name)
             } else {
                 s.droppedWrites += 1
+                if outcome == .noSpace { victims = s.shrinkAfterRunningOutOfSpace(writing: job.size) }
                 guard current else { return orphaned }
                 s.writes.remove(name)
                 // An older version may still be on disk; it must not be served in place
@@ -160,13 +162,22 @@ extension DiskCache {
         deleteFiles(victims)
     }
 
+    /// How a record's write ended.
+    enum WriteOutcome {
+        case written
+        /// The file system is full (or the user's quota is): the limit is too high
+        /// for this disk.
+        case noSpace
+        case failed
+    }
+
     /// Writes `job` to a temporary file in the directory and renames it into place,
-    /// so that readers see the old record or the new one, never half of one; false
-    /// if any step failed, leaving nothing behind.
+    /// so that readers see the old record or the new one, never half of one; on
+    /// failure nothing is left behind.
     ///
     /// No fsync: it would cost milliseconds per record for durability a cache does
     /// not need; after a power loss the checksum turns damage into a miss.
-    private func writeFile(_ job: PendingWrites.Record, name: String) -> Bool {
+    private func writeFile(_ job: PendingWrites.Record, name: String) -> WriteOutcome {
         let serial = temporarySerial.withLock { serial -> Int in
             serial += 1
             return serial
@@ -179,17 +190,24 @@ extension DiskCache {
             DiskFiles.createDirectory(path)
             fd = open(temporary, flags, 0o600)
         }
-        guard fd >= 0 else { return false }
+        func failure() -> WriteOutcome { errno == ENOSPC || errno == EDQUOT ? .noSpace : .failed }
+        guard fd >= 0 else { return failure() }
         let prefix = RecordFormat.prefix(key: job.key, metadata: job.metadata, bodyCount: job.data.count, storedAt: job.storedAt)
         let trailer = RecordFormat.trailer(prefix: prefix, body: job.data)
-        var ok = DiskFiles.writeAll(fd, prefix) && DiskFiles.writeAll(fd, job.data) && DiskFiles.writeAll(fd, trailer)
+        var outcome = WriteOutcome.written
+        if !(DiskFiles.writeAll(fd, prefix) && DiskFiles.writeAll(fd, job.data) && DiskFiles.writeAll(fd, trailer)) {
+            outcome = failure()
+        }
         // The modification time is the record's last use; start it at the time stored.
-        if ok { DiskFiles.setTimes(fd, to: job.storedAt) }
-        if close(fd) != 0 { ok = false }
-        if ok { waitForDeletions(of: name) }
-        if ok && rename(temporary, filePath(name)) == 0 { return true }
+        if outcome == .written { DiskFiles.setTimes(fd, to: job.storedAt) }
+        if close(fd) != 0 && outcome == .written { outcome = failure() }
+        if outcome == .written {
+            waitForDeletions(of: name)
+            if rename(temporary, filePath(name)) == 0 { return .written }
+            outcome = failure()
+        }
         unlink(temporary)
-        return false
+        return outcome
     }
 
     /// Waits while another thread is deleting the file this write is about to rename
