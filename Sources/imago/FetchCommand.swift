@@ -40,11 +40,18 @@ private struct FetchSummary: Encodable {
     let summary: LoadSummary
 }
 
+/// The counts behind the summary, added to as items complete on any thread.
+private struct Tally {
+    var items = 0
+    var failed = 0
+    var hits: [String: Int] = [:]
+}
+
 private func runFetch(_ arguments: Arguments) async -> Int32 {
-    let urls: [InputURL]
+    let reader: InputReader
     let options: LoaderOptions, thumbnail: Int?
     do throws(UsageError) {
-        urls = try readInputURLs(arguments, command: "fetch")
+        reader = try InputReader(arguments, command: "fetch")
         options = try LoaderOptions(arguments)
         thumbnail = try arguments.integer("--thumbnail", in: 1...100_000)
     } catch {
@@ -52,52 +59,91 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
         return ExitStatus.usage
     }
     let json = arguments.flag("--json")
-    let counter = CountingLoader(DefaultDataLoader())
+    let counter = CountingLoader(DefaultDataLoader(), policy: options.retryPolicy)
     let loader = options.makeLoader(counter: counter)
-    let bar = ProgressBar(total: urls.count)
+    let bar = ProgressBar(total: reader.countAhead)
+    let tally = Mutex(Tally())
     let start = ContinuousClock.now
 
-    // Every request is made at once, so identical URLs coalesce; the loader's queue
-    // keeps `concurrency` of them running.
-    let tasks = urls.map { input -> (InputURL, ImageTask?) in
-        guard let url = input.url else { return (input, nil) }
-        return (input, loader.task(with: ImageRequest(url: url, targetSize: thumbnail.map(TargetSize.thumbnail))))
+    // Items complete, and are reported and forgotten, in whatever order their loads
+    // finish. At most `window` are in flight: enough to keep every transfer slot busy
+    // while finished transfers wait for a core to decode them, few enough that memory
+    // depends on the concurrency and not on the length of the input. Within the
+    // window identical URLs coalesce; the memory and disk tiers answer later repeats.
+    let window = options.concurrency * 2 + loader.configuration.concurrentDecodes
+    let report: @Sendable (FetchRecord) -> Void = { record in
+        tally.withLock { tally in
+            tally.items += 1
+            if record.ok { tally.hits[record.source ?? "?", default: 0] += 1 } else { tally.failed += 1 }
+        }
+        if json {
+            Output.json(record)
+        } else if !record.ok {
+            bar.error(failureLine(url: record.url, line: record.line, error: record.error ?? "failed"))
+        }
+        bar.advance(bytes: record.bytes ?? 0)
     }
-    var records: [FetchRecord] = []
-    for (input, task) in tasks {
-        guard let task else {
-            records.append(FetchRecord(url: input.text, line: input.line, ok: false, error: ImagoError.invalidURL(input.text).description))
-            bar.advance(bytes: 0)
-            continue
-        }
-        switch await task.value {
-        case .success(let response):
-            records.append(FetchRecord(
-                url: input.text, line: input.line, ok: true, width: response.image.width, height: response.image.height,
-                frames: response.image.frames.count, bytes: response.metrics.bytes, source: response.source.rawValue))
-            bar.advance(bytes: response.metrics.bytes)
-        case .failure(let error):
-            records.append(FetchRecord(url: input.text, line: input.line, ok: false, error: error.description))
-            bar.advance(bytes: 0)
-        }
+    // The input is read on a thread of its own: standard input may block for as long
+    // as its writer pleases, and a blocked thread of Swift's small pool would stall
+    // every load's continuation behind it.
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        Thread {
+            let slots = DispatchSemaphore(value: window)
+            let inFlight = DispatchGroup()
+            var count = 0
+            while let input = reader.next() {
+                count += 1
+                slots.wait()
+                inFlight.enter()
+                let finish: @Sendable (FetchRecord) -> Void = { record in
+                    report(record)
+                    slots.signal()
+                    inFlight.leave()
+                }
+                guard let url = input.url else {
+                    finish(FetchRecord(url: input.text, line: input.line, ok: false, error: ImagoError.invalidURL(input.text).description))
+                    continue
+                }
+                loader.task(with: ImageRequest(url: url, targetSize: thumbnail.map(TargetSize.thumbnail))) { result in
+                    counter.loadEnded(url)
+                    finish(FetchRecord(input, result))
+                }
+            }
+            bar.setTotal(count)
+            inFlight.wait()
+            done.resume()
+        }.start()
     }
     bar.finish()
     // Disk writes go on in the background; the process must not end before them.
     await options.disk?.flush()
 
-    let elapsed = (ContinuousClock.now - start).seconds
-    let failed = records.filter { !$0.ok }
-    var hits: [String: Int] = [:]
-    for record in records where record.ok { hits[record.source ?? "?", default: 0] += 1 }
+    let counts = tally.withLock { $0 }
+    guard counts.items > 0 else {
+        Output.error("fetch needs at least one URL, and --input \(arguments.string("--input") ?? "-") held none")
+        return ExitStatus.usage
+    }
     let summary = LoadSummary(
-        items: records.count, failed: failed.count, bytes: counter.bytes.load(ordering: .relaxed), hits: hits,
-        transfers: counter.transfers.load(ordering: .relaxed), seconds: (elapsed * 1000).rounded() / 1000)
+        items: counts.items, failed: counts.failed, hits: counts.hits, counter: counter,
+        seconds: (ContinuousClock.now - start).seconds)
     if json {
-        for record in records { Output.json(record) }
         Output.json(FetchSummary(summary: summary))
     } else {
-        for record in failed { Output.error(failureLine(url: record.url, line: record.line, error: record.error ?? "failed")) }
         Output.line(summary.text)
     }
-    return failed.isEmpty ? ExitStatus.success : ExitStatus.someFailed
+    return counts.failed == 0 ? ExitStatus.success : ExitStatus.someFailed
+}
+
+extension FetchRecord {
+    /// The record of a load of `input` that ended with `result`.
+    fileprivate init(_ input: InputURL, _ result: Result<ImageResponse, ImagoError>) {
+        switch result {
+        case .success(let response):
+            self.init(
+                url: input.text, line: input.line, ok: true, width: response.image.width, height: response.image.height,
+                frames: response.image.frames.count, bytes: response.metrics.bytes, source: response.source.rawValue)
+        case .failure(let error):
+            self.init(url: input.text, line: input.line, ok: false, error: error.description)
+        }
+    }
 }

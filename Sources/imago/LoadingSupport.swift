@@ -9,19 +9,46 @@ import FoundationNetworking
 // transfer counts, the URLs read from the command line or a file, and the summary.
 
 /// Counts real transfers under the loader, which coalescing and caching make fewer
-/// than the items.
+/// than the items, and which of them were retries.
+///
+/// A transfer is a retry when the previous one of its URL failed in a way the retry
+/// policy retries, and no item of that URL has completed since: the loader tries
+/// again only within one load, and a load ends before its items complete.
 final class CountingLoader: DataLoading {
     let inner: any DataLoading
+    let policy: RetryPolicy
     let transfers = Atomic<Int>(0)
+    let retries = Atomic<Int>(0)
     let bytes = Atomic<Int>(0)
+    /// URLs whose last transfer failed and may be tried again.
+    private let retryable = Mutex<Set<String>>([])
 
-    init(_ inner: any DataLoading) { self.inner = inner }
+    init(_ inner: any DataLoading, policy: RetryPolicy) {
+        self.inner = inner
+        self.policy = policy
+    }
 
     func loadData(for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(ImagoError) -> DataResponse {
         transfers.add(1, ordering: .relaxed)
-        let response = try await inner.loadData(for: request, progress: progress)
-        bytes.add(response.data.count, ordering: .relaxed)
-        return response
+        let url = request.url?.absoluteString ?? ""
+        if retryable.withLock({ $0.remove(url) != nil }) { retries.add(1, ordering: .relaxed) }
+        do {
+            let response = try await inner.loadData(for: request, progress: progress)
+            bytes.add(response.data.count, ordering: .relaxed)
+            if let status = response.statusCode, policy.isRetryable(.httpStatus(status, url: url)) {
+                _ = retryable.withLock { $0.insert(url) }
+            }
+            return response
+        } catch {
+            if policy.isRetryable(error) { _ = retryable.withLock { $0.insert(url) } }
+            throw error
+        }
+    }
+
+    /// An item of `url` completed: its load has ended, so the next transfer of the URL
+    /// starts a new load, not a retry.
+    func loadEnded(_ url: URL) {
+        _ = retryable.withLock { $0.remove(url.absoluteString) }
     }
 }
 
@@ -38,28 +65,91 @@ struct InputURL: Sendable {
     }
 }
 
-/// The URLs of the command line, then those of `--input` (a file, or '-' for standard
-/// input), without blank lines and `#` comments.
-func readInputURLs(_ arguments: Arguments, command: String) throws(UsageError) -> [InputURL] {
-    var urls = arguments.positionals.map { InputURL(text: $0, line: nil) }
-    if let input = arguments.string("--input") {
-        let data: Data
+/// The URLs of the command line, then those of `--input` (a file, or '-' for
+/// standard input), read one at a time as they are asked for, so that a long list
+/// costs no memory and a stream on standard input is loaded while it is still being
+/// written. Blank lines and `#` comments are skipped but counted in line numbers.
+///
+/// `@unchecked Sendable`: made while the command line is parsed, then handed to the
+/// one thread that reads it; never used by two threads at once.
+final class InputReader: @unchecked Sendable {
+    private var positionals: IndexingIterator<[String]>
+    private var file: UnsafeMutablePointer<FILE>?
+    private var lineNumber = 0
+    /// How many URLs there are, when that can be known before reading them: the
+    /// command line's and a regular file's. Nil for standard input.
+    let countAhead: Int?
+
+    /// Opens the input; a file that cannot be read, or no input at all, is bad usage.
+    init(_ arguments: Arguments, command: String) throws(UsageError) {
+        positionals = arguments.positionals.makeIterator()
+        guard let input = arguments.string("--input") else {
+            guard !arguments.positionals.isEmpty else {
+                throw UsageError(message: "\(command) needs at least one URL, or --input FILE")
+            }
+            countAhead = arguments.positionals.count
+            return
+        }
         if input == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
+            file = fdopen(dup(STDIN_FILENO), "r")
+            countAhead = nil
         } else {
-            guard let contents = FileManager.default.contents(atPath: input) else {
+            var status = stat()
+            guard stat(input, &status) == 0, status.st_mode & S_IFMT != S_IFDIR, let opened = fopen(input, "r") else {
                 throw UsageError(message: "cannot read --input \(input)")
             }
-            data = contents
-        }
-        // Split on "\n" only, so the numbers match what an editor shows (a "\r\n"
-        // file's "\r" goes with the trimming).
-        for (index, line) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            if let url = inputURL(line, number: index + 1) { urls.append(url) }
+            file = opened
+            // A second pass over a file on disk is cheap and gives the progress bar
+            // its total; a pipe can be read only once.
+            countAhead = status.st_mode & S_IFMT == S_IFREG
+                ? arguments.positionals.count + Self.countURLs(inFileAt: input) : nil
         }
     }
-    guard !urls.isEmpty else { throw UsageError(message: "\(command) needs at least one URL, or --input FILE") }
-    return urls
+
+    deinit {
+        if let file { fclose(file) }
+    }
+
+    /// The next URL; nil at the end of the input. Blocks while standard input waits.
+    func next() -> InputURL? {
+        if let text = positionals.next() { return InputURL(text: text, line: nil) }
+        while let line = readLine() {
+            lineNumber += 1
+            if let url = inputURL(line, number: lineNumber) { return url }
+        }
+        return nil
+    }
+
+    /// Every URL, for commands that need them all before they start.
+    func readAll() -> [InputURL] {
+        var urls: [InputURL] = []
+        while let url = next() { urls.append(url) }
+        return urls
+    }
+
+    private func readLine() -> Substring? {
+        guard let file else { return nil }
+        var buffer: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(buffer) }
+        let count = getline(&buffer, &capacity, file)
+        guard count >= 0, let buffer else { return nil }
+        return String(decoding: UnsafeRawBufferPointer(start: buffer, count: count), as: UTF8.self)[...]
+    }
+
+    private static func countURLs(inFileAt path: String) -> Int {
+        guard let file = fopen(path, "r") else { return 0 }
+        defer { fclose(file) }
+        var buffer: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(buffer) }
+        var count = 0
+        while getline(&buffer, &capacity, file) >= 0, let buffer {
+            let text = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+            if !text.isEmpty && !text.hasPrefix("#") { count += 1 }
+        }
+        return count
+    }
 }
 
 /// The URL on line `number` of an input, or nil for a blank line or a comment.
@@ -101,11 +191,18 @@ struct LoaderOptions {
         .value("--retries", "N", "retries of a transient failure (default 2)"),
     ]
 
+    var retryPolicy: RetryPolicy { RetryPolicy(maximumAttempts: retries + 1) }
+
+    /// The memory tier of a command: a URL repeated soon after is answered from it,
+    /// one repeated much later from the disk tier. Small, so that a long list costs
+    /// no more memory than a short one; a full-size photo still fits.
+    static let memoryTierBytes = 32 << 20
+
     /// A loader of its own for the command, counting transfers through `counter`.
     func makeLoader(counter: CountingLoader) -> ImageLoader {
         let loader = ImageLoader(
-            configuration: .init(dataLoader: counter, retryPolicy: RetryPolicy(maximumAttempts: retries + 1), diskCache: disk),
-            cache: ImageCache())
+            configuration: .init(dataLoader: counter, retryPolicy: retryPolicy, diskCache: disk),
+            cache: ImageCache(costLimit: Self.memoryTierBytes, entryCostLimit: Self.memoryTierBytes / 2))
         loader.concurrentLoads = concurrency
         loader.loadingTimeout = timeout
         return loader
@@ -119,13 +216,29 @@ struct LoadSummary: Encodable {
     let bytes: Int
     let hits: [String: Int]
     let transfers: Int
+    let retries: Int
     let seconds: Double
+    /// The process's peak resident memory, in bytes: what a long list costs.
+    let peakMemory: Int
 
-    /// "3 items, 1 failed, 1.2 MB in 2 transfers, answered by: 2 network, 0.31 s".
+    init(items: Int, failed: Int, hits: [String: Int], counter: CountingLoader, seconds: Double) {
+        self.items = items
+        self.failed = failed
+        self.hits = hits
+        bytes = counter.bytes.load(ordering: .relaxed)
+        transfers = counter.transfers.load(ordering: .relaxed)
+        retries = counter.retries.load(ordering: .relaxed)
+        self.seconds = (seconds * 1000).rounded() / 1000
+        peakMemory = ownPeakRSSKilobytes() * 1024
+    }
+
+    /// "3 items, 1 failed, 1.2 MB in 4 transfers (1 retry), answered by: 2 network,
+    /// 0.31 s".
     var text: String {
         let tiers = ["memory", "disk", "network", "local"].compactMap { tier in hits[tier].map { "\($0) \(tier)" } }
+        let retried = retries == 0 ? "" : " (\(retries) \(retries == 1 ? "retry" : "retries"))"
         return """
-            \(items) items, \(failed) failed, \(formatBytes(Int64(bytes))) in \(transfers) transfers, \
+            \(items) items, \(failed) failed, \(formatBytes(Int64(bytes))) in \(transfers) transfers\(retried), \
             answered by: \(tiers.isEmpty ? "none" : tiers.joined(separator: ", ")), \(String(format: "%.2f", seconds)) s
             """
     }

@@ -188,6 +188,7 @@ private struct SheetSummary: Encodable {
         let bytes: Int
         let hits: [String: Int]
         let transfers: Int
+        let retries: Int
         let seconds: Double
         let output: String
         let width: Int
@@ -252,7 +253,7 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
             throw UsageError(message: "cannot write '.\(ext)' files (supported: .png, .jpg, .webp)")
         }
         encoder = chosen
-        urls = try readInputURLs(arguments, command: "sheet")
+        urls = try InputReader(arguments, command: "sheet").readAll()
         options = try LoaderOptions(arguments)
         layout = SheetLayout(
             count: urls.count, cell: try arguments.integer("--size", in: 8...4096) ?? SheetLayout.defaultCell,
@@ -268,7 +269,7 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
         return ExitStatus.usage
     }
     let json = arguments.flag("--json")
-    let counter = CountingLoader(DefaultDataLoader())
+    let counter = CountingLoader(DefaultDataLoader(), policy: options.retryPolicy)
     let targets = ImageTargetLoader(loader: options.makeLoader(counter: counter))
     let canvas = SheetCanvas(layout: layout)
     let placeholder = SheetCanvas.placeholder(cell: layout.cell)
@@ -290,6 +291,7 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
             continue
         }
         cells[index].setImage(with: url, placeholder: placeholder, options: display) { result in
+            counter.loadEnded(url)
             run.finish(index, result)
             bar.advance(bytes: (try? result.get())?.metrics.bytes ?? 0)
         }
@@ -313,14 +315,12 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
     let failed = run.records.filter { !$0.ok }
     var hits: [String: Int] = [:]
     for record in run.records where record.ok { hits[record.source ?? "?", default: 0] += 1 }
-    let counts = LoadSummary(
-        items: urls.count, failed: failed.count, bytes: counter.bytes.load(ordering: .relaxed), hits: hits,
-        transfers: counter.transfers.load(ordering: .relaxed), seconds: (elapsed * 1000).rounded() / 1000)
+    let counts = LoadSummary(items: urls.count, failed: failed.count, hits: hits, counter: counter, seconds: elapsed)
     if json {
         for record in run.records { Output.json(record) }
         Output.json(SheetSummary(summary: .init(
             items: counts.items, failed: counts.failed, bytes: counts.bytes, hits: counts.hits, transfers: counts.transfers,
-            seconds: counts.seconds, output: written ? output : "", width: layout.width, height: layout.height,
+            retries: counts.retries, seconds: counts.seconds, output: written ? output : "", width: layout.width, height: layout.height,
             columns: layout.columns, rows: layout.rows)))
     } else {
         for record in failed { Output.error(failureLine(url: record.url, line: record.line, error: record.error ?? "failed")) }
