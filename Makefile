@@ -35,7 +35,7 @@ test: deps
 	@echo "==> Building Imago and its tests (warnings are errors)"
 	@$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@echo "==> Running the tests"
-	@$(SWIFT) test --skip-build
+	@scripts/run-tests.sh $(SWIFT)
 
 demo: deps
 	@command -v python3 >/dev/null || { echo "==> Installing python3 (the demo's local web server)"; \

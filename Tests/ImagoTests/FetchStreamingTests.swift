@@ -97,7 +97,7 @@ import Testing
     /// same for 200 images as for 2,000.
     @Test func memoryIsBoundedByTheConcurrencyNotTheInput() async throws {
         defer { server.stop() }
-        let photo = try JPEGEncoder(quality: 80).encode(Bitmap.gradient(width: 800, height: 720))
+        let photo = try JPEGEncoder(quality: 80).encode(Bitmap.smoothPhoto(width: 800, height: 720))
         server.route("/photo.jpg", data: photo)
         let input = FileManager.default.temporaryDirectory.appendingPathComponent("imago-many-\(UUID()).txt")
         defer { try? FileManager.default.removeItem(at: input) }
@@ -121,7 +121,7 @@ import Testing
 
 extension Bitmap {
     /// An opaque gradient, smooth enough to compress like a photo.
-    static func gradient(width: Int, height: Int) -> Bitmap {
+    fileprivate static func smoothPhoto(width: Int, height: Int) -> Bitmap {
         var pixels = [UInt8](repeating: 255, count: width * height * 4)
         for y in 0..<height {
             for x in 0..<width {
