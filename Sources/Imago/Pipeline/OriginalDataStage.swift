@@ -10,6 +10,10 @@ struct OriginalData: Sendable {
     let source: ImageSource
     /// Queueing and transfer times, bytes and attempts.
     let metrics: ImageMetrics
+    /// The HTTP freshness of the bytes, when they came over HTTP (or from the disk
+    /// tier, which keeps it): what the sized and processed variants made from them
+    /// are kept with, so that they expire with their original.
+    var httpMetadata: HTTPCacheMetadata?
 }
 
 /// The first stage: the original bytes of an image key, from the disk tier while
@@ -42,17 +46,20 @@ extension Pipeline {
     ) async throws(ImagoError) -> OriginalData {
         let clock = ContinuousClock()
         let start = clock.now
-        func done(_ data: Data, _ source: ImageSource, attempts: Int) -> OriginalData {
+        func done(_ data: Data, _ source: ImageSource, attempts: Int, _ metadata: HTTPCacheMetadata?) -> OriginalData {
             var metrics = ImageMetrics()
             metrics.queued = queued.seconds
             metrics.transfer = (clock.now - start).seconds
             metrics.bytes = data.count
             metrics.attempts = attempts
-            return OriginalData(data: data, source: source, metrics: metrics)
+            return OriginalData(data: data, source: source, metrics: metrics, httpMetadata: metadata)
         }
         guard let disk else {
             let (response, attempts) = try await fetch(request, stage: stage)
-            return done(response.data, response.statusCode == nil ? .local : .network, attempts: attempts)
+            let metadata = response.statusCode.flatMap {
+                HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: Date())
+            }
+            return done(response.data, response.statusCode == nil ? .local : .network, attempts: attempts, metadata)
         }
         let key = ImageCacheKey.originalDiskKey(request.imageKey)
         let stored = disk.record(forKey: key).flatMap { record in
@@ -62,7 +69,7 @@ extension Pipeline {
         if let (data, metadata) = stored {
             switch metadata.freshness(at: Date()) {
             case .fresh:
-                return done(data, .disk, attempts: 0)
+                return done(data, .disk, attempts: 0, metadata)
             case .stale(let revalidatable):
                 if revalidatable { validators = metadata.conditionalHeaders }
             }
@@ -74,7 +81,7 @@ extension Pipeline {
             if case .cancelled = error { throw error }
             if let (data, metadata) = stored, let allowance = configuration.staleIfErrorAllowance,
                metadata.servesStale(afterError: Date(), allowance: allowance) {
-                return done(data, .disk, attempts: 0)
+                return done(data, .disk, attempts: 0, metadata)
             }
             throw error
         }
@@ -86,16 +93,18 @@ extension Pipeline {
             } else {
                 disk.removeRecord(forKey: key)
             }
-            return done(data, .disk, attempts: attempts)
+            return done(data, .disk, attempts: attempts, updated)
         }
-        if let status = response.statusCode,
-           let metadata = HTTPCacheMetadata(url: request.url, statusCode: status, headers: response.headers, storedAt: now) {
+        let metadata = response.statusCode.flatMap {
+            HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: now)
+        }
+        if let metadata {
             disk.store(response.data, metadata: metadata.encoded(), forKey: key)
         } else if stored != nil {
             // The server now forbids storing (no-store): forget what was kept.
             disk.removeRecord(forKey: key)
         }
-        return done(response.data, .network, attempts: attempts)
+        return done(response.data, .network, attempts: attempts, metadata)
     }
 
     /// Fetches the bytes, retrying per the policy; a non-2xx status is an error,
