@@ -35,7 +35,7 @@ test: deps
 	@echo "==> Building Imago and its tests (warnings are errors)"
 	@$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@echo "==> Running the tests"
-	@$(SWIFT) test --skip-build
+	@scripts/run-tests.sh $(SWIFT)
 
 demo: deps
 	@command -v python3 >/dev/null || { echo "==> Installing python3 (the demo's local web server)"; \
@@ -47,18 +47,20 @@ demo: deps
 	@.build/release/imago decode --out-dir .build/demo Samples/*.jpg Samples/*.png Samples/*.gif Samples/*.webp
 	@echo "==> A corrupt file gets one clear line and exit status 1:"
 	@.build/release/imago decode Samples/corrupt/bad-crc.png; echo "    (exit status $$?)"
-	@rm -rf .build/demo/cache; set -e; \
-	python3 scripts/serve.py Samples > .build/demo/port & server=$$!; trap "kill $$server" EXIT; \
-	for i in 1 2 3 4 5 6 7 8 9 10; do [ -s .build/demo/port ] && break; sleep 0.2; done; \
+	@mkdir -p .build/demo; rm -rf .build/demo/cache .build/demo/port; set -e; \
+	python3 scripts/serve.py Samples .build/demo/port >/dev/null & server=$$!; trap "kill $$server" EXIT; \
+	for i in $$(seq 50); do [ -s .build/demo/port ] && break; sleep 0.1; done; \
+	[ -s .build/demo/port ] || { echo "the demo's web server did not start"; exit 1; }; \
 	base="http://127.0.0.1:$$(head -n 1 .build/demo/port)"; \
 	urls=""; for f in Samples/*.jpg Samples/*.png Samples/*.gif Samples/*.webp; do urls="$$urls $$base/$${f#Samples/}"; done; \
-	echo "==> Loading the same images from a local web server ($$base) as 128 px thumbnails, each asked for twice:"; \
-	echo "    one transfer per image (the second request joins the first), kept in .build/demo/cache"; \
-	.build/release/imago fetch --cache-dir .build/demo/cache --thumbnail 128 $$urls $$urls; \
-	echo "==> Again, as a new process: answered by the disk cache (still fresh, or revalidated with a bodiless 304)"; \
-	.build/release/imago fetch --cache-dir .build/demo/cache --thumbnail 128 $$urls; \
+	echo "==> A contact sheet of the same images loaded from a local web server ($$base):"; \
+	echo "    each cell a view loaded with setImage(with:), its image decoded to fit the cell; kept in .build/demo/cache"; \
+	.build/release/imago sheet --cache-dir .build/demo/cache --size 192 --columns 4 -o .build/demo/sheet-cold.png $$urls; \
+	echo "==> Again, as a new process: answered by the disk cache (the fitted images kept there, or the originals revalidated)"; \
+	.build/release/imago sheet --cache-dir .build/demo/cache --size 192 --columns 4 -o .build/demo/sheet.png $$urls; \
 	echo "==> The disk cache:"; \
-	.build/release/imago cache stats --cache-dir .build/demo/cache
+	.build/release/imago cache stats --cache-dir .build/demo/cache; \
+	echo "==> The contact sheet: $(CURDIR)/.build/demo/sheet.png"
 
 # libFuzzer on each decoder for FUZZ_SECONDS, starting from the shared corpus and the
 # test fixtures; what it finds lands in .build/fuzz/TARGET/crashes, and the run fails.

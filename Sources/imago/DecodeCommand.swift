@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import Synchronization
 
 /// `imago decode FILE...`: decodes local files with the library's decoders and reports
 /// what each holds; optionally writes the decoded image out again.
@@ -33,6 +34,12 @@ private struct DecodeRecord: Encodable {
     var loopCount: Int?
     var orientation: Int?
     var output: String?
+    /// The human line's description; not part of the JSON record.
+    var description: String?
+
+    private enum CodingKeys: String, CodingKey {
+        case file, ok, error, format, width, height, frames, loopCount, orientation, output
+    }
 }
 
 private struct DecodeSummary: Encodable {
@@ -95,38 +102,78 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
         }
     }
 
-    var failed = 0
-    for (file, target) in zip(files, targets) {
-        var record = DecodeRecord(file: file, ok: true)
-        do throws(ImagoError) {
-            let data: Data
-            do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
-                throw fileError(file, error)
-            }
-            let image = try ImageDecoderRegistry.shared.decode(data, options: options)
-            record.format = image.format.rawValue
-            record.width = image.width
-            record.height = image.height
-            record.frames = image.frames.count
-            record.loopCount = image.isAnimated ? image.loopCount : nil
-            record.orientation = image.orientation.rawValue
-            if let target, let writer {
-                let encoded = try writer.encode(image.bitmap)
-                do { try encoded.write(to: URL(fileURLWithPath: target), options: .atomic) } catch {
-                    throw fileError(target, error)
+    // Files are decoded on every core, and reported in the order given: each result
+    // waits until those before it are out, and only its record waits, not its image.
+    let output = Mutex(OrderedOutput())
+    let jobs = Array(zip(files, targets))
+    let (encoder, decoding) = (writer, options)
+    let decoders = ProcessInfo.processInfo.activeProcessorCount
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        DispatchQueue.global(qos: .userInitiated).async {
+            let next = Atomic<Int>(0)
+            DispatchQueue.concurrentPerform(iterations: min(decoders, jobs.count)) { _ in
+                while case let index = next.add(1, ordering: .relaxed).oldValue, index < jobs.count {
+                    let result = decodeFile(jobs[index].0, to: jobs[index].1, writer: encoder, options: decoding)
+                    output.withLock { $0.add(result, at: index, json: json) }
                 }
-                record.output = target
             }
-            if !json { Output.line("\(file): \(describe(image))" + (record.output.map { " → \($0)" } ?? "")) }
-        } catch {
-            failed += 1
-            record = DecodeRecord(file: file, ok: false, error: error.description)
-            if !json { Output.error("\(file): \(error)") }
+            done.resume()
         }
-        if json { Output.json(record) }
     }
+    let failed = output.withLock { $0.failed }
     if json { Output.json(DecodeSummary(summary: .init(files: files.count, decoded: files.count - failed, failed: failed))) }
     return failed == 0 ? ExitStatus.success : ExitStatus.someFailed
+}
+
+/// Results that arrive in any order, printed in the order of the files.
+private struct OrderedOutput {
+    private var waiting: [Int: DecodeRecord] = [:]
+    private var nextIndex = 0
+    private(set) var failed = 0
+
+    mutating func add(_ record: DecodeRecord, at index: Int, json: Bool) {
+        waiting[index] = record
+        while let record = waiting.removeValue(forKey: nextIndex) {
+            nextIndex += 1
+            if !record.ok { failed += 1 }
+            if json {
+                Output.json(record)
+            } else if record.ok {
+                Output.line("\(record.file): \(record.description ?? "")" + (record.output.map { " → \($0)" } ?? ""))
+            } else {
+                Output.error("\(record.file): \(record.error ?? "failed")")
+            }
+        }
+    }
+}
+
+/// Decodes `file`, writing it to `target` when there is one.
+private func decodeFile(_ file: String, to target: String?, writer: (any ImageEncoding)?, options: DecodingOptions) -> DecodeRecord {
+    var record = DecodeRecord(file: file, ok: true)
+    do throws(ImagoError) {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
+            throw fileError(file, error)
+        }
+        let image = try ImageDecoderRegistry.shared.decode(data, options: options)
+        record.format = image.format.rawValue
+        record.width = image.width
+        record.height = image.height
+        record.frames = image.frames.count
+        record.loopCount = image.isAnimated ? image.loopCount : nil
+        record.orientation = image.orientation.rawValue
+        record.description = describe(image)
+        if let target, let writer {
+            let encoded = try writer.encode(image.bitmap)
+            do { try encoded.write(to: URL(fileURLWithPath: target), options: .atomic) } catch {
+                throw fileError(target, error)
+            }
+            record.output = target
+        }
+        return record
+    } catch {
+        return DecodeRecord(file: file, ok: false, error: error.description)
+    }
 }
 
 private func describe(_ image: DecodedImage) -> String {

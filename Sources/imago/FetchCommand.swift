@@ -18,35 +18,15 @@ let fetchCommand = Command(
         """,
     options: [
         .value("--input", "FILE", "read URLs from FILE, one per line ('-' for standard input; blank lines and # comments skipped)"),
-        .value("--concurrency", "N", "loads at once (default 8)"),
-        .value("--cache-dir", "DIR", "the disk cache's directory (default: the user's cache directory, imago/)"),
-        .flag("--no-disk-cache", "keep nothing on disk and use nothing kept there"),
+    ] + LoaderOptions.table + [
         .value("--thumbnail", "PX", "decode to thumbnails whose longest side is at most PX"),
-        .value("--timeout", "SECONDS", "bound on each whole load (default 60)"),
-        .value("--retries", "N", "retries of a transient failure (default 2)"),
-        .flag("--json", "print one JSON record per URL, then a summary record"),
+        .flag("--json", "print one JSON record per URL (with its --input line), then a summary record"),
     ],
     run: runFetch)
 
-/// Counts real transfers under the loader, which coalescing and caching make fewer
-/// than the items.
-private final class CountingLoader: DataLoading {
-    let inner: any DataLoading
-    let transfers = Atomic<Int>(0)
-    let bytes = Atomic<Int>(0)
-
-    init(_ inner: any DataLoading) { self.inner = inner }
-
-    func loadData(for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(ImagoError) -> DataResponse {
-        transfers.add(1, ordering: .relaxed)
-        let response = try await inner.loadData(for: request, progress: progress)
-        bytes.add(response.data.count, ordering: .relaxed)
-        return response
-    }
-}
-
 private struct FetchRecord: Encodable {
     let url: String
+    var line: Int?
     let ok: Bool
     var error: String?
     var width: Int?
@@ -57,116 +37,113 @@ private struct FetchRecord: Encodable {
 }
 
 private struct FetchSummary: Encodable {
-    struct Counts: Encodable {
-        let items: Int
-        let failed: Int
-        let bytes: Int
-        let hits: [String: Int]
-        let transfers: Int
-        let seconds: Double
-    }
-    let summary: Counts
+    let summary: LoadSummary
 }
 
-private func readURLs(_ arguments: Arguments) throws(UsageError) -> [String] {
-    var lines = arguments.positionals
-    if let input = arguments.string("--input") {
-        let text: String
-        if input == "-" {
-            text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-        } else {
-            guard let data = FileManager.default.contents(atPath: input) else {
-                throw UsageError(message: "cannot read --input \(input)")
-            }
-            text = String(decoding: data, as: UTF8.self)
-        }
-        lines += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-    }
-    guard !lines.isEmpty else { throw UsageError(message: "fetch needs at least one URL, or --input FILE") }
-    return lines
+/// The counts behind the summary, added to as items complete on any thread.
+private struct Tally {
+    var items = 0
+    var failed = 0
+    var hits: [String: Int] = [:]
 }
 
 private func runFetch(_ arguments: Arguments) async -> Int32 {
-    let urls: [String]
-    let concurrency: Int, timeout: Double, retries: Int, thumbnail: Int?
+    let reader: InputReader
+    let options: LoaderOptions, thumbnail: Int?
     do throws(UsageError) {
-        urls = try readURLs(arguments)
-        concurrency = try arguments.integer("--concurrency", in: 1...1000) ?? 8
-        retries = try arguments.integer("--retries", in: 0...20) ?? 2
+        reader = try InputReader(arguments, command: "fetch")
+        options = try LoaderOptions(arguments)
         thumbnail = try arguments.integer("--thumbnail", in: 1...100_000)
-        let text = arguments.string("--timeout") ?? "60"
-        guard let value = Double(text), value > 0, value.isFinite else {
-            throw UsageError(message: "--timeout needs a number of seconds above 0, not '\(text)'")
-        }
-        timeout = value
     } catch {
         Output.error(error.message)
         return ExitStatus.usage
     }
     let json = arguments.flag("--json")
-    if arguments.flag("--no-disk-cache") && arguments.string("--cache-dir") != nil {
-        Output.error("give --cache-dir or --no-disk-cache, not both")
-        return ExitStatus.usage
-    }
-    let disk: DiskCache? = arguments.flag("--no-disk-cache")
-        ? nil : DiskCache(directory: arguments.string("--cache-dir").map { URL(fileURLWithPath: $0) })
-
-    let counter = CountingLoader(DefaultDataLoader())
-    let loader = ImageLoader(
-        configuration: .init(dataLoader: counter, retryPolicy: RetryPolicy(maximumAttempts: retries + 1), diskCache: disk),
-        cache: ImageCache())
-    loader.concurrentLoads = concurrency
-    loader.loadingTimeout = timeout
-    let bar = ProgressBar(total: urls.count)
+    let counter = CountingLoader(DefaultDataLoader(), policy: options.retryPolicy)
+    let loader = options.makeLoader(counter: counter)
+    let bar = ProgressBar(total: reader.countAhead)
+    let tally = Mutex(Tally())
     let start = ContinuousClock.now
 
-    // Every request is made at once, so identical URLs coalesce; the loader's queue
-    // keeps `concurrency` of them running.
-    let tasks = urls.map { text -> (String, ImageTask?) in
-        guard let url = URL(string: text), url.scheme != nil else { return (text, nil) }
-        return (text, loader.task(with: ImageRequest(url: url, targetSize: thumbnail.map(TargetSize.thumbnail))))
+    // Items complete, and are reported and forgotten, in whatever order their loads
+    // finish. At most `window` are in flight: enough to keep every transfer slot busy
+    // while finished transfers wait for a core to decode them, few enough that memory
+    // depends on the concurrency and not on the length of the input. Within the
+    // window identical URLs coalesce; the memory and disk tiers answer later repeats.
+    let window = options.concurrency * 2 + loader.configuration.concurrentDecodes
+    let report: @Sendable (FetchRecord) -> Void = { record in
+        tally.withLock { tally in
+            tally.items += 1
+            if record.ok { tally.hits[record.source ?? "?", default: 0] += 1 } else { tally.failed += 1 }
+        }
+        if json {
+            Output.json(record)
+        } else if !record.ok {
+            bar.error(failureLine(url: record.url, line: record.line, error: record.error ?? "failed"))
+        }
+        bar.advance(bytes: record.bytes ?? 0)
     }
-    var records: [FetchRecord] = []
-    for (text, task) in tasks {
-        guard let task else {
-            records.append(FetchRecord(url: text, ok: false, error: ImagoError.invalidURL(text).description))
-            bar.advance(bytes: 0)
-            continue
-        }
-        switch await task.value {
-        case .success(let response):
-            records.append(FetchRecord(
-                url: text, ok: true, width: response.image.width, height: response.image.height,
-                frames: response.image.frames.count, bytes: response.metrics.bytes, source: response.source.rawValue))
-            bar.advance(bytes: response.metrics.bytes)
-        case .failure(let error):
-            records.append(FetchRecord(url: text, ok: false, error: error.description))
-            bar.advance(bytes: 0)
-        }
+    // The input is read on a thread of its own: standard input may block for as long
+    // as its writer pleases, and a blocked thread of Swift's small pool would stall
+    // every load's continuation behind it.
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        Thread {
+            let slots = DispatchSemaphore(value: window)
+            let inFlight = DispatchGroup()
+            var count = 0
+            while let input = reader.next() {
+                count += 1
+                slots.wait()
+                inFlight.enter()
+                let finish: @Sendable (FetchRecord) -> Void = { record in
+                    report(record)
+                    slots.signal()
+                    inFlight.leave()
+                }
+                guard let url = input.url else {
+                    finish(FetchRecord(url: input.text, line: input.line, ok: false, error: ImagoError.invalidURL(input.text).description))
+                    continue
+                }
+                loader.task(with: ImageRequest(url: url, targetSize: thumbnail.map(TargetSize.thumbnail))) { result in
+                    counter.loadEnded(url)
+                    finish(FetchRecord(input, result))
+                }
+            }
+            bar.setTotal(count)
+            inFlight.wait()
+            done.resume()
+        }.start()
     }
     bar.finish()
     // Disk writes go on in the background; the process must not end before them.
-    await disk?.flush()
+    await options.disk?.flush()
 
-    let elapsed = (ContinuousClock.now - start).seconds
-    let failed = records.filter { !$0.ok }
-    var hits: [String: Int] = [:]
-    for record in records where record.ok { hits[record.source ?? "?", default: 0] += 1 }
-    let summary = FetchSummary.Counts(
-        items: records.count, failed: failed.count, bytes: counter.bytes.load(ordering: .relaxed), hits: hits,
-        transfers: counter.transfers.load(ordering: .relaxed), seconds: (elapsed * 1000).rounded() / 1000)
+    let counts = tally.withLock { $0 }
+    guard counts.items > 0 else {
+        Output.error("fetch needs at least one URL, and --input \(arguments.string("--input") ?? "-") held none")
+        return ExitStatus.usage
+    }
+    let summary = LoadSummary(
+        items: counts.items, failed: counts.failed, hits: counts.hits, counter: counter,
+        seconds: (ContinuousClock.now - start).seconds)
     if json {
-        for record in records { Output.json(record) }
         Output.json(FetchSummary(summary: summary))
     } else {
-        for record in failed { Output.error("\(record.url): \(record.error ?? "failed")") }
-        let tiers = ["memory", "disk", "network", "local"].compactMap { tier in hits[tier].map { "\($0) \(tier)" } }
-        Output.line("""
-            \(summary.items) items, \(summary.failed) failed, \(formatBytes(Int64(summary.bytes))) in \
-            \(summary.transfers) transfers, answered by: \(tiers.isEmpty ? "none" : tiers.joined(separator: ", ")), \
-            \(String(format: "%.2f", elapsed)) s
-            """)
+        Output.line(summary.text)
     }
-    return failed.isEmpty ? ExitStatus.success : ExitStatus.someFailed
+    return counts.failed == 0 ? ExitStatus.success : ExitStatus.someFailed
+}
+
+extension FetchRecord {
+    /// The record of a load of `input` that ended with `result`.
+    fileprivate init(_ input: InputURL, _ result: Result<ImageResponse, ImagoError>) {
+        switch result {
+        case .success(let response):
+            self.init(
+                url: input.text, line: input.line, ok: true, width: response.image.width, height: response.image.height,
+                frames: response.image.frames.count, bytes: response.metrics.bytes, source: response.source.rawValue)
+        case .failure(let error):
+            self.init(url: input.text, line: input.line, ok: false, error: error.description)
+        }
+    }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Every `imago` command; each parses its own options from its table.
-let commands = [decodeCommand, fetchCommand, benchCommand, cacheCommand]
+let commands = [decodeCommand, fetchCommand, sheetCommand, benchCommand, cacheCommand]
 
 func usage() -> String {
     var text = "usage: imago COMMAND [OPTIONS]\n\nImago loads, caches and decodes images.\n\ncommands:\n"

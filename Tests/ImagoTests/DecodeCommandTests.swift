@@ -158,5 +158,35 @@ import Testing
         #expect(result.status == 1)
         #expect(result.stderr.hasPrefix("imago: /nonexistent/photo.jpg: "))
     }
+
+    /// Many files decoded on all cores still report in the order given: large and
+    /// tiny files alternate, so they finish out of order, and failures keep their place.
+    @Test func manyFilesReportInTheOrderGiven() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-order-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let large = try JPEGEncoder().encode(Bitmap(width: 900, height: 700, pixels: (0..<900 * 700 * 4).map { UInt8(truncatingIfNeeded: $0 / 7) | 1 }))
+        var files: [String] = []
+        for n in 0..<120 {
+            let file = folder.appendingPathComponent(String(format: "f%03d.%@", n, n % 10 == 9 ? "bad" : n % 2 == 0 ? "jpg" : "png")).path
+            let data = n % 10 == 9 ? Data("not an image".utf8) : n % 2 == 0 ? large : pngData(UInt8(n), width: n + 1, height: 1)
+            try data.write(to: URL(fileURLWithPath: file))
+            files.append(file)
+        }
+        let human = try await Tool.run(["decode"] + files)
+        #expect(human.status == 1)
+        let good = files.enumerated().filter { $0.offset % 10 != 9 }.map(\.element)
+        let bad = files.enumerated().filter { $0.offset % 10 == 9 }.map(\.element)
+        #expect(human.stdoutLines.map { String($0.prefix { $0 != ":" }) } == good)
+        #expect(human.stderrLines.map { String($0.dropFirst("imago: ".count).prefix { $0 != ":" }) } == bad)
+        #expect(human.stdoutLines[1].contains("PNG 2×1"))
+
+        let json = try await Tool.run(["decode", "--json", "--thumbnail", "64"] + files)
+        let records = try json.stdoutLines.map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(records.dropLast().map { $0["file"] as? String } == files)
+        #expect(records.dropLast().map { $0["ok"] as? Bool } == files.indices.map { $0 % 10 != 9 })
+        #expect(records[0]["width"] as? Int == 64 && records[0]["description"] == nil)
+        #expect((records.last?["summary"] as? [String: Any])?["failed"] as? Int == 12)
+    }
 }
 #endif

@@ -83,4 +83,49 @@ import Testing
             #expect(result.status == 2, "\(arguments)")
         }
     }
+
+    @Test func aFailureLineNamesItsURLOnce() async throws {
+        defer { server.stop() }
+        let url = server.url("/missing.png").absoluteString
+        let result = try await Tool.run(["fetch", "--no-disk-cache", "--retries", "0", url])
+        #expect(result.status == 1)
+        let lines = result.stderrLines
+        #expect(lines.count == 1 && lines[0].components(separatedBy: url).count == 2, "\(result.stderr)")
+        #expect(lines.first?.contains("HTTP 404") == true)
+    }
+
+    @Test func retriesAreCountedAmongTheTransfers() async throws {
+        defer { server.stop() }
+        // Fails twice with 503, then answers.
+        let attempts = Locked(0)
+        server.route("/flaky.png") { _ in
+            let attempt = attempts.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            return attempt <= 2 ? .text("busy", status: 503) : .ok(pngData(7))
+        }
+        let urls = [server.url("/flaky.png").absoluteString, server.url("/0.png").absoluteString]
+        let human = try await Tool.run(["fetch", "--no-disk-cache", "--retries", "3"] + urls)
+        #expect(human.status == 0, "\(human.stderr)")
+        #expect(human.stdout.contains("in 4 transfers (2 retries)"), "\(human.stdout)")
+        attempts.withLock { $0 = 0 }
+        let json = try await Tool.run(["fetch", "--no-disk-cache", "--retries", "3", "--json"] + urls)
+        let summary = try #require(JSONSerialization.jsonObject(with: Data(json.stdoutLines.last!.utf8)) as? [String: Any])["summary"] as? [String: Any]
+        #expect(summary?["transfers"] as? Int == 4 && summary?["retries"] as? Int == 2, "\(json.stdout)")
+    }
+
+    @Test func foundationLeavesNoEmptyCacheFolders() async throws {
+        defer { server.stop() }
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("imago-home-\(UUID())")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        let result = try await Tool.run(
+            ["fetch", "--no-disk-cache", server.url("/0.png").absoluteString],
+            environment: ["HOME": home.path, "XDG_CACHE_HOME": nil])
+        #expect(result.status == 0, "\(result.stderr)")
+        let caches = home.appendingPathComponent(".cache")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: caches.path)) ?? []
+        #expect(!left.contains("org.swift.foundation.URLCache"), "\(left)")
+    }
 }

@@ -270,4 +270,95 @@ import Testing
         #expect(response.source == .disk && response.image.width == 40 && response.image.height == 20)
         #expect(server.count(for: "/big.png") == 1)
     }
+
+    /// A photo-like bitmap, 600×400: big enough that its thumbnail is a real resize.
+    static let photo = try! JPEGEncoder(quality: 85).encode(Bitmap(width: 600, height: 400, pixels: (0..<600 * 400 * 4).map {
+        $0 % 4 == 3 ? 255 : UInt8(truncatingIfNeeded: ($0 / 4 % 600) / 3 + ($0 / 2400) / 2 + $0 % 4 * 40)
+    }))
+
+    @Test func byDefaultThumbnailsComeBackFromDiskAsTheyWereMade() async throws {
+        defer { cleanUp() }
+        #expect(ImageLoader.Configuration().diskCachePolicy == .both)
+        server.route("/photo.jpg", data: Self.photo, headers: ["Cache-Control": "max-age=3600"])
+        let (first, disk) = makeLoader(policy: .both)
+        let cold = try await load(first, "/photo.jpg", target: .thumbnail(64)).get()
+        await disk.flush()
+        // The original and the thumbnail, the latter in the compact lossless form.
+        #expect(disk.statistics.count == 2)
+        let key = ImageCacheKey(imageKey: server.url("/photo.jpg").absoluteString, targetSize: .thumbnail(64))
+        let record = try #require(disk.record(forKey: key.variantDiskKey))
+        #expect(VariantCodec.isVariant(record.data) && record.data.count < cold.image.bitmap.cost * 3 / 4)
+
+        let (second, _) = makeLoader(policy: .both)
+        let warm = try await load(second, "/photo.jpg", target: .thumbnail(64)).get()
+        #expect(warm.source == .disk && warm.image.bitmap == cold.image.bitmap && warm.image.format == .jpeg)
+        #expect(server.count(for: "/photo.jpg") == 1)
+        // Any other size is made from the kept original, still with no request.
+        let other = try await load(second, "/photo.jpg", target: .thumbnail(32)).get()
+        #expect(other.source == .disk && other.image.width == 32)
+        #expect(server.count(for: "/photo.jpg") == 1)
+    }
+
+    @Test func aStaleThumbnailRevalidatesWithABodiless304() async throws {
+        defer { cleanUp() }
+        server.route("/tagged.jpg") { request in
+            if request.header("If-None-Match") == "\"v1\"" {
+                return .init(status: 304, headers: ["ETag": "\"v1\"", "Cache-Control": "no-cache"])
+            }
+            return .ok(Self.photo, headers: ["ETag": "\"v1\"", "Cache-Control": "no-cache"])
+        }
+        let (first, disk) = makeLoader(policy: .both)
+        let cold = try await load(first, "/tagged.jpg", target: .thumbnail(64)).get()
+        await disk.flush()
+        let (second, _) = makeLoader(policy: .both)
+        let warm = try await load(second, "/tagged.jpg", target: .thumbnail(64)).get()
+        #expect(warm.source == .disk && warm.image.bitmap == cold.image.bitmap)
+        let requests = server.requests(for: "/tagged.jpg")
+        #expect(requests.count == 2 && requests.last?.header("If-None-Match") == "\"v1\"")
+    }
+
+    @Test func aThumbnailTheServerForbidsStoringIsNotKept() async throws {
+        defer { cleanUp() }
+        server.route("/private.jpg", data: Self.photo, headers: ["Cache-Control": "no-store"])
+        let (first, disk) = makeLoader(policy: .both)
+        _ = try await load(first, "/private.jpg", target: .thumbnail(64)).get()
+        await disk.flush()
+        #expect(disk.statistics.count == 0)
+    }
+}
+
+/// The disk tier's form for variants: exact, compact, and refusing what is not one.
+@Suite struct VariantCodecTests {
+    @Test func roundTripsExactly() throws {
+        var bitmaps = [Bitmap(width: 1, height: 1, pixels: [0, 0, 0, 255])]
+        // Premultiplied colours with every alpha, runs, repeats and jumps.
+        var pixels: [UInt8] = []
+        var state: UInt32 = 12345
+        for i in 0..<(97 * 61) {
+            state = state &* 1_103_515_245 &+ 12345
+            let a = UInt8(truncatingIfNeeded: i % 7 == 0 ? 255 : Int(state >> 24))
+            let base = UInt8(truncatingIfNeeded: i / 40)
+            let pick = { (v: UInt8) in UInt8(UInt16(v) * UInt16(a) / 255) }
+            pixels += i % 13 < 4 ? [pick(base), pick(base), pick(base), a] : [pick(UInt8(truncatingIfNeeded: state >> 8)), pick(base &+ 3), pick(UInt8(truncatingIfNeeded: state)), a]
+        }
+        bitmaps.append(Bitmap(width: 97, height: 61, pixels: pixels))
+        bitmaps.append(Bitmap(width: 300, height: 2, pixels: [UInt8](repeating: 0, count: 300 * 2 * 4)))
+        bitmaps.append(Bitmap(width: 3, height: 2, bytesPerRow: 20, pixels: (0..<40).map { UInt8($0 % 4 == 3 ? 255 : $0) }))
+        for bitmap in bitmaps {
+            let data = VariantCodec.encode(DecodedImage(bitmap: bitmap, format: .webp))
+            let image = try #require(VariantCodec.decode(data, maximumPixelCount: 1 << 24))
+            #expect(image.format == .webp && image.width == bitmap.width && image.height == bitmap.height)
+            #expect(image.bitmap.difference(to: bitmap).maximum == 0, "\(bitmap.width)×\(bitmap.height)")
+        }
+    }
+
+    @Test func refusesWhatIsNotAWholeVariant() throws {
+        let data = VariantCodec.encode(DecodedImage(bitmap: Bitmap(width: 40, height: 30, pixels: (0..<4800).map { UInt8($0 % 4 == 3 ? 255 : $0 % 200) }), format: .png))
+        for cut in truncations(of: data) { #expect(VariantCodec.decode(cut, maximumPixelCount: 1 << 24) == nil) }
+        #expect(VariantCodec.decode(data, maximumPixelCount: 100) == nil)
+        #expect(VariantCodec.decode(pngData(3), maximumPixelCount: 1 << 24) == nil)
+        var bumped = data
+        bumped[bumped.count - 1] = 2
+        #expect(VariantCodec.decode(bumped, maximumPixelCount: 1 << 24) == nil)
+    }
 }

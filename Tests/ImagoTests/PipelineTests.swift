@@ -41,7 +41,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let disk = DiskCache(directory: directory)
         func makeLoader() -> ImageLoader {
-            ImageLoader(configuration: .init(dataLoader: network, diskCache: disk), cache: ImageCache())
+            ImageLoader(configuration: .init(dataLoader: network, diskCache: disk, diskCachePolicy: .originals), cache: ImageCache())
         }
         let url = Self.url(2)
         network.answer(url, with: Self.answer(url, headers: ["Cache-Control": "max-age=3600"]))

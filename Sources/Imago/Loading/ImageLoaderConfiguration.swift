@@ -23,7 +23,8 @@ extension ImageLoader {
         /// `DiskCache.shared`; other loaders have none unless given one, so that a
         /// loader made for a test or a job never shares files by surprise.
         public var diskCache: DiskCache?
-        /// What the disk tier keeps.
+        /// What the disk tier keeps: by default (`.both`) the originals, and the sized
+        /// or processed images of requests that ask for a size or processing.
         public var diskCachePolicy: DiskCachePolicy
         /// How long past its freshness a stored image may still be served when the
         /// network fails (unless the server forbade it); nil never to.
@@ -40,7 +41,7 @@ extension ImageLoader {
             headers: [String: String] = [:],
             requestModifier: (@Sendable (URLRequest) -> URLRequest)? = nil,
             diskCache: DiskCache? = nil,
-            diskCachePolicy: DiskCachePolicy = .originals,
+            diskCachePolicy: DiskCachePolicy = .both,
             staleIfErrorAllowance: Double? = 7 * 86400,
             concurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount
         ) {
@@ -59,14 +60,22 @@ extension ImageLoader {
 }
 
 /// What the disk tier keeps of loaded images.
+///
+/// Sized and processed images ("variants") are kept in a compact lossless form with
+/// their original's HTTP freshness, and answer only while it holds; then the
+/// original is revalidated and the variant made again. A request with neither a
+/// target size nor processors has no variant: its image is the original decoded.
 public enum DiskCachePolicy: String, Sendable, Hashable, Codable {
     /// The bytes as the server sent them, with their HTTP freshness: any size or
     /// processing can be made from them again, and they revalidate cheaply.
     case originals
-    /// The sized and processed result, encoded (PNG with alpha, else JPEG): the
-    /// fastest hit for a thumbnail, but the original is fetched for anything else.
+    /// The sized and processed result only: the fastest hit for a thumbnail, but
+    /// once stale, or for any other size, the original is fetched whole.
     case processed
-    /// Both.
+    /// The originals, and the variants of requests that ask for a size or processing,
+    /// as Nuke's automatic policy keeps them: a thumbnail comes back from disk without
+    /// decoding its photo again, any other size is made from the kept original, and a
+    /// stale one revalidates with a bodiless 304. The default.
     case both
 
     var storesOriginals: Bool { self != .processed }

@@ -97,6 +97,9 @@ public struct ImageResponse: Sendable {
     public let source: ImageSource
     /// What the load cost.
     public let metrics: ImageMetrics
+    /// The HTTP freshness of the original the image was made from, when known: the
+    /// disk tier keeps sized and processed variants with it, so they expire with it.
+    var httpMetadata: HTTPCacheMetadata?
 }
 
 extension URL {

@@ -83,7 +83,7 @@ public final class URLSessionDataLoader: DataLoading {
     /// Makes a loader with its own URLSession.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        let sessionConfiguration = Self.ephemeralConfiguration()
         sessionConfiguration.urlCache = nil
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
         // No stored credentials: a 401 is an answer for the caller, not a prompt.
@@ -99,6 +99,32 @@ public final class URLSessionDataLoader: DataLoading {
         // Serial: one transfer's callbacks arrive in order; they only append bytes.
         queue.maxConcurrentOperationCount = 1
         session = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: queue)
+    }
+
+    /// `URLSessionConfiguration.ephemeral`, without the folders it leaves behind.
+    ///
+    /// On Linux, the ephemeral configuration makes a URLCache of its own whose
+    /// initializer creates `org.swift.foundation.URLCache/PROCESS/` in the user's
+    /// cache directory even though it has no disk capacity; Imago sets `urlCache` to
+    /// nil at once, so the folder stays empty forever. Folders made by this call are
+    /// removed again (`rmdir` removes only empty ones); those that were there before
+    /// are left alone.
+    private static func ephemeralConfiguration() -> URLSessionConfiguration {
+        #if canImport(FoundationNetworking)
+        let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+        let parent = caches?.appendingPathComponent("org.swift.foundation.URLCache", isDirectory: true)
+        // Named as URLCache names it.
+        let name = (Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName)
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "\\", with: "_")
+            .replacingOccurrences(of: ":", with: "_")
+        let folders = [parent?.appendingPathComponent(name, isDirectory: true), parent].compactMap { $0 }
+            .filter { !FileManager.default.fileExists(atPath: $0.path) }
+        let configuration = URLSessionConfiguration.ephemeral
+        for folder in folders { rmdir(folder.path) }
+        return configuration
+        #else
+        return URLSessionConfiguration.ephemeral
+        #endif
     }
 
     deinit {

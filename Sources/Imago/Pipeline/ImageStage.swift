@@ -37,15 +37,19 @@ extension Pipeline {
     private func readVariant(_ stage: Stage<ImageResponse>, work: ImageWork, from disk: DiskCache) {
         let start = ContinuousClock.now
         if let record = disk.record(forKey: work.key.variantDiskKey) {
-            do {
-                let image = try configuration.decoders.decode(
-                    record.data, options: DecodingOptions(maximumPixelCount: configuration.maximumPixelCount))
-                var metrics = ImageMetrics()
-                metrics.decode = (ContinuousClock.now - start).seconds
-                let response = ImageResponse(image: image, url: work.request.url, source: .disk, metrics: metrics)
-                finish(stage, with: .success(response)) { work.cache?.setImage(image, forKey: work.key) }
-                return
-            } catch {
+            // A variant expires with its original: while that is fresh the variant
+            // answers; once stale, the original is revalidated (a bodiless 304 when
+            // it is kept too) and the variant made and kept again.
+            let metadata = HTTPCacheMetadata(encoded: record.metadata)
+            if case .fresh? = metadata?.freshness(at: Date()) {
+                if let image = decodeVariant(record.data) {
+                    var metrics = ImageMetrics()
+                    metrics.decode = (ContinuousClock.now - start).seconds
+                    var response = ImageResponse(image: image, url: work.request.url, source: .disk, metrics: metrics)
+                    response.httpMetadata = metadata
+                    finish(stage, with: .success(response)) { work.cache?.setImage(image, forKey: work.key) }
+                    return
+                }
                 disk.removeRecord(forKey: work.key.variantDiskKey)
             }
         }
@@ -100,6 +104,15 @@ extension Pipeline {
         }
     }
 
+    /// A stored variant's image: the compact lossless form, or PNG or JPEG as earlier
+    /// versions kept them; nil when it does not decode.
+    private func decodeVariant(_ data: Data) -> DecodedImage? {
+        if VariantCodec.isVariant(data) {
+            return VariantCodec.decode(data, maximumPixelCount: configuration.maximumPixelCount)
+        }
+        return try? configuration.decoders.decode(data, options: DecodingOptions(maximumPixelCount: configuration.maximumPixelCount))
+    }
+
     private func decode(_ original: OriginalData, for stage: Stage<ImageResponse>, work: ImageWork) {
         let start = ContinuousClock.now
         let options = DecodingOptions(targetSize: work.key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
@@ -113,7 +126,9 @@ extension Pipeline {
         var metrics = original.metrics
         metrics.decode = (ContinuousClock.now - start).seconds
         complete(stage, work: work, with: result.map {
-            ImageResponse(image: $0, url: work.request.url, source: original.source, metrics: metrics)
+            var response = ImageResponse(image: $0, url: work.request.url, source: original.source, metrics: metrics)
+            response.httpMetadata = original.httpMetadata
+            return response
         })
     }
 
@@ -122,8 +137,9 @@ extension Pipeline {
         let image = input.image.processed(by: work.request.processors)
         var metrics = input.metrics
         metrics.processing = (ContinuousClock.now - start).seconds
-        complete(stage, work: work, with: .success(
-            ImageResponse(image: image, url: work.request.url, source: input.source, metrics: metrics)))
+        var response = ImageResponse(image: image, url: work.request.url, source: input.source, metrics: metrics)
+        response.httpMetadata = input.httpMetadata
+        complete(stage, work: work, with: .success(response))
     }
 
     /// Ends an image stage; what a task asked for goes into the memory cache, and
@@ -132,17 +148,17 @@ extension Pipeline {
         finish(stage, with: result) {
             guard case .success(let response) = result else { return }
             work.cache?.setImage(response.image, forKey: work.key)
-            if let disk = work.variants { Self.storeVariant(response.image, key: work.key, in: disk) }
+            if let disk = work.variants, let metadata = response.httpMetadata {
+                Self.storeVariant(response.image, metadata: metadata, key: work.key, in: disk)
+            }
         }
     }
 
-    /// Keeps a processed image on disk, encoded losslessly when it has alpha (PNG),
-    /// else as a high-quality JPEG; animations are not kept.
-    private static func storeVariant(_ image: DecodedImage, key: ImageCacheKey, in disk: DiskCache) {
-        guard !image.isAnimated else { return }
-        let format: ImageFormat = image.bitmap.hasAlpha ? .png : .jpeg
-        guard let encoder = ImageEncoders.encoder(for: format, quality: 90),
-              let data = try? encoder.encode(image.bitmap) else { return }
-        disk.store(data, metadata: Data(), forKey: key.variantDiskKey)
+    /// Keeps a sized or processed image on disk in the compact lossless form, with
+    /// the HTTP freshness of its original; nothing the server forbade storing, and
+    /// no animations (their frames would cost more than the original).
+    private static func storeVariant(_ image: DecodedImage, metadata: HTTPCacheMetadata, key: ImageCacheKey, in disk: DiskCache) {
+        guard !image.isAnimated, metadata.isStorable else { return }
+        disk.store(VariantCodec.encode(image), metadata: metadata.encoded(), forKey: key.variantDiskKey)
     }
 }

@@ -10,6 +10,10 @@ struct OriginalData: Sendable {
     let source: ImageSource
     /// Queueing and transfer times, bytes and attempts.
     let metrics: ImageMetrics
+    /// The HTTP freshness of the bytes, when they came over HTTP (or from the disk
+    /// tier, which keeps it): what the sized and processed variants made from them
+    /// are kept with, so that they expire with their original.
+    var httpMetadata: HTTPCacheMetadata?
 }
 
 /// The first stage: the original bytes of an image key, from the disk tier while
@@ -42,17 +46,20 @@ extension Pipeline {
     ) async throws(ImagoError) -> OriginalData {
         let clock = ContinuousClock()
         let start = clock.now
-        func done(_ data: Data, _ source: ImageSource, attempts: Int) -> OriginalData {
+        func done(_ data: Data, _ source: ImageSource, attempts: Int, _ metadata: HTTPCacheMetadata?) -> OriginalData {
             var metrics = ImageMetrics()
             metrics.queued = queued.seconds
             metrics.transfer = (clock.now - start).seconds
             metrics.bytes = data.count
             metrics.attempts = attempts
-            return OriginalData(data: data, source: source, metrics: metrics)
+            return OriginalData(data: data, source: source, metrics: metrics, httpMetadata: metadata)
         }
         guard let disk else {
             let (response, attempts) = try await fetch(request, stage: stage)
-            return done(response.data, response.statusCode == nil ? .local : .network, attempts: attempts)
+            let metadata = response.statusCode.flatMap {
+                HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: Date())
+            }
+            return done(response.data, response.statusCode == nil ? .local : .network, attempts: attempts, metadata)
         }
         let key = ImageCacheKey.originalDiskKey(request.imageKey)
         let stored = disk.record(forKey: key).flatMap { record in
@@ -63,13 +70,13 @@ extension Pipeline {
             let now = Date()
             switch metadata.freshness(at: now) {
             case .fresh:
-                return done(data, .disk, attempts: 0)
+                return done(data, .disk, attempts: 0, metadata)
             case .stale(let revalidatable):
                 if revalidatable { validators = metadata.conditionalHeaders }
             }
             if metadata.servesWhileRevalidating(at: now) {
                 revalidateInBackground(request, stored: stored, validators: validators, key: key, disk: disk, stage: stage)
-                return done(data, .disk, attempts: 0)
+                return done(data, .disk, attempts: 0, metadata)
             }
         }
         let response: DataResponse, attempts: Int
@@ -79,21 +86,22 @@ extension Pipeline {
             if case .cancelled = error { throw error }
             if let (data, metadata) = stored, error.allowsStaleResponse, let allowance = configuration.staleIfErrorAllowance,
                metadata.servesStale(afterError: Date(), allowance: allowance) {
-                return done(data, .disk, attempts: 0)
+                return done(data, .disk, attempts: 0, metadata)
             }
             if stored != nil, error.meansResourceGone { disk.removeRecord(forKey: key) }
             throw error
         }
-        let (data, source) = keep(response, for: request, stored: stored, key: key, in: disk)
-        return done(data, source, attempts: attempts)
+        let (data, source, metadata) = keep(response, for: request, stored: stored, key: key, in: disk)
+        return done(data, source, attempts: attempts, metadata)
     }
 
     /// Keeps what the server answered: a 304 freshens the stored bytes, which are
     /// the image then; a storable response is stored; one the server now forbids
-    /// storing (no-store) removes what was kept. Returns the image's bytes.
+    /// storing (no-store) removes what was kept. Returns the image's bytes, where
+    /// they came from, and their freshness.
     private func keep(
         _ response: DataResponse, for request: ImageRequest, stored: (Data, HTTPCacheMetadata)?, key: String, in disk: DiskCache
-    ) -> (Data, ImageSource) {
+    ) -> (Data, ImageSource, HTTPCacheMetadata?) {
         let now = Date()
         if response.statusCode == 304, let (data, metadata) = stored {
             let updated = metadata.updated(with: response.headers, statusCode: 304, at: now)
@@ -102,15 +110,17 @@ extension Pipeline {
             } else {
                 disk.removeRecord(forKey: key)
             }
-            return (data, .disk)
+            return (data, .disk, updated)
         }
-        if let status = response.statusCode,
-           let metadata = HTTPCacheMetadata(url: request.url, statusCode: status, headers: response.headers, storedAt: now) {
+        let metadata = response.statusCode.flatMap {
+            HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: now)
+        }
+        if let metadata {
             disk.store(response.data, metadata: metadata.encoded(), forKey: key)
         } else if stored != nil {
             disk.removeRecord(forKey: key)
         }
-        return (response.data, .network)
+        return (response.data, .network, metadata)
     }
 
     /// Revalidates a stale original that `stale-while-revalidate` lets the load serve

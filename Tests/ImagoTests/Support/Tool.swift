@@ -27,10 +27,14 @@ enum Tool {
     ///
     /// The process is waited for on a thread of its own: a test blocking one of the
     /// few threads of Swift's concurrency pool would delay every other test's timers.
-    static func run(_ arguments: [String], timeout: Double = 120, sourceLocation: SourceLocation = #_sourceLocation) async throws -> Result {
+    /// `environment` replaces variables of the test's own environment (nil removes one).
+    static func run(
+        _ arguments: [String], timeout: Double = 120, environment: [String: String?] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> Result {
         let (result, timedOut) = try await withCheckedThrowingContinuation { continuation in
             Thread {
-                continuation.resume(with: Swift.Result { try runBlocking(arguments, timeout: timeout) })
+                continuation.resume(with: Swift.Result { try runBlocking(arguments, timeout: timeout, environment: environment) })
             }.start()
         }
         if timedOut {
@@ -39,10 +43,15 @@ enum Tool {
         return result
     }
 
-    private static func runBlocking(_ arguments: [String], timeout: Double) throws -> (Result, timedOut: Bool) {
+    private static func runBlocking(_ arguments: [String], timeout: Double, environment: [String: String?]) throws -> (Result, timedOut: Bool) {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
+        if !environment.isEmpty {
+            var merged = ProcessInfo.processInfo.environment
+            for (name, value) in environment { merged[name] = value }
+            process.environment = merged
+        }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

@@ -1,0 +1,183 @@
+import Foundation
+
+/// The form a sized or processed image takes in the disk tier: lossless, about as
+/// compact as PNG for photos, and many times cheaper to write and read back.
+///
+/// A variant is written on every cold load of a thumbnail, in the decoding queue, so
+/// what it costs to encode is paid by the cold load itself: PNG's deflate would add
+/// about half again to a thumbnail's decode, a lossy JPEG would change the pixels a
+/// second load shows. The operations are those of QOI (a run of the previous pixel,
+/// a look-up in a table of 64 recent pixels, a small difference from the previous
+/// pixel, or the pixel itself), applied to the bitmap's premultiplied RGBA as it is,
+/// so nothing is lost to un-premultiplying. Since real QOI holds straight alpha, the
+/// files carry a magic of their own and are never taken for QOI.
+///
+/// Layout: "imgv", a version byte, the source format's name (a length byte, then
+/// UTF-8), width and height (UInt32, big-endian), then the operations, then seven
+/// zero bytes and a one.
+enum VariantCodec {
+    private static let magic: [UInt8] = Array("imgv".utf8)
+    private static let version: UInt8 = 1
+    private static let end: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 1]
+
+    private static let opIndex: UInt8 = 0x00
+    private static let opDiff: UInt8 = 0x40
+    private static let opLuma: UInt8 = 0x80
+    private static let opRun: UInt8 = 0xC0
+    private static let opRGB: UInt8 = 0xFE
+    private static let opRGBA: UInt8 = 0xFF
+
+    /// Whether `data` is a variant in this form (older variants were PNG or JPEG).
+    static func isVariant(_ data: Data) -> Bool {
+        data.count >= magic.count && data.prefix(magic.count).elementsEqual(magic)
+    }
+
+    /// The first frame of `image`, encoded.
+    static func encode(_ image: DecodedImage) -> Data {
+        let bitmap = image.bitmap
+        let width = bitmap.width, height = bitmap.height
+        var out = [UInt8]()
+        // The worst case is five bytes a pixel (every pixel a literal RGBA).
+        out.reserveCapacity(32 + width * height * 5 + end.count)
+        out += magic
+        out.append(version)
+        let name = Array(image.format.rawValue.utf8)
+        out.append(UInt8(name.count))
+        out += name
+        for value in [UInt32(width), UInt32(height)] {
+            out += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+        }
+        bitmap.pixels.withUnsafeBufferPointer { pixels in
+            var table = [UInt32](repeating: 0, count: 64)
+            var previous: UInt32 = 0xFF00_0000  // r, g, b = 0, a = 255, as QOI starts
+            var run = 0
+            for y in 0..<height {
+                var i = y * bitmap.bytesPerRow
+                for _ in 0..<width {
+                    let r = pixels[i], g = pixels[i + 1], b = pixels[i + 2], a = pixels[i + 3]
+                    i += 4
+                    let pixel = UInt32(r) | UInt32(g) << 8 | UInt32(b) << 16 | UInt32(a) << 24
+                    if pixel == previous {
+                        run += 1
+                        if run == 62 {
+                            out.append(opRun | UInt8(run - 1))
+                            run = 0
+                        }
+                        continue
+                    }
+                    if run > 0 {
+                        out.append(opRun | UInt8(run - 1))
+                        run = 0
+                    }
+                    let slot = hash(r, g, b, a)
+                    if table[slot] == pixel {
+                        out.append(opIndex | UInt8(slot))
+                    } else {
+                        table[slot] = pixel
+                        if a == UInt8(previous >> 24) {
+                            let dr = Int(Int8(bitPattern: r &- UInt8(previous & 0xFF)))
+                            let dg = Int(Int8(bitPattern: g &- UInt8(previous >> 8 & 0xFF)))
+                            let db = Int(Int8(bitPattern: b &- UInt8(previous >> 16 & 0xFF)))
+                            let drg = dr - dg, dbg = db - dg
+                            if (-2...1).contains(dr) && (-2...1).contains(dg) && (-2...1).contains(db) {
+                                out.append(opDiff | UInt8(dr + 2) << 4 | UInt8(dg + 2) << 2 | UInt8(db + 2))
+                            } else if (-32...31).contains(dg) && (-8...7).contains(drg) && (-8...7).contains(dbg) {
+                                out.append(opLuma | UInt8(dg + 32))
+                                out.append(UInt8(drg + 8) << 4 | UInt8(dbg + 8))
+                            } else {
+                                out += [opRGB, r, g, b]
+                            }
+                        } else {
+                            out += [opRGBA, r, g, b, a]
+                        }
+                    }
+                    previous = pixel
+                }
+            }
+            if run > 0 { out.append(opRun | UInt8(run - 1)) }
+        }
+        out += end
+        return Data(out)
+    }
+
+    /// The image in `data`; nil when it is not a whole, well-formed variant or holds
+    /// more than `maximumPixelCount` pixels.
+    static func decode(_ data: Data, maximumPixelCount: Int) -> DecodedImage? {
+        let bytes = [UInt8](data)
+        guard isVariant(data), bytes.count > 6, bytes[4] == version else { return nil }
+        let nameLength = Int(bytes[5])
+        var p = 6 + nameLength
+        guard bytes.count >= p + 8 + end.count,
+              let format = ImageFormat(rawValue: String(decoding: bytes[6..<p], as: UTF8.self)) else { return nil }
+        func uint32(_ at: Int) -> Int {
+            Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+        }
+        let width = uint32(p), height = uint32(p + 4)
+        p += 8
+        guard width > 0, height > 0, width <= maximumPixelCount / height else { return nil }
+        let count = width * height
+        let limit = bytes.count - end.count
+        var failed = false
+        let pixels = [UInt8](unsafeUninitializedCapacity: count * 4) { buffer, initialized in
+            var table = [UInt32](repeating: 0, count: 64)
+            var r: UInt8 = 0, g: UInt8 = 0, b: UInt8 = 0, a: UInt8 = 255
+            var run = 0
+            var o = 0
+            bytes.withUnsafeBufferPointer { input in
+                for _ in 0..<count {
+                    if run > 0 {
+                        run -= 1
+                    } else {
+                        guard p < limit else {
+                            failed = true
+                            break
+                        }
+                        let op = input[p]
+                        p += 1
+                        if op == opRGB {
+                            guard p + 3 <= limit else { failed = true; break }
+                            r = input[p]; g = input[p + 1]; b = input[p + 2]
+                            p += 3
+                        } else if op == opRGBA {
+                            guard p + 4 <= limit else { failed = true; break }
+                            r = input[p]; g = input[p + 1]; b = input[p + 2]; a = input[p + 3]
+                            p += 4
+                        } else {
+                            switch op & 0xC0 {
+                            case opIndex:
+                                let pixel = table[Int(op)]
+                                r = UInt8(pixel & 0xFF); g = UInt8(pixel >> 8 & 0xFF)
+                                b = UInt8(pixel >> 16 & 0xFF); a = UInt8(pixel >> 24)
+                            case opDiff:
+                                r = r &+ (op >> 4 & 3) &- 2
+                                g = g &+ (op >> 2 & 3) &- 2
+                                b = b &+ (op & 3) &- 2
+                            case opLuma:
+                                guard p < limit else { failed = true; break }
+                                let second = input[p]
+                                p += 1
+                                let dg = (op & 0x3F) &- 32
+                                r = r &+ dg &+ (second >> 4) &- 8
+                                g = g &+ dg
+                                b = b &+ dg &+ (second & 0x0F) &- 8
+                            default:
+                                run = Int(op & 0x3F)
+                            }
+                            if failed { break }
+                        }
+                        table[hash(r, g, b, a)] = UInt32(r) | UInt32(g) << 8 | UInt32(b) << 16 | UInt32(a) << 24
+                    }
+                    buffer[o] = r; buffer[o + 1] = g; buffer[o + 2] = b; buffer[o + 3] = a
+                    o += 4
+                }
+            }
+            initialized = failed ? 0 : count * 4
+        }
+        guard !failed, bytes[limit...].elementsEqual(end) else { return nil }
+        return DecodedImage(bitmap: Bitmap(width: width, height: height, pixels: pixels), format: format)
+    }
+
+    private static func hash(_ r: UInt8, _ g: UInt8, _ b: UInt8, _ a: UInt8) -> Int {
+        (Int(r) * 3 + Int(g) * 5 + Int(b) * 7 + Int(a) * 11) & 63
+    }
+}

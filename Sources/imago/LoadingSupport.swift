@@ -1,0 +1,252 @@
+import Foundation
+import Imago
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// What `fetch` and `sheet` share: the loader built from the common options, the
+// transfer counts, the URLs read from the command line or a file, and the summary.
+
+/// Counts real transfers under the loader, which coalescing and caching make fewer
+/// than the items, and which of them were retries.
+///
+/// A transfer is a retry when the previous one of its URL failed in a way the retry
+/// policy retries, and no item of that URL has completed since: the loader tries
+/// again only within one load, and a load ends before its items complete.
+final class CountingLoader: DataLoading {
+    let inner: any DataLoading
+    let policy: RetryPolicy
+    let transfers = Atomic<Int>(0)
+    let retries = Atomic<Int>(0)
+    let bytes = Atomic<Int>(0)
+    /// URLs whose last transfer failed and may be tried again.
+    private let retryable = Mutex<Set<String>>([])
+
+    init(_ inner: any DataLoading, policy: RetryPolicy) {
+        self.inner = inner
+        self.policy = policy
+    }
+
+    func loadData(for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(ImagoError) -> DataResponse {
+        transfers.add(1, ordering: .relaxed)
+        let url = request.url?.absoluteString ?? ""
+        if retryable.withLock({ $0.remove(url) != nil }) { retries.add(1, ordering: .relaxed) }
+        do {
+            let response = try await inner.loadData(for: request, progress: progress)
+            bytes.add(response.data.count, ordering: .relaxed)
+            if let status = response.statusCode, policy.isRetryable(.httpStatus(status, url: url)) {
+                _ = retryable.withLock { $0.insert(url) }
+            }
+            return response
+        } catch {
+            if policy.isRetryable(error) { _ = retryable.withLock { $0.insert(url) } }
+            throw error
+        }
+    }
+
+    /// An item of `url` completed: its load has ended, so the next transfer of the URL
+    /// starts a new load, not a retry.
+    func loadEnded(_ url: URL) {
+        _ = retryable.withLock { $0.remove(url.absoluteString) }
+    }
+}
+
+/// One URL to load and where it was given: its line in the `--input` file (counting
+/// every line, blank or comment, from 1), nil for one on the command line.
+struct InputURL: Sendable {
+    let text: String
+    let line: Int?
+
+    /// The URL, or nil when the text is not one (reported as `ImagoError.invalidURL`).
+    var url: URL? {
+        guard let url = URL(string: text), url.scheme != nil else { return nil }
+        return url
+    }
+}
+
+/// The URLs of the command line, then those of `--input` (a file, or '-' for
+/// standard input), read one at a time as they are asked for, so that a long list
+/// costs no memory and a stream on standard input is loaded while it is still being
+/// written. Blank lines and `#` comments are skipped but counted in line numbers.
+///
+/// `@unchecked Sendable`: made while the command line is parsed, then handed to the
+/// one thread that reads it; never used by two threads at once.
+final class InputReader: @unchecked Sendable {
+    private var positionals: IndexingIterator<[String]>
+    private var file: UnsafeMutablePointer<FILE>?
+    private var lineNumber = 0
+    /// How many URLs there are, when that can be known before reading them: the
+    /// command line's and a regular file's. Nil for standard input.
+    let countAhead: Int?
+
+    /// Opens the input; a file that cannot be read, or no input at all, is bad usage.
+    init(_ arguments: Arguments, command: String) throws(UsageError) {
+        positionals = arguments.positionals.makeIterator()
+        guard let input = arguments.string("--input") else {
+            guard !arguments.positionals.isEmpty else {
+                throw UsageError(message: "\(command) needs at least one URL, or --input FILE")
+            }
+            countAhead = arguments.positionals.count
+            return
+        }
+        if input == "-" {
+            file = fdopen(dup(STDIN_FILENO), "r")
+            countAhead = nil
+        } else {
+            var status = stat()
+            guard stat(input, &status) == 0, status.st_mode & S_IFMT != S_IFDIR, let opened = fopen(input, "r") else {
+                throw UsageError(message: "cannot read --input \(input)")
+            }
+            file = opened
+            // A second pass over a file on disk is cheap and gives the progress bar
+            // its total; a pipe can be read only once.
+            countAhead = status.st_mode & S_IFMT == S_IFREG
+                ? arguments.positionals.count + Self.countURLs(inFileAt: input) : nil
+        }
+    }
+
+    deinit {
+        if let file { fclose(file) }
+    }
+
+    /// The next URL; nil at the end of the input. Blocks while standard input waits.
+    func next() -> InputURL? {
+        if let text = positionals.next() { return InputURL(text: text, line: nil) }
+        while let line = readLine() {
+            lineNumber += 1
+            if let url = inputURL(line, number: lineNumber) { return url }
+        }
+        return nil
+    }
+
+    /// Every URL, for commands that need them all before they start.
+    func readAll() -> [InputURL] {
+        var urls: [InputURL] = []
+        while let url = next() { urls.append(url) }
+        return urls
+    }
+
+    private func readLine() -> Substring? {
+        guard let file else { return nil }
+        var buffer: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(buffer) }
+        let count = getline(&buffer, &capacity, file)
+        guard count >= 0, let buffer else { return nil }
+        return String(decoding: UnsafeRawBufferPointer(start: buffer, count: count), as: UTF8.self)[...]
+    }
+
+    private static func countURLs(inFileAt path: String) -> Int {
+        guard let file = fopen(path, "r") else { return 0 }
+        defer { fclose(file) }
+        var buffer: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(buffer) }
+        var count = 0
+        while getline(&buffer, &capacity, file) >= 0, let buffer {
+            let text = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+            if !text.isEmpty && !text.hasPrefix("#") { count += 1 }
+        }
+        return count
+    }
+}
+
+/// The URL on line `number` of an input, or nil for a blank line or a comment.
+func inputURL(_ line: Substring, number: Int) -> InputURL? {
+    let text = line.trimmingCharacters(in: .whitespacesAndNewlines)
+    guard !text.isEmpty, !text.hasPrefix("#") else { return nil }
+    return InputURL(text: text, line: number)
+}
+
+/// The options `fetch` and `sheet` share, parsed and checked.
+struct LoaderOptions {
+    var concurrency = 8
+    var timeout = 60.0
+    var retries = 2
+    var disk: DiskCache?
+
+    init(_ arguments: Arguments) throws(UsageError) {
+        concurrency = try arguments.integer("--concurrency", in: 1...1000) ?? concurrency
+        retries = try arguments.integer("--retries", in: 0...20) ?? retries
+        if let text = arguments.string("--timeout") {
+            guard let value = Double(text), value > 0, value.isFinite else {
+                throw UsageError(message: "--timeout needs a number of seconds above 0, not '\(text)'")
+            }
+            timeout = value
+        }
+        if arguments.flag("--no-disk-cache") && arguments.string("--cache-dir") != nil {
+            throw UsageError(message: "give --cache-dir or --no-disk-cache, not both")
+        }
+        disk = arguments.flag("--no-disk-cache")
+            ? nil : DiskCache(directory: arguments.string("--cache-dir").map { URL(fileURLWithPath: $0) })
+    }
+
+    /// The options' entries in a command's table.
+    static let table: [Option] = [
+        .value("--concurrency", "N", "loads at once (default 8)"),
+        .value("--cache-dir", "DIR", "the disk cache's directory (default: the user's cache directory, imago/)"),
+        .flag("--no-disk-cache", "keep nothing on disk and use nothing kept there"),
+        .value("--timeout", "SECONDS", "bound on each whole load (default 60)"),
+        .value("--retries", "N", "retries of a transient failure (default 2)"),
+    ]
+
+    var retryPolicy: RetryPolicy { RetryPolicy(maximumAttempts: retries + 1) }
+
+    /// The memory tier of a command: a URL repeated soon after is answered from it,
+    /// one repeated much later from the disk tier. Small, so that a long list costs
+    /// no more memory than a short one; a full-size photo still fits.
+    static let memoryTierBytes = 32 << 20
+
+    /// A loader of its own for the command, counting transfers through `counter`.
+    func makeLoader(counter: CountingLoader) -> ImageLoader {
+        let loader = ImageLoader(
+            configuration: .init(dataLoader: counter, retryPolicy: retryPolicy, diskCache: disk),
+            cache: ImageCache(costLimit: Self.memoryTierBytes, entryCostLimit: Self.memoryTierBytes / 2))
+        loader.concurrentLoads = concurrency
+        loader.loadingTimeout = timeout
+        return loader
+    }
+}
+
+/// The summary record of `fetch --json` and the counts behind the human line.
+struct LoadSummary: Encodable {
+    let items: Int
+    let failed: Int
+    let bytes: Int
+    let hits: [String: Int]
+    let transfers: Int
+    let retries: Int
+    let seconds: Double
+    /// The process's peak resident memory, in bytes: what a long list costs.
+    let peakMemory: Int
+
+    init(items: Int, failed: Int, hits: [String: Int], counter: CountingLoader, seconds: Double) {
+        self.items = items
+        self.failed = failed
+        self.hits = hits
+        bytes = counter.bytes.load(ordering: .relaxed)
+        transfers = counter.transfers.load(ordering: .relaxed)
+        retries = counter.retries.load(ordering: .relaxed)
+        self.seconds = (seconds * 1000).rounded() / 1000
+        peakMemory = ownPeakRSSKilobytes() * 1024
+    }
+
+    /// "3 items, 1 failed, 1.2 MB in 4 transfers (1 retry), answered by: 2 network,
+    /// 0.31 s".
+    var text: String {
+        let tiers = ["memory", "disk", "network", "local"].compactMap { tier in hits[tier].map { "\($0) \(tier)" } }
+        let retried = retries == 0 ? "" : " (\(retries) \(retries == 1 ? "retry" : "retries"))"
+        return """
+            \(items) items, \(failed) failed, \(formatBytes(Int64(bytes))) in \(transfers) transfers\(retried), \
+            answered by: \(tiers.isEmpty ? "none" : tiers.joined(separator: ", ")), \(String(format: "%.2f", seconds)) s
+            """
+    }
+}
+
+/// The line a failed URL gets on standard error. Most errors name their URL already
+/// (an HTTP status, a network failure); the URL is added only to those that do not.
+func failureLine(url: String, line: Int?, error: String) -> String {
+    let place = line.map { " (line \($0))" } ?? ""
+    return error.hasPrefix(url) || error.contains("'\(url)'") ? error + place : "\(url)\(place): \(error)"
+}
