@@ -466,6 +466,16 @@ private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x"
         #expect(reopened.statistics.evictions == 1)
     }
 
+    @Test func anUnusableDirectoryIsNamedWithItsReason() throws {
+        #expect(DiskCache(directory: folder.url).directoryProblem() == nil)
+        #expect(folder.temporaryFiles.isEmpty)
+        let file = folder.url.appendingPathComponent("a-file")
+        try Data("x".utf8).write(to: file)
+        #expect(DiskCache(directory: file).directoryProblem() == "'\(file.path)' is not a directory")
+        let under = DiskCache(directory: file.appendingPathComponent("sub")).directoryProblem()
+        #expect(under?.contains("cannot be made: Not a directory") == true, "\(String(describing: under))")
+    }
+
     @Test func anUnwritableDirectoryDropsWritesAndNeverCrashes() throws {
         try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
         // Read-only stops most users; root writes anyway, but not under a regular file.

@@ -186,6 +186,14 @@ public final class DiskCache: Sendable {
         }
     }
 
+    /// Why the directory cannot hold records ("'/x' is not a directory"), checked now
+    /// by making it and a file in it; nil when it can. The cache works either way (an
+    /// unusable directory only drops every write), so a program that was told where
+    /// to cache can say once that nothing will be.
+    public func directoryProblem() -> String? {
+        DiskFiles.problem(with: path)
+    }
+
     /// The file that holds (or would hold) the record for `key`.
     public func fileURL(forKey key: String) -> URL {
         directory.appendingPathComponent(Self.fileName(forKey: key), isDirectory: false)

@@ -69,12 +69,33 @@ enum DiskFiles {
 
     /// Makes `path` and each missing level above it with mode 0700, as the XDG
     /// base-directory specification asks of ~/.cache itself.
-    static func createDirectory(_ path: String) {
+    /// Makes `path` and the folders above it (mode 0700); nil when it exists as a
+    /// directory after, else what stopped it.
+    @discardableResult
+    static func createDirectory(_ path: String) -> String? {
         var prefix = ""
         for component in path.split(separator: "/") {
             prefix += "/" + component
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST { return }
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                return "'\(prefix)' cannot be made: \(String(cString: strerror(errno)))"
+            }
         }
+        var info = stat()
+        guard stat(path, &info) == 0 else { return "'\(path)' cannot be read: \(String(cString: strerror(errno)))" }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { return "'\(path)' is not a directory" }
+        return nil
+    }
+
+    /// Why `path` cannot hold records, found by making it and a file in it (the only
+    /// test that also holds for root, whom permissions do not stop); nil when it can.
+    static func problem(with path: String) -> String? {
+        if let problem = createDirectory(path) { return problem }
+        let probe = path + "/" + RecordFormat.temporaryPrefix + "probe.\(getpid())"
+        let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return "'\(path)' cannot hold files: \(String(cString: strerror(errno)))" }
+        close(fd)
+        unlink(probe)
+        return nil
     }
 }
 
