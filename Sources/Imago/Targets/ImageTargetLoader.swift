@@ -101,6 +101,12 @@ struct TargetRegistry {
         /// Held directly, not in a `WeakReference`: reading a weak reference kept in a
         /// struct copies it first, which costs more than the rest of a memory hit.
         weak var target: AnyObject?
+        /// Never read. An unowned reference keeps the target's memory allocated after
+        /// it ends, until the record goes, so no later object can take its address:
+        /// the table's `ObjectIdentifier` key names this target alone, and finding a
+        /// live target's record needs no weak load (the costliest step of a view's
+        /// memory hit otherwise).
+        private unowned let addressPin: AnyObject
         var loads: [Int: Load] = [:]
         var latestURL: URL?
         var latestURLByAction: [String: URL] = [:]
@@ -112,6 +118,7 @@ struct TargetRegistry {
 
         init(target: AnyObject) {
             self.target = target
+            addressPin = target
         }
 
         /// Whether no image newer than load `sequence` has been set for `action`.
@@ -136,15 +143,13 @@ struct TargetRegistry {
     var eventStreams: [Int: AsyncStream<ImageTargetLoader.Event>.Continuation] = [:]
     var lastStream = 0
 
-    /// The record of `target`, if it has one made for it (identifiers are reused once
-    /// an object is gone).
+    /// The record of `target`, if it has one: a record pins its target's address, so
+    /// the one under its identifier is its own.
     func record(of target: AnyObject) -> Record? {
-        guard let record = targets[ObjectIdentifier(target)], record.target === target else { return nil }
-        return record
+        targets[ObjectIdentifier(target)]
     }
 
-    /// The record of `target`, made if it has none (or only one left by an object
-    /// gone before it, whose identifier it reuses).
+    /// The record of `target`, made if it has none.
     mutating func makeRecord(of target: AnyObject) -> Record {
         if let record = record(of: target) { return record }
         let record = Record(target: target)
