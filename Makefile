@@ -89,12 +89,15 @@ fuzz: deps
 # Imago against its baselines, side by side in one run: full decodes
 # and 256 px thumbnails of 300 web-size photos on all cores against Pillow and
 # libjpeg-turbo's TurboJPEG called from C, and peak memory of thumbnails of 4000 px
-# photos. The photos are made once from the shared corpus into $(BENCH_DIR).
-bench: DEBIAN_PACKAGES += libturbojpeg0-dev gcc
+# photos; then `imago fetch` end to end over HTTP from nginx on 127.0.0.1 against
+# Python aiohttp + Pillow and the limit (Benchmarks/e2e.py). The photos are made
+# once from the shared corpus into $(BENCH_DIR).
+bench: DEBIAN_PACKAGES += libturbojpeg0-dev gcc nginx-light curl
 bench: deps
 	@echo "==> Building the imago tool (release)"
 	@$(SWIFT) build -c release --product imago $(SWIFT_FLAGS)
 	@python3 -c 'import PIL' 2>/dev/null || { echo "==> Installing Pillow (pip)"; python3 -m pip install --quiet pillow; }
+	@python3 -c 'import aiohttp' 2>/dev/null || { echo "==> Installing aiohttp (pip)"; python3 -m pip install --quiet aiohttp; }
 	@echo "==> Compiling the libjpeg-turbo baseline (Benchmarks/tj_decode.c)"
 	@mkdir -p $(BENCH_DIR)
 	@gcc -O2 -o $(BENCH_DIR)/tj_decode Benchmarks/tj_decode.c -lturbojpeg -lpthread
@@ -105,6 +108,9 @@ bench: deps
 	@echo "==> Benchmarking: $(BENCH_RUNS) rounds of each measure, release build, all cores"
 	@.build/release/imago bench --photos $(BENCH_DIR)/photos --large $(BENCH_DIR)/large --runs $(BENCH_RUNS) \
 	  --pillow Benchmarks/pillow_thumbnails.py --libjpeg $(BENCH_DIR)/tj_decode
+	@echo "==> End to end: imago fetch over HTTP from nginx on 127.0.0.1 against Python aiohttp + Pillow and the limit"
+	@python3 Benchmarks/e2e.py --imago .build/release/imago --tj-decode $(BENCH_DIR)/tj_decode \
+	  --photos $(BENCH_DIR)/photos --rounds $(BENCH_RUNS)
 
 # The caches, the pipeline and the loader under the thread sanitizer, in a build folder of their own
 # (not part of `make test`: a sanitized build doubles the test time).

@@ -2,8 +2,11 @@
  * The decode limit of `imago bench`: libjpeg-turbo's TurboJPEG API called directly,
  * with nothing around it.
  *
- *     tj_decode [--runs N] DIR|FILE...
+ *     tj_decode [--runs N] [--max-side PX] DIR|FILE...
  *
+ * With --max-side, each file is decoded at the smallest TurboJPEG scale (1/8 … 1)
+ * whose result still covers the image fitted within PX × PX: the least a thumbnail
+ * decode can cost before its final resample, as Imago's JPEG decoder chooses it.
  * Reads every file (every *.jpg of a DIR) into memory first, then decodes them all on
  * N threads (N = online cores), each taking the next file from a shared atomic index:
  * tjDecompressHeader3, then tjDecompress2 to TJPF_RGBA into a malloc'd buffer that is
@@ -37,6 +40,24 @@ static struct file *files;
 static size_t file_count, file_capacity;
 static atomic_size_t next_file;
 static atomic_int failures;
+static int max_side;
+
+/* The scaled size of a width × height image for a thumbnail of at most `max_side`. */
+static void scaled_size(int *width, int *height) {
+    if (max_side <= 0 || (*width <= max_side && *height <= max_side)) return;
+    double fit = (double)max_side / (*width > *height ? *width : *height);
+    int fitted_w = (int)(*width * fit + 0.5), fitted_h = (int)(*height * fit + 0.5);
+    int count = 0;
+    tjscalingfactor *factors = tjGetScalingFactors(&count);
+    int best_w = *width, best_h = *height;
+    for (int f = 0; f < count; f++) {
+        if (factors[f].num > factors[f].denom) continue;
+        int w = TJSCALED(*width, factors[f]), h = TJSCALED(*height, factors[f]);
+        if (w >= fitted_w && h >= fitted_h && w < best_w) { best_w = w; best_h = h; }
+    }
+    *width = best_w;
+    *height = best_h;
+}
 
 static void add_file(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -94,6 +115,7 @@ static void *decode_files(void *unused) {
             atomic_fetch_add(&failures, 1);
             continue;
         }
+        scaled_size(&width, &height);
         unsigned char *pixels = malloc((size_t)width * (size_t)height * 4);
         if (!pixels) { perror("malloc"); exit(1); }
         /* tjDecompress2 returns -1 for warnings too; only a fatal error is a failure. */
@@ -126,12 +148,16 @@ int main(int argc, char **argv) {
             runs = atoi(argv[++a]);
             continue;
         }
+        if (strcmp(argv[a], "--max-side") == 0 && a + 1 < argc) {
+            max_side = atoi(argv[++a]);
+            continue;
+        }
         struct stat st;
         if (stat(argv[a], &st) != 0) { perror(argv[a]); return 2; }
         if (S_ISDIR(st.st_mode)) add_directory(argv[a]); else add_file(argv[a]);
     }
     if (file_count == 0 || runs < 1) {
-        fprintf(stderr, "usage: tj_decode [--runs N] DIR|FILE...   (no JPEG files given)\n");
+        fprintf(stderr, "usage: tj_decode [--runs N] [--max-side PX] DIR|FILE...   (no JPEG files given)\n");
         return 2;
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);

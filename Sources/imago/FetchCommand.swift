@@ -34,6 +34,15 @@ private struct FetchRecord: Encodable {
     var frames: Int?
     var bytes: Int?
     var source: String?
+    /// Seconds in each stage of the load, from the task's metrics.
+    var metrics: Stages?
+
+    struct Stages: Encodable {
+        let queued: Double
+        let transfer: Double
+        let decode: Double
+        let processing: Double
+    }
 }
 
 private struct FetchSummary: Encodable {
@@ -141,7 +150,10 @@ extension FetchRecord {
         case .success(let response):
             self.init(
                 url: input.text, line: input.line, ok: true, width: response.image.width, height: response.image.height,
-                frames: response.image.frames.count, bytes: response.metrics.bytes, source: response.source.rawValue)
+                frames: response.image.frames.count, bytes: response.metrics.bytes, source: response.source.rawValue,
+                metrics: Stages(
+                    queued: response.metrics.queued, transfer: response.metrics.transfer, decode: response.metrics.decode,
+                    processing: response.metrics.processing))
         case .failure(let error):
             self.init(url: input.text, line: input.line, ok: false, error: error.description)
         }

@@ -1,0 +1,212 @@
+"""End-to-end benchmark of `imago fetch` for `make bench`: cold loads over HTTP from
+nginx on 127.0.0.1 against a Python aiohttp + Pillow peer doing the same work, and
+against the limit of this machine (TurboJPEG decoding the same files on every core,
+plus `curl --parallel` moving the same bytes), measured in the same rounds.
+
+    e2e.py --imago BIN --tj-decode BIN --photos DIR [--rounds 5] [--work DIR]
+
+Every figure is a whole process's wall time, the median of --rounds rounds, with
+imago and its peers run back to back in each round so that a busy machine slows
+them alike. Each line names its goal and says whether it was met.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+CONCURRENCY = 8
+THUMBNAIL = 256
+PORTS = 8  # the many-origin row: one nginx, eight ports on 127.0.0.1
+
+
+def run(command, **kwargs):
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"benchmark step failed ({done.returncode}): {' '.join(command[:4])} …\n{done.stderr[-2000:]}")
+    return seconds, done.stdout
+
+
+def start_nginx(root, work, base_port):
+    conf = os.path.join(work, "nginx.conf")
+    servers = "\n".join(
+        f"    server {{ listen 127.0.0.1:{base_port + i}; root {root}; }}" for i in range(PORTS))
+    with open(conf, "w") as f:
+        f.write(f"""worker_processes 1;
+daemon on;
+pid {work}/nginx.pid;
+error_log {work}/error.log;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    sendfile on;
+    keepalive_requests 1000000;
+{servers}
+}}
+""")
+    subprocess.run(["nginx", "-c", conf, "-p", work], check=True)
+    for _ in range(50):
+        if os.path.exists(f"{work}/nginx.pid"):
+            return
+        time.sleep(0.1)
+    sys.exit("nginx did not start")
+
+
+def stop_nginx(work):
+    try:
+        with open(f"{work}/nginx.pid") as f:
+            os.kill(int(f.read().strip()), signal.SIGQUIT)
+    except (OSError, ValueError):
+        pass
+
+
+def write_list(path, urls):
+    with open(path, "w") as f:
+        f.write("\n".join(urls) + "\n")
+    return path
+
+
+def imago_fetch(imago, urls, thumbnail=False, cache=None):
+    command = [imago, "fetch", "--json", "--concurrency", str(CONCURRENCY), "--input", urls]
+    command += ["--cache-dir", cache] if cache else ["--no-disk-cache"]
+    if thumbnail:
+        command += ["--thumbnail", str(THUMBNAIL)]
+    seconds, out = run(command)
+    lines = out.splitlines()
+    records = [json.loads(line) for line in lines[:-1]]
+    return seconds, records, json.loads(lines[-1])["summary"]
+
+
+def python_fetch(urls, thumbnail=False):
+    command = [sys.executable, os.path.join(os.path.dirname(__file__), "aiohttp_pillow.py"),
+               "--input", urls, "--concurrency", str(CONCURRENCY)]
+    if thumbnail:
+        command += ["--thumbnail", str(THUMBNAIL)]
+    seconds, out = run(command)
+    values = dict(item.split("=") for item in out.split())
+    return seconds, float(values["peak_mb"])
+
+
+def limit(tj_decode, photos, urls, thumbnail=False):
+    """curl moving the bytes at the same concurrency, plus TurboJPEG decoding them."""
+    transfer, _ = curl(urls)
+    command = [tj_decode, "--runs", "1"] + (["--max-side", str(THUMBNAIL)] if thumbnail else []) + [photos]
+    _, out = run(command)
+    decode = float(dict(item.split("=") for item in out.split())["seconds"])
+    return transfer + decode
+
+
+def curl(urls):
+    config = urls + ".curl"
+    with open(urls) as f, open(config, "w") as out:
+        for url in f.read().split():
+            out.write(f'url = "{url}"\noutput = "/dev/null"\n')
+    return run(["curl", "--silent", "--fail", "--parallel", "--parallel-max", str(CONCURRENCY), "--config", config])
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def verdict(met):
+    return "met" if met else "NOT met"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--imago", required=True)
+    parser.add_argument("--tj-decode", required=True)
+    parser.add_argument("--photos", required=True)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--work", default=None)
+    parser.add_argument("--port", type=int, default=18700)
+    args = parser.parse_args()
+    photos = os.path.abspath(args.photos)
+    names = sorted(n for n in os.listdir(photos) if n.endswith(".jpg"))
+    work = os.path.abspath(args.work or tempfile.mkdtemp(prefix="imago-e2e-"))
+    os.makedirs(work, exist_ok=True)
+    start_nginx(photos, work, args.port)
+    try:
+        base = f"http://127.0.0.1:{args.port}"
+        one = write_list(f"{work}/300.txt", [f"{base}/{n}" for n in names])
+        many = write_list(f"{work}/3000.txt", [f"{base}/{n}?r={r}" for r in range(10) for n in names])
+        origins = write_list(f"{work}/origins.txt",
+                             [f"http://127.0.0.1:{args.port + i % PORTS}/{n}" for i, n in enumerate(names)])
+        size = sum(os.path.getsize(os.path.join(photos, n)) for n in names)
+        print(f"End to end: {len(names)} JPEGs ({size / 1e6:.1f} MB) from nginx on 127.0.0.1, concurrency {CONCURRENCY}, "
+              f"{os.cpu_count()} cores, median of {args.rounds} rounds, whole-process wall times; "
+              f"load average {os.getloadavg()[0]:.2f} at the start")
+        rows = {key: [] for key in ["full", "full_py", "full_limit", "thumb", "thumb_py", "thumb_limit",
+                                    "s300", "s3000", "cold", "warm", "origins"]}
+        peaks = {"s300": [], "s3000": [], "full_py": []}
+        stages = None
+        for _ in range(args.rounds):
+            seconds, records, summary = imago_fetch(args.imago, one)
+            rows["full"].append(seconds)
+            py, peak = python_fetch(one)
+            rows["full_py"].append(py)
+            peaks["full_py"].append(peak)
+            rows["full_limit"].append(limit(args.tj_decode, photos, one))
+            rows["thumb"].append(imago_fetch(args.imago, one, thumbnail=True)[0])
+            rows["thumb_py"].append(python_fetch(one, thumbnail=True)[0])
+            rows["thumb_limit"].append(limit(args.tj_decode, photos, one, thumbnail=True))
+            seconds, _, summary = imago_fetch(args.imago, one)
+            rows["s300"].append(seconds / len(names))
+            peaks["s300"].append(summary["peakMemory"] / 1e6)
+            seconds, big, summary = imago_fetch(args.imago, many)
+            rows["s3000"].append(seconds / (10 * len(names)))
+            peaks["s3000"].append(summary["peakMemory"] / 1e6)
+            stages = big
+            cache = f"{work}/cache"
+            shutil.rmtree(cache, ignore_errors=True)
+            rows["cold"].append(imago_fetch(args.imago, one, thumbnail=True, cache=cache)[0])
+            rows["warm"].append(imago_fetch(args.imago, one, thumbnail=True, cache=cache)[0])
+            rows["origins"].append(imago_fetch(args.imago, origins)[0])
+        m = {key: median(values) for key, values in rows.items()}
+        print()
+        print(f"{'measure':44}{'imago':>10}{'peer':>24}{'ratio':>9}   goal")
+        full_py, full_limit = m["full"] / m["full_py"], m["full"] / m["full_limit"]
+        print(f"{'300 full decodes':44}{m['full']:9.2f}s{'Python ' + format(m['full_py'], '.2f') + ' s':>24}{full_py:8.2f}×   "
+              f"≤ 0.8× Python: {verdict(full_py <= 0.8)}")
+        print(f"{'300 full decodes':44}{m['full']:9.2f}s{'limit ' + format(m['full_limit'], '.2f') + ' s':>24}{full_limit:8.2f}×   "
+              f"≤ 1.3× limit: {verdict(full_limit <= 1.3)}")
+        thumb_py, thumb_limit = m["thumb_py"] / m["thumb"], m["thumb"] / m["thumb_limit"]
+        print(f"{'300 thumbnails (256 px)':44}{m['thumb']:9.2f}s{'Python ' + format(m['thumb_py'], '.2f') + ' s':>24}"
+              f"{thumb_py:8.2f}×   ≥ 2.2× faster than Python: {verdict(thumb_py >= 2.2)}")
+        print(f"{'300 thumbnails (256 px)':44}{m['thumb']:9.2f}s{'limit ' + format(m['thumb_limit'], '.2f') + ' s':>24}"
+              f"{thumb_limit:8.2f}×   ≤ 1.3× limit: {verdict(thumb_limit <= 1.3)}")
+        scale = m["s3000"] / m["s300"]
+        print(f"{'time per image, 3,000 against 300':44}{m['s3000'] * 1e3:8.2f}ms{format(m['s300'] * 1e3, '.2f') + ' ms':>24}"
+              f"{scale:8.2f}×   ≤ 1.1×: {verdict(scale <= 1.1)}")
+        p300, p3000 = median(peaks["s300"]), median(peaks["s3000"])
+        print(f"{'peak RSS, 3,000 against 300 full decodes':44}{p3000:8.0f}MB{format(p300, '.0f') + ' MB':>24}"
+              f"{p3000 / p300:8.2f}×   flat (≤ 1.1×), ≤ 150 MB: {verdict(p3000 / p300 <= 1.1 and p3000 <= 150)}")
+        print(f"{'peak RSS, 300 full decodes':44}{p300:8.0f}MB{'Python ' + format(median(peaks['full_py']), '.0f') + ' MB':>24}"
+              f"{p300 / median(peaks['full_py']):8.2f}×")
+        warm = m["cold"] / m["warm"]
+        print(f"{'300 thumbnails, warm disk against cold':44}{m['warm']:9.2f}s{'cold ' + format(m['cold'], '.2f') + ' s':>24}"
+              f"{warm:8.2f}×   ≥ 5× faster: {verdict(warm >= 5)}")
+        print(f"{'300 full decodes from {} origins (ports)'.format(PORTS):44}{m['origins']:9.2f}s"
+              f"{'one origin ' + format(m['full'], '.2f') + ' s':>24}{m['origins'] / m['full']:8.2f}×")
+        if stages:
+            ok = [r["metrics"] for r in stages if r.get("metrics")]
+            total = {k: sum(r[k] for r in ok) for k in ["queued", "transfer", "decode", "processing"]}
+            print()
+            print(f"per-stage time of the last 3,000-image run, summed over its {len(ok)} loads "
+                  f"(seconds of work, so more than the wall time at concurrency {CONCURRENCY}):")
+            print("  " + "   ".join(f"{k} {v:.2f} s ({v / len(ok) * 1e3:.2f} ms a load)" for k, v in total.items()))
+    finally:
+        stop_nginx(work)
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
