@@ -141,7 +141,7 @@ private struct OrderedOutput {
             } else if record.ok {
                 Output.line("\(record.file): \(record.description ?? "")" + (record.output.map { " → \($0)" } ?? ""))
             } else {
-                Output.error("\(record.file): \(record.error ?? "failed")")
+                Output.error(failureLine(url: record.file, line: nil, error: record.error ?? "failed"))
             }
         }
     }
@@ -151,10 +151,7 @@ private struct OrderedOutput {
 private func decodeFile(_ file: String, to target: String?, writer: (any ImageEncoding)?, options: DecodingOptions) -> DecodeRecord {
     var record = DecodeRecord(file: file, ok: true)
     do throws(ImagoError) {
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
-            throw fileError(file, error)
-        }
+        let data = try LocalDataLoader.contentsOfFile(atPath: file)
         let image = try ImageDecoderRegistry.shared.decode(data, options: options)
         record.format = image.format.rawValue
         record.width = image.width

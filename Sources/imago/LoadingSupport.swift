@@ -170,8 +170,9 @@ struct LoaderOptions {
         concurrency = try arguments.integer("--concurrency", in: 1...1000) ?? concurrency
         retries = try arguments.integer("--retries", in: 0...20) ?? retries
         if let text = arguments.string("--timeout") {
-            guard let value = Double(text), value > 0, value.isFinite else {
-                throw UsageError(message: "--timeout needs a number of seconds above 0, not '\(text)'")
+            // "inf" is no bound at all; the loader takes any length.
+            guard let value = Double(text), value > 0, !value.isNaN else {
+                throw UsageError(message: "--timeout needs a number of seconds above 0 (or inf), not '\(text)'")
             }
             timeout = value
         }
@@ -180,6 +181,10 @@ struct LoaderOptions {
         }
         disk = arguments.flag("--no-disk-cache")
             ? nil : DiskCache(directory: arguments.string("--cache-dir").map { URL(fileURLWithPath: $0) })
+        // The loads work without it, so this is said once and not as a failure.
+        if let problem = disk?.directoryProblem() {
+            Output.error("the disk cache cannot be used (\(problem)); nothing will be kept on disk")
+        }
     }
 
     /// The options' entries in a command's table.
@@ -187,7 +192,7 @@ struct LoaderOptions {
         .value("--concurrency", "N", "loads at once (default 8)"),
         .value("--cache-dir", "DIR", "the disk cache's directory (default: the user's cache directory, imago/)"),
         .flag("--no-disk-cache", "keep nothing on disk and use nothing kept there"),
-        .value("--timeout", "SECONDS", "bound on each whole load (default 60)"),
+        .value("--timeout", "SECONDS", "bound on each whole load (default 60; inf for none)"),
         .value("--retries", "N", "retries of a transient failure (default 2)"),
     ]
 
@@ -244,9 +249,12 @@ struct LoadSummary: Encodable {
     }
 }
 
-/// The line a failed URL gets on standard error. Most errors name their URL already
-/// (an HTTP status, a network failure); the URL is added only to those that do not.
+/// The line a failed URL or file gets on standard error: `URL (line N): reason`, the URL
+/// once. Most errors start with their URL already (an HTTP status, a network
+/// failure); one that quotes it (an invalid URL) is its own line.
 func failureLine(url: String, line: Int?, error: String) -> String {
     let place = line.map { " (line \($0))" } ?? ""
-    return error.hasPrefix(url) || error.contains("'\(url)'") ? error + place : "\(url)\(place): \(error)"
+    if error.contains("'\(url)'") { return error + place }
+    let reason = error.hasPrefix(url + ": ") ? String(error.dropFirst(url.count + 2)) : error
+    return "\(url)\(place): \(reason)"
 }

@@ -159,6 +159,15 @@ import Testing
         #expect(result.stderr.hasPrefix("imago: /nonexistent/photo.jpg: "))
     }
 
+    /// What is not a regular file is named for what it is, once, and nothing is read
+    /// from a device that never ends.
+    @Test func aDeviceOrADirectoryIsNamedForWhatItIs() async throws {
+        let result = try await Tool.run(["decode", "/dev/zero", "Samples"])
+        #expect(result.status == 1)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines == ["imago: /dev/zero: is not a regular file", "imago: Samples: is a directory, not a file"], "\(lines)")
+    }
+
     /// Many files decoded on all cores still report in the order given: large and
     /// tiny files alternate, so they finish out of order, and failures keep their place.
     @Test func manyFilesReportInTheOrderGiven() async throws {

@@ -84,6 +84,27 @@ import Testing
         }
     }
 
+    /// Any length of timeout works: an absurd one, or none at all.
+    @Test(arguments: ["1e19", "inf"])
+    func anyTimeoutWorks(timeout: String) async throws {
+        defer { server.stop() }
+        let result = try await Tool.run(["fetch", "--no-disk-cache", "--timeout", timeout, server.url("/0.png").absoluteString])
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+
+    /// A cache directory that cannot be one is said once; the loads go on without it.
+    @Test func anUnusableCacheDirectoryIsSaidOnce() async throws {
+        defer { server.stop() }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("imago-not-a-dir-\(UUID())")
+        try Data("x".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let urls = (0..<3).map { server.url("/\($0).png").absoluteString }
+        let result = try await Tool.run(["fetch", "--cache-dir", file.path] + urls)
+        #expect(result.status == 0)
+        #expect(result.stderrLines == ["imago: the disk cache cannot be used ('\(file.path)' is not a directory); nothing will be kept on disk"],
+                "\(result.stderr)")
+    }
+
     @Test func aFailureLineNamesItsURLOnce() async throws {
         defer { server.stop() }
         let url = server.url("/missing.png").absoluteString
@@ -92,6 +113,7 @@ import Testing
         let lines = result.stderrLines
         #expect(lines.count == 1 && lines[0].components(separatedBy: url).count == 2, "\(result.stderr)")
         #expect(lines.first?.contains("HTTP 404") == true)
+        #expect(lines.first?.hasPrefix("imago: \(url): ") == true)
     }
 
     @Test func retriesAreCountedAmongTheTransfers() async throws {

@@ -79,6 +79,15 @@ public struct LocalDataLoader: DataLoading {
         return try result.get()
     }
 
+    /// The bytes of the regular file at `path`, read as `file:` URLs are: a
+    /// directory, a device (`/dev/zero`), a FIFO or a file over `limit` bytes is
+    /// refused with a typed error that says which, before anything is read.
+    public static func contentsOfFile(
+        atPath path: String, limit: Int = URLSessionDataLoader.Configuration.defaultMaximumResponseSize
+    ) throws(ImagoError) -> Data {
+        try read(path: path, limit: limit, cancelled: CancellationFlag()).get()
+    }
+
     /// Reads the regular file at `path` whole, in pieces so a cancel is noticed.
     private static func read(path: String, limit: Int, cancelled: CancellationFlag) -> Result<Data, ImagoError> {
         // O_NONBLOCK so that opening a FIFO returns at once (to be refused below)
