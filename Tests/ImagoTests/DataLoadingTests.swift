@@ -475,9 +475,10 @@ import Testing
             let url = server.url("/stall")
             let task = Task { await Self.load(loader, url) }
             // 200 ms in, and the request has reached the server (which, with other
-            // suites running, can take longer than 200 ms).
+            // suites running, can take much longer: the suite's decoder tests can hold
+            // the concurrency pool, and the load's own task with it, for a minute).
             try await Task.sleep(for: .milliseconds(200))
-            let arrival = ContinuousClock.now + .seconds(5)
+            let arrival = ContinuousClock.now + .seconds(120)
             while server.count(for: "/stall") == 0, ContinuousClock.now < arrival {
                 try await Task.sleep(for: .milliseconds(10))
             }
