@@ -103,7 +103,7 @@ public struct RetryPolicy: Sendable {
             return Self.isTransient(code: code, errno: errno)
         case .httpStatus(let status, _):
             return status == 429 || ((500...599).contains(status) && status != 501 && status != 505)
-        case .timedOut, .cancelled, .invalidURL, .redirectRefused, .responseTooLarge,
+        case .timedOut, .cancelled, .invalidURL, .invalidRequest, .redirectRefused, .responseTooLarge,
              .unsupportedFormat, .decodingFailed, .imageTooLarge, .encodingFailed, .fileError:
             return false
         }

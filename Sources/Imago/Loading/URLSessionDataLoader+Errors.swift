@@ -69,8 +69,12 @@ extension URLSessionDataLoader {
         default:
             // libcurl gives up on response headers over its 100 KB limit with "Out of
             // memory", which would send a user looking in the wrong place.
+            // Neither that nor broken chunking passes on its own: not worth a retry.
             if nsError.localizedDescription == "Out of memory" {
-                return network(code, "the server's response headers are too large (libcurl stops at 100 KB)")
+                return network(.cannotParseResponse, "the server's response headers are too large (libcurl stops at 100 KB)")
+            }
+            if nsError.localizedDescription.localizedCaseInsensitiveContains("chunked") {
+                return network(.cannotParseResponse, "the server's chunked encoding is broken: \(nsError.localizedDescription)")
             }
             // libcurl's own message is usually the most precise thing to say
             // ("transfer closed with 6000 bytes remaining to read").

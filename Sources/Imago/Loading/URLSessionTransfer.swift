@@ -77,7 +77,7 @@ final class Transfer: Sendable {
             let shown = length.count > 40 ? length.prefix(40) + "…" : Substring(length)
             finish(.failure(.network(
                 url: (http.url ?? url).absoluteString, reason: "the server sent an invalid Content-Length (\(shown))",
-                code: .badServerResponse, errno: nil)))
+                code: .cannotParseResponse, errno: nil)))
             return false
         }
         let declared = http.expectedContentLength

@@ -91,6 +91,9 @@ extension Pipeline {
             if stored != nil, error.meansResourceGone { disk.removeRecord(forKey: key) }
             throw error
         }
+        // A load that timed out or was cancelled while the answer came in keeps
+        // nothing: its caller has already been told it failed.
+        if Task.isCancelled { throw .cancelled }
         let (data, source, metadata) = keep(response, for: request, stored: stored, key: key, in: disk)
         return done(data, source, attempts: attempts, metadata)
     }
@@ -156,6 +159,13 @@ extension Pipeline {
             urlRequest.setValue(value, forHTTPHeaderField: name)
         }
         if let modifier = configuration.requestModifier { urlRequest = modifier(urlRequest) }
+        // Checked on the request as it will be sent, whatever added the header, and
+        // on the configured headers as given: Foundation on Linux drops such a value
+        // without a word, which would send the request without it.
+        let fields = Array(configuration.headers) + Array(urlRequest.allHTTPHeaderFields ?? [:])
+        if let field = fields.first(where: { Self.smuggles($0.key) || Self.smuggles($0.value) }) {
+            throw .invalidRequest(url: request.url.absoluteString, reason: "the header \(field.key.debugDescription) holds a line break or NUL")
+        }
         var attempt = 0
         while true {
             attempt += 1
@@ -178,6 +188,13 @@ extension Pipeline {
             }
             do { try await Task.sleep(for: .seconds(delay)) } catch { throw .cancelled }
         }
+    }
+}
+
+extension Pipeline {
+    /// Whether header text would break out of its line on the wire.
+    static func smuggles(_ text: String) -> Bool {
+        text.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
     }
 }
 

@@ -38,6 +38,10 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The URL is malformed or its scheme is not one Imago loads (http, https,
     /// file, data); found before any I/O.
     case invalidURL(String)
+    /// The request cannot be sent as it is: a header name or value carries a line
+    /// break or a NUL, which would let it smuggle headers of its own; found before
+    /// any I/O.
+    case invalidRequest(url: String, reason: String)
     /// The server answered with an HTTP error status.
     case httpStatus(Int, url: String)
     /// The transfer failed: refused, reset, dropped, unreachable, malformed response.
@@ -127,6 +131,8 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(path): \(reason)"
         case .invalidURL(let url):
             return "'\(url)' is not a URL Imago can load (http, https, file or data)"
+        case .invalidRequest(let url, let reason):
+            return "\(url): the request cannot be sent: \(reason)"
         case .httpStatus(let status, let url):
             return "\(url): the server answered HTTP \(status)"
         case .network(let url, let reason, _, _):

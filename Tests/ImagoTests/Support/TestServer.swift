@@ -55,6 +55,9 @@ final class TestServer: Sendable {
             case chunked(chunkSize: Int)
             /// No Content-Length: the body ends when the connection closes.
             case untilClose
+            /// No Content-Length, and the body repeats without end until the client
+            /// goes away or the server stops.
+            case endless
             /// The body bytes exactly as given (no status line, no headers), then close.
             case raw
         }
@@ -89,6 +92,10 @@ final class TestServer: Sendable {
 
         static func resetAfter(_ bytes: Int, of body: Data) -> Response {
             Response(status: 200, body: body, delivery: .resetAfter(bytes: bytes))
+        }
+
+        static func endless(_ piece: Data) -> Response {
+            Response(body: piece, delivery: .endless)
         }
 
         static func resetAtOnce() -> Response {
@@ -420,6 +427,11 @@ final class TestServer: Sendable {
         case .untilClose:
             _ = write(fd, Self.head(response, length: nil, close: true) + body)
             shutdown(fd, Int32(SHUT_WR))
+            return false
+
+        case .endless:
+            guard write(fd, Self.head(response, length: nil, close: true)) else { return false }
+            while !isStopping, write(fd, body) {}
             return false
 
         case .raw:
