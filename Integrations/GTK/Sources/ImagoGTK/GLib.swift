@@ -100,3 +100,33 @@ final class ObjectReference: @unchecked Sendable {
         g_object_unref(pointer)
     }
 }
+
+/// A Swift closure run on each frame of a widget's frame clock.
+///
+/// `@unchecked Sendable`: GTK calls it on the main thread only.
+private final class TickBox: @unchecked Sendable {
+    let call: @MainActor (Double) -> Bool
+    init(_ call: @escaping @MainActor (Double) -> Bool) { self.call = call }
+}
+
+private let tickBoxTrampoline: GtkTickCallback = { _, clock, data in
+    guard let data else { return 0 }
+    let box = Unmanaged<TickBox>.fromOpaque(data).takeUnretainedValue()
+    let time = Double(gdk_frame_clock_get_frame_time(clock)) / 1_000_000
+    return MainActor.assumeIsolated { box.call(time) } ? 1 : 0
+}
+
+private let releaseTickBox: GDestroyNotify = { data in
+    if let data { Unmanaged<TickBox>.fromOpaque(data).release() }
+}
+
+/// Runs `body` on every frame of `widget`'s frame clock while the widget is mapped,
+/// with the frame's time in seconds (`monotonicSeconds()`'s clock), until it returns
+/// false. Returns the id `gtk_widget_remove_tick_callback` takes.
+@MainActor @discardableResult
+public func addTickCallback(
+    to widget: UnsafeMutablePointer<GtkWidget>, _ body: @escaping @MainActor (_ frameTime: Double) -> Bool
+) -> UInt32 {
+    let box = Unmanaged.passRetained(TickBox(body)).toOpaque()
+    return gtk_widget_add_tick_callback(widget, tickBoxTrampoline, box, releaseTickBox)
+}
