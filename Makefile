@@ -10,8 +10,15 @@ FUZZ_TARGETS := JPEG PNG GIF WebP
 CORPUS ?= ../shared/corpus
 BENCH_DIR := .build/bench
 BENCH_RUNS ?= 5
+# The GTK 4 view lives in a package of its own, so the core never needs GTK; its
+# tests open real windows, on an X server in memory when there is no display.
+GTK_DIR := Integrations/GTK
+GTK_PACKAGES := libgtk-4-dev xvfb xauth
+# No display: Xvfb. GTK's Cairo renderer draws the same pixels on every machine.
+GTK_RUN = if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then env GSK_RENDERER=cairo $(1); \
+	else xvfb-run -a env GSK_RENDERER=cairo $(1); fi
 
-.PHONY: all deps build test demo fuzz bench sanitize clean
+.PHONY: all deps build test demo gallery fuzz bench sanitize clean
 
 all: build
 
@@ -31,11 +38,37 @@ build: deps
 	@echo "==> Building Imago"
 	@$(SWIFT) build $(SWIFT_FLAGS)
 
+test: DEBIAN_PACKAGES += $(GTK_PACKAGES)
 test: deps
 	@echo "==> Building Imago and its tests (warnings are errors)"
 	@$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@echo "==> Running the tests"
 	@scripts/run-tests.sh $(SWIFT)
+	@echo "==> Building the GTK 4 view and its tests (release: one test times frames of optimised code)"
+	@cd $(GTK_DIR) && $(SWIFT) build -c release --build-tests $(SWIFT_FLAGS)
+	@echo "==> Running the GTK tests in real windows$$([ -n "$$DISPLAY$$WAYLAND_DISPLAY" ] || echo ' (under xvfb-run: no display)')"
+	@cd $(GTK_DIR) && $(call GTK_RUN,$(SWIFT) test -c release --skip-build)
+
+# The thumbnail gallery over Samples/, served on 127.0.0.1; each image is listed six
+# times under URLs of its own, so that there is a grid to scroll. Without a display it
+# runs under Xvfb and saves a screenshot instead.
+gallery: DEBIAN_PACKAGES += $(GTK_PACKAGES) python3
+gallery: deps
+	@echo "==> Building imago-gallery (release)"
+	@cd $(GTK_DIR) && $(SWIFT) build -c release --product imago-gallery $(SWIFT_FLAGS)
+	@mkdir -p .build/gallery; rm -f .build/gallery/port; set -e; \
+	python3 scripts/serve.py Samples .build/gallery/port >/dev/null & server=$$!; trap "kill $$server" EXIT; \
+	for i in 1 2 3 4 5 6 7 8 9 10; do [ -s .build/gallery/port ] && break; sleep 0.2; done; \
+	base="http://127.0.0.1:$$(head -n 1 .build/gallery/port)"; \
+	urls=""; for n in 1 2 3 4 5 6; do for f in Samples/*.jpg Samples/*.png Samples/*.gif Samples/*.webp Samples/corrupt/*.png; do \
+	  urls="$$urls $$base/$${f#Samples/}?copy=$$n"; done; done; \
+	if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
+	  echo "==> Opening the gallery over Samples/ served at $$base (close the window to stop)"; \
+	  $(GTK_DIR)/.build/release/imago-gallery --size 160 $$urls; \
+	else \
+	  echo "==> No display: running the gallery under xvfb-run over Samples/ served at $$base, saving .build/gallery/gallery.png"; \
+	  $(call GTK_RUN,$(GTK_DIR)/.build/release/imago-gallery --size 160 --screenshot .build/gallery/gallery.png $$urls) 2>&1 | grep -v 'session bus' || true; \
+	fi
 
 demo: deps
 	@command -v python3 >/dev/null || { echo "==> Installing python3 (the demo's local web server)"; \
@@ -121,4 +154,4 @@ sanitize: deps
 
 clean:
 	@$(SWIFT) package clean
-	@rm -rf .build/demo .build/fuzz Fuzz/.build
+	@rm -rf .build/demo .build/fuzz .build/gallery Fuzz/.build $(GTK_DIR)/.build

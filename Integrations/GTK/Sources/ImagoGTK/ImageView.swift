@@ -1,0 +1,288 @@
+import Foundation
+import Imago
+
+/// An image view for GTK 4: what `UIImageView` with SDWebImage, or AsyncImageView's
+/// `AsyncImageView`, is on iOS. Call `setImage(with:placeholder:options:completion:)`
+/// (or set `imageURL`) and it shows the placeholder, a spinner while loading, and the
+/// image crossfading in; animated GIF and WebP images play at their frame durations
+/// while the view is on screen.
+///
+/// What to show is decided in Imago's shared code (`ImageLoadingState` and the target
+/// loader): this class only renders it. Loading and decoding run off the main thread;
+/// results reach the view on the GLib main loop, through the main actor.
+///
+/// The GTK widget is `widget`; keep the `ImageView` for as long as its widget is in
+/// use (a widget whose `ImageView` has gone keeps its last picture and loads nothing).
+@MainActor
+public final class ImageView: ImageDisplaying {
+    /// The widget to put in a window, a box, a list cell.
+    public let widget: UnsafeMutablePointer<GtkWidget>
+    /// The loading view's state (indicator, crossfade), shared with the other
+    /// platforms' views; its settings (`crossfadeDuration`, `showsActivityIndicator`)
+    /// are the view's.
+    public let loadingState: ImageLoadingState
+    /// The loader the view's images come through.
+    public let imageTargetLoader: ImageTargetLoader
+    /// How the image fills the view, as `UIView.contentMode` has it: fitted whole
+    /// (`.aspectFit`, the default) or filling the view, cropped (`.aspectFill`). It
+    /// also sets the size images are decoded to.
+    public var contentMode: TargetSize.ContentMode {
+        didSet { applyContentMode() }
+    }
+    /// Called after the view takes new content: for status lines, counters and tests.
+    public var didDisplay: (@MainActor (ImageDisplayContent) -> Void)?
+    /// Called when an animation moves to another frame, with the frame's index.
+    public var didChangeFrame: (@MainActor (Int) -> Void)?
+    /// The frame of the image shown (0 for a still image).
+    public private(set) var frameIndex = 0
+
+    private let back: UnsafeMutablePointer<GtkWidget>
+    private let front: UnsafeMutablePointer<GtkWidget>
+    private let spinner: UnsafeMutablePointer<GtkWidget>
+    /// The view's own reference to its widget, dropped with the view.
+    private let ownWidget: ObjectReference
+    private var current: FrameTextures?
+    /// The picture fading out during a crossfade.
+    private var previous: ObjectReference?
+    private var animation = AnimationClock()
+    private var tickID: UInt32 = 0
+    private var isMapped = false
+
+    /// A view loading through `targetLoader`, fitting or filling its images as
+    /// `contentMode` says, `width` × `height` pixels when given (else as big as its
+    /// image, or as its parent allots).
+    public init(
+        targetLoader: ImageTargetLoader = .shared, contentMode: TargetSize.ContentMode = .aspectFit,
+        width: Int? = nil, height: Int? = nil
+    ) {
+        attachMainActorToGLib()
+        imageTargetLoader = targetLoader
+        self.contentMode = contentMode
+        loadingState = ImageLoadingState(now: monotonicSeconds)
+
+        let overlay = gtk_overlay_new()!
+        back = gtk_picture_new()
+        front = gtk_picture_new()
+        spinner = gtk_spinner_new()
+        widget = overlay
+        ownWidget = ObjectReference(taking: g_object_ref_sink(overlay.object))
+        gtk_overlay_set_child(overlay.opaque, back)
+        gtk_overlay_add_overlay(overlay.opaque, front)
+        // The picture on top gives the view its natural size; the one below only ever
+        // shows an image fading out.
+        gtk_overlay_set_measure_overlay(overlay.opaque, front, 1)
+        gtk_overlay_add_overlay(overlay.opaque, spinner)
+        gtk_widget_set_halign(spinner, GTK_ALIGN_CENTER)
+        gtk_widget_set_valign(spinner, GTK_ALIGN_CENTER)
+        gtk_widget_set_size_request(spinner, 24, 24)
+        gtk_widget_set_visible(spinner, 0)
+        // A filled image is larger than the view: what sticks out must not draw over
+        // the neighbours.
+        gtk_widget_set_overflow(overlay, GTK_OVERFLOW_HIDDEN)
+        for picture in [back, front] {
+            gtk_picture_set_can_shrink(picture.opaque, 1)
+            gtk_widget_set_can_target(picture, 0)
+        }
+        if width != nil || height != nil {
+            gtk_widget_set_size_request(overlay, Int32(width ?? -1), Int32(height ?? -1))
+        }
+        applyContentMode()
+
+        let handle = WeakImageView(self)
+        connectSignal(overlay.object, "map") { _ in handle.view?.mappingChanged(true) }
+        connectSignal(overlay.object, "unmap") { _ in handle.view?.mappingChanged(false) }
+    }
+
+    // MARK: - ImageDisplaying
+
+    /// Shows `content` as `ImageLoadingState` says: the image, the spinner, the
+    /// crossfade from what was shown before.
+    public func display(_ content: ImageDisplayContent) {
+        let shownBefore = current
+        let frameBefore = frameIndex
+        loadingState.apply(content)
+        let identity = loadingState.image?.bitmap.storageIdentity
+        if identity != current?.identity {
+            current = loadingState.image.map(FrameTextures.init)
+            frameIndex = 0
+            animation = AnimationClock()
+        }
+        if let previousImage = loadingState.previousImage, loadingState.isCrossfading,
+            previousImage.bitmap.storageIdentity == shownBefore?.identity, let shownBefore
+        {
+            // The picture fading out is the frame that was on screen.
+            replacePrevious(with: shownBefore.texture(at: frameBefore))
+        } else if !loadingState.isCrossfading {
+            replacePrevious(with: nil)
+        }
+        render()
+        updateTicking()
+        didDisplay?(content)
+    }
+
+    /// The view's size in pixels (its allocation, else its size request, times the
+    /// scale factor) with its content mode; nil while it has neither.
+    public var displayTargetSize: TargetSize? {
+        var width = gtk_widget_get_width(widget), height = gtk_widget_get_height(widget)
+        if width <= 0 || height <= 0 {
+            gtk_widget_get_size_request(widget, &width, &height)
+        }
+        guard width > 0, height > 0 else { return nil }
+        return TargetSize(
+            points: Double(width), Double(height), scale: Double(gtk_widget_get_scale_factor(widget)),
+            contentMode: contentMode)
+    }
+
+    // MARK: - Rendering
+
+    private func render() {
+        let crossfading = loadingState.isCrossfading
+        gtk_picture_set_paintable(front.opaque, current?.texture(at: frameIndex))
+        gtk_picture_set_paintable(back.opaque, crossfading ? previous.map { OpaquePointer($0.pointer) } : nil)
+        gtk_widget_set_opacity(front, crossfading ? loadingState.crossfadeProgress : 1)
+        if !crossfading { replacePrevious(with: nil) }
+        let spins = loadingState.isActivityIndicatorVisible
+        gtk_widget_set_visible(spinner, spins ? 1 : 0)
+        gtk_spinner_set_spinning(spinner.opaque, spins ? 1 : 0)
+    }
+
+    private func replacePrevious(with texture: OpaquePointer?) {
+        previous = texture.map { ObjectReference(retaining: UnsafeMutableRawPointer($0)) }
+    }
+
+    private func applyContentMode() {
+        let fit = contentMode == .aspectFill ? GTK_CONTENT_FIT_COVER : GTK_CONTENT_FIT_CONTAIN
+        gtk_picture_set_content_fit(back.opaque, fit)
+        gtk_picture_set_content_fit(front.opaque, fit)
+    }
+
+    // MARK: - Frames: crossfades and animations advance on the frame clock
+
+    private var isAnimating: Bool {
+        guard let image = loadingState.image, image.isAnimated else { return false }
+        return !animation.isFinished(image)
+    }
+
+    private func mappingChanged(_ mapped: Bool) {
+        isMapped = mapped
+        // Unmapped, the animation holds its place and resumes from it.
+        if !mapped { animation.pause() }
+        render()
+        updateTicking()
+    }
+
+    private func updateTicking() {
+        let needed = isMapped && (loadingState.isCrossfading || isAnimating)
+        if needed, tickID == 0 {
+            let handle = Unmanaged.passRetained(WeakImageView(self)).toOpaque()
+            tickID = gtk_widget_add_tick_callback(widget, tickTrampoline, handle, releaseWeakImageView)
+        } else if !needed, tickID != 0 {
+            gtk_widget_remove_tick_callback(widget, UInt32(tickID))
+            tickID = 0
+        }
+    }
+
+    /// One frame of the frame clock; returns whether more frames are wanted.
+    fileprivate func tick(at time: Double) -> Bool {
+        if let image = loadingState.image, image.isAnimated {
+            let index = animation.frame(of: image, at: time)
+            if index != frameIndex {
+                frameIndex = index
+                didChangeFrame?(index)
+            }
+        }
+        render()
+        let goOn = isMapped && (loadingState.isCrossfading || isAnimating)
+        if !goOn { tickID = 0 }
+        return goOn
+    }
+}
+
+/// Where an animation stands: the time played so far, kept across pauses, so a view
+/// that leaves the screen resumes where it was.
+struct AnimationClock {
+    /// Seconds played before the latest resumption.
+    private var played = 0.0
+    /// When playing resumed, on the frame clock; nil while paused.
+    private var resumed: Double?
+    private var lastTime = 0.0
+
+    /// GIFs with no delay, or a delay of 10 ms or less, are shown for 100 ms, as
+    /// browsers do: such files rely on it.
+    static func duration(of frame: DecodedImage.Frame) -> Double {
+        frame.duration <= 0.01 ? 0.1 : frame.duration
+    }
+
+    mutating func pause() {
+        if let resumed { played += max(0, lastTime - resumed) }
+        resumed = nil
+    }
+
+    /// The frame to show at `time` (seconds on the frame clock).
+    mutating func frame(of image: DecodedImage, at time: Double) -> Int {
+        if resumed == nil { resumed = time }
+        lastTime = time
+        let elapsed = played + (time - (resumed ?? time))
+        let total = image.frames.reduce(0) { $0 + Self.duration(of: $1) }
+        if image.loopCount > 0, elapsed >= total * Double(image.loopCount) { return image.frames.count - 1 }
+        var t = elapsed.truncatingRemainder(dividingBy: total)
+        for (index, frame) in image.frames.enumerated() {
+            t -= Self.duration(of: frame)
+            if t < 0 { return index }
+        }
+        return image.frames.count - 1
+    }
+
+    /// Whether a finite animation has played all its loops.
+    func isFinished(_ image: DecodedImage) -> Bool {
+        guard image.loopCount > 0 else { return false }
+        let total = image.frames.reduce(0) { $0 + Self.duration(of: $1) }
+        return played + (resumed.map { lastTime - $0 } ?? 0) >= total * Double(image.loopCount)
+    }
+}
+
+/// The textures of one image's frames, made when first shown.
+private final class FrameTextures {
+    let image: DecodedImage
+    let identity: UnsafeRawPointer?
+    private var textures: [OpaquePointer?]
+
+    init(_ image: DecodedImage) {
+        self.image = image
+        identity = image.bitmap.storageIdentity
+        textures = Array(repeating: nil, count: image.frames.count)
+    }
+
+    deinit {
+        for case let texture? in textures { g_object_unref(UnsafeMutableRawPointer(texture)) }
+    }
+
+    func texture(at index: Int) -> OpaquePointer? {
+        guard textures.indices.contains(index) else { return nil }
+        if let texture = textures[index] { return texture }
+        let texture = image.frames[index].bitmap.makeTexture()
+        textures[index] = texture
+        return texture
+    }
+}
+
+/// What GTK's callbacks hold: the view, weakly, so a widget outliving its view calls
+/// nothing.
+///
+/// `@unchecked Sendable`: GTK calls back on the main thread only, where it is read.
+private final class WeakImageView: @unchecked Sendable {
+    weak var view: ImageView?
+    init(_ view: ImageView) { self.view = view }
+}
+
+private let tickTrampoline: GtkTickCallback = { _, clock, data in
+    guard let data else { return 0 }
+    let handle = Unmanaged<WeakImageView>.fromOpaque(data).takeUnretainedValue()
+    let time = Double(gdk_frame_clock_get_frame_time(clock)) / 1_000_000
+    let goOn = MainActor.assumeIsolated { handle.view?.tick(at: time) ?? false }
+    return goOn ? 1 : 0
+}
+
+private let releaseWeakImageView: GDestroyNotify = { data in
+    if let data { Unmanaged<WeakImageView>.fromOpaque(data).release() }
+}

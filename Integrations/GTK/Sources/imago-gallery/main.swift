@@ -1,0 +1,169 @@
+// imago-gallery: a window with a grid of thumbnails of every image given, loaded
+// through Imago into recycled GTK cells; a click opens the full image.
+
+import Foundation
+import Imago
+import ImagoGTK
+
+let usage = """
+    usage: imago-gallery URL... | --input FILE [--size PX] [--screenshot PNG]
+
+    Shows the images at the URLs (http, https, file, data) as a grid of thumbnails,
+    loaded through Imago's memory and disk caches; scrolling prefetches the rows
+    ahead. Click a thumbnail to open the full image: the thumbnail at once, the full
+    image fading in. The status line counts loaded, failed and in-flight images and
+    cache hits.
+
+    options:
+      --input FILE       read URLs from FILE, one a line ('-' for standard input;
+                         blank lines and lines starting with # are skipped)
+      --size PX          the thumbnail cells' side, 16 to 1024 (default 128)
+      --screenshot PNG   save the window to PNG once the visible thumbnails have
+                         loaded (or after 30 s), then quit
+      -h, --help         show this help
+
+    """
+
+/// Exit status 2 and the usage for a command line that makes no sense.
+func badUsage(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("imago-gallery: \(message)\n\n\(usage)".utf8))
+    exit(2)
+}
+
+struct Options {
+    var urls: [URL] = []
+    var size = 128
+    var screenshot: String?
+}
+
+func parse(_ arguments: [String]) -> Options {
+    var options = Options()
+    var rest = arguments[...]
+    func value(for option: String) -> String {
+        guard let value = rest.popFirst() else { badUsage("\(option) needs a value") }
+        return value
+    }
+    var lines: [String] = []
+    while let argument = rest.popFirst() {
+        switch argument {
+        case "-h", "--help":
+            print(usage, terminator: "")
+            exit(0)
+        case "--input":
+            let path = value(for: argument)
+            let data = path == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: path)
+            guard let data else { badUsage("cannot read \(path)") }
+            lines += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        case "--size":
+            let text = value(for: argument)
+            guard let size = Int(text), (16...1024).contains(size) else { badUsage("--size wants 16 to 1024, not '\(text)'") }
+            options.size = size
+        case "--screenshot":
+            options.screenshot = value(for: argument)
+        case let option where option.hasPrefix("-") && option.count > 1:
+            badUsage("unknown option '\(option)'")
+        default:
+            lines.append(argument)
+        }
+    }
+    for line in lines {
+        guard let url = URL(string: line), let scheme = url.scheme?.lowercased(),
+            ["http", "https", "file", "data"].contains(scheme)
+        else { badUsage("not an http, https, file or data URL: '\(line)'") }
+        options.urls.append(url)
+    }
+    if options.urls.isEmpty { badUsage("no images given") }
+    return options
+}
+
+/// One colour, for the placeholder and failure images.
+func square(_ side: Int, _ r: UInt8, _ g: UInt8, _ b: UInt8) -> DecodedImage {
+    var pixels = [UInt8](repeating: 255, count: side * side * 4)
+    for i in stride(from: 0, to: pixels.count, by: 4) {
+        (pixels[i], pixels[i + 1], pixels[i + 2]) = (r, g, b)
+    }
+    return DecodedImage(bitmap: Bitmap(width: side, height: side, pixels: pixels), format: .png)
+}
+
+let options = parse(Array(CommandLine.arguments.dropFirst()))
+guard gtk_init_check() != 0 else {
+    FileHandle.standardError.write(Data("imago-gallery: cannot open a display (is DISPLAY set? try xvfb-run)\n".utf8))
+    exit(1)
+}
+attachMainActorToGLib()
+
+let window = gtk_window_new()!
+gtk_window_set_title(window.cast(GtkWindow.self), "Imago gallery")
+gtk_window_set_default_size(window.cast(GtkWindow.self), 900, 640)
+var running = true
+connectSignal(window.object, "destroy") { _ in running = false }
+
+let grid = ImageGrid(urls: options.urls, cellSize: options.size)
+grid.placeholder = square(8, 225, 225, 225)
+grid.options.failureImage = square(8, 190, 70, 70)
+
+let status = gtk_label_new("")!
+gtk_label_set_xalign(status.opaque, 0)
+for margin in [gtk_widget_set_margin_start, gtk_widget_set_margin_end, gtk_widget_set_margin_top, gtk_widget_set_margin_bottom] {
+    margin(status, 6)
+}
+@MainActor
+func showStatistics(_ s: ImageGrid.Statistics) {
+    gtk_label_set_text(status.opaque, "\(options.urls.count) images · loaded \(s.loaded) · failed \(s.failed) · in flight \(s.inFlight) · cache hits \(s.memoryHits + s.diskHits) (memory \(s.memoryHits), disk \(s.diskHits))")
+}
+grid.didChangeStatistics = showStatistics
+showStatistics(grid.statistics)
+
+let box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 0)!
+gtk_box_append(box.cast(GtkBox.self), grid.widget)
+gtk_box_append(box.cast(GtkBox.self), status)
+gtk_window_set_child(window.cast(GtkWindow.self), box)
+
+/// The full-image windows open now, each with its view.
+var detailViews: [UnsafeMutableRawPointer: ImageView] = [:]
+
+grid.didActivate = { index, _ in
+    let detail = gtk_window_new()!
+    gtk_window_set_title(detail.cast(GtkWindow.self), options.urls[index].lastPathComponent)
+    gtk_window_set_default_size(detail.cast(GtkWindow.self), 800, 600)
+    gtk_window_set_transient_for(detail.cast(GtkWindow.self), window.cast(GtkWindow.self))
+    let view = ImageView(contentMode: .aspectFit)
+    gtk_window_set_child(detail.cast(GtkWindow.self), view.widget)
+    detailViews[detail.object] = view
+    connectSignal(detail.object, "destroy") { _ in detailViews[detail.object] = nil }
+    // The thumbnail, already in memory, stands in at once; the full image (at the
+    // window's size) fades in over it.
+    let thumbnail = ImageTargetLoader.shared.loader.cachedImage(for: grid.request(for: index))
+    let scale = Double(gtk_widget_get_scale_factor(window))
+    view.setImage(
+        with: options.urls[index], placeholder: thumbnail,
+        options: ImageDisplayOptions(targetSize: TargetSize(points: 800, 600, scale: scale, contentMode: .aspectFit)))
+    gtk_window_present(detail.cast(GtkWindow.self))
+}
+
+gtk_window_present(window.cast(GtkWindow.self))
+
+if let screenshot = options.screenshot {
+    let started = monotonicSeconds()
+    var settledAt: Double?
+    addTickCallback(to: window) { time in
+        let s = grid.statistics
+        let settled = s.inFlight == 0 && s.loaded + s.failed > 0
+        if settled, settledAt == nil { settledAt = time }
+        if !settled { settledAt = nil }
+        // Past the crossfades of the last images, or out of patience.
+        guard settledAt.map({ time - $0 > 0.6 }) == true || time - started > 30 else { return true }
+        if !WidgetCapture.savePNG(of: window, to: screenshot) {
+            FileHandle.standardError.write(Data("imago-gallery: could not write \(screenshot)\n".utf8))
+        }
+        print("saved \(screenshot)")
+        gtk_window_destroy(window.cast(GtkWindow.self))
+        return false
+    }
+}
+
+while running {
+    g_main_context_iteration(nil, 1)
+}

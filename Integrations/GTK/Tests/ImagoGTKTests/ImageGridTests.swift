@@ -1,0 +1,177 @@
+import Foundation
+import Imago
+import ImagoGTK
+import XCTest
+
+/// The grid of recycled cells in a real GTK window, scrolled programmatically from
+/// top to bottom and back at a fixed rate while a real server answers with random
+/// delays.
+final class ImageGridTests: XCTestCase {
+    /// Scrolls `grid` to the bottom and back to the top at `pixelsPerSecond`, on the
+    /// frame clock; returns the gaps between frames, in seconds.
+    @MainActor
+    private static func scrollDownAndBack(_ grid: ImageGrid, pixelsPerSecond: Double) -> [Double] {
+        let adjustment = grid.verticalAdjustment
+        var gaps: [Double] = []
+        var last: Double?
+        var downwards = true
+        var done = false
+        addTickCallback(to: grid.widget) { _ in
+            // The wall clock, not the frame time: a late frame must show as a long gap.
+            let now = monotonicSeconds()
+            let step = (last.map { now - $0 } ?? 0) * pixelsPerSecond
+            if let last { gaps.append(now - last) }
+            last = now
+            let bottom = gtk_adjustment_get_upper(adjustment) - gtk_adjustment_get_page_size(adjustment)
+            let value = gtk_adjustment_get_value(adjustment)
+            if downwards {
+                gtk_adjustment_set_value(adjustment, min(bottom, value + step))
+                if value + step >= bottom { downwards = false }
+            } else {
+                gtk_adjustment_set_value(adjustment, max(0, value - step))
+                if value - step <= 0 { done = true }
+            }
+            return !done
+        }
+        XCTAssertTrue(GTK.run(until: { done }, timeout: 120), "the scroll finished")
+        return gaps
+    }
+
+    @MainActor
+    private static func loader(decoder: ThreadRecordingDecoder) -> ImageTargetLoader {
+        let loader = ImageLoader(
+            configuration: .init(decoders: ImageDecoderRegistry(decoders: [decoder])),
+            cache: ImageCache(memoryPressure: nil))
+        loader.concurrentLoads = 6
+        return ImageTargetLoader(loader: loader)
+    }
+
+    func testRecycledCellsShowOnlyTheirOwnItemsImages() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            for k in 0..<200 {
+                let c = Pixels.colour(k)
+                let png = try Pixels.png(Pixels.solid(width: 24, height: 24, c.r, c.g, c.b))
+                server.route("/img/\(k)") { _ in
+                    Thread.sleep(forTimeInterval: Double.random(in: 0...0.08))
+                    return .ok(png, headers: ["Content-Type": "image/png"])
+                }
+            }
+            let decoder = ThreadRecordingDecoder()
+            let urls = (0..<1000).map { server.url("/img/\($0 % 200)") }
+            let grid = ImageGrid(urls: urls, cellSize: 40, targetLoader: Self.loader(decoder: decoder))
+            grid.options.crossfadeDuration = 0.2
+
+            // Which item each cell is bound to, and every image it showed that was not
+            // its item's.
+            var bound: [ObjectIdentifier: Int] = [:]
+            var wrong: [String] = []
+            var shown = 0
+            grid.didBind = { view, index in
+                bound[ObjectIdentifier(view)] = index
+                view.didDisplay = { [unowned view] content in
+                    guard content.phase == .success, let image = content.image else { return }
+                    shown += 1
+                    let found = Pixels.index(of: image.bitmap[image.width / 2, image.height / 2])
+                    guard let item = bound[ObjectIdentifier(view)] else {
+                        wrong.append("an unbound cell showed the image of URL \(found.index)")
+                        return
+                    }
+                    if found.index != item % 200 || found.distance > 6 {
+                        wrong.append("item \(item) showed the image of URL \(found.index)")
+                    }
+                }
+            }
+            grid.didUnbind = { view, _ in bound[ObjectIdentifier(view)] = nil }
+
+            let window = GTK.window(width: 400, height: 300, child: grid.widget)
+            defer { window.close() }
+            let gaps = Self.scrollDownAndBack(grid, pixelsPerSecond: 3000)
+
+            // Settled: every bound cell has its image, fully faded in.
+            let settled = GTK.run(until: {
+                grid.statistics.inFlight == 0 && grid.boundCells.allSatisfy {
+                    $0.view.loadingState.image != nil && !$0.view.loadingState.isCrossfading
+                }
+            }, timeout: 30)
+            XCTAssertTrue(settled, "every bound cell finished loading: \(grid.statistics)")
+            GTK.run(for: 0.1)
+            let captureStarted = monotonicSeconds()
+            let capture = try XCTUnwrap(WidgetCapture.bitmap(of: window.widget))
+            let captureTime = monotonicSeconds() - captureStarted
+            var viewport = graphene_rect_t()
+            XCTAssertNotEqual(gtk_widget_compute_bounds(grid.widget, window.widget, &viewport), 0)
+            var checked = 0
+            for (index, view) in grid.boundCells {
+                var bounds = graphene_rect_t()
+                // Cells scrolled out of view stay bound for a while, unmapped, at their
+                // old places: only those on screen are looked at.
+                guard gtk_widget_get_mapped(view.widget) != 0,
+                    gtk_widget_compute_bounds(view.widget, window.widget, &bounds) != 0,
+                    graphene_rect_contains_rect(&viewport, &bounds)
+                else { continue }
+                let x = Int(bounds.origin.x + bounds.size.width / 2), y = Int(bounds.origin.y + bounds.size.height / 2)
+                let found = Pixels.index(of: capture[x, y])
+                XCTAssertEqual(found.index, index % 200, "the cell of item \(index) at (\(x), \(y)) shows its own image")
+                XCTAssertLessThanOrEqual(found.distance, 6)
+                checked += 1
+            }
+            print(String(
+                format: "grid reuse: %d frames scrolled, %d images shown, %d visible cells checked, capture of the 400×300 window %.1f ms; %@",
+                gaps.count, shown, checked, captureTime * 1000, String(describing: grid.statistics)))
+            XCTAssertGreaterThanOrEqual(checked, 30, "the window shows several rows of cells")
+            XCTAssertEqual(wrong, [], "no cell ever showed another item's image")
+            XCTAssertEqual(decoder.tally.onMainThread, 0, "no decode on the main loop")
+        }
+    }
+
+    func testTheMainLoopStaysResponsiveWhileColdImagesDecode() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            // Fifty 640×640 photos-to-be (gradients and texture, JPEG through libjpeg);
+            // each of the 1,000 items asks for one under a URL of its own, so every
+            // image is transferred and decoded cold.
+            let jpeg = ImageEncoders.encoder(for: .jpeg)!
+            for k in 0..<50 {
+                var pixels = [UInt8](repeating: 255, count: 640 * 640 * 4)
+                for y in 0..<640 {
+                    for x in 0..<640 {
+                        let i = (y * 640 + x) * 4
+                        pixels[i] = UInt8((x + k * 5) & 255)
+                        pixels[i + 1] = UInt8((y * 3 + k * 11) & 255)
+                        pixels[i + 2] = UInt8(((x ^ y) * (k + 1)) & 255)
+                    }
+                }
+                let data = try jpeg.encode(Bitmap(width: 640, height: 640, pixels: pixels))
+                server.route("/photo/\(k)", data: data, headers: ["Content-Type": "image/jpeg"])
+            }
+            let decoder = ThreadRecordingDecoder()
+            let urls = (0..<1000).map { server.url("/photo/\($0 % 50)?item=\($0)") }
+            let grid = ImageGrid(urls: urls, cellSize: 40, targetLoader: Self.loader(decoder: decoder))
+            let window = GTK.window(width: 400, height: 300, child: grid.widget)
+            defer { window.close() }
+
+            let gaps = Self.scrollDownAndBack(grid, pixelsPerSecond: 3000).sorted()
+            XCTAssertGreaterThan(gaps.count, 20)
+            func percentile(_ p: Double) -> Double { gaps[min(gaps.count - 1, Int(Double(gaps.count) * p))] * 1000 }
+            let tally = decoder.tally
+            print(String(
+                format: "frame gaps while scrolling 1,000 cold items: %d frames, median %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms; %d decodes, %d on the main thread; %@",
+                gaps.count, percentile(0.5), percentile(0.9), percentile(0.99), (gaps.last ?? 0) * 1000,
+                tally.decodes, tally.onMainThread, String(describing: grid.statistics)))
+            XCTAssertGreaterThan(tally.decodes, 50, "images were decoded while scrolling")
+            XCTAssertEqual(tally.onMainThread, 0, "no decode ran on the main loop")
+            // 50 ms is the aim. The bounds allow for a loaded 2-core machine: with other
+            // builds running beside it (load average 7), one gap of 440 ms was seen while
+            // nine in ten stayed under 90 ms.
+            XCTAssertLessThan(percentile(0.9), 250, "nine frame gaps in ten")
+            XCTAssertLessThan(gaps.last ?? 0, 1.0, "the longest frame gap")
+        }
+    }
+}

@@ -1,0 +1,215 @@
+import Foundation
+import Imago
+import ImagoGTK
+import Synchronization
+import XCTest
+
+/// The GTK image view in real windows (under Xvfb in CI), loading from a real HTTP
+/// server on 127.0.0.1, with the real codecs; what it shows is checked on captures of
+/// the window's rendering, pixel by pixel.
+final class ImageViewTests: XCTestCase {
+    /// A loader of its own per test, with no disk tier, so nothing is cached between
+    /// tests or runs.
+    @MainActor
+    private static func targetLoader() -> ImageTargetLoader {
+        ImageTargetLoader(loader: ImageLoader(configuration: .init(), cache: ImageCache(memoryPressure: nil)))
+    }
+
+    /// A 64×48 picture with features in every quadrant, so a shifted, scaled or
+    /// flipped rendering cannot pass for it.
+    private static func testPicture() -> Bitmap {
+        var pixels = [UInt8](repeating: 255, count: 64 * 48 * 4)
+        for y in 0..<48 {
+            for x in 0..<64 {
+                let i = (y * 64 + x) * 4
+                pixels[i] = UInt8(x * 4)
+                pixels[i + 1] = UInt8(y * 5)
+                pixels[i + 2] = (x / 8 + y / 8) % 2 == 0 ? 230 : 30
+            }
+        }
+        return Bitmap(width: 64, height: 48, pixels: pixels)
+    }
+
+    func testPlaceholderThenSpinnerWhileStalledThenImageCrossfadingIn() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let png = try Pixels.png(Self.testPicture())
+            let expected = try ImageDecoderRegistry.shared.decode(png).bitmap
+            let released = Mutex(false)
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            // Stalls until the test lets the reply go, as a slow network would.
+            server.route("/picture.png") { _ in
+                while !released.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.01) }
+                return .ok(png, headers: ["Content-Type": "image/png"])
+            }
+
+            let placeholderBitmap = Pixels.solid(width: 64, height: 48, 128, 128, 128)
+            let placeholder = DecodedImage(bitmap: placeholderBitmap, format: .png)
+            let view = ImageView(targetLoader: Self.targetLoader(), width: 64, height: 48)
+            let window = GTK.window(width: 64, height: 48, child: view.widget)
+            defer { window.close() }
+
+            // No URL: the placeholder alone.
+            view.setImage(with: nil, placeholder: placeholder)
+            GTK.run(for: 0.1)
+            var started = monotonicSeconds()
+            let first = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            print("capture of a 64×48 view: \(Int((monotonicSeconds() - started) * 1000)) ms")
+            XCTAssertEqual(first.width, 64)
+            XCTAssertEqual(first.height, 48)
+            XCTAssertLessThanOrEqual(Pixels.maximumDifference(first, placeholderBitmap), 2, "the placeholder, exactly")
+
+            // Loading while the server stalls: the placeholder with the spinner on it.
+            var finished: Result<ImageResponse, ImagoError>?
+            view.setImage(with: server.url("/picture.png"), placeholder: placeholder) { finished = $0 }
+            XCTAssertTrue(view.loadingState.isActivityIndicatorVisible)
+            GTK.run(for: 0.3)
+            let loading = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            XCTAssertEqual(loading[1, 1].r, 128, "the placeholder stays around the spinner")
+            XCTAssertEqual(loading[62, 46].r, 128)
+            var spinnerPixels = 0
+            for y in 12..<36 {
+                for x in 20..<44 where loading[x, y] != placeholderBitmap[x, y] { spinnerPixels += 1 }
+            }
+            XCTAssertGreaterThan(spinnerPixels, 20, "the spinner is drawn in the middle")
+            XCTAssertNil(finished, "the server is still stalling")
+
+            // The reply arrives: the image fades in over the placeholder.
+            released.withLock { $0 = true }
+            XCTAssertTrue(GTK.run(until: { finished != nil }, timeout: 10))
+            XCTAssertNotNil(try? finished?.get())
+            started = monotonicSeconds()
+            GTK.run(for: 0.15)
+            let midway = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            if monotonicSeconds() - started < 0.35 {
+                // A pixel far from grey in the image is part way between the two.
+                let p = midway[4, 4], image = expected[4, 4]
+                XCTAssertTrue(
+                    (Int(min(image.b, 128)) + 5..<Int(max(image.b, 128)) - 5).contains(Int(p.b)),
+                    "mid-crossfade, blue \(p.b) lies between the placeholder's 128 and the image's \(image.b)")
+            }
+            XCTAssertFalse(view.loadingState.isActivityIndicatorVisible)
+
+            XCTAssertTrue(GTK.run(until: { !view.loadingState.isCrossfading }, timeout: 5))
+            GTK.run(for: 0.05)
+            let final = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            XCTAssertLessThanOrEqual(
+                Pixels.maximumDifference(final, expected), 2, "after the 0.4 s crossfade the view shows the decoded image")
+        }
+    }
+
+    func testFailureShowsTheFailureImage() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            server.route("/missing.png") { _ in .text("gone", status: 404) }
+            let failureBitmap = Pixels.solid(width: 32, height: 32, 200, 30, 30)
+            let view = ImageView(targetLoader: Self.targetLoader(), width: 32, height: 32)
+            let window = GTK.window(width: 32, height: 32, child: view.widget)
+            defer { window.close() }
+            var failed = false
+            view.setImage(
+                with: server.url("/missing.png"),
+                placeholder: DecodedImage(bitmap: Pixels.solid(width: 32, height: 32, 128, 128, 128), format: .png),
+                options: ImageDisplayOptions(failureImage: DecodedImage(bitmap: failureBitmap, format: .png))
+            ) { result in
+                if case .failure = result { failed = true }
+            }
+            XCTAssertTrue(GTK.run(until: { failed }, timeout: 10))
+            GTK.run(for: 0.05)
+            let shown = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            XCTAssertLessThanOrEqual(Pixels.maximumDifference(shown, failureBitmap), 2)
+            XCTAssertFalse(view.loadingState.isActivityIndicatorVisible)
+        }
+    }
+
+    func testFillCropsToTheViewAndAsksForItsSize() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let view = ImageView(targetLoader: Self.targetLoader(), contentMode: .aspectFill, width: 40, height: 40)
+            let window = GTK.window(width: 40, height: 40, child: view.widget)
+            defer { window.close() }
+            XCTAssertEqual(view.displayTargetSize, TargetSize(width: 40, height: 40, contentMode: .aspectFill))
+            // A wide image filling a square shows its middle.
+            var pixels = [UInt8](repeating: 255, count: 80 * 40 * 4)
+            for y in 0..<40 {
+                for x in 0..<80 {
+                    let i = (y * 80 + x) * 4
+                    let middle = (20..<60).contains(x)
+                    pixels[i] = middle ? 0 : 255
+                    pixels[i + 1] = middle ? 200 : 0
+                    pixels[i + 2] = 0
+                }
+            }
+            let png = try Pixels.png(Bitmap(width: 80, height: 40, pixels: pixels))
+            var loaded = false
+            view.setImage(
+                with: URL(string: "data:image/png;base64," + png.base64EncodedString()),
+                options: ImageDisplayOptions(crossfadeDuration: 0)) { _ in loaded = true }
+            XCTAssertTrue(GTK.run(until: { loaded }, timeout: 10))
+            GTK.run(for: 0.05)
+            let shown = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            XCTAssertLessThanOrEqual(Pixels.maximumDifference(shown, Pixels.solid(width: 40, height: 40, 0, 200, 0)), 2)
+        }
+    }
+
+    func testAnimatedGIFPlaysAtItsFrameDelaysAndStopsWhenUnmapped() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let gif = try Repository.sample("moon.gif")
+            let decoded = try ImageDecoderRegistry.shared.decode(gif)
+            XCTAssertGreaterThan(decoded.frames.count, 2)
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            server.route("/moon.gif", data: gif, headers: ["Content-Type": "image/gif"])
+
+            let view = ImageView(targetLoader: Self.targetLoader(), width: decoded.width, height: decoded.height)
+            let box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 0)!
+            gtk_box_append(box.cast(GtkBox.self), view.widget)
+            let window = GTK.window(width: Int32(decoded.width), height: Int32(decoded.height), child: box)
+            defer { window.close() }
+            var changes: [(frame: Int, time: Double)] = []
+            view.didChangeFrame = { changes.append(($0, monotonicSeconds())) }
+            var loaded = false
+            view.setImage(with: server.url("/moon.gif"), options: ImageDisplayOptions(crossfadeDuration: 0)) { _ in loaded = true }
+            XCTAssertTrue(GTK.run(until: { loaded }, timeout: 10))
+            XCTAssertTrue(GTK.run(until: { changes.count >= 8 }, timeout: 10), "the animation plays")
+
+            // Each frame stays on screen for its own delay, give or take a frame of the
+            // clock (and a wide margin for a loaded machine).
+            var errors: [Double] = []
+            for (before, after) in zip(changes, changes.dropFirst()) where after.frame == (before.frame + 1) % decoded.frames.count {
+                let delay = decoded.frames[before.frame].duration <= 0.01 ? 0.1 : decoded.frames[before.frame].duration
+                errors.append(after.time - before.time - delay)
+            }
+            XCTAssertGreaterThanOrEqual(errors.count, 5, "frames follow each other in order")
+            let meanError = errors.reduce(0, +) / Double(max(1, errors.count))
+            print(String(
+                format: "GIF frame delays: %d frames, delays %@ s, mean error %+.1f ms, worst %+.1f ms", errors.count,
+                Set(decoded.frames.map(\.duration)).sorted().map { String($0) }.joined(separator: "/"), meanError * 1000,
+                (errors.max() ?? 0) * 1000))
+            XCTAssertGreaterThan(errors.min() ?? 0, -0.025, "no frame is cut short")
+            XCTAssertLessThan(meanError, 0.05, "frames keep to their delays on average")
+
+            // A capture shows the frame the view says it shows.
+            let shown = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            XCTAssertLessThanOrEqual(Pixels.maximumDifference(shown, decoded.frames[view.frameIndex].bitmap), 2)
+
+            // Hidden (unmapped), it stops, and resumes where it stood when shown again.
+            gtk_widget_set_visible(view.widget, 0)
+            let stoppedAt = view.frameIndex
+            let count = changes.count
+            GTK.run(for: 0.5)
+            XCTAssertEqual(changes.count, count, "no frame changes while unmapped")
+            XCTAssertEqual(view.frameIndex, stoppedAt)
+            gtk_widget_set_visible(view.widget, 1)
+            XCTAssertTrue(GTK.run(until: { changes.count > count }, timeout: 5), "it plays again once mapped")
+            XCTAssertEqual(changes[count].frame, (stoppedAt + 1) % decoded.frames.count, "from the frame it stopped at")
+        }
+    }
+}
