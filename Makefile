@@ -47,7 +47,7 @@ test: deps
 	@echo "==> Building the GTK 4 view and its tests (release: one test times frames of optimised code)"
 	@cd $(GTK_DIR) && $(SWIFT) build -c release --build-tests $(SWIFT_FLAGS)
 	@echo "==> Running the GTK tests in real windows$$([ -n "$$DISPLAY$$WAYLAND_DISPLAY" ] || echo ' (under xvfb-run: no display)')"
-	@cd $(GTK_DIR) && $(call GTK_RUN,$(SWIFT) test -c release --skip-build)
+	@cd $(GTK_DIR) && $(call GTK_RUN,$(SWIFT) test -c release --skip-build --disable-swift-testing)
 
 # The thumbnail gallery over Samples/, served on 127.0.0.1; each image is listed six
 # times under URLs of its own, so that there is a grid to scroll. Without a display it

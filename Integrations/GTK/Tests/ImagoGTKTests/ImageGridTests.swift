@@ -128,6 +128,37 @@ final class ImageGridTests: XCTestCase {
         }
     }
 
+    /// Scrolled down and left there, the grid has asked for the rows below the last
+    /// bound cell, at low priority, before any cell shows them; far beyond them,
+    /// nothing. (GTK 4.8 keeps about thirty rows of cells bound around the view.)
+    func testTheRowsAheadOfTheScrollArePrefetched() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            let count = 3000
+            let png = try Pixels.png(Pixels.solid(width: 24, height: 24, 10, 20, 30))
+            for n in 0..<count { server.route("/item/\(n)", data: png, headers: ["Content-Type": "image/png"]) }
+            let urls = (0..<count).map { server.url("/item/\($0)") }
+            let grid = ImageGrid(urls: urls, cellSize: 40, targetLoader: Self.loader(decoder: ThreadRecordingDecoder()))
+            let window = GTK.window(width: 400, height: 300, child: grid.widget)
+            defer { window.close() }
+            XCTAssertTrue(GTK.run(until: { !grid.boundCells.isEmpty && grid.statistics.inFlight == 0 }, timeout: 30))
+            let adjustment = grid.verticalAdjustment
+            gtk_adjustment_set_value(adjustment, gtk_adjustment_get_upper(adjustment) / 3)
+            XCTAssertTrue(GTK.run(until: { grid.statistics.inFlight == 0 }, timeout: 30))
+            let last = try XCTUnwrap(grid.boundCells.map(\.index).max())
+            XCTAssertLessThan(last, count - 200, "the grid recycles: not every item is bound")
+            let next = (last + 1)..<(last + 9)
+            let requested = GTK.run(until: { next.allSatisfy { server.count(for: "/item/\($0)") == 1 } }, timeout: 30)
+            XCTAssertTrue(requested, "the row after the last bound cell (\(last)) was fetched ahead")
+            let columns = 400 / 40
+            let far = last + 1 + grid.prefetchRows * columns + 100
+            XCTAssertEqual(server.count(for: "/item/\(far)"), 0, "item \(far), far beyond the rows ahead, was not asked for")
+        }
+    }
+
     func testTheMainLoopStaysResponsiveWhileColdImagesDecode() throws {
         try MainActor.assumeIsolated {
             try GTK.initialize()
