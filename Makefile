@@ -18,7 +18,7 @@ GTK_PACKAGES := libgtk-4-dev xvfb xauth
 GTK_RUN = if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then env GSK_RENDERER=cairo $(1); \
 	else xvfb-run -a env GSK_RENDERER=cairo $(1); fi
 
-.PHONY: all deps build test demo gallery fuzz bench sanitize clean
+.PHONY: all deps build test demo gallery fuzz bench sanitize soak clean
 
 all: build
 
@@ -147,6 +147,16 @@ bench: deps
 
 # The caches, the pipeline and the loader under the thread sanitizer, in a build folder of their own
 # (not part of `make test`: a sanitized build doubles the test time).
+# 20,000 loads through the library against the test server: faults in one response
+# in ten, cancellations, priority changes, targets that go away; every load must end
+# once with its own image, the disk cache must verify record by record, and memory
+# must come back within 10 % of its baseline. Not part of `make test`.
+soak: deps
+	@echo "==> Building the tests"
+	@$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	@echo "==> Soaking: 20,000 loads against the fault-injecting test server"
+	@IMAGO_SOAK=1 $(SWIFT) test --skip-build --disable-xctest --filter SoakTests
+
 sanitize: deps
 	@echo "==> Testing the caches and the loader under the thread sanitizer"
 	@$(SWIFT) test --scratch-path .build/tsan --sanitize=thread \
