@@ -1,10 +1,11 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-/// libFuzzer targets, one per decoder. A package of their own because a fuzz target
-/// has no `main` (libFuzzer brings it), so it links only with `--sanitize=fuzzer`;
-/// `make fuzz` builds and runs them.
-let formats = ["JPEG", "PNG", "GIF", "WebP"]
+/// libFuzzer targets, one per decoder, and for the parsers of what servers and disks
+/// hand over (HTTP cache headers, disk-cache records). A package of their own because
+/// a fuzz target has no `main` (libFuzzer brings it), so it links only with
+/// `--sanitize=fuzzer`; `make fuzz` builds and runs them.
+let formats = ["JPEG", "PNG", "GIF", "WebP", "HTTPHeaders", "DiskRecord"]
 
 let package = Package(
     name: "ImagoFuzz",
