@@ -210,17 +210,20 @@ struct LoaderOptions {
     ]
 
     /// The data loader of a command: the platform's default, or the HTTP client
-    /// `--loader` named (so the benchmark can run one against the other).
+    /// `--loader` named (so the benchmark can run one against the other). Either may
+    /// open as many connections to one host as the command runs loads at once: the
+    /// user chose that number, and a list of URLs often has a single host.
     func makeDataLoader() -> DefaultDataLoader {
+        let settings = URLSessionDataLoader.Configuration(httpMaximumConnectionsPerHost: max(6, concurrency))
         switch network {
         case "urlsession":
-            return DefaultDataLoader(network: URLSessionDataLoader())
+            return DefaultDataLoader(network: URLSessionDataLoader(configuration: settings))
         #if os(Linux)
         case "curl":
-            return DefaultDataLoader(network: CurlDataLoader())
+            return DefaultDataLoader(network: CurlDataLoader(configuration: .init(settings)))
         #endif
         default:
-            return DefaultDataLoader()
+            return DefaultDataLoader(configuration: settings)
         }
     }
 

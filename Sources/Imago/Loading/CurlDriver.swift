@@ -176,7 +176,8 @@ final class CurlDriver: @unchecked Sendable {
 
     /// Hands `transfer` to the driver thread.
     func start(_ transfer: CurlTransfer) {
-        send { $0.starts.append(transfer); $0.unfinished += 1 }
+        let accepted = send { $0.starts.append(transfer); $0.unfinished += 1 }
+        if !accepted { transfer.finish(.failure(.cancelled)) }
     }
 
     /// Asks the driver thread to drop `transfer` (already finished as cancelled) and
@@ -192,11 +193,14 @@ final class CurlDriver: @unchecked Sendable {
 
     var unfinishedCount: Int { inbox.withLock { $0.unfinished } }
 
-    private func send(_ change: (inout Inbox) -> Void) {
+    /// Applies `change` and wakes the thread; false once the thread has ended.
+    @discardableResult
+    private func send(_ change: (inout Inbox) -> Void) -> Bool {
         inbox.withLock { inbox in
-            guard !inbox.closed else { return }
+            guard !inbox.closed else { return false }
             change(&inbox)
             _ = curl_multi_wakeup(multi)
+            return true
         }
     }
 
@@ -241,7 +245,21 @@ final class CurlDriver: @unchecked Sendable {
         easy.configure(for: transfer, settings: settings)
         transfer.easy = easy
         running[easy.handle] = transfer
-        _ = curl_multi_add_handle(multi, easy.handle)
+        enter(transfer, easy)
+    }
+
+    /// Puts a configured handle into the multi handle; a refusal (which libcurl
+    /// gives only for misuse or lack of memory) ends the transfer rather than
+    /// leaving its caller waiting.
+    private func enter(_ transfer: CurlTransfer, _ easy: CurlEasy) {
+        let code = curl_multi_add_handle(multi, easy.handle)
+        guard code != CURLM_OK else { return }
+        running[easy.handle] = nil
+        transfer.finish(.failure(.network(
+            url: transfer.url.absoluteString,
+            reason: "the transfer could not be started: \(String(cString: curl_multi_strerror(code)))",
+            code: .unknown, errno: nil)))
+        recycle(easy, of: transfer)
     }
 
     /// Takes a cancelled transfer out of the multi handle. libcurl closes the
@@ -267,7 +285,7 @@ final class CurlDriver: @unchecked Sendable {
             switch next {
             case .redirect:
                 easy.configure(for: transfer, settings: settings)
-                _ = curl_multi_add_handle(multi, handle)
+                enter(transfer, easy)
             case .done:
                 running[handle] = nil
                 recycle(easy, of: transfer)
