@@ -297,7 +297,10 @@ import Testing
             let start = ContinuousClock.now
             let huge = await Self.load(loader, server.url("/huge"))
             #expect(huge.error == .responseTooLarge(url: server.url("/huge").absoluteString, limit: 1000))
-            #expect(ContinuousClock.now - start < .seconds(2))
+            // Waiting for the body would end only at the 60 s idle timer (and with
+            // another error); the margin is wide because, with the whole suite on two
+            // loaded cores, the early stop itself was seen to take over 3 s.
+            #expect(ContinuousClock.now - start < .seconds(30))
         }
     }
 
