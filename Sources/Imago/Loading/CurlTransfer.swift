@@ -35,6 +35,9 @@ final class CurlTransfer: @unchecked Sendable {
     private var seen: [URL]
 
     private var status = 0
+    /// Set when the current response's head has ended: lines after it are trailers
+    /// of a chunked body, which neither start a new head nor join this one.
+    private var headComplete = false
     private var responseHeaders: [(name: String, value: String)] = []
     private var contentLengths: [String] = []
     private var expected: Int64?
@@ -114,8 +117,10 @@ final class CurlTransfer: @unchecked Sendable {
             status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
             responseHeaders = []
             contentLengths = []
+            headComplete = false
             return true
         }
+        if headComplete { return true }
         if line.isEmpty { return headersEnded() }
         if let first = line.first, first == " " || first == "\t", !responseHeaders.isEmpty {
             // An obsolete folded continuation of the previous field.
@@ -132,6 +137,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     private func headersEnded() -> Bool {
         guard status >= 200 else { return true }  // 100 Continue, 103 Early Hints: the real one follows
+        headComplete = true
         if !contentLengths.isEmpty {
             let length = contentLengths.joined(separator: ", ")
             guard Transfer.isValidContentLength(length) else {
@@ -163,7 +169,10 @@ final class CurlTransfer: @unchecked Sendable {
             return true
         }
         redirectTarget = nil
-        let declared = contentLengths.first.flatMap { Int64($0) }
+        // A 304, a 204 and the answer to a HEAD have no body, whatever length they
+        // declare (a 304's is the stored resource's).
+        let hasBody = status != 304 && status != 204 && method != "HEAD"
+        let declared = hasBody ? contentLengths.first.flatMap { Int64($0) } : nil
         if let declared, declared > Int64(limit) {
             finish(.failure(.responseTooLarge(url: url.absoluteString, limit: limit)))
             return false
@@ -171,7 +180,7 @@ final class CurlTransfer: @unchecked Sendable {
         let encoding = header("content-encoding")?.lowercased() ?? ""
         // libcurl decompresses, so the length of the compressed bytes says nothing
         // about what arrives.
-        expected = (encoding.isEmpty || encoding == "identity") && method != "HEAD" ? declared : nil
+        expected = encoding.isEmpty || encoding == "identity" ? declared : nil
         data = Data()
         if let expected { data.reserveCapacity(Int(min(expected, 8 << 20))) }
         progress(0, expected)
@@ -256,6 +265,7 @@ final class CurlTransfer: @unchecked Sendable {
         status = 0
         responseHeaders = []
         contentLengths = []
+        headComplete = false
         expected = nil
     }
 
