@@ -25,6 +25,12 @@ let package = Package(
         .systemLibrary(
             name: "CGIFLib",
             providers: [.apt(["libgif-dev"])]),
+        // libcurl's multi interface for the curl data loader, the network loader on
+        // Linux; its variadic setters are wrapped by typed inline functions in the
+        // module's header, so there is no C source.
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
         // glibc's eventfd, gettid and pthread_setname_np, which it declares only under
         // _GNU_SOURCE, for the memory-pressure watcher: a header, no library.
         .systemLibrary(name: "CImagoSystem"),
@@ -45,6 +51,7 @@ let package = Package(
                 .target(name: "CLibWebP", condition: linux),
                 .target(name: "CGIFLib", condition: linux),
                 .target(name: "CImagoSystem", condition: linux),
+                .target(name: "CCurl", condition: linux),
             ]),
         .executableTarget(name: "imago", dependencies: ["Imago"]),
         // Fixtures are read from the source tree by path, not bundled.

@@ -3,7 +3,11 @@ nginx on 127.0.0.1 against a Python aiohttp + Pillow peer doing the same work, a
 against the limit of this machine (TurboJPEG decoding the same files on every core,
 plus `curl --parallel` moving the same bytes), measured in the same rounds.
 
-    e2e.py --imago BIN --tj-decode BIN --photos DIR [--rounds 5] [--work DIR]
+    e2e.py --imago BIN --tj-decode BIN --photos DIR [--rounds 5] [--work DIR] [--loader NAME]
+
+--loader passes `--loader NAME` to every imago run (curl or urlsession; default: the
+tool's own default). Each round also runs the thumbnails and the many-origin fetch
+with both HTTP clients, for the rows that compare them.
 
 Every figure is a whole process's wall time, the median of --rounds rounds, with
 imago and its peers run back to back in each round so that a busy machine slows
@@ -73,8 +77,14 @@ def write_list(path, urls):
     return path
 
 
-def imago_fetch(imago, urls, thumbnail=False, cache=None):
+LOADER = None  # --loader for every imago run; None for the tool's default
+LOADERS = ["curl", "urlsession"]
+
+
+def imago_fetch(imago, urls, thumbnail=False, cache=None, loader=None):
     command = [imago, "fetch", "--json", "--concurrency", str(CONCURRENCY), "--input", urls]
+    if loader or LOADER:
+        command += ["--loader", loader or LOADER]
     command += ["--cache-dir", cache] if cache else ["--no-disk-cache"]
     if thumbnail:
         command += ["--thumbnail", str(THUMBNAIL)]
@@ -127,7 +137,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--work", default=None)
     parser.add_argument("--port", type=int, default=18700)
+    parser.add_argument("--loader", choices=LOADERS, default=None)
     args = parser.parse_args()
+    global LOADER
+    LOADER = args.loader
     photos = os.path.abspath(args.photos)
     names = sorted(n for n in os.listdir(photos) if n.endswith(".jpg"))
     work = os.path.abspath(args.work or tempfile.mkdtemp(prefix="imago-e2e-"))
@@ -142,9 +155,11 @@ def main():
         size = sum(os.path.getsize(os.path.join(photos, n)) for n in names)
         print(f"End to end: {len(names)} JPEGs ({size / 1e6:.1f} MB) from nginx on 127.0.0.1, concurrency {CONCURRENCY}, "
               f"{os.cpu_count()} cores, median of {args.rounds} rounds, whole-process wall times; "
-              f"load average {os.getloadavg()[0]:.2f} at the start")
+              f"load average {os.getloadavg()[0]:.2f} at the start; HTTP client: {LOADER or 'the tool default'}")
         rows = {key: [] for key in ["full", "full_py", "full_limit", "thumb", "thumb_py", "thumb_limit",
-                                    "s300", "s3000", "cold", "warm", "origins"]}
+                                    "s300", "s3000", "cold", "warm", "origins"]
+                + [f"{kind}_{name}" for kind in ["thumb", "origins"] for name in LOADERS]}
+        transfer = {name: [] for name in LOADERS}
         peaks = {"s300": [], "s3000": [], "full_py": []}
         stages = None
         for _ in range(args.rounds):
@@ -169,6 +184,12 @@ def main():
             rows["cold"].append(imago_fetch(args.imago, one, thumbnail=True, cache=cache)[0])
             rows["warm"].append(imago_fetch(args.imago, one, thumbnail=True, cache=cache)[0])
             rows["origins"].append(imago_fetch(args.imago, origins)[0])
+            for name in LOADERS:
+                seconds, records, _ = imago_fetch(args.imago, one, thumbnail=True, loader=name)
+                rows[f"thumb_{name}"].append(seconds)
+                ok = [r["metrics"]["transfer"] for r in records if r.get("metrics")]
+                transfer[name].append(sum(ok) / max(1, len(ok)))
+                rows[f"origins_{name}"].append(imago_fetch(args.imago, origins, loader=name)[0])
         m = {key: median(values) for key, values in rows.items()}
         print()
         print(f"{'measure':44}{'imago':>10}{'peer':>24}{'ratio':>9}   goal")
@@ -195,6 +216,12 @@ def main():
               f"{warm:8.2f}×   ≥ 5× faster: {verdict(warm >= 5)}")
         print(f"{'300 full decodes from {} origins (ports)'.format(PORTS):44}{m['origins']:9.2f}s"
               f"{'one origin ' + format(m['full'], '.2f') + ' s':>24}{m['origins'] / m['full']:8.2f}×")
+        a, b = LOADERS
+        print(f"{'300 thumbnails, ' + a + ' against ' + b + ' HTTP client':44}{m['thumb_' + a]:9.2f}s"
+              f"{b + ' ' + format(m['thumb_' + b], '.2f') + ' s':>24}{m['thumb_' + a] / m['thumb_' + b]:8.2f}×   "
+              f"transfer a load {median(transfer[a]) * 1e3:.2f} against {median(transfer[b]) * 1e3:.2f} ms")
+        print(f"{'300 full decodes, {} origins, {} against {}'.format(PORTS, a, b):44}{m['origins_' + a]:9.2f}s"
+              f"{b + ' ' + format(m['origins_' + b], '.2f') + ' s':>24}{m['origins_' + a] / m['origins_' + b]:8.2f}×")
         if stages:
             ok = [r["metrics"] for r in stages if r.get("metrics")]
             total = {k: sum(r[k] for r in ok) for k in ["queued", "transfer", "decode", "processing"]}

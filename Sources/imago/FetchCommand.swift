@@ -68,7 +68,7 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
         return ExitStatus.usage
     }
     let json = arguments.flag("--json")
-    let counter = CountingLoader(DefaultDataLoader(), policy: options.retryPolicy)
+    let counter = CountingLoader(options.makeDataLoader(), policy: options.retryPolicy)
     let loader = options.makeLoader(counter: counter)
     let bar = ProgressBar(total: reader.countAhead)
     let tally = Mutex(Tally())

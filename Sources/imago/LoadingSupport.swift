@@ -165,8 +165,25 @@ struct LoaderOptions {
     var timeout = 60.0
     var retries = 2
     var disk: DiskCache?
+    /// The HTTP client asked for with `--loader`; nil for the platform's default.
+    var network: String?
+
+    /// The HTTP clients `--loader` can name on this platform.
+    static var networkLoaders: [String] {
+        #if os(Linux)
+        ["curl", "urlsession"]
+        #else
+        ["urlsession"]
+        #endif
+    }
 
     init(_ arguments: Arguments) throws(UsageError) {
+        if let name = arguments.string("--loader") {
+            guard Self.networkLoaders.contains(name.lowercased()) else {
+                throw UsageError(message: "--loader takes \(Self.networkLoaders.joined(separator: " or ")), not '\(name)'")
+            }
+            network = name.lowercased()
+        }
         concurrency = try arguments.integer("--concurrency", in: 1...1000) ?? concurrency
         retries = try arguments.integer("--retries", in: 0...20) ?? retries
         if let text = arguments.string("--timeout") {
@@ -194,7 +211,26 @@ struct LoaderOptions {
         .flag("--no-disk-cache", "keep nothing on disk and use nothing kept there"),
         .value("--timeout", "SECONDS", "bound on each whole load (default 60; inf for none)"),
         .value("--retries", "N", "retries of a transient failure (default 2)"),
+        .value("--loader", "NAME", "the HTTP client: \(networkLoaders.joined(separator: " or ")) (default: curl on Linux, urlsession elsewhere)"),
     ]
+
+    /// The data loader of a command: the platform's default, or the HTTP client
+    /// `--loader` named (so the benchmark can run one against the other). Either may
+    /// open as many connections to one host as the command runs loads at once: the
+    /// user chose that number, and a list of URLs often has a single host.
+    func makeDataLoader() -> DefaultDataLoader {
+        let settings = URLSessionDataLoader.Configuration(httpMaximumConnectionsPerHost: max(6, concurrency))
+        switch network {
+        case "urlsession":
+            return DefaultDataLoader(network: URLSessionDataLoader(configuration: settings))
+        #if os(Linux)
+        case "curl":
+            return DefaultDataLoader(network: CurlDataLoader(configuration: .init(settings)))
+        #endif
+        default:
+            return DefaultDataLoader(configuration: settings)
+        }
+    }
 
     var retryPolicy: RetryPolicy { RetryPolicy(maximumAttempts: retries + 1) }
 

@@ -269,7 +269,7 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
         return ExitStatus.usage
     }
     let json = arguments.flag("--json")
-    let counter = CountingLoader(DefaultDataLoader(), policy: options.retryPolicy)
+    let counter = CountingLoader(options.makeDataLoader(), policy: options.retryPolicy)
     let targets = ImageTargetLoader(loader: options.makeLoader(counter: counter))
     let canvas = SheetCanvas(layout: layout)
     let placeholder = SheetCanvas.placeholder(cell: layout.cell)

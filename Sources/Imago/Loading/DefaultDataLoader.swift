@@ -6,23 +6,38 @@ import FoundationNetworking
 /// The data loader Imago uses unless told otherwise: `http` and `https` go to the
 /// network loader, `file` and `data` to a `LocalDataLoader`, and any other URL fails
 /// with `ImagoError.invalidURL` before any I/O.
+///
+/// The network loader is the platform's best: `CurlDataLoader` on Linux, where it
+/// moved the same images with a quarter of URLSession's CPU time and made cold
+/// thumbnail loads end to end faster (BENCHMARKS.md), and `URLSessionDataLoader` on
+/// Apple platforms, where URLSession is the system's own client.
 public final class DefaultDataLoader: DataLoading {
     /// Loads `http` and `https` URLs.
     public let network: any DataLoading
     /// Loads `file` and `data` URLs.
     public let local: LocalDataLoader
 
-    /// Makes a loader from its two halves; the network half is a seam so that a
-    /// benchmark can put another HTTP client (libcurl's multi interface, say) behind
-    /// the same routing.
-    public init(network: any DataLoading = URLSessionDataLoader(), local: LocalDataLoader = LocalDataLoader()) {
+    /// Makes a loader from its two halves; the network half is a seam so that tests
+    /// and benchmarks can put another HTTP client behind the same routing.
+    public init(network: any DataLoading = DefaultDataLoader.makeNetworkLoader(), local: LocalDataLoader = LocalDataLoader()) {
         self.network = network
         self.local = local
     }
 
-    /// Makes a loader with a URLSession loader configured by `configuration`.
+    /// Makes a loader whose network loader, the platform's, has the settings of
+    /// `configuration`.
     public convenience init(configuration: URLSessionDataLoader.Configuration) {
-        self.init(network: URLSessionDataLoader(configuration: configuration))
+        self.init(network: DefaultDataLoader.makeNetworkLoader(configuration))
+    }
+
+    /// The platform's network loader with `configuration`'s settings: libcurl's
+    /// multi interface on Linux, URLSession elsewhere.
+    public static func makeNetworkLoader(_ configuration: URLSessionDataLoader.Configuration = .init()) -> any DataLoading {
+        #if canImport(CCurl)
+        CurlDataLoader(configuration: CurlDataLoader.Configuration(configuration))
+        #else
+        URLSessionDataLoader(configuration: configuration)
+        #endif
     }
 
     /// Routes `request` by its URL's scheme.

@@ -156,6 +156,9 @@ public final class URLSessionDataLoader: DataLoading {
             url = normalized
             request.url = normalized
         }
+        // libcurl beneath URLSession on Linux would put a CR or LF in a header on the
+        // wire as it is.
+        _ = try HTTPHeaderFields.merge(request.allHTTPHeaderFields ?? [:], over: configuration.httpAdditionalHeaders, url: url)
         // Cheap exit for the common "cancelled while queued" case: no task at all.
         if Task.isCancelled { throw .cancelled }
 

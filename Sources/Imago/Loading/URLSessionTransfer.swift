@@ -81,7 +81,10 @@ final class Transfer: Sendable {
             return false
         }
         let declared = http.expectedContentLength
-        let tooLarge = declared > Int64(limit)
+        // A 304, a 204 and the answer to a HEAD have no body, whatever length they
+        // declare (a 304's is the stored resource's).
+        let hasBody = http.statusCode != 304 && http.statusCode != 204 && method != "HEAD"
+        let tooLarge = hasBody && declared > Int64(limit)
         let expected: Int64? = declared >= 0 && !Self.isEncoded(http) ? declared : nil
         let proceed = state.withLock { state -> Bool in
             guard state.outcome == nil else { return false }

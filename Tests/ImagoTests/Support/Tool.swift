@@ -28,13 +28,17 @@ enum Tool {
     /// The process is waited for on a thread of its own: a test blocking one of the
     /// few threads of Swift's concurrency pool would delay every other test's timers.
     /// `environment` replaces variables of the test's own environment (nil removes one).
+    /// `descriptorLimit` runs the tool under that `RLIMIT_NOFILE` (set by a shell's
+    /// `ulimit -n` in the child, so the test process keeps its own).
     static func run(
         _ arguments: [String], timeout: Double = 120, environment: [String: String?] = [:],
-        sourceLocation: SourceLocation = #_sourceLocation
+        descriptorLimit: Int? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> Result {
         let (result, timedOut) = try await withCheckedThrowingContinuation { continuation in
             Thread {
-                continuation.resume(with: Swift.Result { try runBlocking(arguments, timeout: timeout, environment: environment) })
+                continuation.resume(with: Swift.Result {
+                    try runBlocking(arguments, timeout: timeout, environment: environment, descriptorLimit: descriptorLimit)
+                })
             }.start()
         }
         if timedOut {
@@ -43,10 +47,17 @@ enum Tool {
         return result
     }
 
-    private static func runBlocking(_ arguments: [String], timeout: Double, environment: [String: String?]) throws -> (Result, timedOut: Bool) {
+    private static func runBlocking(
+        _ arguments: [String], timeout: Double, environment: [String: String?], descriptorLimit: Int?
+    ) throws -> (Result, timedOut: Bool) {
         let process = Process()
-        process.executableURL = url
-        process.arguments = arguments
+        if let descriptorLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\"", url.path] + arguments
+        } else {
+            process.executableURL = url
+            process.arguments = arguments
+        }
         if !environment.isEmpty {
             var merged = ProcessInfo.processInfo.environment
             for (name, value) in environment { merged[name] = value }

@@ -1,0 +1,276 @@
+#if canImport(CCurl)
+import CCurl
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One load through the curl loader: the request of the current hop, the response
+/// as its header lines arrive, the body, and the continuation resumed exactly once.
+///
+/// Two kinds of state live here. The outcome and the continuation are shared (the
+/// caller's cancellation and the driver thread race to set them) and sit behind a
+/// lock. Everything else is touched only by the driver thread, from libcurl's
+/// callbacks and between transfers, so it needs no lock: that is what makes
+/// `@unchecked Sendable` sound.
+final class CurlTransfer: @unchecked Sendable {
+    typealias Outcome = Result<DataResponse, ImagoError>
+
+    /// The URL the caller asked for; credentials stay within its origin.
+    let originalURL: URL
+    let limit: Int
+    let policy: RedirectPolicy
+    let progress: @Sendable (Int64, Int64?) -> Void
+
+    // MARK: Driver-thread state
+
+    /// The request of the current hop.
+    private(set) var url: URL
+    private(set) var method: String
+    private(set) var body: Data?
+    /// Header fields sent, in order; credentials are removed once a redirect leaves
+    /// the original origin, and stay removed.
+    private(set) var headers: [(name: String, value: String)]
+    /// Every URL of this load so far, the original first.
+    private var seen: [URL]
+
+    private var status = 0
+    /// Set when the current response's head has ended: lines after it are trailers
+    /// of a chunked body, which neither start a new head nor join this one.
+    private var headComplete = false
+    private var responseHeaders: [(name: String, value: String)] = []
+    private var contentLengths: [String] = []
+    private var expected: Int64?
+    private var data = Data()
+    /// Set when the current response is a redirect the policy allowed: its body is
+    /// read and dropped, and the next hop starts when it ends.
+    private var redirectTarget: URL?
+    private var discarded = 0
+
+    /// The easy handle carrying this transfer while the driver runs it.
+    var easy: CurlEasy?
+
+    // MARK: Shared state
+
+    private struct Shared {
+        var continuation: CheckedContinuation<Outcome, Never>?
+        /// Set once; resumes the continuation now or when it is installed.
+        var outcome: Outcome?
+    }
+
+    private let shared = Locked(Shared())
+
+    init(
+        request: URLRequest, url: URL, headers: [(name: String, value: String)], limit: Int,
+        policy: RedirectPolicy, progress: @escaping @Sendable (Int64, Int64?) -> Void
+    ) {
+        originalURL = url
+        self.url = url
+        method = request.httpMethod?.uppercased() ?? "GET"
+        body = request.httpBody
+        self.headers = headers
+        self.limit = limit
+        self.policy = policy
+        self.progress = progress
+        seen = [url]
+    }
+
+    // MARK: Ending
+
+    /// Hands over the continuation; resumes it at once if the transfer already ended.
+    func install(_ continuation: CheckedContinuation<Outcome, Never>) {
+        let ready = shared.withLock { shared -> Outcome? in
+            if shared.outcome == nil { shared.continuation = continuation }
+            return shared.outcome
+        }
+        if let ready { continuation.resume(returning: ready) }
+    }
+
+    /// Ends the transfer with `outcome` unless it already ended; true if this call did.
+    @discardableResult
+    func finish(_ outcome: Outcome) -> Bool {
+        let (first, continuation) = shared.withLock { shared -> (Bool, CheckedContinuation<Outcome, Never>?) in
+            guard shared.outcome == nil else { return (false, nil) }
+            shared.outcome = outcome
+            defer { shared.continuation = nil }
+            return (true, shared.continuation)
+        }
+        continuation?.resume(returning: outcome)
+        return first
+    }
+
+    var isFinished: Bool { shared.withLock { $0.outcome != nil } }
+
+    // MARK: libcurl's callbacks (driver thread)
+
+    /// One header line of a response, the status line and the blank line that ends
+    /// the head included; false stops the transfer (it has been finished already).
+    func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        // Trimmed as bytes: "\r\n" is one Character to Swift, so trimming characters
+        // one by one would miss it.
+        var end = bytes.count
+        while end > 0, bytes[end - 1] == 0x0A || bytes[end - 1] == 0x0D { end -= 1 }
+        let line = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<end]), as: UTF8.self)
+        if line.hasPrefix("HTTP/") {
+            // A new response: an interim 1xx before the final one, or the next hop.
+            let parts = line.split(separator: " ", maxSplits: 2)
+            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            responseHeaders = []
+            contentLengths = []
+            headComplete = false
+            return true
+        }
+        if headComplete { return true }
+        if line.isEmpty { return headersEnded() }
+        if let first = line.first, first == " " || first == "\t", !responseHeaders.isEmpty {
+            // An obsolete folded continuation of the previous field.
+            responseHeaders[responseHeaders.count - 1].value += " " + line.trimmingCharacters(in: .whitespaces)
+            return true
+        }
+        guard let colon = line.firstIndex(of: ":") else { return true }
+        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        responseHeaders.append((name, value))
+        if name == "content-length" { contentLengths.append(value) }
+        return true
+    }
+
+    private func headersEnded() -> Bool {
+        guard status >= 200 else { return true }  // 100 Continue, 103 Early Hints: the real one follows
+        headComplete = true
+        if !contentLengths.isEmpty {
+            let length = contentLengths.joined(separator: ", ")
+            guard Transfer.isValidContentLength(length) else {
+                // libcurl ignores a length it cannot represent and reads to the close,
+                // and takes the last of several; either way the body is not what the
+                // server claimed.
+                let shown = length.count > 40 ? length.prefix(40) + "…" : Substring(length)
+                finish(.failure(.network(
+                    url: url.absoluteString, reason: "the server sent an invalid Content-Length (\(shown))",
+                    code: .badServerResponse, errno: nil)))
+                return false
+            }
+        }
+        if [301, 302, 303, 307, 308].contains(status), let location = header("location") {
+            // Decided here, before the body, so a refused target is never requested
+            // and an allowed one starts as soon as this response ends.
+            guard let target = URL(string: location, relativeTo: url)?.absoluteURL else {
+                finish(.failure(.redirectRefused(url: location, reason: "the redirect has no valid target")))
+                return false
+            }
+            do throws(ImagoError) {
+                try policy.check(from: url, to: target, seen: seen)
+            } catch {
+                finish(.failure(error))
+                return false
+            }
+            redirectTarget = target
+            discarded = 0
+            return true
+        }
+        redirectTarget = nil
+        // A 304, a 204 and the answer to a HEAD have no body, whatever length they
+        // declare (a 304's is the stored resource's).
+        let hasBody = status != 304 && status != 204 && method != "HEAD"
+        let declared = hasBody ? contentLengths.first.flatMap { Int64($0) } : nil
+        if let declared, declared > Int64(limit) {
+            finish(.failure(.responseTooLarge(url: url.absoluteString, limit: limit)))
+            return false
+        }
+        let encoding = header("content-encoding")?.lowercased() ?? ""
+        // libcurl decompresses, so the length of the compressed bytes says nothing
+        // about what arrives.
+        expected = encoding.isEmpty || encoding == "identity" ? declared : nil
+        data = Data()
+        if let expected { data.reserveCapacity(Int(min(expected, 8 << 20))) }
+        progress(0, expected)
+        return true
+    }
+
+    /// A piece of the body; false stops the transfer (it has been finished already,
+    /// or the caller gave up on it).
+    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if redirectTarget != nil {
+            discarded += bytes.count
+            if discarded > limit {
+                finish(.failure(.responseTooLarge(url: url.absoluteString, limit: limit)))
+                return false
+            }
+            return true
+        }
+        guard data.count + bytes.count <= limit else {
+            finish(.failure(.responseTooLarge(url: url.absoluteString, limit: limit)))
+            return false
+        }
+        if isFinished { return false }
+        data.append(contentsOf: bytes)
+        progress(Int64(data.count), expected)
+        return true
+    }
+
+    // MARK: Completion (driver thread)
+
+    /// What the driver does with a transfer libcurl reports done.
+    enum Next {
+        /// Nothing more: the caller has its outcome.
+        case done
+        /// Run the next hop of a redirect on the same easy handle.
+        case redirect
+    }
+
+    /// Ends the current hop with libcurl's result.
+    func complete(_ code: CURLcode, message: String, errno: Int32?, responseCode: Int) -> Next {
+        if isFinished { return .done }
+        guard code == CURLE_OK else {
+            finish(.failure(CurlDataLoader.map(
+                code, message: message, errno: errno, url: url,
+                received: redirectTarget == nil ? Int64(data.count) : nil, expected: expected)))
+            return .done
+        }
+        if let target = redirectTarget {
+            follow(to: target)
+            return .redirect
+        }
+        let status = responseCode != 0 ? responseCode : self.status
+        guard status != 0 else {
+            finish(.failure(.network(
+                url: url.absoluteString, reason: "the server sent no response", code: .badServerResponse, errno: nil)))
+            return .done
+        }
+        var fields: [String: String] = [:]
+        for (name, value) in responseHeaders {
+            fields[name] = fields[name].map { "\($0), \(value)" } ?? value
+        }
+        let response = DataResponse(data: data, url: url, statusCode: status, headers: fields)
+        data = Data()
+        finish(.success(response))
+        return .done
+    }
+
+    /// Moves to the next hop: the method a browser would use, and no credentials for
+    /// another origin.
+    private func follow(to target: URL) {
+        if (status == 303 && method != "HEAD") || ((status == 301 || status == 302) && method == "POST") {
+            method = "GET"
+            body = nil
+            headers.removeAll { ["content-type", "content-length"].contains($0.name.lowercased()) }
+        }
+        if !RedirectPolicy.sameOrigin(originalURL, target) {
+            // Credentials the caller attached for one server must not reach another.
+            headers.removeAll { ["authorization", "proxy-authorization", "cookie"].contains($0.name.lowercased()) }
+        }
+        seen.append(target)
+        url = target
+        redirectTarget = nil
+        status = 0
+        responseHeaders = []
+        contentLengths = []
+        headComplete = false
+        expected = nil
+    }
+
+    private func header(_ name: String) -> String? {
+        responseHeaders.last { $0.name == name }?.value
+    }
+}
+#endif

@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+@testable import Imago
+
+/// Out of file descriptors, URLSession on Linux failed loads with a misleading
+/// "Couldn't connect to server" and sometimes crashed the process inside libdispatch
+/// (which aborts when it cannot open `/proc/<tid>/stat` for a new thread). The curl
+/// loader sizes its connections from the descriptor limit and queues loads beyond
+/// them, so a process with few descriptors loads everything, only less at once.
+@Suite(.serialized) struct DescriptorHeadroomTests {
+    #if os(Linux)
+    @Test func sixtyFourOriginsAtConcurrencySixtyFourUnderALimitOfSixtyFourDescriptors() async throws {
+        let servers = (0..<64).map { _ in TestServer() }
+        for (index, server) in servers.enumerated() {
+            try server.start()
+            server.route("/p.png") { _ in .ok(pngData(UInt8(index))) }
+        }
+        defer { servers.forEach { $0.stop() } }
+        // Four URLs an origin, interleaved, so every origin is wanted at once.
+        let urls = (0..<4).flatMap { round in servers.map { $0.url("/p.png?r=\(round)").absoluteString } }
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("imago-descriptors-\(UUID()).txt")
+        try urls.joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: input) }
+
+        // Three runs: the crash it guards against came in about one run in seven.
+        for run in 1...3 {
+            let result = try await Tool.run(
+                ["fetch", "--loader", "curl", "--concurrency", "64", "--no-disk-cache", "--retries", "0", "--json",
+                 "--input", input.path],
+                descriptorLimit: 64)
+            #expect(result.status == 0, "run \(run): status \(result.status); \(result.stderr.suffix(2000))")
+            let summary = result.stdoutLines.last.flatMap {
+                (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+            }?["summary"] as? [String: Any]
+            #expect(summary?["items"] as? Int == urls.count, "run \(run): \(result.stdout.suffix(500))")
+            #expect(summary?["failed"] as? Int == 0, "run \(run): \(result.stderr.prefix(2000))")
+            if result.status != 0 { break }
+        }
+    }
+    #endif
+}
