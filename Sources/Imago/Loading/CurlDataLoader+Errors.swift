@@ -31,6 +31,10 @@ extension CurlDataLoader {
             guard let received, let expected, received < expected else { return nil }
             return "\(received) of \(expected) bytes"
         }()
+        // A broken chunked body reads as a failed receive; it does not pass on its own.
+        if message.localizedCaseInsensitiveContains("chunked") {
+            return network(.cannotParseResponse, "the server's chunked encoding is broken: \(message)")
+        }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             // An idle timer (no connection, or nothing received, for idleTimeout); the
@@ -70,7 +74,7 @@ extension CurlDataLoader {
              CURLE_OUT_OF_MEMORY where message.isEmpty:
             // libcurl gives up on response headers over its 100 KB limit with "out of
             // memory", which would send a user looking in the wrong place.
-            return network(.unknown, "the server's response headers are too large (libcurl stops at 100 KB)")
+            return network(.cannotParseResponse, "the server's response headers are too large (libcurl stops at 100 KB)")
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
              CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_INVALIDCERTSTATUS,
              CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_ENGINE_INITFAILED:

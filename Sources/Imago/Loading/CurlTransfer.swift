@@ -147,7 +147,7 @@ final class CurlTransfer: @unchecked Sendable {
                 let shown = length.count > 40 ? length.prefix(40) + "…" : Substring(length)
                 finish(.failure(.network(
                     url: url.absoluteString, reason: "the server sent an invalid Content-Length (\(shown))",
-                    code: .badServerResponse, errno: nil)))
+                    code: .cannotParseResponse, errno: nil)))
                 return false
             }
         }
