@@ -25,6 +25,9 @@ let package = Package(
         .systemLibrary(
             name: "CGIFLib",
             providers: [.apt(["libgif-dev"])]),
+        .systemLibrary(
+            name: "CLibTIFF", pkgConfig: "libtiff-4",
+            providers: [.apt(["libtiff-dev"])]),
         // glibc's eventfd, gettid and pthread_setname_np, which it declares only under
         // _GNU_SOURCE, for the memory-pressure watcher: a header, no library.
         .systemLibrary(name: "CImagoSystem"),
@@ -44,6 +47,7 @@ let package = Package(
                 .target(name: "CLibPNG", condition: linux),
                 .target(name: "CLibWebP", condition: linux),
                 .target(name: "CGIFLib", condition: linux),
+                .target(name: "CLibTIFF", condition: linux),
                 .target(name: "CImagoSystem", condition: linux),
             ]),
         .executableTarget(name: "imago", dependencies: ["Imago"]),
