@@ -28,6 +28,11 @@ let package = Package(
         .systemLibrary(
             name: "CLibTIFF", pkgConfig: "libtiff-4",
             providers: [.apt(["libtiff-dev"])]),
+        // No pkgConfig: libavif.pc's only flag is -DAVIF_DLL, which SwiftPM refuses
+        // with a warning on every build; the header is in /usr/include anyway.
+        .systemLibrary(
+            name: "CLibAVIF",
+            providers: [.apt(["libavif-dev"])]),
         // glibc's eventfd, gettid and pthread_setname_np, which it declares only under
         // _GNU_SOURCE, for the memory-pressure watcher: a header, no library.
         .systemLibrary(name: "CImagoSystem"),
@@ -48,6 +53,7 @@ let package = Package(
                 .target(name: "CLibWebP", condition: linux),
                 .target(name: "CGIFLib", condition: linux),
                 .target(name: "CLibTIFF", condition: linux),
+                .target(name: "CLibAVIF", condition: linux),
                 .target(name: "CImagoSystem", condition: linux),
             ]),
         .executableTarget(name: "imago", dependencies: ["Imago"]),
