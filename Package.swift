@@ -33,6 +33,9 @@ let package = Package(
         .systemLibrary(
             name: "CLibAVIF",
             providers: [.apt(["libavif-dev"])]),
+        .systemLibrary(
+            name: "CLibHEIF", pkgConfig: "libheif",
+            providers: [.apt(["libheif-dev"])]),
         // glibc's eventfd, gettid and pthread_setname_np, which it declares only under
         // _GNU_SOURCE, for the memory-pressure watcher: a header, no library.
         .systemLibrary(name: "CImagoSystem"),
@@ -54,6 +57,7 @@ let package = Package(
                 .target(name: "CGIFLib", condition: linux),
                 .target(name: "CLibTIFF", condition: linux),
                 .target(name: "CLibAVIF", condition: linux),
+                .target(name: "CLibHEIF", condition: linux),
                 .target(name: "CImagoSystem", condition: linux),
             ]),
         .executableTarget(name: "imago", dependencies: ["Imago"]),

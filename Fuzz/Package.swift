@@ -4,7 +4,7 @@ import PackageDescription
 /// libFuzzer targets, one per decoder. A package of their own because a fuzz target
 /// has no `main` (libFuzzer brings it), so it links only with `--sanitize=fuzzer`;
 /// `make fuzz` builds and runs them.
-let formats = ["JPEG", "PNG", "GIF", "WebP", "BMP", "ICO", "TIFF", "AVIF"]
+let formats = ["JPEG", "PNG", "GIF", "WebP", "BMP", "ICO", "TIFF", "AVIF", "HEIF"]
 
 let package = Package(
     name: "ImagoFuzz",

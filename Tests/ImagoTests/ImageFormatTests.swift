@@ -52,7 +52,7 @@ import Testing
     }
 
     /// The formats the built-in decoders take on Linux; the rest are recognised only.
-    static let decodedFormats: Set<ImageFormat> = [.jpeg, .png, .gif, .webp, .bmp, .ico, .tiff, .avif]
+    static let decodedFormats: Set<ImageFormat> = [.jpeg, .png, .gif, .webp, .bmp, .ico, .tiff, .avif, .heic]
 
     @Test func registeredDecodersComeFirst() throws {
         struct Fixed: ImageDecoding {

@@ -99,7 +99,7 @@ public final class ImageDecoderRegistry: Sendable {
     /// The decoders this platform has without any registration.
     static var builtIn: [any ImageDecoding] {
         #if os(Linux)
-        [JPEGDecoder(), PNGDecoder(), GIFDecoder(), WebPDecoder(), BMPDecoder(), ICODecoder(), TIFFDecoder(), AVIFDecoder()]
+        [JPEGDecoder(), PNGDecoder(), GIFDecoder(), WebPDecoder(), BMPDecoder(), ICODecoder(), TIFFDecoder(), AVIFDecoder(), HEIFDecoder()]
         #elseif canImport(ImageIO)
         [ImageIODecoder()]
         #else
