@@ -2,11 +2,11 @@
 # missing) and says what it is doing.
 
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libcurl4-openssl-dev
+DEBIAN_PACKAGES := pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libavif-dev libheif-dev libcurl4-openssl-dev
 # Warnings are errors in every build the Makefile makes.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := JPEG PNG GIF WebP HTTPHeaders DiskRecord
+FUZZ_TARGETS := JPEG PNG GIF WebP BMP ICO TIFF AVIF HEIF HTTPHeaders DiskRecord
 CORPUS ?= ../shared/corpus
 BENCH_DIR := .build/bench
 BENCH_RUNS ?= 5
@@ -108,7 +108,7 @@ fuzz: deps
 	  echo "==> Building Fuzz$$t (libFuzzer + AddressSanitizer)"; \
 	  dir=$(CURDIR)/.build/fuzz/$$t; mkdir -p $$dir/corpus $$dir/crashes; \
 	  (cd Fuzz && $(SWIFT) build --scratch-path $$dir/build --product Fuzz$$t $(FUZZ_FLAGS)) || exit 1; \
-	  case $$t in JPEG) ext=jpg;; PNG) ext=png;; GIF) ext=gif;; WebP) ext=webp;; *) ext=none;; esac; \
+	  case $$t in JPEG) ext=jpg;; PNG) ext=png;; GIF) ext=gif;; WebP) ext=webp;; BMP) ext=bmp;; ICO) ext=ico;; TIFF) ext=tif;; AVIF) ext=avif;; HEIF) ext=heic;; *) ext=none;; esac; \
 	  find $(CORPUS) Tests/ImagoTests/Fixtures -name "*.$$ext" -size -256k 2>/dev/null | while read f; do \
 	    cp -f "$$f" "$$dir/corpus/$$(echo "$$f" | md5sum | cut -c1-16).$$ext"; done; \
 	  [ ! -d Fuzz/Seeds/$$t ] || cp -f Fuzz/Seeds/$$t/* $$dir/corpus/; \

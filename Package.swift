@@ -31,6 +31,17 @@ let package = Package(
         .systemLibrary(
             name: "CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CLibTIFF", pkgConfig: "libtiff-4",
+            providers: [.apt(["libtiff-dev"])]),
+        // No pkgConfig: libavif.pc's only flag is -DAVIF_DLL, which SwiftPM refuses
+        // with a warning on every build; the header is in /usr/include anyway.
+        .systemLibrary(
+            name: "CLibAVIF",
+            providers: [.apt(["libavif-dev"])]),
+        .systemLibrary(
+            name: "CLibHEIF", pkgConfig: "libheif",
+            providers: [.apt(["libheif-dev"])]),
         // glibc's eventfd, gettid and pthread_setname_np, which it declares only under
         // _GNU_SOURCE, for the memory-pressure watcher: a header, no library.
         .systemLibrary(name: "CImagoSystem"),
@@ -50,6 +61,9 @@ let package = Package(
                 .target(name: "CLibPNG", condition: linux),
                 .target(name: "CLibWebP", condition: linux),
                 .target(name: "CGIFLib", condition: linux),
+                .target(name: "CLibTIFF", condition: linux),
+                .target(name: "CLibAVIF", condition: linux),
+                .target(name: "CLibHEIF", condition: linux),
                 .target(name: "CImagoSystem", condition: linux),
                 .target(name: "CCurl", condition: linux),
             ]),

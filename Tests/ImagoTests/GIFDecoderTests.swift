@@ -236,23 +236,60 @@ import Testing
         #expect(reason.contains("colour table"))
     }
 
-    @Test func unknownRecordTypeFails() {
+    /// A stray byte where a record should start ends the file, as in Chrome and
+    /// Firefox: the frames before it are shown. Before any frame, it is an error with
+    /// giflib's word as the reason.
+    @Test func unknownRecordTypeAfterTheFramesEndsTheFile() throws {
         var gif = TestGIF(width: 1, height: 1)
-        gif.frames = [.init(width: 1, height: 1, indices: [1])]
+        gif.frames = [.init(width: 1, height: 1, indices: [1]), .init(width: 1, height: 1, indices: [2])]
         var bytes = gif.encode()
         bytes.insert(0x00, at: bytes.count - 1)
-        // giflib's message is the whole story here: it is the reason too.
-        guard case .decodingFailed(format: .gif, let reason, let codec?)? = failure(Data(bytes)) else {
-            Issue.record("a stray record byte was accepted, or failed without giflib's word")
+        let image = try decode(bytes)
+        #expect(image.frames.count == 2 && rgba(image.bitmap, 0, 0) == [255, 0, 0, 255])
+        // Between the frames: the first is shown alone, the rest is never read.
+        var first = gif
+        first.frames = [gif.frames[0]]
+        let one = first.encode()
+        let truncatedAfterStray = Array(one.dropLast()) + [0x00] + Array(gif.encode().dropFirst(one.count - 1))
+        #expect(try decode(truncatedAfterStray).frames.count == 1)
+
+        var empty = TestGIF(width: 1, height: 1).encode()
+        empty.insert(0x00, at: empty.count - 1)
+        guard case .decodingFailed(format: .gif, let reason, let codec?)? = failure(Data(empty)) else {
+            Issue.record("a stray record byte before any frame was accepted, or failed without giflib's word")
             return
         }
         #expect(codec.library == "giflib" && codec.message == reason && !reason.isEmpty, "\(reason)")
     }
 
-    @Test func codeSizeOverEightBitsFails() {
-        let header = Array("GIF89a".utf8) + [2, 0, 2, 0, 0x80, 0, 0, 0, 0, 0, 255, 255, 255]
-        for codeSize: UInt8 in [9, 12, 255] {
-            let bytes = header + [0x2C, 0, 0, 0, 0, 2, 0, 2, 0, 0, codeSize, 0x02, 0x4C, 0x01, 0, 0x3B]
+    /// LZW minimum code sizes of 9 to 12 bits, which giflib refuses: browsers decode
+    /// them (a literal's pixel being its low 8 bits), and so does Imago. Over 12 is
+    /// refused, as in browsers.
+    @Test func codeSizesUpToTwelveBitsDecodeAsInBrowsers() throws {
+        let header = Array("GIF89a".utf8) + [3, 0, 2, 0, 0x81, 0, 0] + TestGIF.basicPalette.flatMap { $0 }
+        let indices: [UInt8] = [1, 2, 3, 0, 1, 2]
+        for codeSize in 9...12 {
+            let data = TestGIF.lzw(indices, codeSize: codeSize)
+            var bytes = header + [0x2C, 0, 0, 0, 0, 3, 0, 2, 0, 0, UInt8(codeSize)]
+            for start in stride(from: 0, to: data.count, by: 255) {
+                let block = data[start..<min(start + 255, data.count)]
+                bytes += [UInt8(block.count)] + block
+            }
+            bytes += [0, 0x3B]
+            let image = try decode(bytes)
+            #expect(rgba(image.bitmap, 0, 0) == [255, 0, 0, 255], "code size \(codeSize)")
+            #expect(rgba(image.bitmap, 1, 0) == [0, 255, 0, 255], "code size \(codeSize)")
+            #expect(rgba(image.bitmap, 2, 0) == [0, 0, 255, 255], "code size \(codeSize)")
+            #expect(rgba(image.bitmap, 0, 1) == [0, 0, 0, 255], "code size \(codeSize)")
+            #expect(rgba(image.bitmap, 2, 1) == [0, 255, 0, 255], "code size \(codeSize)")
+            // Every shorter prefix fails with a typed error.
+            for length in 0..<bytes.count - 1 {
+                #expect(failure(Data(bytes.prefix(length))) != nil, "code size \(codeSize), \(length) bytes")
+            }
+        }
+        let header2 = Array("GIF89a".utf8) + [2, 0, 2, 0, 0x80, 0, 0, 0, 0, 0, 255, 255, 255]
+        for codeSize: UInt8 in [13, 255] {
+            let bytes = header2 + [0x2C, 0, 0, 0, 0, 2, 0, 2, 0, 0, codeSize, 0x02, 0x4C, 0x01, 0, 0x3B]
             // giflib's own word for it is a failed read, which Imago explains.
             #expect(failure(Data(bytes)) == .decodingFailed(
                 format: .gif, reason: "the LZW code size is over 8 bits",
@@ -663,7 +700,7 @@ struct TestGIF {
         return colours.flatMap { $0 } + Array(repeating: 0, count: (size - colours.count) * 3)
     }
 
-    private static func lzw(_ indices: [UInt8], codeSize: Int) -> [UInt8] {
+    static func lzw(_ indices: [UInt8], codeSize: Int) -> [UInt8] {
         let clear = 1 << codeSize, width = codeSize + 1
         var bytes: [UInt8] = [], accumulator = 0, bits = 0
         func put(_ code: Int) {

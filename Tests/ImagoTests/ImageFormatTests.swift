@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func recognisedButUndecodableFormatsGetUnsupportedFormat() {
-        for (format, bytes) in Self.signatures where ![.jpeg, .png, .gif, .webp].contains(format) {
+        for (format, bytes) in Self.signatures where !Self.decodedFormats.contains(format) {
             #expect(throws: ImagoError.unsupportedFormat(format)) {
                 try ImageDecoderRegistry.shared.decode(Data(bytes))
             }
@@ -51,18 +51,21 @@ import Testing
         #expect(image.format == .png && image.width == 6 && image.height == 6)
     }
 
+    /// The formats the built-in decoders take on Linux; the rest are recognised only.
+    static let decodedFormats: Set<ImageFormat> = [.jpeg, .png, .gif, .webp, .bmp, .ico, .tiff, .avif, .heic]
+
     @Test func registeredDecodersComeFirst() throws {
         struct Fixed: ImageDecoding {
-            func canDecode(_ data: Data, format: ImageFormat?) -> Bool { format == .bmp }
+            func canDecode(_ data: Data, format: ImageFormat?) -> Bool { format == .svg }
             func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-                DecodedImage(bitmap: Bitmap(width: 1, height: 1, pixels: [1, 2, 3, 255]), format: .bmp)
+                DecodedImage(bitmap: Bitmap(width: 1, height: 1, pixels: [1, 2, 3, 255]), format: .svg)
             }
         }
         let registry = ImageDecoderRegistry()
-        let bmp = Data("BM".utf8 + [UInt8](repeating: 0, count: 20))
-        #expect(throws: ImagoError.unsupportedFormat(.bmp)) { try registry.decode(bmp) }
+        let svg = Data("<svg xmlns=\"http://www.w3.org/2000/svg\"/>".utf8)
+        #expect(throws: ImagoError.unsupportedFormat(.svg)) { try registry.decode(svg) }
         registry.register(Fixed())
-        #expect(try registry.decode(bmp).bitmap[0, 0] == (1, 2, 3, 255))
+        #expect(try registry.decode(svg).bitmap[0, 0] == (1, 2, 3, 255))
     }
 }
 

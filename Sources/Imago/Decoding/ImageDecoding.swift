@@ -37,7 +37,7 @@ public struct DecodingOptions: Sendable, Hashable {
 
 /// A decoder for one or more formats.
 ///
-/// Conform to add a format Imago lacks (BMP, say) or to replace a built-in decoder,
+/// Conform to add a format Imago lacks (JPEG XL, say) or to replace a built-in decoder,
 /// then register it with `ImageDecoderRegistry.shared.register(_:)`.
 public protocol ImageDecoding: Sendable {
     /// Whether this decoder takes `data`, whose sniffed format is `format` (nil when
@@ -99,7 +99,7 @@ public final class ImageDecoderRegistry: Sendable {
     /// The decoders this platform has without any registration.
     static var builtIn: [any ImageDecoding] {
         #if os(Linux)
-        [JPEGDecoder(), PNGDecoder(), GIFDecoder(), WebPDecoder()]
+        [JPEGDecoder(), PNGDecoder(), GIFDecoder(), WebPDecoder(), BMPDecoder(), ICODecoder(), TIFFDecoder(), AVIFDecoder(), HEIFDecoder()]
         #elseif canImport(ImageIO)
         [ImageIODecoder()]
         #else

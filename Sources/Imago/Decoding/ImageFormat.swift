@@ -1,3 +1,5 @@
+import Foundation
+
 /// An image file format, as recognised from the file's first bytes.
 public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
     case jpeg, png, gif, webp
@@ -18,6 +20,20 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
         case .svg: "SVG"
         }
     }
+
+    /// The `Accept` header Imago's loader sends over HTTP (unless the request has one):
+    /// the formats a server may choose between by content negotiation, best first,
+    /// named only when this build decodes them, then any image at a lower preference.
+    ///
+    /// Servers and CDNs that negotiate (Cloudflare, imgix, Akamai, Next.js) send AVIF
+    /// or WebP only to clients that name them, and JPEG or PNG otherwise; naming a
+    /// format this build cannot decode would get an image that fails to decode.
+    public static let acceptHeader: String = {
+        let negotiated: [(ImageFormat, String)] = [(.avif, "image/avif"), (.webp, "image/webp")]
+        let decoders = ImageDecoderRegistry.builtIn
+        let named = negotiated.filter { format, _ in decoders.contains { $0.canDecode(Data(), format: format) } }
+        return (named.map(\.1) + ["image/*;q=0.8"]).joined(separator: ",")
+    }()
 
     /// Finds the format from the bytes alone.
     ///

@@ -158,6 +158,10 @@ extension Pipeline {
         for (name, value) in configuration.headers where urlRequest.value(forHTTPHeaderField: name) == nil {
             urlRequest.setValue(value, forHTTPHeaderField: name)
         }
+        // The formats this build decodes, so a negotiating server never picks one it cannot.
+        if urlRequest.value(forHTTPHeaderField: "Accept") == nil {
+            urlRequest.setValue(ImageFormat.acceptHeader, forHTTPHeaderField: "Accept")
+        }
         if let modifier = configuration.requestModifier { urlRequest = modifier(urlRequest) }
         // Checked on the request as it will be sent, whatever added the header, and
         // on the configured headers as given: Foundation on Linux drops such a value

@@ -12,9 +12,11 @@ import Foundation
 /// as in Chrome, Firefox and Safari. Frame timing and loop counts follow browsers too;
 /// see `frameDuration(centiseconds:)` and `loopCount(repetitions:)`.
 ///
-/// Unlike browsers, which show whatever arrived, a file that ends early (including
-/// one missing the trailer byte after its last frame) is an error, so a broken
-/// download is never mistaken for the whole image.
+/// As in browsers, a stray byte where the next record should start ends the file
+/// (the frames before it are shown), and LZW minimum code sizes of 9 to 12 bits, which
+/// giflib refuses, are decoded. Unlike browsers, which show whatever arrived, a file
+/// that ends early (including one missing the trailer byte after its last frame) is
+/// an error, so a broken download is never mistaken for the whole image.
 public struct GIFDecoder: ImageDecoding {
     /// Makes the decoder; it holds no state.
     public init() {}
@@ -293,7 +295,12 @@ private struct GIFReader {
         // and so does every inner loop, so the loop ends within the data's length.
         records: while true {
             var type = UNDEFINED_RECORD_TYPE
-            guard DGifGetRecordType(file, &type) == GIF_OK else { throw failure() }
+            guard DGifGetRecordType(file, &type) == GIF_OK else {
+                // Chrome and Firefox treat a byte that starts no known record as the
+                // end of the file, so the frames before it still show.
+                if file.pointee.Error == D_GIF_ERR_WRONG_RECORD && !source.pointee.ranOut && !frames.isEmpty { break records }
+                throw failure()
+            }
             switch type {
             case IMAGE_DESC_RECORD_TYPE: try readImage()
             case EXTENSION_RECORD_TYPE: try readExtension()
@@ -337,8 +344,23 @@ private struct GIFReader {
         }
     }
 
+    /// The LZW minimum code size when giflib refused it for being over 8 bits and it
+    /// is one browsers decode (up to 12); nil for any other failure.
+    func wideCodeSize() -> Int? {
+        let offset = source.pointee.offset
+        guard file.pointee.Error == D_GIF_ERR_READ_FAILED, !source.pointee.ranOut, offset >= 1 else { return nil }
+        let size = Int(source.pointee.base[offset - 1])
+        return (9...12).contains(size) ? size : nil
+    }
+
     mutating func readImage() throws(ImagoError) {
-        guard DGifGetImageDesc(file) == GIF_OK else { throw failure() }
+        // giflib reads the descriptor and colour table, then refuses LZW code sizes
+        // over 8; the frame is then decoded here, from the byte after the code size.
+        var wide: Int?
+        if DGifGetImageDesc(file) != GIF_OK {
+            guard let size = wideCodeSize() else { throw failure() }
+            wide = size
+        }
         let number = frames.count + 1
         let image = file.pointee.Image
         let left = Int(image.Left), top = Int(image.Top)
@@ -370,7 +392,11 @@ private struct GIFReader {
         if control.disposal == .restore { canvas.save(visible) }
 
         fillPalette(colorMap.pointee, transparentIndex: control.transparentIndex)
-        try readPixels(width: width, height: height, interlaced: image.Interlace, visible: visible, into: canvas)
+        if let wide {
+            try readWidePixels(codeSize: wide, width: width, height: height, interlaced: image.Interlace, visible: visible, into: canvas)
+        } else {
+            try readPixels(width: width, height: height, interlaced: image.Interlace, visible: visible, into: canvas)
+        }
 
         frames.append(DecodedImage.Frame(
             bitmap: try canvas.snapshot(),
@@ -396,6 +422,119 @@ private struct GIFReader {
                 palette[i] = rgba.littleEndian
             }
             if let transparentIndex, transparentIndex < 256 { palette[transparentIndex] = 0 }
+        }
+    }
+
+    /// Decodes a frame whose LZW minimum code size is 9 to 12 bits, which giflib
+    /// refuses and browsers show: the same LZW, with the first code width and the
+    /// clear code set by the larger size. As in Chrome and Firefox, a literal code's
+    /// pixel is its low 8 bits (palettes have at most 256 entries).
+    mutating func readWidePixels(
+        codeSize: Int, width: Int, height: Int, interlaced: Bool, visible: Rect, into canvas: Canvas
+    ) throws(ImagoError) {
+        let number = frames.count + 1
+        func corrupt(_ reason: String) -> ImagoError { GIFDecoder.failure("frame \(number): \(reason)") }
+        let (claimed, overflow) = width.multipliedReportingOverflow(by: height)
+        if overflow || claimed / 4096 > source.pointee.remaining {
+            throw GIFDecoder.failure("frame \(number) claims \(width)×\(height) pixels, more than the rest of the data can hold")
+        }
+        let clear = 1 << codeSize, end = clear + 1
+        var prefix = [Int](repeating: 0, count: 4096)
+        var suffix = [UInt8](repeating: 0, count: 4096)
+        for code in 0..<min(clear, 4096) { suffix[code] = UInt8(truncatingIfNeeded: code) }
+        var stack: [UInt8] = []
+        var codeWidth = codeSize + 1, available = clear + 2, old = -1, first: UInt8 = 0
+        var bits: UInt64 = 0, bitCount = 0
+        var row = [UInt8](repeating: 0, count: max(width, 1)), x = 0, rowIndex = 0
+        var finished = width == 0 || height == 0
+        let palette = self.palette
+
+        func emit(_ index: UInt8) {
+            guard !finished else { return }
+            row[x] = index
+            x += 1
+            if x == width {
+                let y = interlaced ? GIFDecoder.interlacedRow(rowIndex, height: height) : rowIndex
+                if y < visible.height {
+                    row.withUnsafeBufferPointer { row in
+                        palette.withUnsafeBufferPointer { palette in
+                            canvas.draw(UnsafeBufferPointer(rebasing: row[0..<visible.width]),
+                                        x: visible.x, y: visible.y + y, palette: palette)
+                        }
+                    }
+                }
+                x = 0
+                rowIndex += 1
+                if rowIndex == height { finished = true }
+            }
+        }
+
+        // Sub-blocks until the empty one; each step reads at least the length byte.
+        while true {
+            guard source.pointee.remaining >= 1 else { source.pointee.ranOut = true; throw GIFDecoder.failure("the data ends before the image does") }
+            let length = Int(source.pointee.base[source.pointee.offset])
+            source.pointee.offset += 1
+            if length == 0 { break }
+            guard source.pointee.remaining >= length else {
+                source.pointee.ranOut = true
+                throw GIFDecoder.failure("the data ends before the image does")
+            }
+            let block = source.pointee.base + source.pointee.offset
+            source.pointee.offset += length
+            if finished { continue }
+            for i in 0..<length {
+                bits |= UInt64(block[i]) << UInt64(bitCount)
+                bitCount += 8
+                while bitCount >= codeWidth && !finished {
+                    var code = Int(bits & ((1 << UInt64(codeWidth)) - 1))
+                    bits >>= UInt64(codeWidth)
+                    bitCount -= codeWidth
+                    if code == clear {
+                        codeWidth = codeSize + 1
+                        available = clear + 2
+                        old = -1
+                        continue
+                    }
+                    if code == end {
+                        finished = true
+                        break
+                    }
+                    if old == -1 {
+                        guard code < clear, code < 4096 else { throw corrupt("the LZW data starts with an undefined code") }
+                        first = suffix[code]
+                        emit(first)
+                        old = code
+                        continue
+                    }
+                    let incoming = code
+                    stack.removeAll(keepingCapacity: true)
+                    if code >= available {
+                        guard code == available else { throw corrupt("the LZW data holds an undefined code") }
+                        stack.append(first)
+                        code = old
+                    }
+                    while code >= clear {
+                        guard code < 4096, stack.count < 4096 else { throw corrupt("the LZW data is corrupt") }
+                        stack.append(suffix[code])
+                        code = prefix[code]
+                    }
+                    first = suffix[code]
+                    stack.append(first)
+                    if available < 4096 {
+                        prefix[available] = old
+                        suffix[available] = first
+                        available += 1
+                        if available & ((1 << codeWidth) - 1) == 0 && available < 4096 { codeWidth += 1 }
+                    }
+                    old = incoming
+                    for index in stack.reversed() { emit(index) }
+                }
+            }
+        }
+        // giflib's word for the same fault in narrower frames.
+        guard finished && (rowIndex == height || width == 0 || height == 0) else {
+            throw .decodingFailed(format: .gif, reason: "Image EOF detected before image complete",
+                                  codec: .init(library: "giflib", message: "Image EOF detected before image complete"))
         }
     }
 

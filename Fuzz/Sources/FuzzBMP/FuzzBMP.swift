@@ -1,0 +1,11 @@
+import Foundation
+import Imago
+
+/// Feeds libFuzzer's input to the BMP decoder. The pixel limit is lowered so the
+/// fuzzer spends its time on parsing, not on filling huge but legal images.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
+    let data = Data(bytes: bytes, count: count)
+    _ = try? BMPDecoder().decode(data, options: DecodingOptions(maximumPixelCount: 1 << 22))
+    return 0
+}

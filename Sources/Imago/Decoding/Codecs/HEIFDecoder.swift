@@ -1,0 +1,92 @@
+#if os(Linux)
+import CLibHEIF
+import Foundation
+
+/// HEIF and HEIC through libheif (HEVC through libde265): the primary image, with
+/// alpha, and with the file's clean aperture, rotation and mirroring applied by
+/// libheif, as the file says.
+///
+/// Because libheif applies the transforms itself, the pixels come out upright and
+/// `orientation` is `.up`; `appliesOrientation` has no effect here (libheif cannot
+/// report the transforms it found without applying them).
+public struct HEIFDecoder: ImageDecoding {
+    /// Makes the decoder; it holds no state.
+    public init() {}
+
+    /// Takes data sniffed as HEIF or HEIC, nothing else.
+    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        format == .heic
+    }
+
+    /// libheif loads its codec plugins once per process; later calls only count.
+    private static let initialized: Bool = {
+        heif_init(nil).code == heif_error_Ok
+    }()
+
+    /// Decodes the primary image. Throws `imageTooLarge` from the header, before any
+    /// pixel buffer exists, and `decodingFailed` for truncated or corrupt data, with
+    /// libheif's message as the codec's word.
+    public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
+    }
+
+    private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data", nil) }
+        _ = Self.initialized
+        guard let context = heif_context_alloc() else { throw Self.failure("out of memory", nil) }
+        defer { heif_context_free(context) }
+        // libheif's own guard is per side; Imago's pixel limit is checked below.
+        heif_context_set_maximum_image_size_limit(context, Int32(clamping: min(options.maximumPixelCount, 1 << 16)))
+
+        func check(_ error: heif_error, _ reason: String) throws(ImagoError) {
+            guard error.code != heif_error_Ok else { return }
+            let message = error.message.map { String(cString: $0) } ?? "error \(error.code.rawValue)"
+            let truncated = error.code == heif_error_Invalid_input && error.subcode == heif_suberror_End_of_data
+            throw Self.failure(truncated ? "the data ends before the image does" : reason, message)
+        }
+
+        try check(heif_context_read_from_memory_without_copy(context, base, bytes.count, nil), "the container is malformed")
+        var handle: OpaquePointer?
+        try check(heif_context_get_primary_image_handle(context, &handle), "the file has no primary image")
+        guard let handle else { throw Self.failure("the file has no primary image", nil) }
+        defer { heif_image_handle_release(handle) }
+
+        let width = Int(heif_image_handle_get_width(handle)), height = Int(heif_image_handle_get_height(handle))
+        guard width > 0, height > 0 else { throw Self.failure("the header gives an empty image (\(width)×\(height))", nil) }
+        try options.checkSize(width: width, height: height)
+        let hasAlpha = heif_image_handle_has_alpha_channel(handle) != 0
+        let premultiplied = heif_image_handle_is_premultiplied_alpha(handle) != 0
+
+        guard let decoding = heif_decoding_options_alloc() else { throw Self.failure("out of memory", nil) }
+        defer { heif_decoding_options_free(decoding) }
+        decoding.pointee.convert_hdr_to_8bit = 1
+        var image: OpaquePointer?
+        try check(heif_decode_image(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, decoding),
+                  "the image data is corrupt")
+        guard let image else { throw Self.failure("the image data is corrupt", nil) }
+        defer { heif_image_release(image) }
+
+        // The decoded size can differ from the handle's by the clean aperture; the
+        // plane is what there is.
+        let outWidth = Int(heif_image_get_width(image, heif_channel_interleaved))
+        let outHeight = Int(heif_image_get_height(image, heif_channel_interleaved))
+        var stride: Int32 = 0
+        guard outWidth > 0, outHeight > 0, outWidth <= max(width, height), outHeight <= max(width, height),
+              let plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride),
+              Int(stride) >= outWidth * 4
+        else { throw Self.failure("libheif returned no pixels", nil) }
+
+        let bitmap = try Bitmap.make(width: outWidth, height: outHeight) { pixels in
+            for y in 0..<outHeight {
+                (pixels.baseAddress! + y * outWidth * 4).copyMemory(from: plane + y * Int(stride), byteCount: outWidth * 4)
+            }
+            if hasAlpha && !premultiplied { pixels.premultiplyRGBA(count: outWidth * outHeight) }
+        }
+        return DecodedImage(bitmap: bitmap, format: .heic)
+    }
+
+    static func failure(_ reason: String, _ message: String?) -> ImagoError {
+        .decodingFailed(format: .heic, reason: reason, codec: message.map { .init(library: "libheif", message: $0) })
+    }
+}
+#endif

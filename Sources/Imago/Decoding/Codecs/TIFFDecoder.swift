@@ -1,0 +1,165 @@
+#if os(Linux)
+import CLibTIFF
+import Foundation
+
+/// TIFF through libtiff: the first page, in every layout libtiff's RGBA interface
+/// reads (bilevel, gray, palette, RGB, CMYK, YCbCr and CIE Lab; 1 to 16 bits; strips
+/// or tiles; uncompressed, PackBits, LZW, Deflate, JPEG and the rest Debian's libtiff
+/// is built with), with associated or unassociated alpha, and the orientation tag
+/// applied.
+///
+/// The data is read in place through libtiff's client callbacks, never written to a
+/// file. libtiff's messages go to handlers of this decode only (its defaults print to
+/// standard error and are process-wide), and its own allocations are capped, so a
+/// crafted file cannot make it ask for more than the pixel limit allows.
+public struct TIFFDecoder: ImageDecoding {
+    /// Makes the decoder; it holds no state.
+    public init() {}
+
+    /// Takes data sniffed as TIFF, nothing else.
+    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        format == .tiff
+    }
+
+    /// Decodes the first page. Throws `imageTooLarge` from the header, before any pixel
+    /// buffer exists, and `decodingFailed` for truncated or corrupt data, with
+    /// libtiff's first error message as the codec's word.
+    public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
+    }
+
+    private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data", nil) }
+        guard ImageFormat.detect(bytes) == .tiff else { throw Self.failure("the data is not a TIFF file", nil) }
+
+        let source = UnsafeMutablePointer<TIFFSource>.allocate(capacity: 1)
+        source.initialize(to: TIFFSource(base: base, count: bytes.count))
+        defer {
+            source.deinitialize(count: 1)
+            source.deallocate()
+        }
+        func fail(_ reason: String) -> ImagoError {
+            Self.failure(reason, source.pointee.message)
+        }
+
+        guard let openOptions = TIFFOpenOptionsAlloc() else { throw Self.failure("out of memory", nil) }
+        defer { TIFFOpenOptionsFree(openOptions) }
+        TIFFOpenOptionsSetErrorHandlerExtR(openOptions, { _, user, _, format, arguments in
+            if let arguments { user?.assumingMemoryBound(to: TIFFSource.self).pointee.record(format, arguments) }
+            return 1  // handled: libtiff's process-wide handler is not called
+        }, source)
+        TIFFOpenOptionsSetWarningHandlerExtR(openOptions, { _, _, _, _, _ in 1 }, nil)
+        // libtiff sizes its strip and tile buffers from the header; no single buffer
+        // needs more than the pixel limit's worth of 16-bit RGBA.
+        let (cap, overflow) = options.maximumPixelCount.multipliedReportingOverflow(by: 8)
+        TIFFOpenOptionsSetMaxSingleMemAlloc(openOptions, tmsize_t(overflow ? Int.max : max(cap, 1 << 24)))
+
+        guard let tiff = TIFFClientOpenExt(
+            "image", "rm", source,
+            { handle, buffer, size in
+                guard let handle, let buffer else { return -1 }
+                let source = handle.assumingMemoryBound(to: TIFFSource.self)
+                let count = min(Int(size), source.pointee.count - source.pointee.offset)
+                guard count >= 0 else { return 0 }
+                buffer.copyMemory(from: source.pointee.base + source.pointee.offset, byteCount: count)
+                source.pointee.offset += count
+                return tmsize_t(count)
+            },
+            { _, _, _ in -1 },  // never written
+            { handle, offset, whence in
+                guard let handle else { return toff_t.max }
+                let source = handle.assumingMemoryBound(to: TIFFSource.self)
+                let origin: Int
+                switch whence {
+                case SEEK_SET: origin = 0
+                case SEEK_CUR: origin = source.pointee.offset
+                case SEEK_END: origin = source.pointee.count
+                default: return toff_t.max
+                }
+                // Offsets are unsigned; a "negative" relative seek arrives wrapped.
+                let target = origin &+ Int(truncatingIfNeeded: offset)
+                guard target >= 0, target <= source.pointee.count else { return toff_t.max }
+                source.pointee.offset = target
+                return toff_t(target)
+            },
+            { _ in 0 },
+            { handle in toff_t(handle?.assumingMemoryBound(to: TIFFSource.self).pointee.count ?? 0) },
+            { _, _, _ in 0 },  // no mapping: reads go through the callback
+            { _, _, _ in },
+            openOptions)
+        else { throw fail("libtiff could not read the header") }
+        defer { TIFFClose(tiff) }
+
+        var width: UInt32 = 0, height: UInt32 = 0, rawOrientation: UInt16 = 0
+        guard field(tiff, TIFFTAG_IMAGEWIDTH, &width), field(tiff, TIFFTAG_IMAGELENGTH, &height) else {
+            throw fail("the first page has no size")
+        }
+        guard width > 0, height > 0 else { throw fail("the first page is empty (\(width)×\(height))") }
+        try options.checkSize(width: Int(width), height: Int(height))
+        if !field(tiff, TIFFTAG_ORIENTATION, &rawOrientation) { rawOrientation = 1 }
+        let orientation = ImageOrientation(rawValue: Int(rawOrientation)) ?? .up
+
+        var message = [CChar](repeating: 0, count: 1024)
+        guard TIFFRGBAImageOK(tiff, &message) != 0 else {
+            let reason = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw .decodingFailed(format: .tiff, reason: "libtiff cannot show this layout", codec: .init(library: "libtiff", message: reason))
+        }
+
+        let bitmap = try Bitmap.make(width: Int(width), height: Int(height)) { pixels throws(ImagoError) in
+            // Asked for the file's own orientation, libtiff leaves the rows as stored,
+            // top row first; the turn is done below for all eight orientations (libtiff
+            // itself can only flip, not transpose). Its output is ABGR words, that is
+            // R, G, B, A bytes on little-endian machines, premultiplied.
+            let raster = pixels.baseAddress!.assumingMemoryBound(to: UInt32.self)
+            guard TIFFReadRGBAImageOriented(tiff, width, height, raster, Int32(orientation.rawValue), 1) != 0 else {
+                throw fail(source.pointee.ranOut ? "the data ends before the image does" : "the image data is corrupt")
+            }
+            #if _endian(big)
+            let words = pixels.bindMemory(to: UInt32.self)
+            for i in 0..<words.count { words[i] = words[i].byteSwapped }
+            #endif
+        }
+        let upright = options.appliesOrientation ? bitmap.applying(orientation) : bitmap
+        return DecodedImage(bitmap: upright, format: .tiff, orientation: orientation)
+    }
+
+    /// Reads one scalar tag of the current directory; false when absent.
+    private func field<T>(_ tiff: OpaquePointer, _ tag: Int32, _ value: inout T) -> Bool {
+        withUnsafeMutablePointer(to: &value) { pointer in
+            withVaList([pointer]) { TIFFVGetField(tiff, UInt32(tag), $0) } != 0
+        }
+    }
+
+    static func failure(_ reason: String, _ message: String?) -> ImagoError {
+        .decodingFailed(format: .tiff, reason: reason, codec: message.map { .init(library: "libtiff", message: $0) })
+    }
+}
+
+/// The data libtiff reads, its cursor, and the first error libtiff reported.
+private struct TIFFSource {
+    let base: UnsafePointer<UInt8>
+    let count: Int
+    var offset = 0
+    var message: String?
+
+    init(base: UnsafePointer<UInt8>, count: Int) {
+        self.base = base
+        self.count = count
+    }
+
+    /// Whether libtiff looked for bytes past the end: the file was cut short.
+    var ranOut: Bool {
+        guard let message else { return false }
+        return message.contains("Read error") || message.contains("Cannot read") || message.contains("past end")
+            || message.contains("Seek error") || message.contains("EOF")
+    }
+
+    /// Keeps the first message: later ones tend to be consequences of it.
+    mutating func record(_ format: UnsafePointer<CChar>?, _ arguments: CVaListPointer) {
+        guard message == nil, let format else { return }
+        var buffer = [CChar](repeating: 0, count: 512)
+        _ = vsnprintf(&buffer, buffer.count, format, arguments)
+        message = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+#endif
