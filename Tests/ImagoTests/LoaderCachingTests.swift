@@ -200,6 +200,35 @@ import Testing
         Issue.record("the revalidated image was never kept")
     }
 
+    /// An answer reached through redirects is kept under the URL asked for only while
+    /// every redirect on the way may be reused: a plain 302 sends the next load to the
+    /// server again, a 301 (or a 302 with a lifetime of its own) does not.
+    @Test(arguments: [
+        (301, [String: String](), false),
+        (308, [:], false),
+        (302, [:], true),
+        (307, [:], true),
+        (302, ["Cache-Control": "max-age=600"], false),
+        (301, ["Cache-Control": "no-store"], true),
+    ])
+    func aRedirectedAnswerIsKeptOnlyAsTheRedirectAllows(status: Int, headers: [String: String], asksAgain: Bool) async throws {
+        defer { cleanUp() }
+        server.route("/moved.png") { _ in
+            var response = TestServer.Response.redirect(to: "/final.png", status: status)
+            response.headers.merge(headers) { a, _ in a }
+            return response
+        }
+        server.route("/final.png", data: Self.png, headers: ["Cache-Control": "max-age=3600"])
+        let (first, disk) = makeLoader()
+        #expect(try await load(first, "/moved.png").get().source == .network)
+        await disk.flush()
+        let (second, _) = makeLoader()
+        let response = try await load(second, "/moved.png").get()
+        #expect(response.image.bitmap[0, 0].r == 33)
+        #expect(server.count(for: "/moved.png") == (asksAgain ? 2 : 1), "\(status) \(headers)")
+        #expect(response.source == (asksAgain ? .network : .disk))
+    }
+
     @Test func aNonAuthoritative203IsStoredLikeA200() async throws {
         defer { cleanUp() }
         server.route("/proxied.png") { _ in

@@ -312,6 +312,41 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
         servesPastFreshness(at: now, window: cacheControl.staleWhileRevalidate)
     }
 
+    /// How long an answer reached through `redirects` may be reused under the URL
+    /// first asked for, in seconds: the shortest the redirects allow. A permanent
+    /// redirect (301, 308) is reusable for as long as it says, or without end when it
+    /// says nothing (RFC 9111 §4.2.2 makes it heuristically cacheable); a temporary
+    /// one (302, 303, 307) only for as long as it says. Nil when one of them may not
+    /// be reused at all (no freshness of its own, `no-store`, `no-cache`): the answer
+    /// must then not be kept under the URL asked for, or the redirect would be
+    /// skipped while the answer stays fresh.
+    static func reuseLifetime(through redirects: [DataResponse.Redirect], at now: Date) -> Double? {
+        var lifetime = Double.infinity
+        for redirect in redirects {
+            let control = CacheControl(parsing: redirect.headers["cache-control"] ?? "")
+            guard !control.noStore, !control.noCache else { return nil }
+            var stated = control.maxAge
+            if stated == nil, let expires = redirect.headers["expires"] {
+                let generated = redirect.headers["date"].flatMap { HTTPDate.parse($0) } ?? now
+                stated = max(0, (HTTPDate.parse(expires) ?? .distantPast).timeIntervalSince(generated))
+            }
+            switch redirect.statusCode {
+            case 301, 308: lifetime = min(lifetime, stated ?? .infinity)
+            case 302, 303, 307: lifetime = min(lifetime, stated ?? 0)
+            default: return nil
+            }
+        }
+        return lifetime > 0 ? lifetime : nil
+    }
+
+    /// The metadata with its freshness lifetime cut to at most `lifetime` seconds.
+    func capped(toLifetime lifetime: Double) -> HTTPCacheMetadata {
+        guard lifetime < freshnessLifetime else { return self }
+        var result = self
+        result.cacheControl.maxAge = lifetime
+        return result
+    }
+
     /// A self-contained blob for the disk cache. Keys are sorted so that equal
     /// metadata always gives equal bytes.
     public func encoded() -> Data {

@@ -45,6 +45,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// Set when the current response is a redirect the policy allowed: its body is
     /// read and dropped, and the next hop starts when it ends.
     private var redirectTarget: URL?
+    /// The redirects followed so far.
+    private var redirects: [DataResponse.Redirect] = []
     private var discarded = 0
 
     /// The easy handle carrying this transfer while the driver runs it.
@@ -237,14 +239,20 @@ final class CurlTransfer: @unchecked Sendable {
                 url: url.absoluteString, reason: "the server sent no response", code: .badServerResponse, errno: nil)))
             return .done
         }
+        let response = DataResponse(data: data, url: url, statusCode: status, headers: fields, redirects: redirects)
+        data = Data()
+        finish(.success(response))
+        return .done
+    }
+
+    /// The response headers received so far, one value a name (repeated fields
+    /// joined with ", ").
+    private var fields: [String: String] {
         var fields: [String: String] = [:]
         for (name, value) in responseHeaders {
             fields[name] = fields[name].map { "\($0), \(value)" } ?? value
         }
-        let response = DataResponse(data: data, url: url, statusCode: status, headers: fields)
-        data = Data()
-        finish(.success(response))
-        return .done
+        return fields
     }
 
     /// Moves to the next hop: the method a browser would use, and no credentials for
@@ -259,6 +267,7 @@ final class CurlTransfer: @unchecked Sendable {
             // Credentials the caller attached for one server must not reach another.
             headers.removeAll { ["authorization", "proxy-authorization", "cookie"].contains($0.name.lowercased()) }
         }
+        redirects.append(DataResponse.Redirect(url: url, statusCode: status, headers: fields))
         seen.append(target)
         url = target
         redirectTarget = nil

@@ -13,13 +13,34 @@ public struct DataResponse: Sendable {
     public let statusCode: Int?
     /// Response headers with lower-cased names; empty for `file:` and `data:`.
     public let headers: [String: String]
+    /// The redirects followed on the way, in order: what the HTTP cache needs to know
+    /// whether the answer may be kept under the URL asked for.
+    public let redirects: [Redirect]
+
+    /// One redirect followed: the URL that answered with it, its status and headers.
+    public struct Redirect: Sendable {
+        /// The URL that answered with the redirect.
+        public let url: URL
+        /// 301, 302, 303, 307 or 308.
+        public let statusCode: Int
+        /// Its headers, with lower-cased names.
+        public let headers: [String: String]
+
+        /// Makes a redirect.
+        public init(url: URL, statusCode: Int, headers: [String: String]) {
+            self.url = url
+            self.statusCode = statusCode
+            self.headers = headers
+        }
+    }
 
     /// Makes a response.
-    public init(data: Data, url: URL, statusCode: Int? = nil, headers: [String: String] = [:]) {
+    public init(data: Data, url: URL, statusCode: Int? = nil, headers: [String: String] = [:], redirects: [Redirect] = []) {
         self.data = data
         self.url = url
         self.statusCode = statusCode
         self.headers = headers
+        self.redirects = redirects
     }
 }
 

@@ -27,6 +27,7 @@ final class Transfer: Sendable {
         var response: HTTPURLResponse?
         var expected: Int64?
         var seen: [URL]
+        var redirects: [DataResponse.Redirect] = []
         var continuation: CheckedContinuation<Outcome, Never>?
         /// Set once. The continuation is resumed with it by `finish` if already
         /// installed, else by `install`: exactly once either way, under this lock.
@@ -159,6 +160,7 @@ final class Transfer: Sendable {
                 return error
             }
             state.seen.append(target)
+            state.redirects.append(DataResponse.Redirect(url: source, statusCode: response.statusCode, headers: Self.headers(of: response)))
             return nil
         }
         if let refusal {
@@ -214,7 +216,7 @@ final class Transfer: Sendable {
             }
             return .success(DataResponse(
                 data: state.data, url: finalURL, statusCode: response.statusCode,
-                headers: Self.headers(of: response)))
+                headers: Self.headers(of: response), redirects: state.redirects))
         }
         if let outcome { finish(outcome) }
     }

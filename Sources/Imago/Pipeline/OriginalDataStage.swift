@@ -115,8 +115,13 @@ extension Pipeline {
             }
             return (data, .disk, updated)
         }
-        let metadata = response.statusCode.flatMap {
+        var metadata = response.statusCode.flatMap {
             HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: now)
+        }
+        if !response.redirects.isEmpty {
+            // Kept under the URL asked for only as long as every redirect on the way
+            // may be reused too.
+            metadata = HTTPCacheMetadata.reuseLifetime(through: response.redirects, at: now).flatMap { metadata?.capped(toLifetime: $0) }
         }
         if let metadata {
             disk.store(response.data, metadata: metadata.encoded(), forKey: key)
