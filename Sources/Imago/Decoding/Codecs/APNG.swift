@@ -1,0 +1,202 @@
+#if os(Linux)
+import Foundation
+
+/// APNG animation on top of the PNG decoder: each frame's chunks are handed to libpng
+/// as a small PNG of their own (the frame's IHDR, the file's shared chunks such as
+/// PLTE and tRNS, its `fdAT` data as IDAT), and the frames are composited on a canvas
+/// with their dispose and blend operations, as browsers do.
+///
+/// A malformed animation (chunks out of sequence, a frame outside the canvas, a
+/// frame libpng refuses) leaves the default image, as in browsers that fall back to
+/// the still picture; the file itself has already passed libpng in full.
+enum APNG {
+    /// One chunk's type and data, located in the file.
+    private struct Chunk {
+        let type: String
+        let data: Range<Int>
+    }
+
+    /// What an `fcTL` chunk says about the frame whose data follows it.
+    private struct FrameControl {
+        let width: Int, height: Int, x: Int, y: Int
+        let duration: Double
+        let dispose: UInt8
+        let blend: UInt8
+    }
+
+    /// The animation's frames, or nil when the file is not an animation or its
+    /// animation is malformed. Throws only `imageTooLarge`, from `acTL` and the
+    /// canvas size, before any frame is decoded.
+    static func frames(
+        _ bytes: UnsafeBufferPointer<UInt8>, width: Int, height: Int, options: DecodingOptions
+    ) throws(ImagoError) -> (frames: [DecodedImage.Frame], loopCount: Int)? {
+        guard let chunks = chunks(bytes), let actl = chunks.first(where: { $0.type == "acTL" }), actl.data.count == 8 else {
+            return nil
+        }
+        let declared = Int(be32(bytes, actl.data.lowerBound)), plays = Int(be32(bytes, actl.data.lowerBound + 4))
+        let controls = chunks.filter { $0.type == "fcTL" }.count
+        guard declared > 0, controls == declared else { return nil }
+        try options.checkSize(width: width, height: height, frames: declared)
+
+        // Shared chunks: everything before the first IDAT that describes the pixels.
+        let shared = chunks.prefix { $0.type != "IDAT" }.filter {
+            !["IHDR", "acTL", "fcTL", "fdAT", "eXIf", "IEND"].contains($0.type)
+        }
+        guard let ihdr = chunks.first, ihdr.type == "IHDR", ihdr.data.count == 13 else { return nil }
+
+        // Frames: each fcTL, then its IDAT or fdAT chunks; sequence numbers must count up.
+        var pieces: [(FrameControl, [Range<Int>], Bool)] = []
+        var sequence: UInt32 = 0
+        for chunk in chunks {
+            switch chunk.type {
+            case "fcTL":
+                guard chunk.data.count == 26, be32(bytes, chunk.data.lowerBound) == sequence else { return nil }
+                sequence += 1
+                let o = chunk.data.lowerBound
+                let numerator = Int(be16(bytes, o + 20)), denominator = Int(be16(bytes, o + 22))
+                var duration = Double(numerator) / Double(denominator == 0 ? 100 : denominator)
+                // As for GIF, browsers show frames of 10 ms or less for 100 ms.
+                if duration <= 0.01 { duration = 0.1 }
+                let control = FrameControl(
+                    width: Int(be32(bytes, o + 4)), height: Int(be32(bytes, o + 8)),
+                    x: Int(be32(bytes, o + 12)), y: Int(be32(bytes, o + 16)),
+                    duration: duration, dispose: bytes[o + 24], blend: bytes[o + 25])
+                guard control.width > 0, control.height > 0, control.x + control.width <= width,
+                      control.y + control.height <= height, control.dispose <= 2, control.blend <= 1 else { return nil }
+                pieces.append((control, [], false))
+            case "IDAT":
+                // The default image is the first frame only when an fcTL came before it.
+                if let last = pieces.indices.last, pieces.count == 1, pieces[last].1.isEmpty || pieces[last].2 {
+                    pieces[last].1.append(chunk.data)
+                    pieces[last].2 = true
+                }
+            case "fdAT":
+                guard let last = pieces.indices.last, !pieces[last].2, chunk.data.count > 4,
+                      be32(bytes, chunk.data.lowerBound) == sequence else { return nil }
+                sequence += 1
+                pieces[last].1.append(chunk.data.lowerBound + 4..<chunk.data.upperBound)
+            default:
+                break
+            }
+        }
+        guard pieces.allSatisfy({ !$0.1.isEmpty }) else { return nil }
+
+        var canvas = [UInt8](repeating: 0, count: width * height * 4)
+        var frames: [DecodedImage.Frame] = []
+        for (index, (control, data, _)) in pieces.enumerated() {
+            let png = framePNG(bytes, ihdr: ihdr, shared: shared, data: data, width: control.width, height: control.height)
+            var frameOptions = options
+            frameOptions.targetSize = nil
+            frameOptions.appliesOrientation = false
+            guard let frame = try? PNGDecoder().decodeStill(png, options: frameOptions) else { return nil }
+            let saved = control.dispose == 2 && index > 0 ? region(canvas, width: width, control) : nil
+            draw(frame.bitmap, over: &canvas, width: width, control)
+            frames.append(DecodedImage.Frame(
+                bitmap: Bitmap(width: width, height: height, pixels: canvas), duration: control.duration))
+            if let saved {
+                restore(saved, into: &canvas, width: width, control)
+            } else if control.dispose != 0 {
+                // Background, and "previous" on the first frame, clear to transparent.
+                restore([UInt8](repeating: 0, count: control.width * control.height * 4), into: &canvas, width: width, control)
+            }
+        }
+        return (frames, plays)
+    }
+
+    /// The chunks of a PNG whose signature has been checked; nil when they do not
+    /// tile the data or a chunk's CRC is wrong (libpng does not check the CRC of the
+    /// APNG chunks, which it does not know).
+    private static func chunks(_ bytes: UnsafeBufferPointer<UInt8>) -> [Chunk]? {
+        var chunks: [Chunk] = []
+        var offset = 8
+        while offset + 12 <= bytes.count {
+            let length = Int(be32(bytes, offset))
+            guard length <= bytes.count - offset - 12 else { return nil }
+            let type = String(decoding: bytes[offset + 4..<offset + 8], as: UTF8.self)
+            let crc = CRC32.update(0, UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[offset + 4..<offset + 8 + length])))
+            if ["acTL", "fcTL", "fdAT"].contains(type) && crc != be32(bytes, offset + 8 + length) { return nil }
+            chunks.append(Chunk(type: type, data: offset + 8..<offset + 8 + length))
+            offset += 12 + length
+            if type == "IEND" { break }
+        }
+        return chunks
+    }
+
+    /// A PNG file holding one frame: its size in IHDR, the shared chunks, its data as IDAT.
+    private static func framePNG(
+        _ bytes: UnsafeBufferPointer<UInt8>, ihdr: Chunk, shared: [Chunk], data: [Range<Int>], width: Int, height: Int
+    ) -> Data {
+        var out = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+        func append(_ type: String, _ body: some Collection<UInt8>) {
+            let length = UInt32(body.count)
+            out.append(contentsOf: [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)])
+            var chunk = Array(type.utf8)
+            chunk.append(contentsOf: body)
+            out.append(contentsOf: chunk)
+            let crc = chunk.withUnsafeBytes { CRC32.update(0, $0) }
+            out.append(contentsOf: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)])
+        }
+        var header = Array(bytes[ihdr.data])
+        for (i, value) in [width, height].enumerated() {
+            header[i * 4] = UInt8(value >> 24 & 0xFF)
+            header[i * 4 + 1] = UInt8(value >> 16 & 0xFF)
+            header[i * 4 + 2] = UInt8(value >> 8 & 0xFF)
+            header[i * 4 + 3] = UInt8(value & 0xFF)
+        }
+        append("IHDR", header)
+        for chunk in shared { append(chunk.type, bytes[chunk.data]) }
+        for range in data { append("IDAT", bytes[range]) }
+        append("IEND", [UInt8]())
+        return out
+    }
+
+    /// Draws a frame's premultiplied pixels at its offset: replacing what is there
+    /// (blend 0) or over it (blend 1).
+    private static func draw(_ frame: Bitmap, over canvas: inout [UInt8], width: Int, _ control: FrameControl) {
+        frame.pixels.withUnsafeBufferPointer { source in
+            canvas.withUnsafeMutableBufferPointer { canvas in
+                for row in 0..<control.height {
+                    let s = row * frame.bytesPerRow, d = ((control.y + row) * width + control.x) * 4
+                    if control.blend == 0 {
+                        for i in 0..<control.width * 4 { canvas[d + i] = source[s + i] }
+                        continue
+                    }
+                    for x in 0..<control.width {
+                        let sp = s + x * 4, dp = d + x * 4
+                        let inverse = 255 - Int(source[sp + 3])
+                        for c in 0..<4 {
+                            let t = Int(canvas[dp + c]) * inverse + 128
+                            canvas[dp + c] = UInt8(min(255, Int(source[sp + c]) + (t + (t >> 8)) >> 8))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private static func region(_ canvas: [UInt8], width: Int, _ control: FrameControl) -> [UInt8] {
+        var saved: [UInt8] = []
+        saved.reserveCapacity(control.width * control.height * 4)
+        for row in 0..<control.height {
+            let d = ((control.y + row) * width + control.x) * 4
+            saved.append(contentsOf: canvas[d..<d + control.width * 4])
+        }
+        return saved
+    }
+
+    private static func restore(_ saved: [UInt8], into canvas: inout [UInt8], width: Int, _ control: FrameControl) {
+        for row in 0..<control.height {
+            let d = ((control.y + row) * width + control.x) * 4, s = row * control.width * 4
+            canvas.replaceSubrange(d..<d + control.width * 4, with: saved[s..<s + control.width * 4])
+        }
+    }
+
+    private static func be32(_ bytes: UnsafeBufferPointer<UInt8>, _ offset: Int) -> UInt32 {
+        UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
+    }
+
+    private static func be16(_ bytes: UnsafeBufferPointer<UInt8>, _ offset: Int) -> UInt16 {
+        UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
+    }
+}
+#endif
