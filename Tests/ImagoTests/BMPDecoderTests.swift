@@ -100,8 +100,8 @@ import Testing
                 #expect(error.isDecodingFailure(.bmp) || isTooLarge(error))
             }
         }
-        for offset in stride(from: 14, to: data.count, by: 3) {
-            for value: UInt8 in [0, 1, 2, 0x7F, 0xFF] {
+        for offset in stride(from: 14, to: data.count, by: 5) {
+            for value: UInt8 in [0, 2, 0xFF] {
                 var damaged = data
                 damaged[offset] = value
                 if let error = BMPDecoder().failure(damaged, limit: 1 << 16) {
@@ -220,8 +220,8 @@ import Testing
 
     @Test func damagedIconsNeverCrash() throws {
         let data = try Fixture.data("bmp/icon.ico")
-        for offset in 0..<min(data.count, 200) {
-            for value: UInt8 in [0, 1, 0x80, 0xFF] {
+        for offset in stride(from: 0, to: min(data.count, 200), by: 2) {
+            for value: UInt8 in [0, 1, 0xFF] {
                 var damaged = data
                 damaged[offset] = value
                 if let error = ICODecoder().failure(damaged, limit: 1 << 16) {
