@@ -12,7 +12,7 @@ import FoundationNetworking
 /// network failure, the errno of a file error, the codec library's own message.
 public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The bytes are in a format Imago recognises but cannot decode on this platform
-    /// (AVIF, HEIC, BMP, TIFF, ICO, SVG on Linux), or in no format it knows at all
+    /// (SVG, or a format whose library this build lacks), or in no format it knows at all
     /// (`format` is nil).
     case unsupportedFormat(ImageFormat?)
     /// A decoder rejected the data: corrupt, truncated, or using a feature the codec
