@@ -132,7 +132,7 @@ public struct GIFDecoder: ImageDecoding {
 }
 
 /// The data giflib reads, and how far it has read.
-private struct GIFByteSource {
+struct GIFByteSource {
     let base: UnsafePointer<UInt8>
     let count: Int
     var offset = 0
@@ -176,7 +176,7 @@ private enum Disposal {
 }
 
 /// A frame's rectangle clipped to the canvas; empty when nothing of it is visible.
-private struct Rect {
+struct Rect {
     var x = 0, y = 0, width = 0, height = 0
     var isEmpty: Bool { width == 0 || height == 0 }
 }
@@ -185,7 +185,7 @@ private struct Rect {
 ///
 /// Pixels are held as `UInt32` so that a palette entry is copied in one store; each
 /// holds the bytes R, G, B, A in memory order.
-private final class Canvas {
+final class Canvas {
     let width: Int
     let height: Int
     let pixels: UnsafeMutableBufferPointer<UInt32>
@@ -253,7 +253,7 @@ private final class Canvas {
 }
 
 /// One pass over an open GIF, record by record.
-private struct GIFReader {
+struct GIFReader {
     let file: UnsafeMutablePointer<GifFileType>
     let source: UnsafeMutablePointer<GIFByteSource>
     let options: DecodingOptions
@@ -263,11 +263,11 @@ private struct GIFReader {
     var repetitions: Int?
     /// The Graphics Control Extension waiting for the next image; it applies to that
     /// image only.
-    var control = GraphicsControl()
+    fileprivate var control = GraphicsControl()
     /// Made at the first image, so a file without one allocates nothing.
     var canvas: Canvas?
     /// The disposal the last frame asked for, and the area it covers.
-    var pendingDisposal: (Disposal, Rect) = (.keep, Rect())
+    fileprivate var pendingDisposal: (Disposal, Rect) = (.keep, Rect())
     /// A 256-entry palette and one row of indices, reused from frame to frame.
     var palette = [UInt32](repeating: 0, count: 256)
     var row: [UInt8] = []
@@ -344,15 +344,6 @@ private struct GIFReader {
         }
     }
 
-    /// The LZW minimum code size when giflib refused it for being over 8 bits and it
-    /// is one browsers decode (up to 12); nil for any other failure.
-    func wideCodeSize() -> Int? {
-        let offset = source.pointee.offset
-        guard file.pointee.Error == D_GIF_ERR_READ_FAILED, !source.pointee.ranOut, offset >= 1 else { return nil }
-        let size = Int(source.pointee.base[offset - 1])
-        return (9...12).contains(size) ? size : nil
-    }
-
     mutating func readImage() throws(ImagoError) {
         // giflib reads the descriptor and colour table, then refuses LZW code sizes
         // over 8; the frame is then decoded here, from the byte after the code size.
@@ -422,119 +413,6 @@ private struct GIFReader {
                 palette[i] = rgba.littleEndian
             }
             if let transparentIndex, transparentIndex < 256 { palette[transparentIndex] = 0 }
-        }
-    }
-
-    /// Decodes a frame whose LZW minimum code size is 9 to 12 bits, which giflib
-    /// refuses and browsers show: the same LZW, with the first code width and the
-    /// clear code set by the larger size. As in Chrome and Firefox, a literal code's
-    /// pixel is its low 8 bits (palettes have at most 256 entries).
-    mutating func readWidePixels(
-        codeSize: Int, width: Int, height: Int, interlaced: Bool, visible: Rect, into canvas: Canvas
-    ) throws(ImagoError) {
-        let number = frames.count + 1
-        func corrupt(_ reason: String) -> ImagoError { GIFDecoder.failure("frame \(number): \(reason)") }
-        let (claimed, overflow) = width.multipliedReportingOverflow(by: height)
-        if overflow || claimed / 4096 > source.pointee.remaining {
-            throw GIFDecoder.failure("frame \(number) claims \(width)×\(height) pixels, more than the rest of the data can hold")
-        }
-        let clear = 1 << codeSize, end = clear + 1
-        var prefix = [Int](repeating: 0, count: 4096)
-        var suffix = [UInt8](repeating: 0, count: 4096)
-        for code in 0..<min(clear, 4096) { suffix[code] = UInt8(truncatingIfNeeded: code) }
-        var stack: [UInt8] = []
-        var codeWidth = codeSize + 1, available = clear + 2, old = -1, first: UInt8 = 0
-        var bits: UInt64 = 0, bitCount = 0
-        var row = [UInt8](repeating: 0, count: max(width, 1)), x = 0, rowIndex = 0
-        var finished = width == 0 || height == 0
-        let palette = self.palette
-
-        func emit(_ index: UInt8) {
-            guard !finished else { return }
-            row[x] = index
-            x += 1
-            if x == width {
-                let y = interlaced ? GIFDecoder.interlacedRow(rowIndex, height: height) : rowIndex
-                if y < visible.height {
-                    row.withUnsafeBufferPointer { row in
-                        palette.withUnsafeBufferPointer { palette in
-                            canvas.draw(UnsafeBufferPointer(rebasing: row[0..<visible.width]),
-                                        x: visible.x, y: visible.y + y, palette: palette)
-                        }
-                    }
-                }
-                x = 0
-                rowIndex += 1
-                if rowIndex == height { finished = true }
-            }
-        }
-
-        // Sub-blocks until the empty one; each step reads at least the length byte.
-        while true {
-            guard source.pointee.remaining >= 1 else { source.pointee.ranOut = true; throw GIFDecoder.failure("the data ends before the image does") }
-            let length = Int(source.pointee.base[source.pointee.offset])
-            source.pointee.offset += 1
-            if length == 0 { break }
-            guard source.pointee.remaining >= length else {
-                source.pointee.ranOut = true
-                throw GIFDecoder.failure("the data ends before the image does")
-            }
-            let block = source.pointee.base + source.pointee.offset
-            source.pointee.offset += length
-            if finished { continue }
-            for i in 0..<length {
-                bits |= UInt64(block[i]) << UInt64(bitCount)
-                bitCount += 8
-                while bitCount >= codeWidth && !finished {
-                    var code = Int(bits & ((1 << UInt64(codeWidth)) - 1))
-                    bits >>= UInt64(codeWidth)
-                    bitCount -= codeWidth
-                    if code == clear {
-                        codeWidth = codeSize + 1
-                        available = clear + 2
-                        old = -1
-                        continue
-                    }
-                    if code == end {
-                        finished = true
-                        break
-                    }
-                    if old == -1 {
-                        guard code < clear, code < 4096 else { throw corrupt("the LZW data starts with an undefined code") }
-                        first = suffix[code]
-                        emit(first)
-                        old = code
-                        continue
-                    }
-                    let incoming = code
-                    stack.removeAll(keepingCapacity: true)
-                    if code >= available {
-                        guard code == available else { throw corrupt("the LZW data holds an undefined code") }
-                        stack.append(first)
-                        code = old
-                    }
-                    while code >= clear {
-                        guard code < 4096, stack.count < 4096 else { throw corrupt("the LZW data is corrupt") }
-                        stack.append(suffix[code])
-                        code = prefix[code]
-                    }
-                    first = suffix[code]
-                    stack.append(first)
-                    if available < 4096 {
-                        prefix[available] = old
-                        suffix[available] = first
-                        available += 1
-                        if available & ((1 << codeWidth) - 1) == 0 && available < 4096 { codeWidth += 1 }
-                    }
-                    old = incoming
-                    for index in stack.reversed() { emit(index) }
-                }
-            }
-        }
-        // giflib's word for the same fault in narrower frames.
-        guard finished && (rowIndex == height || width == 0 || height == 0) else {
-            throw .decodingFailed(format: .gif, reason: "Image EOF detected before image complete",
-                                  codec: .init(library: "giflib", message: "Image EOF detected before image complete"))
         }
     }
 
