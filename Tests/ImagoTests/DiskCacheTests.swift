@@ -634,8 +634,9 @@ private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x"
             }
         }
         let elapsed = ContinuousClock.now - start
+        // Reported, not asserted: the loop's time is mostly process start-up, which a
+        // loaded machine stretches; a hang is caught by each round's exit wait.
         print("SIGKILL loop: 50 rounds in \(elapsed); temporary files left by the killed writer: \(leftovers); records present per round: \(presentCounts)")
-        #expect(elapsed < .seconds(60))
     }
 }
 

@@ -147,7 +147,8 @@ import Testing
                 case nil, .decodingFailed(format: .gif, _, _), .imageTooLarge: break
                 case let other?: Issue.record("\(url.lastPathComponent): unexpected \(other)")
                 }
-                #expect(ContinuousClock.now - start < .seconds(2), "\(url.lastPathComponent)")
+                // The stall cases made other decoders spin; the margin is for two loaded cores.
+                #expect(ContinuousClock.now - start < .seconds(10), "\(url.lastPathComponent)")
             }
         }
     }
@@ -338,7 +339,8 @@ import Testing
             return
         }
         #expect(reason.contains("more than the rest of the data can hold"))
-        #expect(ContinuousClock.now - start < .seconds(1))
+        // Decoding the frame would take tens of seconds; refusing it, microseconds.
+        #expect(ContinuousClock.now - start < .seconds(5))
     }
 
     // MARK: Compositing
