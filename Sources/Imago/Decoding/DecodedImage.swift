@@ -28,19 +28,24 @@ public struct DecodedImage: Sendable {
     /// The EXIF orientation the file declared. The pixels are already upright: this is
     /// for callers who want to know, not something left for them to do.
     public let orientation: ImageOrientation
+    /// Whether the data ended early and only what arrived was decoded, the rest of the
+    /// canvas filled (as browsers show a truncated file). A partial image is never
+    /// stored as a processed variant.
+    public let isPartial: Bool
 
     /// Makes a decoded image. `frames` must not be empty.
-    public init(frames: [Frame], loopCount: Int = 0, format: ImageFormat, orientation: ImageOrientation = .up) {
+    public init(frames: [Frame], loopCount: Int = 0, format: ImageFormat, orientation: ImageOrientation = .up, isPartial: Bool = false) {
         precondition(!frames.isEmpty, "an image has at least one frame")
         self.frames = frames
         self.loopCount = loopCount
         self.format = format
         self.orientation = orientation
+        self.isPartial = isPartial
     }
 
     /// Makes a still image.
-    public init(bitmap: Bitmap, format: ImageFormat, orientation: ImageOrientation = .up) {
-        self.init(frames: [Frame(bitmap: bitmap, duration: 0)], format: format, orientation: orientation)
+    public init(bitmap: Bitmap, format: ImageFormat, orientation: ImageOrientation = .up, isPartial: Bool = false) {
+        self.init(frames: [Frame(bitmap: bitmap, duration: 0)], format: format, orientation: orientation, isPartial: isPartial)
     }
 
     /// The first frame: the whole image for a still, the poster frame for an animation.

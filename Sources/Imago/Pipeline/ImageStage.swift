@@ -156,9 +156,9 @@ extension Pipeline {
 
     /// Keeps a sized or processed image on disk in the compact lossless form, with
     /// the HTTP freshness of its original; nothing the server forbade storing, and
-    /// no animations (their frames would cost more than the original).
+    /// no animations (their frames would cost more than the original), nothing partial.
     private static func storeVariant(_ image: DecodedImage, metadata: HTTPCacheMetadata, key: ImageCacheKey, in disk: DiskCache) {
-        guard !image.isAnimated, metadata.isStorable else { return }
+        guard !image.isAnimated, !image.isPartial, metadata.isStorable else { return }
         disk.store(VariantCodec.encode(image), metadata: metadata.encoded(), forKey: key.variantDiskKey)
     }
 }

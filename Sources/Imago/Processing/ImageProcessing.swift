@@ -21,7 +21,7 @@ extension DecodedImage {
             frames: frames.map { frame in
                 Frame(bitmap: processors.reduce(frame.bitmap) { $1.process($0) }, duration: frame.duration)
             },
-            loopCount: loopCount, format: format, orientation: orientation)
+            loopCount: loopCount, format: format, orientation: orientation, isPartial: isPartial)
     }
 }
 

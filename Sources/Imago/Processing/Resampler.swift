@@ -279,6 +279,6 @@ extension DecodedImage {
         if layout.isIdentity(sourceWidth: width, sourceHeight: height) { return self }
         return DecodedImage(
             frames: frames.map { Frame(bitmap: $0.bitmap.fitted(to: target), duration: $0.duration) },
-            loopCount: loopCount, format: format, orientation: orientation)
+            loopCount: loopCount, format: format, orientation: orientation, isPartial: isPartial)
     }
 }
