@@ -107,13 +107,13 @@ fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \
 	  echo "==> Building Fuzz$$t (libFuzzer + AddressSanitizer)"; \
 	  dir=$(CURDIR)/.build/fuzz/$$t; mkdir -p $$dir/corpus $$dir/crashes; \
-	  (cd Fuzz && $(SWIFT) build --scratch-path $$dir/build --product Fuzz$$t $(FUZZ_FLAGS)) || exit 1; \
+	  (cd Fuzz && $(SWIFT) build --scratch-path $(CURDIR)/.build/fuzz/build --product Fuzz$$t $(FUZZ_FLAGS)) || exit 1; \
 	  case $$t in JPEG) ext=jpg;; PNG) ext=png;; GIF) ext=gif;; WebP) ext=webp;; BMP) ext=bmp;; ICO) ext=ico;; TIFF) ext=tif;; AVIF) ext=avif;; HEIF) ext=heic;; *) ext=none;; esac; \
 	  find $(CORPUS) Tests/ImagoTests/Fixtures -name "*.$$ext" -size -256k 2>/dev/null | while read f; do \
 	    cp -f "$$f" "$$dir/corpus/$$(echo "$$f" | md5sum | cut -c1-16).$$ext"; done; \
 	  [ ! -d Fuzz/Seeds/$$t ] || cp -f Fuzz/Seeds/$$t/* $$dir/corpus/; \
 	  echo "==> Fuzzing Fuzz$$t for $(FUZZ_SECONDS) s ($$(ls $$dir/corpus | wc -l) starting inputs)"; \
-	  SWIFT_BACKTRACE=enable=no $$dir/build/debug/Fuzz$$t $$dir/corpus \
+	  SWIFT_BACKTRACE=enable=no $(CURDIR)/.build/fuzz/build/debug/Fuzz$$t $$dir/corpus \
 	    -max_total_time=$(FUZZ_SECONDS) -keep_seed=1 -timeout=10 -rss_limit_mb=2048 -max_len=262144 \
 	    -artifact_prefix=$$dir/crashes/ -print_final_stats=1 > $$dir/log 2>&1; \
 	  status=$$?; grep -E 'INITED|^stat::(number_of_executed_units|peak_rss_mb)|^SUMMARY|^Done' $$dir/log; \
