@@ -130,17 +130,18 @@ bench: DEBIAN_PACKAGES += libturbojpeg0-dev gcc nginx-light curl
 bench: deps
 	@echo "==> Building the imago tool (release)"
 	@$(SWIFT) build -c release --product imago $(SWIFT_FLAGS)
-	@python3 -c 'import PIL' 2>/dev/null || { echo "==> Installing Pillow (pip)"; python3 -m pip install --quiet pillow; }
+	@python3 -c 'from PIL import features; assert features.check("avif")' 2>/dev/null || \
+	  { echo "==> Installing Pillow with AVIF support (pip)"; python3 -m pip install --quiet --upgrade 'pillow>=11.3'; }
 	@python3 -c 'import aiohttp' 2>/dev/null || { echo "==> Installing aiohttp (pip)"; python3 -m pip install --quiet aiohttp; }
 	@echo "==> Compiling the libjpeg-turbo baseline (Benchmarks/tj_decode.c)"
 	@mkdir -p $(BENCH_DIR)
 	@gcc -O2 -o $(BENCH_DIR)/tj_decode Benchmarks/tj_decode.c -lturbojpeg -lpthread
-	@if [ ! -f $(BENCH_DIR)/photos/.complete ] || [ ! -f $(BENCH_DIR)/large/.complete ]; then \
+	@if [ ! -f $(BENCH_DIR)/photos/.complete ] || [ ! -f $(BENCH_DIR)/large/.complete ] || [ ! -f $(BENCH_DIR)/avif/.complete ]; then \
 	  echo "==> Making the photo sets from $(CORPUS) into $(BENCH_DIR) (once)"; \
 	  python3 Benchmarks/make_photos.py --corpus $(CORPUS) --out $(BENCH_DIR) || exit 1; \
 	fi
 	@echo "==> Benchmarking: $(BENCH_RUNS) rounds of each measure, release build, all cores"
-	@.build/release/imago bench --photos $(BENCH_DIR)/photos --large $(BENCH_DIR)/large --runs $(BENCH_RUNS) \
+	@.build/release/imago bench --photos $(BENCH_DIR)/photos --large $(BENCH_DIR)/large --avif $(BENCH_DIR)/avif --runs $(BENCH_RUNS) \
 	  --pillow Benchmarks/pillow_thumbnails.py --libjpeg $(BENCH_DIR)/tj_decode
 	@echo "==> End to end: imago fetch over HTTP from nginx on 127.0.0.1 against Python aiohttp + Pillow and the limit"
 	@python3 Benchmarks/e2e.py --imago .build/release/imago --tj-decode $(BENCH_DIR)/tj_decode \
