@@ -236,14 +236,17 @@ struct LoaderOptions {
 
     /// The memory tier of a command: a URL repeated soon after is answered from it,
     /// one repeated much later from the disk tier. Small, so that a long list costs
-    /// no more memory than a short one; a full-size photo still fits.
+    /// no more memory than a short one; a full-size photo still fits. Too small to
+    /// be worth purging under memory pressure, so it does not watch for it: the
+    /// kernel's pressure triggers cost a short run tens of milliseconds to set up and
+    /// tear down.
     static let memoryTierBytes = 32 << 20
 
     /// A loader of its own for the command, counting transfers through `counter`.
     func makeLoader(counter: CountingLoader) -> ImageLoader {
         let loader = ImageLoader(
             configuration: .init(dataLoader: counter, retryPolicy: retryPolicy, diskCache: disk),
-            cache: ImageCache(costLimit: Self.memoryTierBytes, entryCostLimit: Self.memoryTierBytes / 2))
+            cache: ImageCache(costLimit: Self.memoryTierBytes, entryCostLimit: Self.memoryTierBytes / 2, memoryPressure: nil))
         loader.concurrentLoads = concurrency
         loader.loadingTimeout = timeout
         return loader
