@@ -154,7 +154,9 @@ extension Pipeline {
                 try await fetch(request, stage: stage, extraHeaders: validators)
             }
             switch result {
-            case .success((let response, _)): _ = keep(response, for: request, stored: stored, key: key, in: disk)
+            case .success((let response, _)) where !response.isTruncated:
+                _ = keep(response, for: request, stored: stored, key: key, in: disk)
+            case .success: break
             case .failure(let error): if error.meansResourceGone { disk.removeRecord(forKey: key) }
             }
             lock.withLock { _ = revalidating.remove(key) }

@@ -89,7 +89,8 @@ public struct ImageDisplayOptions: Sendable {
     public var failureImage: DecodedImage?
     /// Whether a progressive JPEG or an interlaced PNG is shown as it arrives,
     /// sharpening in place of the placeholder (`ImageRequest.Options.progressivePreviews`):
-    /// each preview is displayed in the loading phase, the final image replaces it,
+    /// each preview is displayed in the loading phase (without the activity
+    /// indicator), the final image replaces it,
     /// and no preview is shown after the final image or once the view has moved on to
     /// another URL. Off by default, as in Nuke.
     public var showsProgressivePreviews: Bool
@@ -160,12 +161,13 @@ extension ImageDisplaying {
             url: url, targetSize: targetSize, processors: options.processors, priority: options.priority,
             options: options.showsProgressivePreviews ? .progressivePreviews : [])
         let crossfade = options.crossfadeDuration, failureImage = options.failureImage ?? placeholder
-        let indicator = options.showsActivityIndicator
+        // A preview is shown in the loading phase, without the activity indicator: the
+        // picture sharpening is the sign of progress.
         var preview: (@MainActor @Sendable (AnyObject, ImageResponse) -> Void)?
         if options.showsProgressivePreviews {
             preview = { target, response in
                 (target as? any ImageDisplaying)?.display(ImageDisplayContent(
-                    phase: .loading, image: response.image, showsActivityIndicator: indicator, transition: .none))
+                    phase: .loading, image: response.image, showsActivityIndicator: false, transition: .none))
             }
         }
         return targets.load(request, target: self, action: nil, preview: preview, success: { target, response in
