@@ -189,26 +189,28 @@ extension Pipeline {
         previewDecodes.add(1, ordering: .relaxed)
         let options = DecodingOptions(targetSize: work.key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
         guard let image = try? configuration.decoders.decode(data, options: options) else { return }
-        let preview = ImageResponse(image: image.isPartial ? image : image.markedPartial, url: work.request.url, source: .network, metrics: ImageMetrics())
+        let preview = ImageResponse(
+            image: image.isPartial ? image : image.markedPartial, url: work.request.url, source: .network, metrics: ImageMetrics())
         reportPreview(.preview(preview), to: stage)
     }
 
     /// Applies the stage's processors to a preview of the image it builds on.
     private func processPreview(_ input: ImageResponse, for stage: Stage<ImageResponse>, work: ImageWork) {
         let image = input.image.processed(by: work.request.processors)
-        reportPreview(.preview(ImageResponse(image: image, url: work.request.url, source: input.source, metrics: ImageMetrics())), to: stage)
+        let preview = ImageResponse(image: image, url: work.request.url, source: input.source, metrics: ImageMetrics())
+        reportPreview(.preview(preview), to: stage)
     }
 }
 
 extension DecodedImage {
     /// The same image, said to be partial.
-    var markedPartial: DecodedImage {
+    fileprivate var markedPartial: DecodedImage {
         DecodedImage(frames: frames, loopCount: loopCount, format: format, orientation: orientation, isPartial: true)
     }
 }
 
 extension Result {
-    var isFailure: Bool {
+    fileprivate var isFailure: Bool {
         if case .failure = self { true } else { false }
     }
 }
