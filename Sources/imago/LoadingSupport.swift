@@ -29,11 +29,18 @@ final class CountingLoader: DataLoading {
     }
 
     func loadData(for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(ImagoError) -> DataResponse {
+        try await loadData(for: request, options: DataLoadingOptions()) { progress($0.received, $0.expected) }
+    }
+
+    /// Passes `options` on, so `fetch --partial` gets a body cut short.
+    func loadData(
+        for request: URLRequest, options: DataLoadingOptions, progress: @escaping @Sendable (DataLoadingProgress) -> Void
+    ) async throws(ImagoError) -> DataResponse {
         transfers.add(1, ordering: .relaxed)
         let url = request.url?.absoluteString ?? ""
         if retryable.withLock({ $0.remove(url) != nil }) { retries.add(1, ordering: .relaxed) }
         do {
-            let response = try await inner.loadData(for: request, progress: progress)
+            let response = try await inner.loadData(for: request, options: options, progress: progress)
             bytes.add(response.data.count, ordering: .relaxed)
             if let status = response.statusCode, policy.isRetryable(.httpStatus(status, url: url)) {
                 _ = retryable.withLock { $0.insert(url) }

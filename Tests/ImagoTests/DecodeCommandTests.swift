@@ -19,7 +19,8 @@ import Testing
     }
 
     /// Files that must fail: corrupt on purpose, JPEG variants beyond libjpeg-turbo 2.1,
-    /// and truncated copies of valid files of each format.
+    /// truncated copies of valid GIF and WebP files, and JPEG and PNG files cut before
+    /// their first pixel (cut later, they decode what arrived, as browsers show it).
     static func failingFiles(truncatedInto folder: URL) throws -> [URL] {
         let corruptPNG = try Corpus.files("png/pngsuite", ext: "png").filter { $0.lastPathComponent.hasPrefix("x") }
         let crashGIF = try Corpus.files("gif/image-gif/crashtest", ext: "gif")
@@ -32,7 +33,12 @@ import Testing
                        "webp/image-webp/animated/random_lossy.webp"]
         for path in sources {
             let data = try Corpus.data(path)
-            for (index, cut) in truncations(of: data).enumerated() {
+            let cuts = switch (path as NSString).pathExtension {
+            case "jpg": [data.prefix(100), data.prefix(400), data.prefix(try PartialDecodeTests.firstScanData(data))]
+            case "png": [data.prefix(20), data.prefix(40), data.prefix(PartialDecodeTests.chunkOffset("IDAT", in: data)! + 8)]
+            default: truncations(of: data)
+            }
+            for (index, cut) in cuts.enumerated() {
                 let url = folder.appendingPathComponent("cut\(index)-" + (path as NSString).lastPathComponent)
                 try cut.write(to: url)
                 truncated.append(url)

@@ -45,6 +45,10 @@ final class TestServer: Sendable {
             case stall(declaredLength: Int)
             /// The body in pieces of `bytesPerChunk`, `interval` seconds apart.
             case trickle(bytesPerChunk: Int, interval: Double)
+            /// The body in pieces ending at the offsets `ends` (and at the body's
+            /// end), `pause` seconds apart: a download that stalls where the test
+            /// wants, at a JPEG's scan boundaries say.
+            case pieces(ends: [Int], pause: Double)
             /// The first `bytes` of the body, then a TCP reset (SO_LINGER 0).
             case resetAfter(bytes: Int)
             /// A TCP reset before anything is sent.
@@ -88,6 +92,10 @@ final class TestServer: Sendable {
 
         static func trickle(_ body: Data, bytesPerChunk: Int, interval: Double, headers: [String: String] = [:]) -> Response {
             Response(status: 200, headers: headers, body: body, delivery: .trickle(bytesPerChunk: bytesPerChunk, interval: interval))
+        }
+
+        static func pieces(_ body: Data, ends: [Int], pause: Double, headers: [String: String] = [:]) -> Response {
+            Response(status: 200, headers: headers, body: body, delivery: .pieces(ends: ends, pause: pause))
         }
 
         static func resetAfter(_ bytes: Int, of body: Data) -> Response {
@@ -401,6 +409,16 @@ final class TestServer: Sendable {
                 guard write(fd, body[offset..<end]) else { return false }
                 offset = end
                 if offset < body.count { Thread.sleep(forTimeInterval: interval) }
+            }
+            return false
+
+        case .pieces(let ends, let pause):
+            guard write(fd, Self.head(response, length: body.count, close: true)) else { return false }
+            var offset = 0
+            for end in ends.filter({ $0 > 0 && $0 < body.count }).sorted() + [body.count] where end > offset && !isStopping {
+                guard write(fd, body[offset..<end]) else { return false }
+                offset = end
+                if offset < body.count { Thread.sleep(forTimeInterval: pause) }
             }
             return false
 
