@@ -95,6 +95,23 @@ import Testing
         #expect(result.stderrLines.count == 1 && result.stderr.contains("xcrn0g04.png"))
     }
 
+    /// A JPEG cut halfway decodes, exit status 0, and says it is partial; the whole
+    /// file does not.
+    @Test(Corpus.available) func aTruncatedPhotoDecodesAndSaysItIsPartial() async throws {
+        let whole = try Corpus.folder("jpeg/exif-orientation/Landscape_1.jpg")
+        let cut = FileManager.default.temporaryDirectory.appendingPathComponent("imago-cut-\(UUID()).jpg")
+        defer { try? FileManager.default.removeItem(at: cut) }
+        let data = try Data(contentsOf: whole)
+        try data.prefix(data.count / 2).write(to: cut)
+        let result = try await Tool.run(["decode", "--json", whole.path, cut.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let records = try result.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        try #require(records.count == 3)
+        #expect(records[0]["partial"] == nil && records[1]["partial"] as? Bool == true)
+        let line = try await Tool.run(["decode", cut.path])
+        #expect(line.stdout.contains("partial"), "\(line.stdout)")
+    }
+
     @Test(Corpus.available) func jsonRecordsDescribeEachImage() async throws {
         let gif = try Corpus.folder("gif/image-gif/samples/moon_impact.gif").path
         let jpeg = try Corpus.folder("jpeg/exif-orientation/Portrait_8.jpg").path
