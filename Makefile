@@ -167,9 +167,9 @@ soak: deps
 # storage, the side tables of weakly referenced objects), so it reports live memory
 # as leaked; `make soak` checks that memory comes back instead.
 sanitize: deps
-	@echo "==> Testing the caches, the loader and the views under the thread sanitizer"
+	@echo "==> Testing the caches, the loaders, previews, animations and the views under the thread sanitizer"
 	@$(SWIFT) test --scratch-path .build/tsan --sanitize=thread --disable-xctest \
-		--filter 'ImageCacheTests|MemoryPressure|DiskCacheTests|ImageLoaderTests|ImagePrefetcherTests|LoaderCachingTests|Pipeline|ImageTargetLoaderTests|ImageDisplayingTests|ImageViewServerTests'
+		--filter 'ImageCacheTests|MemoryPressure|DiskCacheTests|ImageLoaderTests|ImagePrefetcherTests|LoaderCachingTests|Pipeline|ImageTargetLoaderTests|ImageDisplayingTests|ImageViewServerTests|DataLoading|CurlDataLoader|Partial|Preview|Animation'
 	@echo "==> Testing everything under the address sanitizer"
 	@IMAGO_SANITIZER=address ASAN_OPTIONS=detect_leaks=0 \
 		$(SWIFT) test --scratch-path .build/asan --sanitize=address --disable-xctest
