@@ -61,6 +61,39 @@ import Testing
         #expect(codec?.message.contains("11273x40937") == true, "\(String(describing: codec))")
     }
 
+    /// A fuzz-found file whose grid is derived from itself: libheif recursed until the
+    /// process ran out of threads and aborted. Refused before libheif sees it.
+    @Test func aGridDerivedFromItselfIsRefused() throws {
+        let data = try Fixture.data("heic/regression/grid-cycle.heic")
+        guard case .decodingFailed(format: .heic, let reason, _)? = HEIFDecoder().failure(data) else {
+            Issue.record("the self-derived grid was not refused")
+            return
+        }
+        #expect(reason == "image 2 is derived from itself")
+    }
+
+    /// `meta` holding an `iref` (version 0) with the given `dimg` references.
+    static func container(_ references: [(from: UInt16, to: [UInt16])]) -> [UInt8] {
+        func be(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * (count - 1 - $0))) } }
+        func box(_ type: String, _ body: [UInt8]) -> [UInt8] { be(body.count + 8, 4) + Array(type.utf8) + body }
+        let dimgs = references.flatMap { box("dimg", be(Int($0.from), 2) + be($0.to.count, 2) + $0.to.flatMap { be(Int($0), 2) }) }
+        return box("ftyp", Array("heicmif1".utf8)) + box("meta", [0, 0, 0, 0] + box("hdlr", [UInt8](repeating: 0, count: 24)) + box("iref", [0, 0, 0, 0] + dimgs))
+    }
+
+    @Test func derivationReferencesAreChecked() {
+        func problem(_ references: [(from: UInt16, to: [UInt16])]) -> String? {
+            Self.container(references).withUnsafeBufferPointer { HEIFReferences.problem(in: $0) }
+        }
+        #expect(problem([(1, [2, 3, 4, 5])]) == nil, "a grid of four tiles")
+        #expect(problem([(1, [2, 3]), (4, [1, 5])]) == nil, "an overlay of a grid")
+        #expect(problem([(1, [1])]) == "image 1 is derived from itself")
+        #expect(problem([(1, [2]), (2, [3]), (3, [1])])?.contains("derived from itself") == true)
+        #expect(problem([(1, [2]), (2, [3]), (3, [4]), (4, [5]), (5, [6])]) == "derived images are nested more than 4 deep")
+        #expect([UInt8]().withUnsafeBufferPointer { HEIFReferences.problem(in: $0) } == nil)
+        let cut = Array(Self.container([(1, [1])]).dropLast(3))
+        #expect(cut.withUnsafeBufferPointer { HEIFReferences.problem(in: $0) } == nil, "unreadable boxes are libheif's to judge")
+    }
+
     @Test func damagedFilesNeverCrash() throws {
         let data = try Fixture.data("heic/still.heic")
         for offset in stride(from: 0, to: data.count, by: 11) {

@@ -32,9 +32,15 @@ public struct HEIFDecoder: ImageDecoding {
 
     private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data", nil) }
+        if let problem = HEIFReferences.problem(in: bytes) { throw Self.failure(problem, nil) }
         _ = Self.initialized
         guard let context = heif_context_alloc() else { throw Self.failure("out of memory", nil) }
         defer { heif_context_free(context) }
+        // Tiles decoded on this thread: decoding is already spread over the decoding
+        // queue, and libheif's default starts threads for a grid's tiles without
+        // bound (a fuzzed file's grid ran the process out of threads, and libheif's
+        // uncaught std::system_error aborted it).
+        heif_context_set_max_decoding_threads(context, 0)
         // libheif's own guard is per side; Imago's pixel limit is checked below.
         heif_context_set_maximum_image_size_limit(context, Int32(clamping: min(options.maximumPixelCount, 1 << 16)))
 

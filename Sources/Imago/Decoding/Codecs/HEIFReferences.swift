@@ -1,0 +1,106 @@
+/// The derivation references (`dimg`) of a HEIF file: a grid or overlay image names
+/// the images it is made of. libheif 1.15 follows them without checking for a cycle,
+/// so a grid that names itself, directly or through another, recursed until the stack
+/// overflowed (and, with a thread per tile, until the process ran out of threads).
+/// Read here from the boxes, before libheif decodes anything.
+enum HEIFReferences {
+    /// How many derived images may stand on one another; real files use one (a grid
+    /// of coded tiles), and the format leaves room for an overlay of grids.
+    static let maximumDepth = 4
+
+    /// Why `bytes` must not be decoded, or nil when its references are sound (or
+    /// there are none, or the boxes cannot be read: libheif then says what is wrong).
+    static func problem(in bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard let meta = children(of: bytes, in: 0..<bytes.count).first(where: { $0.type == "meta" }),
+              meta.body.count >= 4,
+              let iref = children(of: bytes, in: meta.body.lowerBound + 4..<meta.body.upperBound).first(where: { $0.type == "iref" }),
+              iref.body.count >= 4
+        else { return nil }
+        let wide = bytes[iref.body.lowerBound] != 0  // version 1: 32-bit item IDs
+        var derived: [UInt32: [UInt32]] = [:]
+        for reference in children(of: bytes, in: iref.body.lowerBound + 4..<iref.body.upperBound) where reference.type == "dimg" {
+            var reader = Reader(bytes: bytes, range: reference.body)
+            guard let from = reader.id(wide: wide), let count = reader.uint16() else { continue }
+            var to: [UInt32] = []
+            for _ in 0..<count {
+                guard let id = reader.id(wide: wide) else { break }
+                to.append(id)
+            }
+            derived[from, default: []] += to
+        }
+        // Depth-first from every derived image: a path that meets itself is a
+        // cycle; one longer than the limit is refused as well.
+        var settled = Set<UInt32>()
+        func visit(_ item: UInt32, path: [UInt32]) -> String? {
+            if path.contains(item) { return "image \(item) is derived from itself" }
+            if settled.contains(item) { return nil }
+            guard let parts = derived[item] else { return nil }
+            if path.count >= maximumDepth { return "derived images are nested more than \(maximumDepth) deep" }
+            for part in parts {
+                if let problem = visit(part, path: path + [item]) { return problem }
+            }
+            settled.insert(item)
+            return nil
+        }
+        for item in derived.keys.sorted() {
+            if let problem = visit(item, path: []) { return problem }
+        }
+        return nil
+    }
+
+    struct Box {
+        let type: String
+        let body: Range<Int>
+    }
+
+    /// The boxes one after another in `range`; stops at the first that does not fit.
+    static func children(of bytes: UnsafeBufferPointer<UInt8>, in range: Range<Int>) -> [Box] {
+        var boxes: [Box] = []
+        var reader = Reader(bytes: bytes, range: range)
+        while true {
+            let start = reader.offset
+            guard let size32 = reader.uint32(), let type = reader.type() else { break }
+            var size = Int(size32)
+            if size32 == 1 {
+                guard let large = reader.uint64(), large <= UInt64(Int.max) else { break }
+                size = Int(large)
+            } else if size32 == 0 {
+                size = range.upperBound - start
+            }
+            let header = reader.offset - start
+            guard size >= header, size <= range.upperBound - start else { break }
+            boxes.append(Box(type: type, body: reader.offset..<start + size))
+            reader.offset = start + size
+        }
+        return boxes
+    }
+
+    /// Big-endian fields read within a range, nil past its end.
+    struct Reader {
+        let bytes: UnsafeBufferPointer<UInt8>
+        let range: Range<Int>
+        var offset: Int
+
+        init(bytes: UnsafeBufferPointer<UInt8>, range: Range<Int>) {
+            self.bytes = bytes
+            self.range = range
+            offset = range.lowerBound
+        }
+
+        mutating func read(_ count: Int) -> UInt64? {
+            guard offset >= range.lowerBound, range.upperBound - offset >= count else { return nil }
+            var value: UInt64 = 0
+            for i in 0..<count { value = value << 8 | UInt64(bytes[offset + i]) }
+            offset += count
+            return value
+        }
+
+        mutating func uint16() -> UInt16? { read(2).map { UInt16($0) } }
+        mutating func uint32() -> UInt32? { read(4).map { UInt32($0) } }
+        mutating func uint64() -> UInt64? { read(8) }
+        mutating func id(wide: Bool) -> UInt32? { read(wide ? 4 : 2).map { UInt32($0) } }
+        mutating func type() -> String? {
+            read(4).map { value in String(decoding: (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) }, as: UTF8.self) }
+        }
+    }
+}
