@@ -15,6 +15,9 @@ struct DiskCacheState {
     var evictions = 0
     var discarded = 0
     var droppedWrites = 0
+    /// Files deleted while a directory scan runs, from its listing on: the scan may
+    /// have seen them before they went, and must not index them again.
+    var deletedDuringScan: Set<String>?
 
     init(sizeLimit: Int, maximumAge: Double?) {
         self.sizeLimit = sizeLimit

@@ -72,6 +72,7 @@ extension DiskCache {
     /// record's header is read, so the maximum age is exact and foreign files go too.
     func rescan(checkingHeaders: Bool) {
         let time = now().timeIntervalSince1970
+        state.withLock { $0.deletedDuringScan = [] }
         var found: [ScannedFile] = []
         for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
             if name.hasPrefix(RecordFormat.temporaryPrefix) {
@@ -139,9 +140,13 @@ extension DiskCacheState {
         var doomed: [String] = []
         // A queued sweep will delete what is on disk; keep only records still to come.
         let clearing = writes.clearsQueued > 0
+        let deleted = deletedDuringScan ?? []
+        deletedDuringScan = nil
         var seen = Set<String>()
         for file in found where !clearing && !writes.isDeleting(file.name) {
             let entry = index[file.name]
+            // Seen before this process deleted it, and not stored again since.
+            if entry == nil && deleted.contains(file.name) { continue }
             if (entry?.pendingSize ?? 0) == 0 {
                 // The time stored is at most the last use, so a last use older than
                 // the maximum age proves the record expired without reading it.

@@ -228,6 +228,7 @@ extension DiskCache {
         for name in names { unlink(filePath(name)) }
         state.withLock { s in
             for name in names { s.writes.release(name) }
+            s.deletedDuringScan?.formUnion(names)
         }
     }
 }
