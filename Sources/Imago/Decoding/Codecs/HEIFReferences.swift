@@ -12,21 +12,22 @@ enum HEIFReferences {
     /// there are none, or the boxes cannot be read: libheif then says what is wrong).
     static func problem(in bytes: UnsafeBufferPointer<UInt8>) -> String? {
         guard let meta = children(of: bytes, in: 0..<bytes.count).first(where: { $0.type == "meta" }),
-              meta.body.count >= 4,
-              let iref = children(of: bytes, in: meta.body.lowerBound + 4..<meta.body.upperBound).first(where: { $0.type == "iref" }),
-              iref.body.count >= 4
+              meta.body.count >= 4
         else { return nil }
-        let wide = bytes[iref.body.lowerBound] != 0  // version 1: 32-bit item IDs
         var derived: [UInt32: [UInt32]] = [:]
-        for reference in children(of: bytes, in: iref.body.lowerBound + 4..<iref.body.upperBound) where reference.type == "dimg" {
-            var reader = Reader(bytes: bytes, range: reference.body)
-            guard let from = reader.id(wide: wide), let count = reader.uint16() else { continue }
-            var to: [UInt32] = []
-            for _ in 0..<count {
-                guard let id = reader.id(wide: wide) else { break }
-                to.append(id)
+        for iref in children(of: bytes, in: meta.body.lowerBound + 4..<meta.body.upperBound)
+        where iref.type == "iref" && iref.body.count >= 4 {
+            let wide = bytes[iref.body.lowerBound] != 0  // version 1: 32-bit item IDs
+            for reference in children(of: bytes, in: iref.body.lowerBound + 4..<iref.body.upperBound) where reference.type == "dimg" {
+                var reader = Reader(bytes: bytes, range: reference.body)
+                guard let from = reader.id(wide: wide), let count = reader.uint16() else { continue }
+                var to: [UInt32] = []
+                for _ in 0..<count {
+                    guard let id = reader.id(wide: wide) else { break }
+                    to.append(id)
+                }
+                derived[from, default: []] += to
             }
-            derived[from, default: []] += to
         }
         // Depth-first from every derived image: a path that meets itself is a
         // cycle; one longer than the limit is refused as well.
@@ -53,7 +54,9 @@ enum HEIFReferences {
         let body: Range<Int>
     }
 
-    /// The boxes one after another in `range`; stops at the first that does not fit.
+    /// The boxes one after another in `range`. A box that claims more than is left
+    /// is read to the end of the range and is the last: libheif reads such a box's
+    /// fields as far as they go, so a reference in it still counts.
     static func children(of bytes: UnsafeBufferPointer<UInt8>, in range: Range<Int>) -> [Box] {
         var boxes: [Box] = []
         var reader = Reader(bytes: bytes, range: range)
@@ -68,7 +71,11 @@ enum HEIFReferences {
                 size = range.upperBound - start
             }
             let header = reader.offset - start
-            guard size >= header, size <= range.upperBound - start else { break }
+            guard size >= header else { break }
+            guard size <= range.upperBound - start else {
+                boxes.append(Box(type: type, body: reader.offset..<range.upperBound))
+                break
+            }
             boxes.append(Box(type: type, body: reader.offset..<start + size))
             reader.offset = start + size
         }
