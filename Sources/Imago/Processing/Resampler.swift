@@ -273,12 +273,15 @@ extension Bitmap {
 }
 
 extension DecodedImage {
-    /// Every frame fitted to `target`; the image itself when it already fits.
+    /// Every frame fitted to `target`; the image itself when it already fits. The
+    /// first frame is fitted now, an animation's other frames as they are decoded.
     public func fitted(to target: TargetSize) -> DecodedImage {
         let layout = target.layout(sourceWidth: width, sourceHeight: height)
         if layout.isIdentity(sourceWidth: width, sourceHeight: height) { return self }
+        let first = bitmap.fitted(to: target)
         return DecodedImage(
-            frames: frames.map { Frame(bitmap: $0.bitmap.fitted(to: target), duration: $0.duration) },
+            firstFrame: Frame(bitmap: first, duration: firstFrame.duration),
+            animation: animation?.mapped(width: first.width, height: first.height) { $0.fitted(to: target) },
             loopCount: loopCount, format: format, orientation: orientation, isPartial: isPartial)
     }
 }
