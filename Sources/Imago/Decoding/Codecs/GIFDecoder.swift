@@ -496,7 +496,11 @@ struct GIFReader {
         frameIndex += 1
         pendingDisposal = (control.disposal, visible)
         control = GraphicsControl()
-        return try canvas.snapshot()
+        guard let target = options.targetSize else { return try canvas.snapshot() }
+        // A thumbnail is scaled straight from the canvas: no full-size copy.
+        let pixels = UnsafeRawPointer(canvas.pixels.baseAddress!).assumingMemoryBound(to: UInt8.self)
+        return Resampler.fitted(
+            Resampler.Pixels(base: pixels, width: screenWidth, height: screenHeight, bytesPerRow: screenWidth * 4), to: target)
     }
 
     /// Sets the 256-entry palette from a colour table; entry 0 (alpha 0) means
