@@ -284,25 +284,29 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
         }
     }
 
-    @Test func animationLimitCountsEveryFrame() throws {
-        // 16 one-pixel frames on a 4096 × 4096 canvas: each frame is a full canvas
-        // once decoded, 2²⁸ pixels in all, twice the default limit.
+    @Test func animationLimitsCountTheCanvasOnceAndTheFrames() throws {
+        // 16 one-pixel frames on a 4096 × 4096 canvas: the canvas counts once (frames
+        // are decoded as they are shown), so the pixel limit refuses it only below
+        // one canvas; the frame limit counts the frames, from the demuxer.
         let side = 4096
         let frame = try anmf(image: losslessChunk(pixels: [1, 2, 3, 255], width: 1, height: 1))
         let data = riffFile([vp8x(flags: 0x02, width: side, height: side), anim()] + Array(repeating: frame, count: 16))
-        #expect(throws: ImagoError.imageTooLarge(
-            width: side, height: side, frames: 16, limit: DecodingOptions.defaultMaximumPixelCount)) {
-            try decoder.decode(data, options: DecodingOptions())
+        #expect(throws: ImagoError.imageTooLarge(width: side, height: side, frames: 1, limit: side * side - 1)) {
+            try decoder.decode(data, options: DecodingOptions(maximumPixelCount: side * side - 1))
         }
+        #expect(throws: ImagoError.tooManyFrames(count: 16, limit: 15)) {
+            try decoder.decode(data, options: DecodingOptions(maximumFrameCount: 15))
+        }
+        #expect(try decoder.decode(data, options: DecodingOptions()).frameCount == 16)
     }
 
     @Test(Corpus.available) func corpusAnimationAgainstATightLimit() throws {
         let data = try Corpus.data("webp/image-webp/animated/random_lossless.webp")
-        let all = 64 * 63 * 3
-        #expect(throws: ImagoError.imageTooLarge(width: 64, height: 63, frames: 3, limit: all - 1)) {
-            try decoder.decode(data, options: DecodingOptions(maximumPixelCount: all - 1))
+        let canvas = 64 * 63
+        #expect(throws: ImagoError.imageTooLarge(width: 64, height: 63, frames: 1, limit: canvas - 1)) {
+            try decoder.decode(data, options: DecodingOptions(maximumPixelCount: canvas - 1))
         }
-        #expect(try decoder.decode(data, options: DecodingOptions(maximumPixelCount: all)).frames.count == 3)
+        #expect(try decoder.decode(data, options: DecodingOptions(maximumPixelCount: canvas)).frames.count == 3)
     }
 
     @Test func smallAnimationDecodesWithEveryFrame() throws {

@@ -8,7 +8,8 @@ import Foundation
 /// Frames are asked for by playback position, counting across loops (position
 /// `loop × frameCount + index`), so a position once passed is never decoded again
 /// unless asked for. `frame(at:)` never blocks: it returns the frame when it is
-/// ready, else nil (keep showing the current one), and starts decoding towards it.
+/// ready, else nil (keep showing the current one), and starts decoding towards it;
+/// `waitForFrame(at:)` waits for it.
 ///
 /// A frame that fails to decode ends the animation at the last good frame, as
 /// browsers do: `endPosition` then says where, and later positions get that frame.
@@ -92,7 +93,7 @@ public final class AnimationPlayer: @unchecked Sendable {
 
     /// The frame at `position`, waiting for it to be decoded; nil when the animation
     /// ended (a frame failed) before it. Frames before it are dropped.
-    public func frame(at position: Int) async -> DecodedImage.Frame? {
+    public func waitForFrame(at position: Int) async -> DecodedImage.Frame? {
         if let frame = readyFrame(at: position) {
             let endedBefore = lock.withLock { ended.map { position >= $0.position } ?? false }
             return endedBefore ? nil : frame
@@ -101,8 +102,12 @@ public final class AnimationPlayer: @unchecked Sendable {
             let (result, start) = lock.withLock { () -> (DecodedImage.Frame??, Bool) in
                 if let ended, position >= ended.position { return (.some(nil), false) }
                 if let frame = buffer[position] { return (.some(frame), false) }
+                let start = startDecodingIfNeeded()
+                // Nothing decoding and nothing to decode: a finite animation's last
+                // play is over before `position`.
+                guard decoding else { return (.some(nil), false) }
                 waiters.append((position, continuation))
-                return (nil, startDecodingIfNeeded())
+                return (nil, start)
             }
             if let result { continuation.resume(returning: result) }
             if start { queue.async { self.decodeLoop() } }
