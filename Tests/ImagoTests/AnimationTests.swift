@@ -132,6 +132,42 @@ import Testing
         }
     }
 
+    /// A still saved as a one-frame animation on a large canvas decodes as the still
+    /// does, scaled by libwebp while decoding: no canvas-sized buffer at all.
+    @Test func largeOneFrameWebPAnimationThumbnailDecodesScaled() async throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let side = 6000
+        let still = folder.appendingPathComponent("still.webp")
+        try Self.run("/usr/bin/env", ["convert", "-size", "\(side)x\(side)", "gradient:#336699-#ffcc00", still.path])
+        let stillData = try Data(contentsOf: still)
+        let image = [UInt8](stillData[12...])
+        try #require(image.starts(with: Array("VP8 ".utf8)))
+        func chunk(_ fourCC: String, _ payload: [UInt8]) -> [UInt8] {
+            Array(fourCC.utf8) + Self.littleEndian(payload.count, 4) + payload + (payload.count % 2 == 1 ? [0] : [])
+        }
+        let frame = chunk("ANMF", Self.littleEndian(0, 6) + Self.littleEndian(side - 1, 3) + Self.littleEndian(side - 1, 3)
+            + Self.littleEndian(100, 3) + [0] + image)
+        let body = Array("WEBP".utf8) + chunk("VP8X", [0x02, 0, 0, 0] + Self.littleEndian(side - 1, 3) + Self.littleEndian(side - 1, 3))
+            + chunk("ANIM", [0, 0, 0, 0, 0, 0]) + frame
+        let animated = folder.appendingPathComponent("animated.webp")
+        try Data(Array("RIFF".utf8) + Self.littleEndian(body.count, 4) + body).write(to: animated)
+
+        var options = DecodingOptions()
+        options.targetSize = .thumbnail(256)
+        let thumbnail = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: animated), options: options)
+        let stillThumbnail = try ImageDecoderRegistry.shared.decode(stillData, options: options)
+        #expect(thumbnail.bitmap == stillThumbnail.bitmap)
+
+        let rest = try await Self.peakRSS(["bench", "--child-memory"])
+        let peak = try await Self.peakRSS(["bench", "--child-memory", "--thumbnail", "256", animated.path])
+        let stillPeak = try await Self.peakRSS(["bench", "--child-memory", "--thumbnail", "256", still.path])
+        let canvas = side * side * 4 / 1024
+        print("peak RSS of a 256 px thumbnail of a one-frame \(side)×\(side) animated WebP: \(peak / 1024) MB, of the same still \(stillPeak / 1024) MB (\(rest / 1024) MB at rest; one canvas is \(canvas / 1024) MB)")
+        #expect(peak - rest < canvas / 2)
+        #expect(peak < stillPeak + 16 * 1024)
+    }
+
     // MARK: Broken files
 
     @Test func aCorruptLaterFrameEndsTheAnimationAtTheLastGoodFrame() async throws {
@@ -245,6 +281,10 @@ import Testing
         let field = try #require(result.stdout.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("peak_rss_kb=") },
                                  "\(result.stdout) \(result.stderr)")
         return try #require(Int(field.dropFirst("peak_rss_kb=".count)))
+    }
+
+    static func littleEndian(_ value: Int, _ count: Int) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) }
     }
 
     static func maximumDifference(_ a: Bitmap, _ b: Bitmap) -> Int {
