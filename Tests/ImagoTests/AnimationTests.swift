@@ -63,6 +63,20 @@ import Testing
         #expect(await player.waitForFrame(at: 6) == nil, "two plays of three frames")
     }
 
+    @Test func playerJumpsAheadAndBack() async throws {
+        let data = Self.longGIF(frames: 9, side: 30)
+        let image = try GIFDecoder().decode(data, options: DecodingOptions())
+        let frames = image.frames
+        let player = AnimationPlayer(image, maximumFrames: 2)
+        // Far ahead: the frames between are decoded and dropped, never held.
+        #expect(await player.waitForFrame(at: 3 * 9 + 5)?.bitmap == frames[5].bitmap)
+        #expect(player.bufferedFrameCount <= 2)
+        // Back (a replay): decoding starts again from that loop's first frame.
+        #expect(await player.waitForFrame(at: 1)?.bitmap == frames[1].bitmap)
+        #expect(await player.waitForFrame(at: 2)?.bitmap == frames[2].bitmap)
+        #expect(player.decodedFrameCount <= 3 * 9 + 5 + 1 + 2 + 2 + 2)
+    }
+
     /// The player's frames are the frames `frames` decodes all at once (which the
     /// codecs' own tests pin to reference decodes), for every animated format.
     @Test(arguments: ["apng/basic.png", "apng/dispose-previous.png", "avif/animated.avif", "gif", "webp"])

@@ -13,6 +13,9 @@ import Foundation
 ///
 /// A frame that fails to decode ends the animation at the last good frame, as
 /// browsers do: `endPosition` then says where, and later positions get that frame.
+///
+/// `@unchecked Sendable`: every mutable field is guarded by `lock`, and the frame
+/// cursor (not `Sendable`) is used by the one decode in flight only.
 public final class AnimationPlayer: @unchecked Sendable {
     /// The image played.
     public let image: DecodedImage
