@@ -67,7 +67,9 @@ let package = Package(
                 .target(name: "CImagoSystem", condition: linux),
                 .target(name: "CCurl", condition: linux),
             ]),
-        .executableTarget(name: "imago", dependencies: ["Imago"]),
+        .executableTarget(
+            name: "imago",
+            dependencies: ["Imago", .target(name: "CImagoSystem", condition: .when(platforms: [.linux]))]),
         // Fixtures are read from the source tree by path, not bundled.
         .testTarget(name: "ImagoTests", dependencies: ["Imago"], exclude: ["Fixtures"]),
     ],

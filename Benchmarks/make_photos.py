@@ -5,8 +5,9 @@
 
 writes OUT/photos/: 300 "web-size" JPEGs (1280 px on the long side, baseline, 4:2:0,
 quality 85, nudged between 76 and 94 to land at 150-250 KB where the photo allows, like
-photos served on the web), and OUT/large/: 40 JPEGs of 4000 px on the long side
-(quality 85) for the memory figures. Every file is a different crop (offset,
+photos served on the web), OUT/large/: 40 JPEGs of 4000 px on the long side
+(quality 85) for the memory figures, and OUT/avif/: the first 60 web-size photos as
+AVIF (quality 60, 4:2:0, Pillow's encoder), as CDNs serve them to browsers that ask. Every file is a different crop (offset,
 size, aspect) of one of the corpus photos, so no two decode alike. The output is
 deterministic: a fixed random start drives every choice. Each folder gets a `.complete` marker
 last, so an interrupted run is redone rather than used half-made.
@@ -25,6 +26,7 @@ LARGE_COUNT, LARGE_LONG_SIDE = 40, 4000
 QUALITY = 85
 # Web-size files are nudged into this size band (bytes) by a quality between these.
 WEB_BYTES, WEB_QUALITIES = (150_000, 250_000), (76, 94)
+AVIF_COUNT, AVIF_QUALITY = 60, 60
 RANDOM_START = 20240501
 
 
@@ -113,6 +115,20 @@ def make_set(images: list[Image.Image], folder: Path, count: int, long_side: int
     return sizes
 
 
+def make_avif_set(photos: Path, folder: Path) -> list[int]:
+    """The first AVIF_COUNT web-size photos again as AVIF; returns the file sizes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ".complete").unlink(missing_ok=True)
+    sizes = []
+    for path in sorted(photos.glob("*.jpg"))[:AVIF_COUNT]:
+        out = io.BytesIO()
+        load(path).save(out, "AVIF", quality=AVIF_QUALITY, subsampling="4:2:0", speed=8)
+        (folder / (path.stem + ".avif")).write_bytes(out.getvalue())
+        sizes.append(len(out.getvalue()))
+    (folder / ".complete").write_text(f"{len(sizes)} files\n")
+    return sizes
+
+
 def summary(name: str, sizes: list[int]) -> str:
     kb = sorted(size / 1000 for size in sizes)
     return (f"{name}: {len(kb)} files, {sum(kb) / 1000:.1f} MB, "
@@ -125,16 +141,20 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(".build/bench"))
     args = parser.parse_args()
 
-    paths = sources(args.corpus)
-    images = [load(path) for path in paths]
-    rng = random.Random(RANDOM_START)
-    web = make_set(images, args.out / "photos", WEB_COUNT, WEB_LONG_SIDE, 0.55, rng, WEB_BYTES)
-    print(summary(str(args.out / "photos"), web))
-    # The large set comes from the unsplash photos only: the others would need a
-    # fivefold upscale, and the result would not look like a 4000 px photo to the codec.
-    unsplash = [image for path, image in zip(paths, images) if "unsplash" in path.parts]
-    large = make_set(unsplash, args.out / "large", LARGE_COUNT, LARGE_LONG_SIDE, 0.7, rng, None)
-    print(summary(str(args.out / "large"), large))
+    complete = lambda name: (args.out / name / ".complete").is_file()
+    if not (complete("photos") and complete("large")):
+        paths = sources(args.corpus)
+        images = [load(path) for path in paths]
+        rng = random.Random(RANDOM_START)
+        web = make_set(images, args.out / "photos", WEB_COUNT, WEB_LONG_SIDE, 0.55, rng, WEB_BYTES)
+        print(summary(str(args.out / "photos"), web))
+        # The large set comes from the unsplash photos only: the others would need a
+        # fivefold upscale, and the result would not look like a 4000 px photo to the codec.
+        unsplash = [image for path, image in zip(paths, images) if "unsplash" in path.parts]
+        large = make_set(unsplash, args.out / "large", LARGE_COUNT, LARGE_LONG_SIDE, 0.7, rng, None)
+        print(summary(str(args.out / "large"), large))
+    if not complete("avif"):
+        print(summary(str(args.out / "avif"), make_avif_set(args.out / "photos", args.out / "avif")))
 
 
 if __name__ == "__main__":

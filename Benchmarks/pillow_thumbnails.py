@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The Pillow baseline of `imago bench`: what Python users write to make thumbnails.
 
-    pillow_thumbnails.py DIR [--size 256] [--full] [--runs N] [--memory]
+    pillow_thumbnails.py DIR [--size 256] [--full] [--runs N] [--memory] [--ext avif]
     pillow_thumbnails.py --at-rest
 
-Reads every *.jpg in DIR into memory first, then works on all cores (a thread pool of
+Reads every *.jpg (or *.EXT) in DIR into memory first, then works on all cores (a thread pool of
 os.cpu_count() workers; Pillow releases the GIL while it decodes and resamples):
 
 - by default, 256 px thumbnails the usual way: Image.open, then
@@ -80,6 +80,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--memory", action="store_true", help="read files as they go; report peak RSS")
     parser.add_argument("--at-rest", action="store_true", help="decode nothing; report peak RSS")
+    parser.add_argument("--ext", default="jpg", help="the files to take: *.EXT in DIR")
     args = parser.parse_args()
 
     if args.at_rest:
@@ -88,9 +89,9 @@ def main() -> None:
     if args.dir is None:
         parser.error("DIR is needed")
 
-    paths = sorted(args.dir.glob("*.jpg"))
+    paths = sorted(args.dir.glob(f"*.{args.ext}"))
     if not paths:
-        sys.exit(f"pillow_thumbnails.py: no *.jpg in {args.dir}")
+        sys.exit(f"pillow_thumbnails.py: no *.{args.ext} in {args.dir}")
     workers = os.cpu_count() or 1
     decode = full if args.full else (lambda data: thumbnail(data, args.size))
 

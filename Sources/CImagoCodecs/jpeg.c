@@ -17,6 +17,10 @@ struct imago_jpeg {
     int message_is_own;
     int created;
     int started;
+    // Set once the header is read: from then on, data that ends early is decoded as
+    // far as it goes rather than refused.
+    int allows_truncation;
+    int truncated;
 };
 
 static void imago_jpeg_error_exit(j_common_ptr cinfo) {
@@ -25,11 +29,14 @@ static void imago_jpeg_error_exit(j_common_ptr cinfo) {
     longjmp(jpeg->jump, 1);
 }
 
-// Warnings are ignored, except the one libjpeg gives when the data ends early: it
-// would otherwise pad the rest of the image with grey and report success.
+// Warnings are ignored, except the one libjpeg gives when the data ends early: in
+// the header it is an error (there is no image to show), after it the image is kept
+// as far as it goes, libjpeg filling the rest, and marked truncated.
 static void imago_jpeg_emit_message(j_common_ptr cinfo, int level) {
     if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) {
-        imago_jpeg_error_exit(cinfo);
+        imago_jpeg *jpeg = (imago_jpeg *)cinfo->client_data;
+        if (!jpeg->allows_truncation) imago_jpeg_error_exit(cinfo);
+        jpeg->truncated = 1;
     }
 }
 
@@ -124,11 +131,17 @@ int imago_jpeg_start(imago_jpeg *jpeg, int scale_denom, uint32_t *width, uint32_
     c->scale_num = 1;
     c->scale_denom = (unsigned int)scale_denom;
     c->dct_method = JDCT_ISLOW;
+    // A progressive file's scans are all read here, so a cut is met here.
+    jpeg->allows_truncation = 1;
     jpeg_start_decompress(c);
     jpeg->started = 1;
     *width = c->output_width;
     *height = c->output_height;
     return 0;
+}
+
+int imago_jpeg_truncated(const imago_jpeg *jpeg) {
+    return jpeg->truncated;
 }
 
 int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride) {

@@ -92,35 +92,103 @@ int imago_png_read_header(imago_png *reader, imago_png_info *info) {
     return 0;
 }
 
-int imago_png_read_pixels(imago_png *reader, uint8_t *pixels, size_t stride) {
-    png_structp png = reader->png;
-    png_infop pinfo = reader->info;
-    if (setjmp(png_jmpbuf(png))) return -1;
-    int color_type = png_get_color_type(png, pinfo);
+// The pixel pass runs libpng's progressive (push) reader over a reader of its own:
+// it decodes rows as their compressed bytes arrive, so a file that ends early still
+// yields every row it holds, where the pull reader can only fail.
+typedef struct {
+    png_bytepp rows;
+    png_uint_32 height;
+    int rows_seen;
+    int complete;
+    int ended;
+    int interlaced;
+} imago_png_push;
+
+static void imago_png_push_info(png_structp png, png_infop info) {
+    int color_type = png_get_color_type(png, info);
     png_set_expand(png);
     png_set_scale_16(png);
     if ((color_type & PNG_COLOR_MASK_COLOR) == 0) png_set_gray_to_rgb(png);
-    if ((color_type & PNG_COLOR_MASK_ALPHA) == 0 && png_get_valid(png, pinfo, PNG_INFO_tRNS) == 0) {
+    if ((color_type & PNG_COLOR_MASK_ALPHA) == 0 && png_get_valid(png, info, PNG_INFO_tRNS) == 0) {
         png_set_filler(png, 0xFF, PNG_FILLER_AFTER);
     }
     // Files without gAMA (or with sRGB) are left as they are; a gAMA other than
     // sRGB's is converted, as browsers do.
     png_set_gamma(png, PNG_DEFAULT_sRGB, PNG_DEFAULT_sRGB);
     png_set_interlace_handling(png);
-    png_read_update_info(png, pinfo);
-    if (png_get_rowbytes(png, pinfo) != (size_t)png_get_image_width(png, pinfo) * 4) {
+    png_read_update_info(png, info);
+    if (png_get_rowbytes(png, info) != (size_t)png_get_image_width(png, info) * 4) {
+        imago_png *reader = (imago_png *)png_get_error_ptr(png);
         reader->message_is_own = 1;
         png_error(png, "unexpected row layout after conversion");
     }
-    png_uint_32 height = png_get_image_height(png, pinfo);
+}
+
+static void imago_png_push_row(png_structp png, png_bytep row, png_uint_32 number, int pass) {
+    imago_png_push *push = (imago_png_push *)png_get_progressive_ptr(png);
+    if (row == NULL || number >= push->height) return;
+    // For Adam7, libpng hands each pass's row for every image row it covers and
+    // widens its pixels over their block, so the passes received show as a coarse
+    // image that each later pass refines, as browsers draw them.
+    png_progressive_combine_row(png, push->rows[number], row);
+    push->rows_seen = 1;
+    if (number + 1 == push->height && (!push->interlaced || pass == 6)) push->complete = 1;
+}
+
+static void imago_png_push_end(png_structp png, png_infop info) {
+    (void)info;
+    imago_png_push *push = (imago_png_push *)png_get_progressive_ptr(png);
+    push->complete = 1;
+    push->ended = 1;
+}
+
+int imago_png_read_pixels(imago_png *reader, uint8_t *pixels, size_t stride, int *partial) {
+    *partial = IMAGO_PNG_WHOLE;
+    png_uint_32 height = png_get_image_height(reader->png, reader->info);
+    // Rows that never arrive stay transparent.
+    memset(pixels, 0, stride * height);
     reader->rows = malloc(sizeof(png_bytep) * height);
     if (reader->rows == NULL) {
+        snprintf(reader->message, sizeof reader->message, "out of memory for row pointers");
         reader->message_is_own = 1;
-        png_error(png, "out of memory for row pointers");
+        return -1;
     }
     for (png_uint_32 y = 0; y < height; y++) reader->rows[y] = pixels + (size_t)y * stride;
-    png_read_image(png, reader->rows);
-    png_read_end(png, NULL);
+    imago_png_push push = {
+        .rows = reader->rows, .height = height,
+        .interlaced = png_get_interlace_type(reader->png, reader->info) != PNG_INTERLACE_NONE,
+    };
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, reader, imago_png_error, imago_png_warning);
+    png_infop info = png != NULL ? png_create_info_struct(png) : NULL;
+    if (info == NULL) {
+        if (png != NULL) png_destroy_read_struct(&png, NULL, NULL);
+        snprintf(reader->message, sizeof reader->message, "out of memory for the reader");
+        reader->message_is_own = 1;
+        return -1;
+    }
+    int failed = 0;
+    reader->message_is_own = 0;
+    if (setjmp(png_jmpbuf(png))) {
+        failed = 1;
+    } else {
+        png_set_progressive_read_fn(png, &push, imago_png_push_info, imago_png_push_row, imago_png_push_end);
+        png_process_data(png, info, (png_bytep)reader->data, reader->size);
+    }
+    png_destroy_read_struct(&png, &info, NULL);
+    // The push reader never fails for want of data, only for damage (a CRC, a zlib
+    // stream, a chunk out of order), and a damaged file fails as a whole, whatever
+    // rows came before the damage. Data that ends early keeps the rows it gave.
+    if (failed) return -1;
+    if (push.complete) {
+        if (!push.ended) *partial = IMAGO_PNG_ENDS_AFTER_ROWS;
+        return 0;
+    }
+    if (!push.rows_seen) {
+        snprintf(reader->message, sizeof reader->message, "the data ends before the image does");
+        reader->message_is_own = 1;
+        return -1;
+    }
+    *partial = IMAGO_PNG_PARTIAL;
     return 0;
 }
 #endif

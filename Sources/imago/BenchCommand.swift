@@ -6,7 +6,7 @@ import Imago
 /// so a busy machine slows them alike; the table gives medians and their ratios.
 let benchCommand = Command(
     name: "bench",
-    synopsis: "--photos DIR [--large DIR] [--runs N] [--pillow SCRIPT] [--libjpeg BINARY] [--json]",
+    synopsis: "--photos DIR [--large DIR] [--avif DIR] [--runs N] [--pillow SCRIPT] [--libjpeg BINARY] [--json]",
     summary: """
         Benchmark full decodes and 256 px thumbnails of a photo set on all cores against \
         Pillow and libjpeg-turbo, and the peak memory of thumbnails of large photos; \
@@ -16,6 +16,7 @@ let benchCommand = Command(
     options: [
         .value("--photos", "DIR", "the web-size photo set (every *.jpg in DIR)"),
         .value("--large", "DIR", "large (4000 px) JPEGs for the memory figures; none without it"),
+        .value("--avif", "DIR", "web-size AVIF photos (every *.avif in DIR) for AVIF rows against Pillow"),
         .value("--runs", "N", "rounds of every measure; the median and the minimum are reported (default 5)"),
         .value("--pillow", "SCRIPT", "the Pillow baseline, Benchmarks/pillow_thumbnails.py"),
         .value("--libjpeg", "BINARY", "the libjpeg-turbo baseline, built from Benchmarks/tj_decode.c"),
@@ -32,6 +33,7 @@ let benchThumbnailSize = 256
 struct BenchSettings {
     var photos: String
     var large: String?
+    var avif: String?
     var runs = 5
     var pillow: String?
     var libjpeg: String?
@@ -59,7 +61,7 @@ private func runBench(_ arguments: Arguments) async -> Int32 {
         let report = try measure(settings)
         if settings.json { report.printJSON() } else { report.printTable() }
         await printSchedulerFigures(json: settings.json)
-        let photos = try jpegFiles(in: settings.photos).map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
+        let photos = try files(in: settings.photos, ext: "jpg").map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
         try CacheBenchmark.printFigures(photos: photos, json: settings.json)
         await ViewBenchmark.printFigures(json: settings.json)
         return ExitStatus.success
@@ -82,6 +84,7 @@ private func benchSettings(_ arguments: Arguments) throws(UsageError) -> BenchSe
     }
     var settings = BenchSettings(photos: photos)
     settings.large = arguments.string("--large")
+    settings.avif = arguments.string("--avif")
     settings.runs = try arguments.integer("--runs", in: 1...1000) ?? settings.runs
     settings.pillow = arguments.string("--pillow")
     settings.libjpeg = arguments.string("--libjpeg")
@@ -93,8 +96,8 @@ private func benchSettings(_ arguments: Arguments) throws(UsageError) -> BenchSe
 /// measure once, Imago and its baseline back to back, so that a busy machine slows
 /// both alike; then the memory measures, in fresh processes.
 private func measure(_ settings: BenchSettings) throws -> BenchReport {
-    let photoFiles = try jpegFiles(in: settings.photos)
-    let largeFiles = try settings.large.map { try jpegFiles(in: $0) } ?? []
+    let photoFiles = try files(in: settings.photos, ext: "jpg")
+    let largeFiles = try settings.large.map { try files(in: $0, ext: "jpg") } ?? []
     let photos = try photoFiles.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
     let thumbnail = DecodingOptions(targetSize: .thumbnail(benchThumbnailSize))
     var report = BenchReport(
@@ -107,6 +110,7 @@ private func measure(_ settings: BenchSettings) throws -> BenchReport {
     _ = try timeDecoding(photos, options: DecodingOptions())
     _ = try timeDecoding(photos, options: thumbnail)
     report.rows = try takeRounds(timeMeasures(settings, photos: photos), runs: settings.runs)
+    report.rows += try takeRounds(avifMeasures(settings), runs: settings.runs)
     report.rows += try takeRounds(memoryMeasures(settings, largeFiles: largeFiles), runs: settings.runs)
     Progress.clear()
     report.othersCPUShare = othersCPU.share()
@@ -161,6 +165,23 @@ private func timeMeasures(_ settings: BenchSettings, photos: [Data]) -> [Planned
     return plan
 }
 
+/// AVIF decoded in full and to thumbnails against Pillow's own AVIF decoder (libavif
+/// with dav1d, as Imago's): there is no shrink-on-load in AVIF, so both decode in full.
+private func avifMeasures(_ settings: BenchSettings) throws -> [PlannedMeasure] {
+    guard let directory = settings.avif, let pillow = settings.pillow else { return [] }
+    let photos = try files(in: directory, ext: "avif").map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
+    let thumbnail = DecodingOptions(targetSize: .thumbnail(benchThumbnailSize))
+    _ = try timeDecoding(photos, options: DecodingOptions())
+    return [
+        PlannedMeasure(measure: .avifFullDecodeVersusPillow(photos.count)) {
+            (try timeDecoding(photos, options: DecodingOptions()), try pillowSeconds(pillow, photos: directory, full: true, ext: "avif"))
+        },
+        PlannedMeasure(measure: .avifThumbnailsVersusPillow(photos.count)) {
+            (try timeDecoding(photos, options: thumbnail), try pillowSeconds(pillow, photos: directory, full: false, ext: "avif"))
+        },
+    ]
+}
+
 /// The memory measures, each in fresh child processes: Imago and Pillow at rest, one
 /// large JPEG to a thumbnail against the same at full size, and the whole large set
 /// to thumbnails against Pillow.
@@ -180,16 +201,16 @@ private func memoryMeasures(_ settings: BenchSettings, largeFiles: [String]) -> 
     ]
 }
 
-/// Every `*.jpg` in `directory`, in name order.
-private func jpegFiles(in directory: String) throws -> [String] {
+/// Every `*.ext` in `directory`, in name order.
+private func files(in directory: String, ext: String) throws -> [String] {
     let names: [String]
     do {
         names = try FileManager.default.contentsOfDirectory(atPath: directory)
     } catch {
         throw BenchError(message: "cannot read \(directory): \((error as NSError).localizedDescription) (make bench makes the photo sets)")
     }
-    let files = names.filter { $0.hasSuffix(".jpg") }.sorted().map { (directory as NSString).appendingPathComponent($0) }
-    guard !files.isEmpty else { throw BenchError(message: "no *.jpg files in \(directory)") }
+    let files = names.filter { $0.hasSuffix("." + ext) }.sorted().map { (directory as NSString).appendingPathComponent($0) }
+    guard !files.isEmpty else { throw BenchError(message: "no *.\(ext) files in \(directory)") }
     return files
 }
 

@@ -54,10 +54,10 @@ func libjpegSeconds(_ binary: String, photos: String) throws -> Double {
     try seconds(from: runReporting([binary, "--runs", "1", photos]))
 }
 
-/// One timed pass of the Pillow script over the photos: thumbnails, or full decodes.
-func pillowSeconds(_ script: String, photos: String, full: Bool) throws -> Double {
+/// One timed pass of the Pillow script over the photos (`*.ext`): thumbnails, or full decodes.
+func pillowSeconds(_ script: String, photos: String, full: Bool, ext: String = "jpg") throws -> Double {
     let mode = full ? ["--full"] : ["--size", String(benchThumbnailSize)]
-    return try seconds(from: runReporting(["python3", script, photos, "--runs", "1"] + mode))
+    return try seconds(from: runReporting(["python3", script, photos, "--runs", "1", "--ext", ext] + mode))
 }
 
 /// Runs a program that prints `key=value` lines and returns the last line's values.

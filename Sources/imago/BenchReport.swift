@@ -43,6 +43,16 @@ struct Measure: Sendable {
                 goal: Goal(text: "≥ 2× faster than Pillow", maximumRatio: 0.5))
     }
 
+    static func avifFullDecodeVersusPillow(_ photos: Int) -> Measure {
+        Measure(name: "AVIF full decode, \(photos) photos", unit: .seconds, baseline: "Pillow",
+                goal: Goal(text: "no slower than Pillow", maximumRatio: 1))
+    }
+
+    static func avifThumbnailsVersusPillow(_ photos: Int) -> Measure {
+        Measure(name: "AVIF thumbnails \(benchThumbnailSize) px, \(photos) photos", unit: .seconds, baseline: "Pillow",
+                goal: Goal(text: "no slower than Pillow", maximumRatio: 1))
+    }
+
     static func fullDecode(_ photos: Int) -> Measure {
         Measure(name: "full decode, \(photos) photos", unit: .seconds, baseline: nil, goal: nil)
     }

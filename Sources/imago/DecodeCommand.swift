@@ -33,12 +33,14 @@ private struct DecodeRecord: Encodable {
     var frames: Int?
     var loopCount: Int?
     var orientation: Int?
+    /// True when the file ended early and only what was there was decoded.
+    var partial: Bool?
     var output: String?
     /// The human line's description; not part of the JSON record.
     var description: String?
 
     private enum CodingKeys: String, CodingKey {
-        case file, ok, error, format, width, height, frames, loopCount, orientation, output
+        case file, ok, error, format, width, height, frames, loopCount, orientation, partial, output
     }
 }
 
@@ -159,6 +161,7 @@ private func decodeFile(_ file: String, to target: String?, writer: (any ImageEn
         record.frames = image.frameCount
         record.loopCount = image.isAnimated ? image.loopCount : nil
         record.orientation = image.orientation.rawValue
+        record.partial = image.isPartial ? true : nil
         record.description = describe(image)
         if let target, let writer {
             let encoded = try writer.encode(image.bitmap)
@@ -182,6 +185,7 @@ private func describe(_ image: DecodedImage) -> String {
     }
     if image.orientation != .up { text += ", EXIF orientation \(image.orientation.rawValue) applied" }
     if image.bitmap.hasAlpha { text += ", alpha" }
+    if image.isPartial { text += ", partial: the file ends early and the rest is filled" }
     return text
 }
 

@@ -9,7 +9,7 @@ import FoundationNetworking
 /// (coalescing, memory cache, retries, decoding) and reports each and a summary.
 let fetchCommand = Command(
     name: "fetch",
-    synopsis: "URL... | --input FILE [--concurrency N] [--cache-dir DIR | --no-disk-cache] [--thumbnail PX] [--timeout SECONDS] [--retries N] [--json]",
+    synopsis: "URL... | --input FILE [--concurrency N] [--cache-dir DIR | --no-disk-cache] [--thumbnail PX] [--timeout SECONDS] [--retries N] [--partial] [--json]",
     summary: """
         Load images from http, https, file and data URLs through the full pipeline \
         (coalescing, caching, retries, decoding) and print a summary: items, failures, \
@@ -20,6 +20,7 @@ let fetchCommand = Command(
         .value("--input", "FILE", "read URLs from FILE, one per line ('-' for standard input; blank lines and # comments skipped)"),
     ] + LoaderOptions.table + [
         .value("--thumbnail", "PX", "decode to thumbnails whose longest side is at most PX"),
+        .flag("--partial", "keep what arrived of a transfer cut short, as a partial image (its JSON record says \"partial\": true), instead of failing"),
         .flag("--json", "print one JSON record per URL (with its --input line), then a summary record"),
     ],
     run: runFetch)
@@ -34,6 +35,8 @@ private struct FetchRecord: Encodable {
     var frames: Int?
     var bytes: Int?
     var source: String?
+    /// True when only part of the image arrived; absent otherwise.
+    var partial: Bool?
     /// Seconds in each stage of the load, from the task's metrics.
     var metrics: Stages?
 
@@ -68,6 +71,7 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
         return ExitStatus.usage
     }
     let json = arguments.flag("--json")
+    let requestOptions: ImageRequest.Options = arguments.flag("--partial") ? .allowsPartialImages : []
     let counter = CountingLoader(options.makeDataLoader(), policy: options.retryPolicy)
     let loader = options.makeLoader(counter: counter)
     let bar = ProgressBar(total: reader.countAhead)
@@ -113,7 +117,7 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
                     finish(FetchRecord(url: input.text, line: input.line, ok: false, error: ImagoError.invalidURL(input.text).description))
                     continue
                 }
-                loader.task(with: ImageRequest(url: url, targetSize: thumbnail.map(TargetSize.thumbnail))) { result in
+                loader.task(with: ImageRequest(url: url, targetSize: thumbnail.map(TargetSize.thumbnail), options: requestOptions)) { result in
                     counter.loadEnded(url)
                     finish(FetchRecord(input, result))
                 }
@@ -151,6 +155,7 @@ extension FetchRecord {
             self.init(
                 url: input.text, line: input.line, ok: true, width: response.image.width, height: response.image.height,
                 frames: response.image.frameCount, bytes: response.metrics.bytes, source: response.source.rawValue,
+                partial: response.image.isPartial ? true : nil,
                 metrics: Stages(
                     queued: response.metrics.queued, transfer: response.metrics.transfer, decode: response.metrics.decode,
                     processing: response.metrics.processing))

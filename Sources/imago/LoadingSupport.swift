@@ -29,11 +29,18 @@ final class CountingLoader: DataLoading {
     }
 
     func loadData(for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(ImagoError) -> DataResponse {
+        try await loadData(for: request, options: DataLoadingOptions()) { progress($0.received, $0.expected) }
+    }
+
+    /// Passes `options` on, so `fetch --partial` gets a body cut short.
+    func loadData(
+        for request: URLRequest, options: DataLoadingOptions, progress: @escaping @Sendable (DataLoadingProgress) -> Void
+    ) async throws(ImagoError) -> DataResponse {
         transfers.add(1, ordering: .relaxed)
         let url = request.url?.absoluteString ?? ""
         if retryable.withLock({ $0.remove(url) != nil }) { retries.add(1, ordering: .relaxed) }
         do {
-            let response = try await inner.loadData(for: request, progress: progress)
+            let response = try await inner.loadData(for: request, options: options, progress: progress)
             bytes.add(response.data.count, ordering: .relaxed)
             if let status = response.statusCode, policy.isRetryable(.httpStatus(status, url: url)) {
                 _ = retryable.withLock { $0.insert(url) }
@@ -236,14 +243,17 @@ struct LoaderOptions {
 
     /// The memory tier of a command: a URL repeated soon after is answered from it,
     /// one repeated much later from the disk tier. Small, so that a long list costs
-    /// no more memory than a short one; a full-size photo still fits.
+    /// no more memory than a short one; a full-size photo still fits. Too small to
+    /// be worth purging under memory pressure, so it does not watch for it: the
+    /// kernel's pressure triggers cost a short run tens of milliseconds to set up and
+    /// tear down.
     static let memoryTierBytes = 32 << 20
 
     /// A loader of its own for the command, counting transfers through `counter`.
     func makeLoader(counter: CountingLoader) -> ImageLoader {
         let loader = ImageLoader(
             configuration: .init(dataLoader: counter, retryPolicy: retryPolicy, diskCache: disk),
-            cache: ImageCache(costLimit: Self.memoryTierBytes, entryCostLimit: Self.memoryTierBytes / 2))
+            cache: ImageCache(costLimit: Self.memoryTierBytes, entryCostLimit: Self.memoryTierBytes / 2, memoryPressure: nil))
         loader.concurrentLoads = concurrency
         loader.loadingTimeout = timeout
         return loader

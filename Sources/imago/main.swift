@@ -1,4 +1,16 @@
 import Foundation
+#if os(Linux)
+import CImagoSystem
+
+// Decoded images are megabytes each, made and freed by the hundred. By default glibc
+// gives blocks that large back to the kernel at each free, and the next image pays
+// its page faults again: in a fetch of 300 photos, 55,000–66,000 page faults and
+// 0.2 s of system time, against 19,000 and 0.08 s with these settings, for 7 MB more
+// at the peak. Blocks of up to 32 MB (the most glibc allows) come from the heap, and
+// the heap keeps up to 256 MB of free space for the next ones.
+_ = mallopt(M_MMAP_THRESHOLD, 32 << 20)
+_ = mallopt(M_TRIM_THRESHOLD, 256 << 20)
+#endif
 
 /// Every `imago` command; each parses its own options from its table.
 let commands = [decodeCommand, fetchCommand, sheetCommand, benchCommand, cacheCommand]

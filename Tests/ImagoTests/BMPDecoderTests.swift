@@ -188,6 +188,19 @@ import Testing
         #expect(try ImageDecoderRegistry().decode(data, options: options).width == 30)
     }
 
+    /// Found by fuzzing: a PNG entry whose header claims sides near 2³², whose area
+    /// overflowed when entries were compared. The entry is passed over.
+    @Test func icoPNGEntryWithImpossibleSidesIsPassedOver() throws {
+        let data = try Fixture.data("ico-regression/fuzz-png-entry-area.ico")
+        for options in [DecodingOptions(), DecodingOptions(targetSize: .thumbnail(16))] {
+            do {
+                _ = try ICODecoder().decode(data, options: options)
+            } catch {
+                #expect(error.isDecodingFailure(.ico) || isTooLarge(error), "\(error)")
+            }
+        }
+    }
+
     @Test func icoWithAPNGEntry() throws {
         let data = try Fixture.data("bmp/icon-png.ico")
         let large = try ICODecoder().decode(data, options: DecodingOptions())

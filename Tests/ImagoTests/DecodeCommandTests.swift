@@ -19,7 +19,8 @@ import Testing
     }
 
     /// Files that must fail: corrupt on purpose, JPEG variants beyond libjpeg-turbo 2.1,
-    /// and truncated copies of valid files of each format.
+    /// truncated copies of valid GIF and WebP files, and JPEG and PNG files cut before
+    /// their first pixel (cut later, they decode what arrived, as browsers show it).
     static func failingFiles(truncatedInto folder: URL) throws -> [URL] {
         let corruptPNG = try Corpus.files("png/pngsuite", ext: "png").filter { $0.lastPathComponent.hasPrefix("x") }
         let crashGIF = try Corpus.files("gif/image-gif/crashtest", ext: "gif")
@@ -33,7 +34,12 @@ import Testing
                        "webp/image-webp/animated/random_lossy.webp"]
         for path in sources {
             let data = try Corpus.data(path)
-            for (index, cut) in truncations(of: data).enumerated() {
+            let cuts = switch (path as NSString).pathExtension {
+            case "jpg": [data.prefix(100), data.prefix(400), data.prefix(try PartialDecodeTests.firstScanData(data))]
+            case "png": [data.prefix(20), data.prefix(40), data.prefix(PartialDecodeTests.chunkOffset("IDAT", in: data)! + 8)]
+            default: truncations(of: data)
+            }
+            for (index, cut) in cuts.enumerated() {
                 let url = folder.appendingPathComponent("cut\(index)-" + (path as NSString).lastPathComponent)
                 try cut.write(to: url)
                 truncated.append(url)
@@ -88,6 +94,23 @@ import Testing
         #expect(result.status == 1)
         #expect(result.stdoutLines.count == 2)
         #expect(result.stderrLines.count == 1 && result.stderr.contains("xcrn0g04.png"))
+    }
+
+    /// A JPEG cut halfway decodes, exit status 0, and says it is partial; the whole
+    /// file does not.
+    @Test(Corpus.available) func aTruncatedPhotoDecodesAndSaysItIsPartial() async throws {
+        let whole = try Corpus.folder("jpeg/exif-orientation/Landscape_1.jpg")
+        let cut = FileManager.default.temporaryDirectory.appendingPathComponent("imago-cut-\(UUID()).jpg")
+        defer { try? FileManager.default.removeItem(at: cut) }
+        let data = try Data(contentsOf: whole)
+        try data.prefix(data.count / 2).write(to: cut)
+        let result = try await Tool.run(["decode", "--json", whole.path, cut.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let records = try result.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        try #require(records.count == 3)
+        #expect(records[0]["partial"] == nil && records[1]["partial"] as? Bool == true)
+        let line = try await Tool.run(["decode", cut.path])
+        #expect(line.stdout.contains("partial"), "\(line.stdout)")
     }
 
     @Test(Corpus.available) func jsonRecordsDescribeEachImage() async throws {

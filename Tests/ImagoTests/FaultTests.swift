@@ -18,8 +18,9 @@ struct Fault: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { name }
 
-    /// A photo cut off at half its length, served with that length.
-    static let truncatedJPEG = (try? Data(contentsOf: URL(fileURLWithPath: "Samples/progressive.jpg"))).map { $0.prefix($0.count / 2) } ?? Data()
+    /// A photo cut off inside its header, served with that length: cut later, what
+    /// arrived would decode as a partial image.
+    static let truncatedJPEG = (try? Data(contentsOf: URL(fileURLWithPath: "Samples/progressive.jpg"))).map { $0.prefix(60) } ?? Data()
 
     /// 1,100 × 1,000 pixels, over the tests' limit of a million.
     static let overLimit = pngData(9, width: 1100, height: 1000)

@@ -48,6 +48,24 @@ import Testing
         #expect(summary["hits"] as? [String: Int] == ["network": 2])
     }
 
+    /// `--partial`: a transfer cut short shows what arrived, and its record says so;
+    /// without it, the same transfer fails.
+    @Test func partialKeepsWhatArrivedOfATransferCutShort() async throws {
+        defer { server.stop() }
+        let jpeg = PartialLoadingTests.jpeg
+        server.route("/cut.jpg") { _ in .truncate(declaredLength: jpeg.count, actualBody: jpeg.prefix(jpeg.count / 2)) }
+        let url = server.url("/cut.jpg").absoluteString
+        let strict = try await Tool.run(["fetch", "--no-disk-cache", "--json", "--retries", "0", url])
+        #expect(strict.status == 1 && strict.stdout.contains("\"ok\":false"), "\(strict.stdout)")
+        let partial = try await Tool.run(["fetch", "--no-disk-cache", "--json", "--retries", "0", "--partial", url, server.url("/0.png").absoluteString])
+        #expect(partial.status == 0, "\(partial.stderr)")
+        let records = try partial.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        let byURL = Dictionary(uniqueKeysWithValues: records.dropLast().map { ($0["url"] as! String, $0) })
+        #expect(byURL[url]?["ok"] as? Bool == true && byURL[url]?["partial"] as? Bool == true && byURL[url]?["width"] as? Int == 160)
+        // A whole image's record has no "partial".
+        #expect(byURL[server.url("/0.png").absoluteString]?["partial"] == nil)
+    }
+
     @Test func thumbnailsAndTimeouts() async throws {
         defer { server.stop() }
         server.route("/stall.png") { _ in .stall() }

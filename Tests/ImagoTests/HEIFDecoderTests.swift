@@ -50,6 +50,17 @@ import Testing
         }
     }
 
+    /// A fuzz-found file whose 40×24 image has an alpha plane coded as 11273×40937: it
+    /// took 1.4 GB and seconds to decode; the plane is refused before it is allocated.
+    @Test func anAlphaPlaneLargerThanTheImageIsRefused() throws {
+        let data = try Fixture.data("heic/regression/slow-alpha.heic")
+        guard case .decodingFailed(format: .heic, _, let codec)? = HEIFDecoder().failure(data) else {
+            Issue.record("the oversized alpha plane was not refused")
+            return
+        }
+        #expect(codec?.message.contains("11273x40937") == true, "\(String(describing: codec))")
+    }
+
     @Test func damagedFilesNeverCrash() throws {
         let data = try Fixture.data("heic/still.heic")
         for offset in stride(from: 0, to: data.count, by: 11) {

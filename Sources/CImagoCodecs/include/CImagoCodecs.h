@@ -56,10 +56,15 @@ int imago_jpeg_read_header(imago_jpeg *jpeg, imago_jpeg_info *info);
 /// size, which can be rounded up from the exact fraction.
 int imago_jpeg_start(imago_jpeg *jpeg, int scale_denom, uint32_t *width, uint32_t *height);
 
-/// Decodes every scanline into `pixels`, `stride` bytes apart. A file that ends early is
-/// an error, not a grey-filled image (libjpeg reads ahead, so this includes a file cut
-/// just before its EOI marker).
+/// Decodes every scanline into `pixels`, `stride` bytes apart. Data that ends early
+/// is decoded as far as it goes, the rest of the image left as libjpeg fills it (grey
+/// for a baseline file, the scans received for a progressive one), and
+/// `imago_jpeg_truncated` says so afterwards.
 int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride);
+
+/// Non-zero when the data ended before the image did (libjpeg's premature-end
+/// warning was given while decoding).
+int imago_jpeg_truncated(const imago_jpeg *jpeg);
 
 /// A libpng reader whose errors come back as return codes; libpng reports errors by
 /// longjmp, so, as for JPEG, each function below is a place to land.
@@ -90,11 +95,23 @@ int imago_png_message_is_own(const imago_png *png);
 /// Reads the chunks before the image data: size, colour type, eXIf; no pixels.
 int imago_png_read_header(imago_png *png, imago_png_info *info);
 
+/// How much of the image `imago_png_read_pixels` found.
+enum {
+    /// Every row, and the file's end (IEND).
+    IMAGO_PNG_WHOLE = 0,
+    /// Every row, but the data ends before IEND.
+    IMAGO_PNG_ENDS_AFTER_ROWS = 1,
+    /// Some rows only: the data ends inside the image.
+    IMAGO_PNG_PARTIAL = 2,
+};
+
 /// Decodes the image as 8-bit RGBA with straight alpha into `pixels`, `stride` bytes
 /// a row: palettes and gray expanded, tRNS made alpha, 16 bits scaled to 8 with
-/// rounding, Adam7 reassembled, gAMA applied. Then reads on to IEND, so a file cut
-/// anywhere is an error.
-int imago_png_read_pixels(imago_png *png, uint8_t *pixels, size_t stride);
+/// rounding, Adam7 reassembled, gAMA applied. Damage anywhere (a CRC, the zlib
+/// stream) is an error. Data that ends early keeps the rows it holds, the others
+/// transparent (for Adam7, the passes received, each pixel widened over its block);
+/// `*partial` says how much there was. Data that ends before the first row is an error.
+int imago_png_read_pixels(imago_png *png, uint8_t *pixels, size_t stride, int *partial);
 
 /// JPEG compression. How to compress; the policy (which subsampling for which quality) is the Swift
 /// caller's, so this stays a plain pass-through to libjpeg.

@@ -20,7 +20,8 @@ final class CurlTransfer: @unchecked Sendable {
     let originalURL: URL
     let limit: Int
     let policy: RedirectPolicy
-    let progress: @Sendable (Int64, Int64?) -> Void
+    let options: DataLoadingOptions
+    let progress: @Sendable (DataLoadingProgress) -> Void
 
     // MARK: Driver-thread state
 
@@ -64,7 +65,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     init(
         request: URLRequest, url: URL, headers: [(name: String, value: String)], limit: Int,
-        policy: RedirectPolicy, progress: @escaping @Sendable (Int64, Int64?) -> Void
+        policy: RedirectPolicy, options: DataLoadingOptions, progress: @escaping @Sendable (DataLoadingProgress) -> Void
     ) {
         originalURL = url
         self.url = url
@@ -73,6 +74,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.headers = headers
         self.limit = limit
         self.policy = policy
+        self.options = options
         self.progress = progress
         seen = [url]
     }
@@ -185,7 +187,7 @@ final class CurlTransfer: @unchecked Sendable {
         expected = encoding.isEmpty || encoding == "identity" ? declared : nil
         data = Data()
         if let expected { data.reserveCapacity(Int(min(expected, 8 << 20))) }
-        progress(0, expected)
+        progress(DataLoadingProgress(received: 0, expected: expected, chunk: options.reportsChunks ? Data() : nil))
         return true
     }
 
@@ -206,7 +208,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
         if isFinished { return false }
         data.append(contentsOf: bytes)
-        progress(Int64(data.count), expected)
+        progress(DataLoadingProgress(received: Int64(data.count), expected: expected, chunk: options.reportsChunks ? Data(bytes) : nil))
         return true
     }
 
@@ -223,6 +225,10 @@ final class CurlTransfer: @unchecked Sendable {
     /// Ends the current hop with libcurl's result.
     func complete(_ code: CURLcode, message: String, errno: Int32?, responseCode: Int) -> Next {
         if isFinished { return .done }
+        if code != CURLE_OK, let truncated = truncatedResponse(code, message: message, responseCode: responseCode) {
+            finish(.success(truncated))
+            return .done
+        }
         guard code == CURLE_OK else {
             finish(.failure(CurlDataLoader.map(
                 code, message: message, errno: errno, url: url,
@@ -243,6 +249,19 @@ final class CurlTransfer: @unchecked Sendable {
         data = Data()
         finish(.success(response))
         return .done
+    }
+
+    /// What arrived of a 2xx body that the connection ended short (closed, lost, or a
+    /// chunked body cut), when the load accepts that; nil otherwise. A body that is
+    /// broken rather than short (bad chunked encoding, bad compression) never is.
+    private func truncatedResponse(_ code: CURLcode, message: String, responseCode: Int) -> DataResponse? {
+        let status = responseCode != 0 ? responseCode : self.status
+        let short = [CURLE_PARTIAL_FILE, CURLE_RECV_ERROR, CURLE_HTTP2_STREAM].contains(code)
+            && !message.localizedCaseInsensitiveContains("chunked")
+        guard options.acceptsTruncatedBody, short, redirectTarget == nil, (200..<300).contains(status), !data.isEmpty,
+              expected.map({ Int64(data.count) < $0 }) ?? true else { return nil }
+        defer { data = Data() }
+        return DataResponse(data: data, url: url, statusCode: status, headers: fields, redirects: redirects, isTruncated: true)
     }
 
     /// The response headers received so far, one value a name (repeated fields

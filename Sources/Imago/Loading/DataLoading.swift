@@ -16,6 +16,11 @@ public struct DataResponse: Sendable {
     /// The redirects followed on the way, in order: what the HTTP cache needs to know
     /// whether the answer may be kept under the URL asked for.
     public let redirects: [Redirect]
+    /// Whether the transfer ended before the body did (the connection closed or was
+    /// lost short of the Content-Length) and `data` is what arrived. Only when the
+    /// load asked for it (`DataLoadingOptions.acceptsTruncatedBody`); otherwise such a
+    /// transfer is an error.
+    public let isTruncated: Bool
 
     /// One redirect followed: the URL that answered with it, its status and headers.
     public struct Redirect: Sendable {
@@ -35,12 +40,54 @@ public struct DataResponse: Sendable {
     }
 
     /// Makes a response.
-    public init(data: Data, url: URL, statusCode: Int? = nil, headers: [String: String] = [:], redirects: [Redirect] = []) {
+    public init(
+        data: Data, url: URL, statusCode: Int? = nil, headers: [String: String] = [:], redirects: [Redirect] = [],
+        isTruncated: Bool = false
+    ) {
         self.data = data
         self.url = url
         self.statusCode = statusCode
         self.headers = headers
         self.redirects = redirects
+        self.isTruncated = isTruncated
+    }
+}
+
+/// What a load asks of a data loader beyond the URL request.
+public struct DataLoadingOptions: Sendable, Hashable {
+    /// Return what arrived, as a response that says `isTruncated`, when a 2xx body
+    /// ends short of its Content-Length (or a chunked body is cut), instead of
+    /// failing: a partial image is better than none to a caller who asked for it.
+    public var acceptsTruncatedBody: Bool
+    /// Hand each piece of the body to the progress handler as it arrives
+    /// (`DataLoadingProgress.chunk`), so the caller can look at the bytes so far
+    /// (progressive previews). Off, progress carries counts only.
+    public var reportsChunks: Bool
+
+    /// Makes options; both are off by default.
+    public init(acceptsTruncatedBody: Bool = false, reportsChunks: Bool = false) {
+        self.acceptsTruncatedBody = acceptsTruncatedBody
+        self.reportsChunks = reportsChunks
+    }
+}
+
+/// One progress report of a data loader.
+public struct DataLoadingProgress: Sendable {
+    /// Bytes of the body received so far. Zero when a response (or a new attempt)
+    /// starts: any bytes reported before belong to a body that was dropped.
+    public let received: Int64
+    /// The body's length, when the server said it.
+    public let expected: Int64?
+    /// The bytes that arrived since the last report, when the load asked for them
+    /// (`DataLoadingOptions.reportsChunks`); nil otherwise. In order and without gaps:
+    /// the chunks since the last zero `received` make up the body so far.
+    public let chunk: Data?
+
+    /// Makes a report.
+    public init(received: Int64, expected: Int64?, chunk: Data? = nil) {
+        self.received = received
+        self.expected = expected
+        self.chunk = chunk
     }
 }
 
@@ -52,6 +99,10 @@ public struct DataResponse: Sendable {
 /// `ImagoError`. A non-2xx HTTP status is returned, not thrown: the loader decides
 /// what it means (a 304 is good news to a cache). Retries and the whole-load deadline
 /// are the loader's job, not the data loader's.
+///
+/// The loader calls the second requirement. Its default implementation calls the
+/// first, so a data loader written for counts alone still works: it never returns a
+/// truncated body (it fails instead) and reports no chunks (no previews).
 public protocol DataLoading: Sendable {
     /// Loads `request`, calling `progress` with the bytes received so far and the
     /// expected total when the server said it.
@@ -59,4 +110,23 @@ public protocol DataLoading: Sendable {
         for request: URLRequest,
         progress: @escaping @Sendable (_ received: Int64, _ expected: Int64?) -> Void
     ) async throws(ImagoError) -> DataResponse
+
+    /// Loads `request` as `options` ask: a body cut short may be returned as
+    /// truncated, and progress may carry the bytes as they arrive.
+    func loadData(
+        for request: URLRequest, options: DataLoadingOptions,
+        progress: @escaping @Sendable (DataLoadingProgress) -> Void
+    ) async throws(ImagoError) -> DataResponse
+}
+
+extension DataLoading {
+    /// Loads with counts only, never truncated, through the first requirement.
+    public func loadData(
+        for request: URLRequest, options: DataLoadingOptions,
+        progress: @escaping @Sendable (DataLoadingProgress) -> Void
+    ) async throws(ImagoError) -> DataResponse {
+        try await loadData(for: request) { received, expected in
+            progress(DataLoadingProgress(received: received, expected: expected))
+        }
+    }
 }

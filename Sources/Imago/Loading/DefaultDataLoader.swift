@@ -45,12 +45,20 @@ public final class DefaultDataLoader: DataLoading {
         for request: URLRequest,
         progress: @escaping @Sendable (_ received: Int64, _ expected: Int64?) -> Void
     ) async throws(ImagoError) -> DataResponse {
+        try await loadData(for: request, options: DataLoadingOptions()) { progress($0.received, $0.expected) }
+    }
+
+    /// Routes `request` by its URL's scheme, with `options` passed on.
+    public func loadData(
+        for request: URLRequest, options: DataLoadingOptions,
+        progress: @escaping @Sendable (DataLoadingProgress) -> Void
+    ) async throws(ImagoError) -> DataResponse {
         guard let url = request.url else { throw .invalidURL("") }
         if URLSessionDataLoader.canLoad(url) {
-            return try await network.loadData(for: request, progress: progress)
+            return try await network.loadData(for: request, options: options, progress: progress)
         }
         if LocalDataLoader.canLoad(url) {
-            return try await local.loadData(for: request, progress: progress)
+            return try await local.loadData(for: request, options: options, progress: progress)
         }
         throw .invalidURL(url.absoluteString)
     }

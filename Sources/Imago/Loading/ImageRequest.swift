@@ -14,6 +14,27 @@ public struct ImageRequest: Sendable {
         public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
+    /// What a load does with data that is not (yet) all there. None by default.
+    public struct Options: OptionSet, Sendable, Hashable {
+        public let rawValue: Int
+
+        /// Makes options from their bits.
+        public init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// A transfer cut short (fewer bytes than its Content-Length) yields what
+        /// arrived, decoded as a partial image (`DecodedImage.isPartial`), instead of
+        /// failing; it is not retried, and neither the bytes nor the image are
+        /// cached. Requests with it share transfers only with requests with it.
+        public static let allowsPartialImages = Options(rawValue: 1 << 0)
+
+        /// While a progressive JPEG or an interlaced PNG downloads, the bytes so far
+        /// are decoded as previews (at the request's size, with its processors), at
+        /// most one per scan or pass and one decode at a time, delivered by
+        /// `ImageTask.previews` and to views before the final image. Never cached.
+        /// Nuke's `isProgressiveDecodingEnabled`.
+        public static let progressivePreviews = Options(rawValue: 1 << 1)
+    }
+
     /// The URL request sent (headers, method, …).
     public var urlRequest: URLRequest
     /// Decode to this size; nil for the full size.
@@ -25,20 +46,22 @@ public struct ImageRequest: Sendable {
     /// Names the resource in place of the URL's absolute string, for URLs whose query
     /// changes but whose image does not (signed URLs); nil to use the URL.
     public var imageKeyOverride: String?
+    /// Partial images and progressive previews; none by default.
+    public var options: Options
 
     /// The URL loaded.
     public var url: URL { urlRequest.url ?? URL(fileURLWithPath: "/") }
 
     /// A request for `url`.
     public init(url: URL, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
-                priority: Priority = .normal, imageKey: String? = nil) {
+                priority: Priority = .normal, imageKey: String? = nil, options: Options = []) {
         self.init(urlRequest: URLRequest(url: url), targetSize: targetSize, processors: processors,
-                  priority: priority, imageKey: imageKey)
+                  priority: priority, imageKey: imageKey, options: options)
     }
 
     /// A request sending `urlRequest` as it is (custom headers, say).
     public init(urlRequest: URLRequest, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
-                priority: Priority = .normal, imageKey: String? = nil) {
+                priority: Priority = .normal, imageKey: String? = nil, options: Options = []) {
         var urlRequest = urlRequest
         if let url = urlRequest.url, let normalized = url.withLowercasedScheme { urlRequest.url = normalized }
         self.urlRequest = urlRequest
@@ -46,6 +69,7 @@ public struct ImageRequest: Sendable {
         self.processors = processors
         self.priority = priority
         self.imageKeyOverride = imageKey
+        self.options = options
     }
 
     /// The key of the resource: the override, else the URL's absolute string. Every

@@ -23,12 +23,15 @@ public final class ImageTask: Sendable, Hashable {
     /// looks tasks up by them on every queue operation.
     let key: ImageCacheKey
     let urlString: String
+    /// The name of the task's stage: its key, and whether it takes partial data.
+    let stageID: StageID
 
     private struct State {
         var priority: ImageRequest.Priority
         var result: Result<ImageResponse, ImagoError>?
         var waiters: [CheckedContinuation<Result<ImageResponse, ImagoError>, Never>] = []
         var progress: [AsyncStream<Progress>.Continuation] = []
+        var previews: [AsyncStream<ImageResponse>.Continuation] = []
         var onCompletion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?
     }
 
@@ -41,6 +44,7 @@ public final class ImageTask: Sendable, Hashable {
         self.request = request
         key = request.cacheKey
         urlString = request.url.absoluteString
+        stageID = StageID(key: key, allowsPartial: request.options.contains(.allowsPartialImages))
         self.pipeline = pipeline
         state = Locked(State(priority: request.priority, onCompletion: onCompletion))
     }
@@ -114,6 +118,32 @@ public final class ImageTask: Sendable, Hashable {
         for continuation in state.withLock({ $0.progress }) { continuation.yield(progress) }
     }
 
+    /// Progressive previews, in order, from the moment of the call until the task
+    /// finishes; the stream then ends, and no preview follows the result. Only for a
+    /// request with `ImageRequest.Options.progressivePreviews`, and only of
+    /// progressive JPEGs and interlaced PNGs; others end with none. Each preview is
+    /// the image as far as it has arrived (`image.isPartial`), at the request's size
+    /// and with its processors; a reader slower than the download gets the newest.
+    public var previews: AsyncStream<ImageResponse> {
+        AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let finished = state.withLock { state -> Bool in
+                if state.result == nil { state.previews.append(continuation) }
+                return state.result != nil
+            }
+            if finished { continuation.finish() }
+        }
+    }
+
+    /// Hands a preview to the readers of `previews`, unless the task has finished:
+    /// checked and yielded under the lock `complete` takes, so that a preview never
+    /// follows the result.
+    func reportPreview(_ preview: ImageResponse) {
+        state.withLock { state in
+            guard state.result == nil else { return }
+            for continuation in state.previews { continuation.yield(preview) }
+        }
+    }
+
     /// Sets the result once; later calls are ignored. Returns whether this call set it.
     @discardableResult
     func complete(_ result: Result<ImageResponse, ImagoError>) -> Bool {
@@ -123,12 +153,14 @@ public final class ImageTask: Sendable, Hashable {
             let old = state
             state.waiters = []
             state.progress = []
+            state.previews = []
             state.onCompletion = nil
             return (old, true)
         }
         guard taken.1 else { return false }
         for waiter in taken.0.waiters { waiter.resume(returning: result) }
         for continuation in taken.0.progress { continuation.finish() }
+        for continuation in taken.0.previews { continuation.finish() }
         taken.0.onCompletion?(result)
         return true
     }

@@ -148,6 +148,14 @@ public final class URLSessionDataLoader: DataLoading {
         for request: URLRequest,
         progress: @escaping @Sendable (_ received: Int64, _ expected: Int64?) -> Void
     ) async throws(ImagoError) -> DataResponse {
+        try await loadData(for: request, options: DataLoadingOptions()) { progress($0.received, $0.expected) }
+    }
+
+    /// Loads `request` as `options` ask; a non-2xx status is returned, not thrown.
+    public func loadData(
+        for request: URLRequest, options: DataLoadingOptions,
+        progress: @escaping @Sendable (DataLoadingProgress) -> Void
+    ) async throws(ImagoError) -> DataResponse {
         guard var url = request.url, Self.canLoad(url) else {
             throw .invalidURL(request.url?.absoluteString ?? "")
         }
@@ -165,7 +173,7 @@ public final class URLSessionDataLoader: DataLoading {
         let transfer = Transfer(
             url: url, method: request.httpMethod ?? "GET",
             limit: configuration.maximumResponseSize,
-            policy: configuration.redirectPolicy, progress: progress)
+            policy: configuration.redirectPolicy, options: options, progress: progress)
         let task = session.dataTask(with: request)
         let handle = TaskHandle(task)
         delegate.register(transfer, for: task.taskIdentifier)

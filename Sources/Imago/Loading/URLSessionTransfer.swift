@@ -20,7 +20,8 @@ final class Transfer: Sendable {
     let method: String
     let limit: Int
     let policy: RedirectPolicy
-    let progress: @Sendable (Int64, Int64?) -> Void
+    let options: DataLoadingOptions
+    let progress: @Sendable (DataLoadingProgress) -> Void
 
     private struct State {
         var data = Data()
@@ -36,11 +37,15 @@ final class Transfer: Sendable {
 
     private let state: Locked<State>
 
-    init(url: URL, method: String, limit: Int, policy: RedirectPolicy, progress: @escaping @Sendable (Int64, Int64?) -> Void) {
+    init(
+        url: URL, method: String, limit: Int, policy: RedirectPolicy, options: DataLoadingOptions,
+        progress: @escaping @Sendable (DataLoadingProgress) -> Void
+    ) {
         self.url = url
         self.method = method
         self.limit = limit
         self.policy = policy
+        self.options = options
         self.progress = progress
         state = Locked(State(seen: [url]))
     }
@@ -104,7 +109,7 @@ final class Transfer: Sendable {
             finish(.failure(.responseTooLarge(url: (http.url ?? url).absoluteString, limit: limit)))
             return false
         }
-        progress(0, expected)
+        progress(DataLoadingProgress(received: 0, expected: expected, chunk: options.reportsChunks ? Data() : nil))
         return true
     }
 
@@ -131,7 +136,8 @@ final class Transfer: Sendable {
             finish(.failure(.responseTooLarge(url: url.absoluteString, limit: limit)))
             return false
         }
-        progress(received, expected)
+        // URLSession calls its delegate serially, so chunks reach the caller in order.
+        progress(DataLoadingProgress(received: received, expected: expected, chunk: options.reportsChunks ? data : nil))
         return true
     }
 
@@ -179,6 +185,10 @@ final class Transfer: Sendable {
 
     /// Ends the transfer from URLSession's final word on it.
     func complete(task: URLSessionTask, error: Error?) {
+        if let error, let truncated = truncatedResponse(task: task, error: error) {
+            finish(.success(truncated))
+            return
+        }
         if let error {
             var mapped = URLSessionDataLoader.map(error, url: task.currentRequest?.url ?? url)
             let code = (error as NSError).code
@@ -206,9 +216,15 @@ final class Transfer: Sendable {
             }
             let finalURL = response.url ?? task.currentRequest?.url ?? url
             // URLSession on Linux has been seen to end a connection closed early as a
-            // success; a body shorter than its Content-Length is never one.
+            // success; a body shorter than its Content-Length is never one, unless the
+            // load accepts a truncated body.
             if let expected = state.expected, Int64(state.data.count) < expected,
                method != "HEAD", response.statusCode != 204, response.statusCode != 304 {
+                if options.acceptsTruncatedBody, (200..<300).contains(response.statusCode), !state.data.isEmpty {
+                    return .success(DataResponse(
+                        data: state.data, url: finalURL, statusCode: response.statusCode,
+                        headers: Self.headers(of: response), redirects: state.redirects, isTruncated: true))
+                }
                 return .failure(.network(
                     url: finalURL.absoluteString,
                     reason: "the connection closed after \(state.data.count) of \(expected) bytes",
@@ -219,6 +235,22 @@ final class Transfer: Sendable {
                 headers: Self.headers(of: response), redirects: state.redirects))
         }
         if let outcome { finish(outcome) }
+    }
+
+    /// What arrived of a 2xx body whose connection was lost or closed early, when the
+    /// load accepts that; nil otherwise.
+    private func truncatedResponse(task: URLSessionTask, error: Error) -> DataResponse? {
+        let code = (error as NSError).code
+        guard options.acceptsTruncatedBody,
+              code == URLError.networkConnectionLost.rawValue || code == URLError.unknown.rawValue else { return nil }
+        return state.withLock { state -> DataResponse? in
+            guard state.outcome == nil, let response = state.response ?? (task.response as? HTTPURLResponse),
+                  (200..<300).contains(response.statusCode), !state.data.isEmpty,
+                  state.expected.map({ Int64(state.data.count) < $0 }) ?? true else { return nil }
+            return DataResponse(
+                data: state.data, url: response.url ?? task.currentRequest?.url ?? url, statusCode: response.statusCode,
+                headers: Self.headers(of: response), redirects: state.redirects, isTruncated: true)
+        }
     }
 
     /// Ends the transfer with an authentication challenge's response: Imago does not

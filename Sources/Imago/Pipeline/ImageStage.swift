@@ -19,7 +19,8 @@ extension Pipeline {
 
     /// Starts `stage` for `request`; called with the lock held.
     func startImageStage(_ stage: Stage<ImageResponse>, request: ImageRequest) {
-        guard case .image(let key) = stage.key else { return }
+        guard case .image(let id) = stage.key else { return }
+        let key = id.key
         let keepsVariants = configuration.diskCachePolicy.storesProcessed && !key.isOriginal
         let disk = diskCache(for: request)
         let work = ImageWork(
@@ -67,6 +68,10 @@ extension Pipeline {
         guard !key.processing.isEmpty else {
             let original = originalStage(for: work.request, priority: stage.priority)
             subscribe(stage, to: original) { [self] event in
+                if case .partialData(let data) = event {
+                    schedulePreview(of: stage) { [self] in decodePreview(data, for: stage, work: work) }
+                    return
+                }
                 received(event, by: stage) { [self] original in decode(original, for: stage, work: work) }
             }
             return
@@ -78,8 +83,13 @@ extension Pipeline {
         }
         var plain = work.request
         plain.processors = []
-        let decoded = imageStage(for: key.decodedKey, request: plain, priority: stage.priority)
+        let id = StageID(key: key.decodedKey, allowsPartial: plain.options.contains(.allowsPartialImages))
+        let decoded = imageStage(for: id, request: plain, priority: stage.priority)
         subscribe(stage, to: decoded) { [self] event in
+            if case .preview(let preview) = event {
+                schedulePreview(of: stage) { [self] in processPreview(preview, for: stage, work: work) }
+                return
+            }
             received(event, by: stage) { [self] response in process(response, for: stage, work: work) }
         }
     }
@@ -92,6 +102,8 @@ extension Pipeline {
         switch event {
         case .progress(let progress):
             report(progress, to: stage)
+        case .partialData, .preview:
+            break
         case .finished(.failure(let error)):
             finish(stage, with: .failure(error))
         case .finished(.success(let value)):
@@ -116,11 +128,17 @@ extension Pipeline {
     private func decode(_ original: OriginalData, for stage: Stage<ImageResponse>, work: ImageWork) {
         let start = ContinuousClock.now
         let options = DecodingOptions(targetSize: work.key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
-        let result = Result { () throws(ImagoError) in try configuration.decoders.decode(original.data, options: options) }
-        if case .failure = result, original.source == .network || original.source == .disk {
-            // Bytes that do not decode (a captive portal's page, a body cut short
-            // whose length matched, an image over the pixel limit) are not kept to be
-            // served again: the next load asks the server.
+        let result = Result { () throws(ImagoError) in
+            let image = try configuration.decoders.decode(original.data, options: options)
+            // Bytes cut short are partial even where the decoder found all the pixels
+            // (a file cut just before its end marker).
+            return original.isTruncated && !image.isPartial ? image.markedPartial : image
+        }
+        let partial = (try? result.get())?.isPartial ?? false
+        if partial || result.isFailure, original.source == .network || original.source == .disk {
+            // Bytes that do not decode (a captive portal's page, an image over the
+            // pixel limit), or only in part (a body cut short whose length matched),
+            // are not kept to be served again: the next load asks the server.
             work.originals?.removeRecord(forKey: ImageCacheKey.originalDiskKey(work.request.imageKey))
         }
         var metrics = original.metrics
@@ -143,10 +161,12 @@ extension Pipeline {
     }
 
     /// Ends an image stage; what a task asked for goes into the memory cache, and
-    /// into the disk tier when it keeps processed variants.
+    /// into the disk tier when it keeps processed variants. A partial image goes into
+    /// neither: a later load, which may not allow partial images, must never take it
+    /// for the whole one.
     private func complete(_ stage: Stage<ImageResponse>, work: ImageWork, with result: Result<ImageResponse, ImagoError>) {
         finish(stage, with: result) {
-            guard case .success(let response) = result else { return }
+            guard case .success(let response) = result, !response.image.isPartial else { return }
             work.cache?.setImage(response.image, forKey: work.key)
             if let disk = work.variants, let metadata = response.httpMetadata {
                 Self.storeVariant(response.image, metadata: metadata, key: work.key, in: disk)
@@ -160,5 +180,37 @@ extension Pipeline {
     private static func storeVariant(_ image: DecodedImage, metadata: HTTPCacheMetadata, key: ImageCacheKey, in disk: DiskCache) {
         guard !image.isAnimated, !image.isPartial, metadata.isStorable else { return }
         disk.store(VariantCodec.encode(image), metadata: metadata.encoded(), forKey: key.variantDiskKey)
+    }
+
+    // MARK: - Previews
+
+    /// Decodes the bytes so far as a preview at the stage's size.
+    private func decodePreview(_ data: Data, for stage: Stage<ImageResponse>, work: ImageWork) {
+        previewDecodes.add(1, ordering: .relaxed)
+        let options = DecodingOptions(targetSize: work.key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
+        guard let image = try? configuration.decoders.decode(data, options: options) else { return }
+        let preview = ImageResponse(
+            image: image.isPartial ? image : image.markedPartial, url: work.request.url, source: .network, metrics: ImageMetrics())
+        reportPreview(.preview(preview), to: stage)
+    }
+
+    /// Applies the stage's processors to a preview of the image it builds on.
+    private func processPreview(_ input: ImageResponse, for stage: Stage<ImageResponse>, work: ImageWork) {
+        let image = input.image.processed(by: work.request.processors)
+        let preview = ImageResponse(image: image, url: work.request.url, source: input.source, metrics: ImageMetrics())
+        reportPreview(.preview(preview), to: stage)
+    }
+}
+
+extension DecodedImage {
+    /// The same image, said to be partial.
+    fileprivate var markedPartial: DecodedImage {
+        DecodedImage(frames: frames, loopCount: loopCount, format: format, orientation: orientation, isPartial: true)
+    }
+}
+
+extension Result {
+    fileprivate var isFailure: Bool {
+        if case .failure = self { true } else { false }
     }
 }

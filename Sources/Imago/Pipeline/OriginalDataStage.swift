@@ -14,6 +14,9 @@ struct OriginalData: Sendable {
     /// tier, which keeps it): what the sized and processed variants made from them
     /// are kept with, so that they expire with their original.
     var httpMetadata: HTTPCacheMetadata?
+    /// The transfer ended short of the body and these are the bytes that arrived
+    /// (only for requests that allow partial images): never kept anywhere.
+    var isTruncated = false
 }
 
 /// The first stage: the original bytes of an image key, from the disk tier while
@@ -46,16 +49,19 @@ extension Pipeline {
     ) async throws(ImagoError) -> OriginalData {
         let clock = ContinuousClock()
         let start = clock.now
-        func done(_ data: Data, _ source: ImageSource, attempts: Int, _ metadata: HTTPCacheMetadata?) -> OriginalData {
+        func done(
+            _ data: Data, _ source: ImageSource, attempts: Int, _ metadata: HTTPCacheMetadata?, truncated: Bool = false
+        ) -> OriginalData {
             var metrics = ImageMetrics()
             metrics.queued = queued.seconds
             metrics.transfer = (clock.now - start).seconds
             metrics.bytes = data.count
             metrics.attempts = attempts
-            return OriginalData(data: data, source: source, metrics: metrics, httpMetadata: metadata)
+            return OriginalData(data: data, source: source, metrics: metrics, httpMetadata: metadata, isTruncated: truncated)
         }
         guard let disk else {
             let (response, attempts) = try await fetch(request, stage: stage)
+            if response.isTruncated { return done(response.data, .network, attempts: attempts, nil, truncated: true) }
             let metadata = response.statusCode.flatMap {
                 HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: Date())
             }
@@ -94,6 +100,9 @@ extension Pipeline {
         // A load that timed out or was cancelled while the answer came in keeps
         // nothing: its caller has already been told it failed.
         if Task.isCancelled { throw .cancelled }
+        // What arrived of a body cut short is shown, never kept: the next load asks
+        // for the whole image again.
+        if response.isTruncated { return done(response.data, .network, attempts: attempts, nil, truncated: true) }
         let (data, source, metadata) = keep(response, for: request, stored: stored, key: key, in: disk)
         return done(data, source, attempts: attempts, metadata)
     }
@@ -145,7 +154,9 @@ extension Pipeline {
                 try await fetch(request, stage: stage, extraHeaders: validators)
             }
             switch result {
-            case .success((let response, _)): _ = keep(response, for: request, stored: stored, key: key, in: disk)
+            case .success((let response, _)) where !response.isTruncated:
+                _ = keep(response, for: request, stored: stored, key: key, in: disk)
+            case .success: break
             case .failure(let error): if error.meansResourceGone { disk.removeRecord(forKey: key) }
             }
             lock.withLock { _ = revalidating.remove(key) }
@@ -175,14 +186,23 @@ extension Pipeline {
         if let field = fields.first(where: { Self.smuggles($0.key) || Self.smuggles($0.value) }) {
             throw .invalidRequest(url: request.url.absoluteString, reason: "the header \(field.key.debugDescription) holds a line break or NUL")
         }
+        // Whether to pass on the bytes as they arrive is settled when the transfer
+        // starts: a request wanting previews that joins later gets them only if one
+        // already did. A revalidation in the background (its stage has finished)
+        // never does.
+        let previews = lock.withLock { stage.wantsPreviews && !stage.isClosed }
+        let options = DataLoadingOptions(
+            acceptsTruncatedBody: request.options.contains(.allowsPartialImages), reportsChunks: previews)
         var attempt = 0
         while true {
             attempt += 1
             let error: ImagoError
             var retryAfter: String?
             do throws(ImagoError) {
-                let response = try await configuration.dataLoader.loadData(for: urlRequest) { [weak self] received, expected in
-                    self?.report(ImageTask.Progress(received: received, expected: expected), to: stage)
+                let scanner = previews ? PreviewScanner() : nil
+                let response = try await configuration.dataLoader.loadData(for: urlRequest, options: options) { [weak self] progress in
+                    self?.report(ImageTask.Progress(received: progress.received, expected: progress.expected), to: stage)
+                    if let snapshot = scanner?.receive(progress) { self?.reportPreview(.partialData(snapshot), to: stage) }
                 }
                 if let status = response.statusCode, !(200..<300).contains(status), !(status == 304 && !extraHeaders.isEmpty) {
                     retryAfter = response.headers["retry-after"]

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Which of the pipeline's work queues a stage waits or runs in.
 enum PipelineQueue {
@@ -40,8 +41,8 @@ final class Pipeline: @unchecked Sendable {
     var cache: (any ImageCaching)?
     var loadingTimeout = 60.0
     /// Original-data stages by the key of the full-size image (whose hash is kept).
-    private var originals: [ImageCacheKey: Stage<OriginalData>] = [:]
-    private var images: [ImageCacheKey: Stage<ImageResponse>] = [:]
+    private var originals: [StageID: Stage<OriginalData>] = [:]
+    private var images: [StageID: Stage<ImageResponse>] = [:]
     /// The disk keys of originals being revalidated in the background, served stale
     /// meanwhile: one revalidation each, however many loads read them.
     var revalidating: Set<String> = []
@@ -50,6 +51,9 @@ final class Pipeline: @unchecked Sendable {
     /// Numbers of subscriptions held by stages, negative so that they never meet a
     /// task's id.
     private var lastSubscription = 0
+    /// Preview decodes started, over the pipeline's life: tests hold it against the
+    /// scans a file has.
+    let previewDecodes = Atomic<Int>(0)
 
     init(configuration: ImageLoader.Configuration, cache: (any ImageCaching)?) {
         self.configuration = configuration
@@ -80,14 +84,18 @@ final class Pipeline: @unchecked Sendable {
     /// flight.
     func submit(_ task: ImageTask) {
         let request = task.request
-        let subscriber = Stage<ImageResponse>.Subscriber(priority: request.priority, isTask: true) { [task] event in
+        let subscriber = Stage<ImageResponse>.Subscriber(
+            priority: request.priority, isTask: true, wantsPreviews: request.options.contains(.progressivePreviews)
+        ) { [task] event in
             switch event {
             case .progress(let progress): task.reportProgress(progress)
+            case .preview(let preview): task.reportPreview(preview)
+            case .partialData: break
             case .finished(let result): task.complete(result)
             }
         }
         lock.withLock {
-            attach(subscriber, id: task.id, to: imageStage(for: task.key, request: request, priority: request.priority))
+            attach(subscriber, id: task.id, to: imageStage(for: task.stageID, request: request, priority: request.priority))
         }
         pump()
     }
@@ -98,7 +106,7 @@ final class Pipeline: @unchecked Sendable {
         var transfers: [Task<Void, Never>] = []
         lock.withLock {
             for task in tasks {
-                guard let stage = images[task.key], stage.subscribers[task.id] != nil else { continue }
+                guard let stage = images[task.stageID], stage.subscribers[task.id] != nil else { continue }
                 detach(task.id, from: stage, stopping: &transfers)
             }
         }
@@ -110,7 +118,7 @@ final class Pipeline: @unchecked Sendable {
     /// Moves `task`'s stage, and the stages under it, to the task's new priority.
     func priorityChanged(_ task: ImageTask, to priority: ImageRequest.Priority) {
         lock.withLock {
-            guard let stage = images[task.key], stage.subscribers[task.id] != nil else { return }
+            guard let stage = images[task.stageID], stage.subscribers[task.id] != nil else { return }
             stage.setPriority(priority, ofSubscriber: task.id)
             updatePriority(of: stage)
         }
@@ -121,6 +129,19 @@ final class Pipeline: @unchecked Sendable {
     private func attach<Value>(_ subscriber: Stage<Value>.Subscriber, id: Int, to stage: Stage<Value>) {
         stage.subscribers[id] = subscriber
         if subscriber.priority > stage.priority { setPriority(stage, subscriber.priority) }
+        if subscriber.wantsPreviews { enablePreviews(stage) }
+    }
+
+    /// A stage that wants previews asks the stage it builds on for them, down to the
+    /// original, which then passes on the bytes as they arrive (from its next
+    /// transfer start: bytes already dropped are not asked for again).
+    private func enablePreviews(_ stage: StageCore) {
+        guard !stage.wantsPreviews else { return }
+        stage.wantsPreviews = true
+        if let upstream = stage.upstream {
+            upstream.stage.setWantsPreviews(ofSubscriber: upstream.subscriber)
+            enablePreviews(upstream.stage)
+        }
     }
 
     /// Removes a subscriber; a stage left with none stops: it leaves its queue, its
@@ -178,14 +199,15 @@ final class Pipeline: @unchecked Sendable {
         _ stage: StageCore, to upstream: Stage<Value>, receive: @escaping @Sendable (StageEvent<Value>) -> Void
     ) {
         lastSubscription -= 1
-        attach(.init(priority: stage.priority, isTask: false, receive: receive), id: lastSubscription, to: upstream)
         stage.upstream = (upstream, lastSubscription)
+        attach(.init(priority: stage.priority, isTask: false, wantsPreviews: stage.wantsPreviews, receive: receive),
+               id: lastSubscription, to: upstream)
     }
 
     /// The original-data stage of `request`'s image key, made and queued if none is
     /// in flight.
     func originalStage(for request: ImageRequest, priority: ImageRequest.Priority) -> Stage<OriginalData> {
-        let key = ImageCacheKey(imageKey: request.imageKey)
+        let key = StageID(key: ImageCacheKey(imageKey: request.imageKey), allowsPartial: request.options.contains(.allowsPartialImages))
         if let stage = originals[key] { return stage }
         let stage = Stage<OriginalData>(key: .original(key), priority: priority)
         originals[key] = stage
@@ -201,7 +223,7 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// The image stage of `key`, made and started from `request` if none is in flight.
-    func imageStage(for key: ImageCacheKey, request: ImageRequest, priority: ImageRequest.Priority) -> Stage<ImageResponse> {
+    func imageStage(for key: StageID, request: ImageRequest, priority: ImageRequest.Priority) -> Stage<ImageResponse> {
         if let stage = images[key] { return stage }
         let stage = Stage<ImageResponse>(key: .image(key), priority: priority)
         images[key] = stage
@@ -255,5 +277,47 @@ final class Pipeline: @unchecked Sendable {
         var receivers: [@Sendable (StageEvent<Value>) -> Void] = []
         lock.withLock { stage.subscribers.forEach { receivers.append($0.receive) } }
         for receive in receivers { receive(.progress(progress)) }
+    }
+
+    /// Passes a preview event on to those of `stage`'s subscribers that want
+    /// previews, unless the stage has finished.
+    func reportPreview<Value>(_ event: StageEvent<Value>, to stage: Stage<Value>) {
+        var receivers: [@Sendable (StageEvent<Value>) -> Void] = []
+        lock.withLock {
+            guard !stage.isClosed else { return }
+            stage.subscribers.forEach { if $0.wantsPreviews { receivers.append($0.receive) } }
+        }
+        for receive in receivers { receive(event) }
+    }
+}
+
+extension Pipeline {
+    /// Runs `work`, which makes a preview for `stage`, on a utility thread, one at a
+    /// time per stage: while one runs, the newest asked for waits (and replaces any
+    /// older one waiting), so a stage never makes more previews than it was offered
+    /// and never falls behind the download. Nothing runs once the stage has finished.
+    func schedulePreview(of stage: StageCore, _ work: @escaping @Sendable () -> Void) {
+        let start = lock.withLock { () -> Bool in
+            guard !stage.isClosed, stage.wantsPreviews else { return false }
+            if stage.previewInFlight {
+                stage.pendingPreview = work
+                return false
+            }
+            stage.previewInFlight = true
+            return true
+        }
+        guard start else { return }
+        DispatchQueue.global(qos: .utility).async { [self] in
+            var next: (@Sendable () -> Void)? = work
+            while let current = next {
+                current()
+                next = lock.withLock {
+                    defer { stage.pendingPreview = nil }
+                    let pending = stage.isClosed ? nil : stage.pendingPreview
+                    if pending == nil { stage.previewInFlight = false }
+                    return pending
+                }
+            }
+        }
     }
 }

@@ -1,7 +1,14 @@
+import Foundation
+
 /// What a stage tells those who subscribed to it.
 enum StageEvent<Value: Sendable>: Sendable {
     /// Bytes of the original received so far.
     case progress(ImageTask.Progress)
+    /// The original's bytes so far, at a scan or pass boundary: what a preview is
+    /// decoded from. Only to subscribers that want previews.
+    case partialData(Data)
+    /// A preview of the stage's image. Only to subscribers that want previews.
+    case preview(ImageResponse)
     /// The stage's outcome; nothing follows it.
     case finished(Result<Value, ImagoError>)
 }
@@ -34,6 +41,13 @@ class StageCore: @unchecked Sendable {
     var isClosed = false
     /// The stage this one builds on, and its subscription there.
     var upstream: (stage: StageCore, subscriber: Int)?
+    /// A subscriber wants previews: the stage makes them (or, for the original,
+    /// passes on the bytes so far).
+    var wantsPreviews = false
+    /// A preview is being made; at most one at a time.
+    var previewInFlight = false
+    /// The newest preview asked for while one was being made, made next.
+    var pendingPreview: (@Sendable () -> Void)?
 
     init(key: StageKey, priority: ImageRequest.Priority) {
         self.key = key
@@ -48,12 +62,23 @@ class StageCore: @unchecked Sendable {
 
     /// Removes a subscriber; true when none is left.
     func removeSubscriber(_ id: Int) -> Bool { fatalError("a stage subclass answers this") }
+
+    /// Makes one subscriber want previews.
+    func setWantsPreviews(ofSubscriber id: Int) { fatalError("a stage subclass answers this") }
+}
+
+/// A stage's name in its table: a cache key, and whether the stage takes partial
+/// data. Requests that allow partial images share stages only among themselves, so
+/// that a transfer cut short is never handed to a request that must see it fail.
+struct StageID: Hashable {
+    let key: ImageCacheKey
+    let allowsPartial: Bool
 }
 
 /// Where a stage is found: originals by their image key, images by their full key.
 enum StageKey: Hashable {
-    case original(ImageCacheKey)
-    case image(ImageCacheKey)
+    case original(StageID)
+    case image(StageID)
 }
 
 /// A stage whose outcome is a `Value`.
@@ -64,6 +89,8 @@ final class Stage<Value: Sendable>: StageCore, @unchecked Sendable {
         /// An `ImageTask` rather than a stage built on this one: what a task asked
         /// for is what the caches keep.
         let isTask: Bool
+        /// Whether it is told of previews.
+        var wantsPreviews = false
         let receive: @Sendable (StageEvent<Value>) -> Void
     }
 
@@ -83,6 +110,10 @@ final class Stage<Value: Sendable>: StageCore, @unchecked Sendable {
     override func removeSubscriber(_ id: Int) -> Bool {
         subscribers[id] = nil
         return subscribers.isEmpty
+    }
+
+    override func setWantsPreviews(ofSubscriber id: Int) {
+        subscribers[id]?.wantsPreviews = true
     }
 
     /// Whether a task, not only other stages, waits for this outcome.

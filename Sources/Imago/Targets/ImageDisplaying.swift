@@ -87,11 +87,19 @@ public struct ImageDisplayOptions: Sendable {
     public var showsActivityIndicator: Bool
     /// Shown when the load fails; nil keeps the placeholder.
     public var failureImage: DecodedImage?
+    /// Whether a progressive JPEG or an interlaced PNG is shown as it arrives,
+    /// sharpening in place of the placeholder (`ImageRequest.Options.progressivePreviews`):
+    /// each preview is displayed in the loading phase (without the activity
+    /// indicator), the final image replaces it,
+    /// and no preview is shown after the final image or once the view has moved on to
+    /// another URL. Off by default, as in Nuke.
+    public var showsProgressivePreviews: Bool
 
     /// The defaults.
     public init(
         targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [], priority: ImageRequest.Priority = .normal,
-        crossfadeDuration: Double = 0.4, showsActivityIndicator: Bool = true, failureImage: DecodedImage? = nil
+        crossfadeDuration: Double = 0.4, showsActivityIndicator: Bool = true, failureImage: DecodedImage? = nil,
+        showsProgressivePreviews: Bool = false
     ) {
         self.targetSize = targetSize
         self.processors = processors
@@ -99,6 +107,7 @@ public struct ImageDisplayOptions: Sendable {
         self.crossfadeDuration = crossfadeDuration
         self.showsActivityIndicator = showsActivityIndicator
         self.failureImage = failureImage
+        self.showsProgressivePreviews = showsProgressivePreviews
     }
 }
 
@@ -148,9 +157,20 @@ extension ImageDisplaying {
         }
         display(ImageDisplayContent(
             phase: .loading, image: placeholder, showsActivityIndicator: options.showsActivityIndicator, transition: .none))
-        let request = ImageRequest(url: url, targetSize: targetSize, processors: options.processors, priority: options.priority)
+        let request = ImageRequest(
+            url: url, targetSize: targetSize, processors: options.processors, priority: options.priority,
+            options: options.showsProgressivePreviews ? .progressivePreviews : [])
         let crossfade = options.crossfadeDuration, failureImage = options.failureImage ?? placeholder
-        return targets.load(request, target: self, action: nil, success: { target, response in
+        // A preview is shown in the loading phase, without the activity indicator: the
+        // picture sharpening is the sign of progress.
+        var preview: (@MainActor @Sendable (AnyObject, ImageResponse) -> Void)?
+        if options.showsProgressivePreviews {
+            preview = { target, response in
+                (target as? any ImageDisplaying)?.display(ImageDisplayContent(
+                    phase: .loading, image: response.image, showsActivityIndicator: false, transition: .none))
+            }
+        }
+        return targets.load(request, target: self, action: nil, preview: preview, success: { target, response in
             (target as? any ImageDisplaying)?.display(.success(response, crossfade: crossfade))
             completion?(.success(response))
         }, failure: { target, error in

@@ -44,10 +44,13 @@ extension ImageTargetLoader {
     }
 
     /// Loads `request` for `target` under `action` (nil for the success/failure
-    /// form), in the order loads are set on the target.
+    /// form), in the order loads are set on the target. `preview`, when given, gets
+    /// the task's progressive previews while the load is still the target's current
+    /// one, never after its outcome.
     @MainActor
     func load(
         _ request: ImageRequest, target: AnyObject, action: String?,
+        preview: (@MainActor @Sendable (AnyObject, ImageResponse) -> Void)? = nil,
         success: @escaping @MainActor @Sendable (AnyObject, ImageResponse) -> Void,
         failure: (@MainActor @Sendable (AnyObject, ImagoError) -> Void)?
     ) -> ImageTask {
@@ -94,7 +97,33 @@ extension ImageTargetLoader {
         }
         track(task, url: url)
         startSweeping()
+        if let preview, request.options.contains(.progressivePreviews), !task.isFinished {
+            showPreviews(of: task, sequence: sequence, action: action, target: handle, with: preview)
+        }
         return task
+    }
+
+    /// Hands `task`'s previews to `show` on the main actor while the load is the
+    /// target's: checked at each preview, on the main actor where the outcome is set
+    /// too, so a preview never lands after the final image, after the load was
+    /// cancelled, or once the target shows (or loads) something newer.
+    @MainActor
+    private func showPreviews(
+        of task: ImageTask, sequence: Int, action: String?, target handle: WeakReference,
+        with show: @escaping @MainActor @Sendable (AnyObject, ImageResponse) -> Void
+    ) {
+        let previews = task.previews
+        Task { @MainActor [weak self] in
+            for await preview in previews {
+                guard let self, let target = handle.object else { return }
+                let current = registry.withLock { registry -> Bool in
+                    guard let record = registry.record(of: target), record.loads[task.id] != nil else { return false }
+                    return record.hasNothingNewer(than: sequence, for: action)
+                }
+                guard current, !task.isFinished else { return }
+                show(target, preview)
+            }
+        }
     }
 
     /// Whether no newer image has been set for `action` on the target.

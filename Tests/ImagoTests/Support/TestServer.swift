@@ -34,95 +34,6 @@ struct RecordedRequest: Sendable {
 /// never hang on the server. Keep-Alive is supported for well-formed responses;
 /// fault responses close the connection, as a broken server would.
 final class TestServer: Sendable {
-    /// What a route answers.
-    struct Response: Sendable {
-        /// How the response goes on the wire.
-        enum Delivery: Sendable {
-            /// Status, headers with the true Content-Length, the whole body.
-            case complete
-            /// Status and headers declaring `declaredLength` bytes, then nothing until
-            /// the client goes away or the server stops.
-            case stall(declaredLength: Int)
-            /// The body in pieces of `bytesPerChunk`, `interval` seconds apart.
-            case trickle(bytesPerChunk: Int, interval: Double)
-            /// The first `bytes` of the body, then a TCP reset (SO_LINGER 0).
-            case resetAfter(bytes: Int)
-            /// A TCP reset before anything is sent.
-            case resetAtOnce
-            /// Content-Length `declaredLength`, the (shorter) body, then a clean close.
-            case truncate(declaredLength: Int)
-            /// `Transfer-Encoding: chunked`, pieces of `chunkSize`.
-            case chunked(chunkSize: Int)
-            /// No Content-Length: the body ends when the connection closes.
-            case untilClose
-            /// No Content-Length, and the body repeats without end until the client
-            /// goes away or the server stops.
-            case endless
-            /// The body bytes exactly as given (no status line, no headers), then close.
-            case raw
-        }
-
-        var status: Int
-        var headers: [String: String]
-        var body: Data
-        var delivery: Delivery
-
-        init(status: Int = 200, headers: [String: String] = [:], body: Data = Data(), delivery: Delivery = .complete) {
-            self.status = status
-            self.headers = headers
-            self.body = body
-            self.delivery = delivery
-        }
-
-        static func ok(_ body: Data, headers: [String: String] = [:]) -> Response {
-            Response(status: 200, headers: headers, body: body)
-        }
-
-        static func text(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> Response {
-            Response(status: status, headers: headers.merging(["Content-Type": "text/plain"]) { a, _ in a }, body: Data(text.utf8))
-        }
-
-        static func stall(status: Int = 200, headers: [String: String] = [:], declaredLength: Int = 1 << 20) -> Response {
-            Response(status: status, headers: headers, delivery: .stall(declaredLength: declaredLength))
-        }
-
-        static func trickle(_ body: Data, bytesPerChunk: Int, interval: Double, headers: [String: String] = [:]) -> Response {
-            Response(status: 200, headers: headers, body: body, delivery: .trickle(bytesPerChunk: bytesPerChunk, interval: interval))
-        }
-
-        static func resetAfter(_ bytes: Int, of body: Data) -> Response {
-            Response(status: 200, body: body, delivery: .resetAfter(bytes: bytes))
-        }
-
-        static func endless(_ piece: Data) -> Response {
-            Response(body: piece, delivery: .endless)
-        }
-
-        static func resetAtOnce() -> Response {
-            Response(body: Data(), delivery: .resetAtOnce)
-        }
-
-        static func truncate(declaredLength: Int, actualBody: Data) -> Response {
-            Response(status: 200, body: actualBody, delivery: .truncate(declaredLength: declaredLength))
-        }
-
-        static func chunked(_ body: Data, chunkSize: Int) -> Response {
-            Response(status: 200, body: body, delivery: .chunked(chunkSize: chunkSize))
-        }
-
-        static func untilClose(_ body: Data) -> Response {
-            Response(status: 200, body: body, delivery: .untilClose)
-        }
-
-        static func raw(_ bytes: Data) -> Response {
-            Response(body: bytes, delivery: .raw)
-        }
-
-        static func redirect(to location: String, status: Int = 302) -> Response {
-            Response(status: status, headers: ["Location": location])
-        }
-    }
-
     typealias Handler = @Sendable (RecordedRequest) -> Response
 
     private struct State {
@@ -401,6 +312,16 @@ final class TestServer: Sendable {
                 guard write(fd, body[offset..<end]) else { return false }
                 offset = end
                 if offset < body.count { Thread.sleep(forTimeInterval: interval) }
+            }
+            return false
+
+        case .pieces(let ends, let pause):
+            guard write(fd, Self.head(response, length: body.count, close: true)) else { return false }
+            var offset = 0
+            for end in ends.filter({ $0 > 0 && $0 < body.count }).sorted() + [body.count] where end > offset && !isStopping {
+                guard write(fd, body[offset..<end]) else { return false }
+                offset = end
+                if offset < body.count { Thread.sleep(forTimeInterval: pause) }
             }
             return false
 

@@ -10,9 +10,10 @@ let usage = """
 
     Shows the images at the URLs (http, https, file, data) as a grid of thumbnails,
     loaded through Imago's memory and disk caches; scrolling prefetches the rows
-    ahead. Click a thumbnail to open the full image: the thumbnail at once, the full
-    image fading in. The status line counts loaded, failed and in-flight images and
-    cache hits.
+    ahead. Click a thumbnail to open the full image: the thumbnail at once, then the
+    full image, a progressive JPEG or interlaced PNG sharpening in place as it
+    arrives. The status line counts loaded, failed and in-flight images and cache
+    hits.
 
     options:
       --input FILE       read URLs from FILE, one a line ('-' for standard input;
@@ -134,12 +135,14 @@ grid.didActivate = { index, _ in
     detailViews[detail.object] = view
     connectSignal(detail.object, "destroy") { _ in detailViews[detail.object] = nil }
     // The thumbnail, already in memory, stands in at once; the full image (at the
-    // window's size) fades in over it.
+    // window's size) replaces it, sharpening in place as its scans or passes arrive
+    // when it is a progressive JPEG or an interlaced PNG.
     let thumbnail = ImageTargetLoader.shared.loader.cachedImage(for: grid.request(for: index))
     let scale = Double(gtk_widget_get_scale_factor(window))
     view.setImage(
         with: options.urls[index], placeholder: thumbnail,
-        options: ImageDisplayOptions(targetSize: TargetSize(points: 800, 600, scale: scale, contentMode: .aspectFit)))
+        options: ImageDisplayOptions(
+            targetSize: TargetSize(points: 800, 600, scale: scale, contentMode: .aspectFit), showsProgressivePreviews: true))
     gtk_window_present(detail.cast(GtkWindow.self))
 }
 

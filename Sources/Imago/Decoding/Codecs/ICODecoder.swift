@@ -101,8 +101,14 @@ public struct ICODecoder: ImageDecoding {
                 func be32(_ o: Int) -> Int {
                     Int(r.bytes[o]) << 24 | Int(r.bytes[o + 1]) << 16 | Int(r.bytes[o + 2]) << 8 | Int(r.bytes[o + 3])
                 }
-                entries.append(Entry(kind: .png, offset: offset, length: available,
-                                     width: be32(offset + 16), height: be32(offset + 20), bitCount: 32))
+                // PNG caps each side at 2³¹ − 1; an entry claiming more is unusable, as
+                // libpng would say, and its area would not fit the comparison below.
+                let width = be32(offset + 16), height = be32(offset + 20)
+                if width <= Int(Int32.max) && height <= Int(Int32.max) {
+                    entries.append(Entry(kind: .png, offset: offset, length: available, width: width, height: height, bitCount: 32))
+                } else {
+                    firstProblem = firstProblem ?? failure("entry \(index + 1): the PNG header gives \(width)×\(height)")
+                }
                 continue
             }
             do {

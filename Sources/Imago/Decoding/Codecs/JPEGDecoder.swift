@@ -18,13 +18,32 @@ public struct JPEGDecoder: ImageDecoding {
     }
 
     /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
-    /// buffer exists, and `decodingFailed` for truncated or corrupt data, with
-    /// libjpeg-turbo's message as the codec's word where libjpeg-turbo refused it.
+    /// buffer exists, and `decodingFailed` for corrupt data, with libjpeg-turbo's
+    /// message as the codec's word where libjpeg-turbo refused it.
+    ///
+    /// Data that ends early decodes as far as it goes, as browsers show it: the rows
+    /// received of a baseline file (the rest grey, as libjpeg fills it), the scans
+    /// received of a progressive one, and the image says `isPartial`. Data that ends
+    /// in the header, or before any scan data, has nothing to show and fails.
     public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
     }
 
-    private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+    private func decode(_ whole: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        var bytes = whole
+        var endsEarly = false
+        // A whole file ends with EOI; only a file that does not is walked, to be cut
+        // where libjpeg can stop cleanly.
+        if whole.count >= 4, !(whole[whole.count - 2] == 0xFF && whole[whole.count - 1] == 0xD9) {
+            let structure = JPEGStructure(whole)
+            if !structure.isComplete {
+                endsEarly = true
+                if structure.scans > 0 && !structure.hasScanData {
+                    throw .decodingFailed(format: .jpeg, reason: "the data ends before the image does", codec: nil)
+                }
+                bytes = UnsafeBufferPointer(rebasing: whole[..<max(structure.usableLength, 2)])
+            }
+        }
         guard let base = bytes.baseAddress, !bytes.isEmpty, let jpeg = imago_jpeg_create(base, bytes.count) else {
             throw .decodingFailed(format: .jpeg, reason: "no data", codec: nil)
         }
@@ -65,7 +84,8 @@ public struct JPEGDecoder: ImageDecoding {
                 pixels.convertCMYKToRGBA(count: Int(outWidth) * Int(outHeight), inverted: info.adobe != 0)
             }
         }
-        return DecodedImage(bitmap: bitmap.applying(applied), format: .jpeg, orientation: orientation ?? .up)
+        let isPartial = endsEarly || imago_jpeg_truncated(jpeg) != 0
+        return DecodedImage(bitmap: bitmap.applying(applied), format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial)
     }
 
     /// The largest DCT reduction (1/8, 1/4, 1/2) whose output still covers what

@@ -20,19 +20,46 @@ public struct PNGDecoder: ImageDecoding {
     }
 
     /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
-    /// buffer exists, and `decodingFailed` for truncated or corrupt data, with
-    /// libpng's message as the codec's word where libpng refused it.
+    /// buffer exists, and `decodingFailed` for corrupt data, with libpng's message as
+    /// the codec's word where libpng refused it.
+    ///
+    /// Data that ends early decodes as far as it goes, as browsers show it: the rows
+    /// received, the rest transparent (for an interlaced file, the passes received,
+    /// each pixel widened over its block), and the image says `isPartial`. Data that
+    /// ends before the first row has nothing to show and fails. An animated file's
+    /// frames are whole or not shown, so one that ends early fails.
     public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        let still = try decodeStill(data, options: options)
+        let (still, endsEarly) = try data.withBytes { bytes throws(ImagoError) in
+            try decode(bytes, options: options, allowsPartial: !Self.declaresAnimation(bytes))
+        }
+        if endsEarly { return still }
         return try APNG.animation(data, still: still, options: options) ?? still
     }
 
-    /// The default image alone: what a viewer without APNG support shows.
+    /// The default image alone: what a viewer without APNG support shows. Data that
+    /// ends early fails here: an animation's frame is whole or not shown.
     func decodeStill(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
+        try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options, allowsPartial: false).image }
     }
 
-    private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+    /// Whether an `acTL` chunk comes before the image data: the file is an animation.
+    static func declaresAnimation(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 8
+        while i + 8 <= bytes.count {
+            let length = Int(bytes[i]) << 24 | Int(bytes[i + 1]) << 16 | Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
+            let type = (bytes[i + 4], bytes[i + 5], bytes[i + 6], bytes[i + 7])
+            if type == (0x61, 0x63, 0x54, 0x4C) { return true }  // acTL
+            if type == (0x49, 0x44, 0x41, 0x54) { return false }  // IDAT
+            i += 12 + length
+        }
+        return false
+    }
+
+    /// The image, and whether the data ended before the file did (then the image is
+    /// all there is: partial, or whole but with nothing after it).
+    private func decode(
+        _ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, allowsPartial: Bool
+    ) throws(ImagoError) -> (image: DecodedImage, endsEarly: Bool) {
         guard let base = bytes.baseAddress, !bytes.isEmpty, let png = imago_png_create(base, bytes.count) else {
             throw .decodingFailed(format: .png, reason: "no data", codec: nil)
         }
@@ -52,14 +79,20 @@ public struct PNGDecoder: ImageDecoding {
         let orientation = info.exif.map {
             ImageOrientation(exif: UnsafeBufferPointer(start: $0, count: info.exif_length))
         } ?? nil
+        var partial: Int32 = Int32(IMAGO_PNG_WHOLE)
         let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
-            guard imago_png_read_pixels(png, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), width * 4) == 0 else {
+            guard imago_png_read_pixels(png, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), width * 4, &partial) == 0 else {
                 throw fail()
             }
+            // Rows that did not arrive are zeros, premultiplied already.
             if info.has_alpha != 0 { pixels.premultiplyRGBA(count: width * height) }
         }
+        if partial != IMAGO_PNG_WHOLE && !allowsPartial {
+            throw .decodingFailed(format: .png, reason: "the data ends before the image does", codec: nil)
+        }
         let upright = options.appliesOrientation ? bitmap.applying(orientation ?? .up) : bitmap
-        return DecodedImage(bitmap: upright, format: .png, orientation: orientation ?? .up)
+        let image = DecodedImage(bitmap: upright, format: .png, orientation: orientation ?? .up, isPartial: partial == IMAGO_PNG_PARTIAL)
+        return (image, partial != IMAGO_PNG_WHOLE)
     }
 }
 #endif

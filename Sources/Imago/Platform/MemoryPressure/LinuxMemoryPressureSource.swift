@@ -117,7 +117,13 @@ public final class SystemMemoryPressureSource: MemoryPressureSource {
         case .psi:
             var paths = ["/proc/pressure/memory"]
             if let own = cgroups.v2Directory, !cgroups.v2IsRoot { paths.insert(own + "/memory.pressure", at: 0) }
-            return paths.lazy.compactMap { PSIProbe(path: $0) }.first
+            // A loop, not `lazy.compactMap(...).first`, which makes the first probe
+            // twice: each PSI trigger costs the kernel milliseconds to set up and to
+            // tear down.
+            for path in paths {
+                if let probe = PSIProbe(path: path) { return probe }
+            }
+            return nil
         case .cgroupV2Events:
             guard let own = cgroups.v2Directory, !cgroups.v2IsRoot else { return nil }
             return CgroupEventsProbe(path: own + "/memory.events")

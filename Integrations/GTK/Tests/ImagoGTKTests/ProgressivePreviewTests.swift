@@ -1,0 +1,72 @@
+import Foundation
+import Imago
+import ImagoGTK
+import XCTest
+
+/// A progressive JPEG served slowly sharpens in place in the GTK view: a capture of
+/// the window while it downloads shows a preview, neither the placeholder nor yet the
+/// final image, and the final image replaces it.
+final class ProgressivePreviewTests: XCTestCase {
+    /// A 128×96 picture with gradients and hard edges: a coarse scan of it is visibly
+    /// not the final image.
+    private static func testPicture() -> Bitmap {
+        var pixels = [UInt8](repeating: 255, count: 128 * 96 * 4)
+        for y in 0..<96 {
+            for x in 0..<128 {
+                let i = (y * 128 + x) * 4
+                pixels[i] = UInt8(x * 2)
+                pixels[i + 1] = UInt8(y * 2)
+                pixels[i + 2] = (x / 4 + y / 4) % 2 == 0 ? 230 : 30
+            }
+        }
+        return Bitmap(width: 128, height: 96, pixels: pixels)
+    }
+
+    func testAProgressiveJPEGSharpensInPlace() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let jpeg = try JPEGEncoder(quality: 92, progressive: true).encode(Self.testPicture())
+            let expected = try ImageDecoderRegistry.shared.decode(jpeg).bitmap
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            // About 30 pieces, 0.1 s apart: three seconds for the whole file.
+            server.route("/progressive.jpg") { _ in
+                .trickle(jpeg, bytesPerChunk: max(1, jpeg.count / 30), interval: 0.1, headers: ["Content-Type": "image/jpeg"])
+            }
+
+            let placeholderBitmap = Pixels.solid(width: 128, height: 96, 128, 128, 128)
+            let placeholder = DecodedImage(bitmap: placeholderBitmap, format: .png)
+            let loader = ImageTargetLoader(loader: ImageLoader(configuration: .init(), cache: ImageCache(memoryPressure: nil)))
+            let view = ImageView(targetLoader: loader, width: 128, height: 96)
+            let window = GTK.window(width: 128, height: 96, child: view.widget)
+            defer { window.close() }
+            var previews = 0
+            view.didDisplay = { content in
+                if content.phase == .loading, content.image?.isPartial == true { previews += 1 }
+            }
+
+            var finished: Result<ImageResponse, ImagoError>?
+            view.setImage(
+                with: server.url("/progressive.jpg"), placeholder: placeholder,
+                options: ImageDisplayOptions(crossfadeDuration: 0, showsProgressivePreviews: true)
+            ) { finished = $0 }
+            XCTAssertTrue(GTK.run(until: { previews > 0 }, timeout: 20), "no preview was shown")
+            GTK.run(for: 0.05)
+            let preview = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            XCTAssertNil(finished, "the capture was taken while the image was still arriving")
+            let fromPlaceholder = Pixels.maximumDifference(preview, placeholderBitmap)
+            let fromFinal = Pixels.maximumDifference(preview, expected)
+            print("a preview captured after \(previews) preview(s): \(fromPlaceholder) from the placeholder, \(fromFinal) from the final image")
+            XCTAssertGreaterThan(fromPlaceholder, 40, "the preview is not the placeholder")
+            XCTAssertGreaterThan(fromFinal, 10, "the preview is not yet the final image")
+
+            XCTAssertTrue(GTK.run(until: { finished != nil }, timeout: 30))
+            XCTAssertNotNil(try? finished?.get())
+            GTK.run(for: 0.1)
+            let final = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            XCTAssertLessThanOrEqual(Pixels.maximumDifference(final, expected), 2, "the final image replaces the previews")
+            XCTAssertGreaterThanOrEqual(previews, 2)
+        }
+    }
+}
