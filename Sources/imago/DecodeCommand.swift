@@ -158,7 +158,7 @@ private func decodeFile(_ file: String, to target: String?, writer: (any ImageEn
         record.format = image.format.rawValue
         record.width = image.width
         record.height = image.height
-        record.frames = image.frames.count
+        record.frames = image.frameCount
         record.loopCount = image.isAnimated ? image.loopCount : nil
         record.orientation = image.orientation.rawValue
         record.partial = image.isPartial ? true : nil
@@ -179,7 +179,7 @@ private func decodeFile(_ file: String, to target: String?, writer: (any ImageEn
 private func describe(_ image: DecodedImage) -> String {
     var text = "\(image.format.name) \(image.width)×\(image.height)"
     if image.isAnimated {
-        text += ", \(image.frames.count) frames, " + (image.loopCount == 0 ? "loops forever" : "plays \(image.loopCount)×")
+        text += ", \(image.frameCount) frames, " + (image.loopCount == 0 ? "loops forever" : "plays \(image.loopCount)×")
     } else {
         text += ", 1 frame"
     }

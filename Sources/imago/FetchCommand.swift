@@ -154,7 +154,7 @@ extension FetchRecord {
         case .success(let response):
             self.init(
                 url: input.text, line: input.line, ok: true, width: response.image.width, height: response.image.height,
-                frames: response.image.frames.count, bytes: response.metrics.bytes, source: response.source.rawValue,
+                frames: response.image.frameCount, bytes: response.metrics.bytes, source: response.source.rawValue,
                 partial: response.image.isPartial ? true : nil,
                 metrics: Stages(
                     queued: response.metrics.queued, transfer: response.metrics.transfer, decode: response.metrics.decode,

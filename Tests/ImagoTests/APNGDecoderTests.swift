@@ -43,10 +43,13 @@ import Testing
         }
     }
 
-    @Test func thePixelLimitCountsEveryFrame() throws {
+    /// The canvas counts once against the pixel limit (frames are decoded as they
+    /// are shown); the frame count has a limit of its own, checked from the chunks.
+    @Test func limitsCountTheCanvasOnceAndTheFrames() throws {
         let data = try Fixture.data("apng/basic.png")
-        #expect(throws: ImagoError.imageTooLarge(width: 32, height: 20, frames: 3, limit: 32 * 20 * 2)) {
-            try PNGDecoder().decode(data, options: DecodingOptions(maximumPixelCount: 32 * 20 * 2))
+        #expect(try PNGDecoder().decode(data, options: DecodingOptions(maximumPixelCount: 32 * 20)).frameCount == 3)
+        #expect(throws: ImagoError.tooManyFrames(count: 3, limit: 2)) {
+            try PNGDecoder().decode(data, options: DecodingOptions(maximumFrameCount: 2))
         }
     }
 

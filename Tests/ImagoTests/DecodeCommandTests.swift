@@ -28,8 +28,9 @@ import Testing
             try Corpus.files("jpeg/jpegsuite/\($0)", ext: "jpg")
         } + [try Corpus.folder("jpeg/libjpeg-turbo/monkey12.jpg")]
         var truncated: [URL] = []
+        // Not GIF: a GIF cut short shows the frames that arrived, as in browsers.
         let sources = ["jpeg/exif-orientation/Portrait_3.jpg", "png/pngsuite/basi6a16.png",
-                       "gif/image-gif/samples/moon_impact.gif", "webp/image-webp/gallery2/1_webp_a.webp",
+                       "webp/image-webp/gallery2/1_webp_a.webp",
                        "webp/image-webp/animated/random_lossy.webp"]
         for path in sources {
             let data = try Corpus.data(path)

@@ -153,39 +153,62 @@ import Testing
         }
     }
 
+    /// A file that ends early shows the frames that arrived, as in browsers, and
+    /// says it is partial; one cut before any frame's data fails.
     @Test(Corpus.available, arguments: [
         "samples/2x2.gif", "samples/alpha_gif_a.gif", "samples/anim-gr.gif", "samples/beacon.gif",
         "samples/interlaced.gif", "samples/sample_1.gif", "samples/gifplayer-muybridge.gif",
     ])
-    func truncatedCorpusFilesFail(_ name: String) throws {
+    func truncatedCorpusFilesArePartial(_ name: String) throws {
         let data = try Corpus.data(Self.corpus + name)
+        let expected = try #require(Self.expectations[name])
         for length in Set([data.count / 10, data.count / 2, data.count * 9 / 10, data.count - 1]) {
-            let error = failure(data.prefix(length))
-            guard case .decodingFailed(format: .gif, _, _)? = error else {
-                Issue.record("\(name) cut to \(length) bytes: \(String(describing: error))")
-                continue
+            do {
+                let image = try GIFDecoder().decode(data.prefix(length), options: DecodingOptions())
+                #expect(image.isPartial, "\(name) cut to \(length) bytes")
+                #expect(image.frameCount <= expected.frames)
+                #expect(image.frames.count >= 1 && image.frames.count <= image.frameCount)
+            } catch {
+                guard case .decodingFailed(format: .gif, _, _) = error else {
+                    Issue.record("\(name) cut to \(length) bytes: \(error)")
+                    continue
+                }
             }
         }
-        // Only the trailer is missing: Imago's reason, giflib's word beside it.
-        let cut = failure(data.prefix(data.count - 1))
-        #expect(cut.map(reason) == "the data ends before the image does")
-        #expect(cut?.codecMessage?.library == "giflib")
+        // Only the trailer is missing: every frame is there, and the result says the
+        // file was cut.
+        let cut = try GIFDecoder().decode(data.prefix(data.count - 1), options: DecodingOptions())
+        #expect(cut.isPartial)
+        #expect(cut.frameCount == expected.frames)
+        let whole = try GIFDecoder().decode(data, options: DecodingOptions())
+        #expect(!whole.isPartial)
+        #expect(cut.frames.last?.bitmap == whole.frames.last?.bitmap)
     }
 
-    @Test func everyPrefixOfAnAnimationFails() throws {
+    @Test func everyPrefixOfAnAnimationFailsOrIsPartial() throws {
         var gif = TestGIF(width: 5, height: 4, loop: 0)
         gif.frames = [
             .init(width: 5, height: 4, indices: pattern(20), disposal: 1, delay: 7, transparent: 3),
             .init(left: 1, top: 1, width: 3, height: 3, indices: pattern(9), disposal: 2, interlaced: true),
         ]
         let bytes = gif.encode()
-        #expect(try GIFDecoder().decode(Data(bytes), options: DecodingOptions()).frames.count == 2)
+        let whole = try GIFDecoder().decode(Data(bytes), options: DecodingOptions())
+        #expect(whole.frames.count == 2 && !whole.isPartial)
+        var partials = 0
         for length in 0..<bytes.count {
-            guard case .decodingFailed(format: .gif, _, _)? = failure(Data(bytes.prefix(length))) else {
-                Issue.record("a prefix of \(length) of \(bytes.count) bytes did not fail")
-                continue
+            do {
+                let image = try GIFDecoder().decode(Data(bytes.prefix(length)), options: DecodingOptions())
+                #expect(image.isPartial, "a prefix of \(length) of \(bytes.count) bytes")
+                #expect((1...2).contains(image.frames.count))
+                partials += 1
+            } catch {
+                guard case .decodingFailed(format: .gif, _, _) = error else {
+                    Issue.record("a prefix of \(length) of \(bytes.count) bytes: \(error)")
+                    continue
+                }
             }
         }
+        #expect(partials > 0)
     }
 
     @Test func emptyAndForeignDataFail() {
@@ -283,9 +306,11 @@ import Testing
             #expect(rgba(image.bitmap, 2, 0) == [0, 0, 255, 255], "code size \(codeSize)")
             #expect(rgba(image.bitmap, 0, 1) == [0, 0, 0, 255], "code size \(codeSize)")
             #expect(rgba(image.bitmap, 2, 1) == [0, 255, 0, 255], "code size \(codeSize)")
-            // Every shorter prefix fails with a typed error.
+            // Every shorter prefix fails with a typed error, or, once the frame's
+            // data has begun, shows what arrived and says it is partial.
             for length in 0..<bytes.count - 1 {
-                #expect(failure(Data(bytes.prefix(length))) != nil, "code size \(codeSize), \(length) bytes")
+                let partial = try? GIFDecoder().decode(Data(bytes.prefix(length)), options: DecodingOptions()).isPartial
+                #expect(partial == true || failure(Data(bytes.prefix(length))) != nil, "code size \(codeSize), \(length) bytes")
             }
         }
         let header2 = Array("GIF89a".utf8) + [2, 0, 2, 0, 0x80, 0, 0, 0, 0, 0, 255, 255, 255]
@@ -323,9 +348,11 @@ import Testing
         var gif = TestGIF(width: 10, height: 10, loop: 0)
         gif.frames = Array(repeating: .init(width: 10, height: 10, indices: pattern(100)), count: 5)
         let data = Data(gif.encode())
-        #expect(try GIFDecoder().decode(data, options: DecodingOptions(maximumPixelCount: 500)).frames.count == 5)
-        #expect(failure(data, options: DecodingOptions(maximumPixelCount: 350))
-            == .imageTooLarge(width: 10, height: 10, frames: 4, limit: 350))
+        // The canvas counts once against the pixel limit.
+        #expect(try GIFDecoder().decode(data, options: DecodingOptions(maximumPixelCount: 100)).frames.count == 5)
+        #expect(failure(data, options: DecodingOptions(maximumPixelCount: 99))
+            == .imageTooLarge(width: 10, height: 10, frames: 1, limit: 99))
+        #expect(failure(data, options: DecodingOptions(maximumFrameCount: 4)) == .tooManyFrames(count: 5, limit: 4))
     }
 
     /// A frame claiming far more pixels than its few bytes of data could encode is

@@ -129,7 +129,8 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
         #expect(image.frames.map(\.duration) == [0.15, 0.15, 0.15, 0.15])
         // The frames are different pictures, not one canvas returned four times.
         #expect(image.frames[0].bitmap != image.frames[1].bitmap)
-        #expect(image.cost == 4 * 99 * 87 * 4)
+        // One frame held, and the file to decode the others from as they play.
+        #expect(image.cost == 99 * 87 * 4 + (try Corpus.data("webp/image-webp/animated/random_lossy.webp")).count)
     }
 
     @Test func shortFrameDurationsPlayAtBrowserSpeed() {
@@ -211,7 +212,9 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
         }
     }
 
-    @Test(Corpus.available) func corruptAnimationFrameThrows() throws {
+    /// A frame that fails to decode ends the animation at the frame before it, as in
+    /// browsers; the cursor says why.
+    @Test(Corpus.available) func corruptAnimationFrameEndsTheAnimation() throws {
         var bytes = [UInt8](try Corpus.data("webp/image-webp/animated/random_lossless.webp"))
         // Overwrite the second frame's entropy codes, past the VP8L header: the
         // demuxer reads only headers, so the container passes and the frame fails.
@@ -219,8 +222,15 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
         let starts = (0..<bytes.count - 4).filter { bytes[$0..<$0 + 4].elementsEqual(vp8l) }
         try #require(starts.count == 3)
         for i in starts[1] + 8 + 5..<starts[1] + 8 + 64 { bytes[i] = 0xFF }
-        let reason = expectDecodingFailure(Data(bytes), "second frame corrupt")
-        #expect(reason == "corrupt bitstream in frame 2")
+        let image = try decoder.decode(Data(bytes), options: DecodingOptions())
+        #expect(image.frameCount == 3)
+        #expect(image.frames.count == 1)
+        let cursor = try #require(image.animation).makeIterator()
+        #expect(try cursor.next() != nil)
+        #expect(throws: ImagoError.decodingFailed(format: .webp, reason: "corrupt bitstream in frame 2", codec: nil)) {
+            try cursor.next()
+        }
+        #expect(try cursor.next() == nil)
     }
 
     /// libwebp has no messages, only status codes: a bitstream it rejects fails with
@@ -284,25 +294,29 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
         }
     }
 
-    @Test func animationLimitCountsEveryFrame() throws {
-        // 16 one-pixel frames on a 4096 × 4096 canvas: each frame is a full canvas
-        // once decoded, 2²⁸ pixels in all, twice the default limit.
+    @Test func animationLimitsCountTheCanvasOnceAndTheFrames() throws {
+        // 16 one-pixel frames on a 4096 × 4096 canvas: the canvas counts once (frames
+        // are decoded as they are shown), so the pixel limit refuses it only below
+        // one canvas; the frame limit counts the frames, from the demuxer.
         let side = 4096
         let frame = try anmf(image: losslessChunk(pixels: [1, 2, 3, 255], width: 1, height: 1))
         let data = riffFile([vp8x(flags: 0x02, width: side, height: side), anim()] + Array(repeating: frame, count: 16))
-        #expect(throws: ImagoError.imageTooLarge(
-            width: side, height: side, frames: 16, limit: DecodingOptions.defaultMaximumPixelCount)) {
-            try decoder.decode(data, options: DecodingOptions())
+        #expect(throws: ImagoError.imageTooLarge(width: side, height: side, frames: 1, limit: side * side - 1)) {
+            try decoder.decode(data, options: DecodingOptions(maximumPixelCount: side * side - 1))
         }
+        #expect(throws: ImagoError.tooManyFrames(count: 16, limit: 15)) {
+            try decoder.decode(data, options: DecodingOptions(maximumFrameCount: 15))
+        }
+        #expect(try decoder.decode(data, options: DecodingOptions()).frameCount == 16)
     }
 
     @Test(Corpus.available) func corpusAnimationAgainstATightLimit() throws {
         let data = try Corpus.data("webp/image-webp/animated/random_lossless.webp")
-        let all = 64 * 63 * 3
-        #expect(throws: ImagoError.imageTooLarge(width: 64, height: 63, frames: 3, limit: all - 1)) {
-            try decoder.decode(data, options: DecodingOptions(maximumPixelCount: all - 1))
+        let canvas = 64 * 63
+        #expect(throws: ImagoError.imageTooLarge(width: 64, height: 63, frames: 1, limit: canvas - 1)) {
+            try decoder.decode(data, options: DecodingOptions(maximumPixelCount: canvas - 1))
         }
-        #expect(try decoder.decode(data, options: DecodingOptions(maximumPixelCount: all)).frames.count == 3)
+        #expect(try decoder.decode(data, options: DecodingOptions(maximumPixelCount: canvas)).frames.count == 3)
     }
 
     @Test func smallAnimationDecodesWithEveryFrame() throws {

@@ -6,6 +6,11 @@ import Imago
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let data = Data(bytes: bytes, count: count)
-    _ = try? WebPDecoder().decode(data, options: DecodingOptions(maximumPixelCount: 1 << 22))
+    // Few frames: each is a whole canvas, and an animation's frames after the first
+    // are decoded by its cursor, which is driven to the end here.
+    let image = try? WebPDecoder().decode(data, options: DecodingOptions(maximumPixelCount: 1 << 22, maximumFrameCount: 64))
+    if let cursor = image?.animation?.makeIterator() {
+        while (try? cursor.next()) != nil {}
+    }
     return 0
 }

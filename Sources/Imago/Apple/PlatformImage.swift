@@ -46,8 +46,11 @@ import UIKit
 public typealias PlatformImage = UIImage
 
 extension DecodedImage {
-    /// The image for UIKit: an animated `UIImage` for animations.
+    /// The image for UIKit: an animated `UIImage` for animations, which holds every
+    /// frame (UIKit has no frame source to decode on demand).
     public var platformImage: PlatformImage? {
+        // `frames` decodes an animation's frames each time it is read: once here.
+        let frames = self.frames
         let images = frames.compactMap { $0.bitmap.makeCGImage().map { UIImage(cgImage: $0) } }
         guard images.count == frames.count, let first = images.first else { return nil }
         if images.count == 1 { return first }

@@ -1,8 +1,13 @@
-/// A decoded image: one bitmap, or the frames of an animation, with what the file said
-/// about them.
+/// A decoded image: one bitmap, or the first frame of an animation and its other
+/// frames to decode on demand, with what the file said about them.
 ///
 /// This is the platform-neutral result of every decoder. On Apple platforms
 /// `platformImage` (in the Apple adapters) turns it into a `UIImage` or `NSImage`.
+///
+/// An animation holds its first frame (the poster, `bitmap`) and an `AnimatedFrames`
+/// that keeps the compressed data and decodes the rest in order when asked: play it
+/// through an `AnimationPlayer`, which keeps a few frames ahead of the display, so
+/// memory follows what is shown, not the frame count.
 public struct DecodedImage: Sendable {
     /// One frame of an animation, already composited: each frame is a full canvas,
     /// ready to show as it is.
@@ -19,8 +24,11 @@ public struct DecodedImage: Sendable {
         }
     }
 
-    /// At least one frame; more for an animation.
-    public let frames: [Frame]
+    /// The first frame, decoded: the whole image for a still, the poster for an
+    /// animation.
+    public let firstFrame: Frame
+    /// The frames of an animation, decoded when asked for; nil for a still image.
+    public let animation: AnimatedFrames?
     /// How many times an animation plays; 0 means forever.
     public let loopCount: Int
     /// The format the bytes were in.
@@ -33,10 +41,25 @@ public struct DecodedImage: Sendable {
     /// stored as a processed variant.
     public let isPartial: Bool
 
-    /// Makes a decoded image. `frames` must not be empty.
+    /// Makes a decoded image from frames already decoded. `frames` must not be
+    /// empty; an animation holds all of them, so prefer a decoder's on-demand frames
+    /// for anything long.
     public init(frames: [Frame], loopCount: Int = 0, format: ImageFormat, orientation: ImageOrientation = .up, isPartial: Bool = false) {
         precondition(!frames.isEmpty, "an image has at least one frame")
-        self.frames = frames
+        self.init(
+            firstFrame: frames[0],
+            animation: frames.count > 1 ? AnimatedFrames(frames: frames, loopCount: loopCount) : nil,
+            loopCount: loopCount, format: format, orientation: orientation, isPartial: isPartial)
+    }
+
+    /// Makes an animation from its decoded first frame and its frames on demand (nil
+    /// for a still image).
+    public init(
+        firstFrame: Frame, animation: AnimatedFrames?, loopCount: Int, format: ImageFormat,
+        orientation: ImageOrientation = .up, isPartial: Bool = false
+    ) {
+        self.firstFrame = firstFrame
+        self.animation = animation.flatMap { $0.frameCount > 1 ? $0 : nil }
         self.loopCount = loopCount
         self.format = format
         self.orientation = orientation
@@ -48,14 +71,33 @@ public struct DecodedImage: Sendable {
         self.init(frames: [Frame(bitmap: bitmap, duration: 0)], format: format, orientation: orientation, isPartial: isPartial)
     }
 
+    /// Every frame at once, decoded now: costly (all canvases in memory together),
+    /// for tests, encoders and callers who know the animation is short. Displaying
+    /// and caching go through `animation` and `AnimationPlayer` instead. A frame that
+    /// fails to decode ends the list at the last good frame, as it ends playback.
+    public var frames: [Frame] {
+        guard let animation else { return [firstFrame] }
+        var frames = [firstFrame]
+        let cursor = animation.makeIterator()
+        // Frame 0 is decoded again: later frames are composited on it.
+        guard (try? cursor.next()) != nil else { return frames }
+        while let frame = try? cursor.next() { frames.append(frame) }
+        return frames
+    }
+
+    /// How many frames there are: 1 for a still, the scan's count for an animation.
+    public var frameCount: Int { animation?.frameCount ?? 1 }
+    /// How long each frame stays on screen, in seconds, without decoding any.
+    public var frameDurations: [Double] { animation?.durations ?? [firstFrame.duration] }
     /// The first frame: the whole image for a still, the poster frame for an animation.
-    public var bitmap: Bitmap { frames[0].bitmap }
+    public var bitmap: Bitmap { firstFrame.bitmap }
     /// Width in pixels, upright.
     public var width: Int { bitmap.width }
     /// Height in pixels, upright.
     public var height: Int { bitmap.height }
     /// Whether there is more than one frame.
-    public var isAnimated: Bool { frames.count > 1 }
-    /// Bytes of memory all frames take together: what a memory cache charges.
-    public var cost: Int { frames.reduce(0) { $0 + $1.bitmap.cost } }
+    public var isAnimated: Bool { animation != nil }
+    /// Bytes of memory the image holds: the first frame, plus for an animation what
+    /// its frame source keeps (the compressed data). What a memory cache charges.
+    public var cost: Int { bitmap.cost + (animation?.retainedCost ?? 0) }
 }

@@ -6,31 +6,48 @@ public struct DecodingOptions: Sendable, Hashable {
     ///
     /// Large enough for a 108-megapixel phone photo or a long panorama, small enough
     /// that a crafted header claiming 65535 × 65535 (17 GB of pixels) is refused before
-    /// anything is allocated. Animations count every frame, since every frame is held.
+    /// anything is allocated. An animation's canvas counts once: its frames are
+    /// decoded as they are shown, not held together.
     public static let defaultMaximumPixelCount = 1 << 27
 
-    /// The most pixels one decode may produce, all frames together; checked from the
+    /// The default limit on an animation's frames: 10,000, several minutes at the
+    /// fastest rate browsers play. Longer files are crafted, not drawn.
+    public static let defaultMaximumFrameCount = 10_000
+
+    /// The most pixels one image (an animation's canvas) may have; checked from the
     /// header before any pixel buffer exists.
     public var maximumPixelCount: Int
+    /// The most frames an animation may have; checked from a scan of the file,
+    /// before any frame is decoded.
+    public var maximumFrameCount: Int
     /// Turn photos upright according to their EXIF orientation (the default).
     public var appliesOrientation: Bool
     /// Decode to this size (orientation is applied first) instead of the full size;
-    /// nil for the full size. The pixel limit still applies to the source.
+    /// nil for the full size. The pixel limit still applies to the source. Each frame
+    /// of an animation is scaled as it is produced.
     public var targetSize: TargetSize?
 
     /// Makes options; the defaults suit almost every use.
-    public init(maximumPixelCount: Int = DecodingOptions.defaultMaximumPixelCount, appliesOrientation: Bool = true) {
+    public init(
+        maximumPixelCount: Int = DecodingOptions.defaultMaximumPixelCount,
+        maximumFrameCount: Int = DecodingOptions.defaultMaximumFrameCount,
+        appliesOrientation: Bool = true
+    ) {
         self.maximumPixelCount = maximumPixelCount
+        self.maximumFrameCount = maximumFrameCount
         self.appliesOrientation = appliesOrientation
     }
 
-    /// Throws `imageTooLarge` unless `width × height × frames` is within the limit.
-    /// Decoders call this with the header's figures, before allocating.
+    /// Throws `imageTooLarge` unless `width × height` is within the pixel limit, and
+    /// `tooManyFrames` unless `frames` is within the frame limit. Decoders call this
+    /// with the header's figures, before allocating.
     public func checkSize(width: Int, height: Int, frames: Int = 1) throws(ImagoError) {
-        let (area, o1) = width.multipliedReportingOverflow(by: height)
-        let (total, o2) = area.multipliedReportingOverflow(by: max(frames, 1))
-        if o1 || o2 || total > maximumPixelCount {
-            throw .imageTooLarge(width: width, height: height, frames: frames, limit: maximumPixelCount)
+        let (area, overflow) = width.multipliedReportingOverflow(by: height)
+        if overflow || area > maximumPixelCount {
+            throw .imageTooLarge(width: width, height: height, frames: 1, limit: maximumPixelCount)
+        }
+        if frames > maximumFrameCount {
+            throw .tooManyFrames(count: frames, limit: maximumFrameCount)
         }
     }
 }

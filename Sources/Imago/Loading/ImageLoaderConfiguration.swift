@@ -13,7 +13,7 @@ extension ImageLoader {
         public var decoders: ImageDecoderRegistry
         /// When and how often failed transfers are tried again.
         public var retryPolicy: RetryPolicy
-        /// The largest image decoded (pixels, all frames).
+        /// The largest image decoded (pixels; an animation's canvas counts once).
         public var maximumPixelCount: Int
         /// Headers added to every request (authorization, say).
         public var headers: [String: String]

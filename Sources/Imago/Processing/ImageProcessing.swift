@@ -14,13 +14,15 @@ public protocol ImageProcessing: Sendable {
 }
 
 extension DecodedImage {
-    /// The image with `processors` applied in order to every frame.
+    /// The image with `processors` applied in order to every frame: to the first
+    /// now, to an animation's other frames as they are decoded.
     public func processed(by processors: [any ImageProcessing]) -> DecodedImage {
         guard !processors.isEmpty else { return self }
+        let apply: @Sendable (Bitmap) -> Bitmap = { bitmap in processors.reduce(bitmap) { $1.process($0) } }
+        let first = apply(bitmap)
         return DecodedImage(
-            frames: frames.map { frame in
-                Frame(bitmap: processors.reduce(frame.bitmap) { $1.process($0) }, duration: frame.duration)
-            },
+            firstFrame: Frame(bitmap: first, duration: firstFrame.duration),
+            animation: animation?.mapped(width: first.width, height: first.height, apply),
             loopCount: loopCount, format: format, orientation: orientation, isPartial: isPartial)
     }
 }

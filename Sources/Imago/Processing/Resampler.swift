@@ -27,37 +27,56 @@ enum Resampler {
         return 0
     }
 
+    /// Pixels in memory someone else owns (a bitmap's array, a codec's canvas), in
+    /// the bitmap layout: premultiplied RGBA rows of `bytesPerRow` bytes.
+    struct Pixels {
+        let base: UnsafePointer<UInt8>
+        let width: Int
+        let height: Int
+        let bytesPerRow: Int
+    }
+
     /// Resamples `region` of `source` to `width` × `height`.
     static func resample(_ source: Bitmap, region: Region, width: Int, height: Int) -> Bitmap {
+        source.pixels.withUnsafeBufferPointer { pixels in
+            resample(Pixels(base: pixels.baseAddress!, width: source.width, height: source.height, bytesPerRow: source.bytesPerRow),
+                     region: region, width: width, height: height)
+        }
+    }
+
+    /// Resamples `region` of pixels in place (a codec's canvas), reading them
+    /// without a copy.
+    static func resample(_ source: Pixels, region: Region, width: Int, height: Int) -> Bitmap {
         precondition(width > 0 && height > 0, "resampling to an empty size")
-        var source = source
-        var region = region
         // Area-average by whole factors while the reduction stays above 2× after it,
         // leaving the filter a ratio between 2 and 4: the cost of the filter no longer
         // grows with the reduction, and the box average loses nothing at that ratio.
         let factorX = max(1, Int(region.width / Double(width) / 2))
         let factorY = max(1, Int(region.height / Double(height) / 2))
-        if factorX > 1 || factorY > 1 {
-            let x0 = Int(region.x.rounded(.down)), y0 = Int(region.y.rounded(.down))
-            let x1 = min(source.width, Int((region.x + region.width).rounded(.up)))
-            let y1 = min(source.height, Int((region.y + region.height).rounded(.up)))
-            source = boxReduced(source, x0: x0, y0: y0, x1: x1, y1: y1, factorX: factorX, factorY: factorY)
-            region = Region(
-                x: (region.x - Double(x0)) / Double(factorX), y: (region.y - Double(y0)) / Double(factorY),
-                width: region.width / Double(factorX), height: region.height / Double(factorY))
+        guard factorX > 1 || factorY > 1 else { return filtered(source, region: region, width: width, height: height) }
+        let x0 = Int(region.x.rounded(.down)), y0 = Int(region.y.rounded(.down))
+        let x1 = min(source.width, Int((region.x + region.width).rounded(.up)))
+        let y1 = min(source.height, Int((region.y + region.height).rounded(.up)))
+        let reduced = boxReduced(source, x0: x0, y0: y0, x1: x1, y1: y1, factorX: factorX, factorY: factorY)
+        let reducedRegion = Region(
+            x: (region.x - Double(x0)) / Double(factorX), y: (region.y - Double(y0)) / Double(factorY),
+            width: region.width / Double(factorX), height: region.height / Double(factorY))
+        return reduced.pixels.withUnsafeBufferPointer { pixels in
+            filtered(Pixels(base: pixels.baseAddress!, width: reduced.width, height: reduced.height, bytesPerRow: reduced.bytesPerRow),
+                     region: reducedRegion, width: width, height: height)
         }
-        return filtered(source, region: region, width: width, height: height)
     }
 
     /// The exact average of each `factorX` × `factorY` block of the pixels in
     /// [x0, x1) × [y0, y1); blocks cut by the edge average what they hold.
-    static func boxReduced(_ source: Bitmap, x0: Int, y0: Int, x1: Int, y1: Int, factorX: Int, factorY: Int) -> Bitmap {
+    static func boxReduced(_ source: Pixels, x0: Int, y0: Int, x1: Int, y1: Int, factorX: Int, factorY: Int) -> Bitmap {
         let width = (x1 - x0 + factorX - 1) / factorX
         let height = (y1 - y0 + factorY - 1) / factorY
         return try! Bitmap.make(width: width, height: height) { out in
             let destination = out.bindMemory(to: UInt8.self)
             var sums = [UInt32](repeating: 0, count: width * 4)
-            source.pixels.withUnsafeBufferPointer { pixels in
+            do {
+                let pixels = source.base
                 for oy in 0..<height {
                     for i in sums.indices { sums[i] = 0 }
                     let rowStart = y0 + oy * factorY, rowEnd = min(y1, rowStart + factorY)
@@ -127,7 +146,7 @@ enum Resampler {
         }
     }
 
-    static func filtered(_ source: Bitmap, region: Region, width: Int, height: Int) -> Bitmap {
+    static func filtered(_ source: Pixels, region: Region, width: Int, height: Int) -> Bitmap {
         let horizontal = Contributions(start: region.x, length: region.width, limit: source.width, outputs: width)
         let vertical = Contributions(start: region.y, length: region.height, limit: source.height, outputs: height)
         let firstRow = vertical.starts.min() ?? 0
@@ -142,7 +161,8 @@ enum Resampler {
             count = (lastRow - firstRow) * width
         }
         var row = [SIMD4<Float>](repeating: .zero, count: source.width)
-        source.pixels.withUnsafeBufferPointer { pixels in
+        do {
+            let pixels = source.base
             intermediate.withUnsafeMutableBufferPointer { inter in
                 row.withUnsafeMutableBufferPointer { row in
                     horizontal.withUnsafeBuffers { starts, counts, weights, stride in
@@ -150,7 +170,7 @@ enum Resampler {
                             let base = y * source.bytesPerRow
                             // One 4-byte load and a vector widening per pixel; lane by
                             // lane, this loop took an eighth of a thumbnail's time.
-                            let raw = UnsafeRawPointer(pixels.baseAddress! + base)
+                            let raw = UnsafeRawPointer(pixels + base)
                             for x in firstColumn..<lastColumn {
                                 row[x] = SIMD4<Float>(raw.loadUnaligned(fromByteOffset: x &* 4, as: SIMD4<UInt8>.self))
                             }
@@ -270,6 +290,31 @@ extension Bitmap {
     }
 }
 
+extension Resampler {
+    /// Pixels in place (a codec's canvas) fitted to `target` as `Bitmap.fitted(to:)`
+    /// fits a bitmap, into a new bitmap of the output size: the one copy there is.
+    static func fitted(_ source: Pixels, to target: TargetSize) -> Bitmap {
+        let layout = target.layout(sourceWidth: source.width, sourceHeight: source.height)
+        if layout.scaledWidth == source.width && layout.scaledHeight == source.height {
+            let x = (source.width - layout.outputWidth) / 2, y = (source.height - layout.outputHeight) / 2
+            return try! Bitmap.make(width: layout.outputWidth, height: layout.outputHeight) { out in
+                for row in 0..<layout.outputHeight {
+                    (out.baseAddress! + row * layout.outputWidth * 4).copyMemory(
+                        from: source.base + (y + row) * source.bytesPerRow + x * 4, byteCount: layout.outputWidth * 4)
+                }
+            }
+        }
+        let scaleX = Double(layout.scaledWidth) / Double(source.width)
+        let scaleY = Double(layout.scaledHeight) / Double(source.height)
+        let regionWidth = Double(layout.outputWidth) / scaleX
+        let regionHeight = Double(layout.outputHeight) / scaleY
+        let region = Region(
+            x: (Double(source.width) - regionWidth) / 2, y: (Double(source.height) - regionHeight) / 2,
+            width: regionWidth, height: regionHeight)
+        return resample(source, region: region, width: layout.outputWidth, height: layout.outputHeight)
+    }
+}
+
 extension Bitmap {
     /// The `width` × `height` rectangle whose top left is (`x`, `y`); it must lie
     /// inside the bitmap.
@@ -289,12 +334,15 @@ extension Bitmap {
 }
 
 extension DecodedImage {
-    /// Every frame fitted to `target`; the image itself when it already fits.
+    /// Every frame fitted to `target`; the image itself when it already fits. The
+    /// first frame is fitted now, an animation's other frames as they are decoded.
     public func fitted(to target: TargetSize) -> DecodedImage {
         let layout = target.layout(sourceWidth: width, sourceHeight: height)
         if layout.isIdentity(sourceWidth: width, sourceHeight: height) { return self }
+        let first = bitmap.fitted(to: target)
         return DecodedImage(
-            frames: frames.map { Frame(bitmap: $0.bitmap.fitted(to: target), duration: $0.duration) },
+            firstFrame: Frame(bitmap: first, duration: firstFrame.duration),
+            animation: animation?.mapped(width: first.width, height: first.height) { $0.fitted(to: target) },
             loopCount: loopCount, format: format, orientation: orientation, isPartial: isPartial)
     }
 }

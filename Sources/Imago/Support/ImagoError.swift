@@ -23,8 +23,12 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
     /// anything, and is nil when Imago found the fault before or without it.
     case decodingFailed(format: ImageFormat, reason: String, codec: CodecMessage?)
     /// The image would decode to more pixels than allowed; refused from the header,
-    /// before any pixel buffer was allocated. `frames` counts animation frames.
+    /// before any pixel buffer was allocated. An animation's canvas counts once, so
+    /// `frames` is 1 from Imago's decoders (a decoder of one's own may count more).
     case imageTooLarge(width: Int, height: Int, frames: Int, limit: Int)
+    /// The animation has more frames than allowed (`DecodingOptions.maximumFrameCount`);
+    /// refused from a scan of the file, before any frame was decoded.
+    case tooManyFrames(count: Int, limit: Int)
     /// Turning pixels back into a file failed; `reason` and `codec` as for
     /// `decodingFailed`.
     case encodingFailed(format: ImageFormat, reason: String, codec: CodecMessage?)
@@ -125,6 +129,8 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
         case .imageTooLarge(let width, let height, let frames, let limit):
             let size = frames > 1 ? "\(width)×\(height) × \(frames) frames" : "\(width)×\(height)"
             return "image is too large to decode: \(size) exceeds the limit of \(limit) pixels"
+        case .tooManyFrames(let count, let limit):
+            return "the animation has too many frames to decode: \(count) exceeds the limit of \(limit)"
         case .encodingFailed(let format, let reason, let codec):
             return "\(format.name) encoding failed: \(reason)\(Self.attribution(codec, reason: reason))"
         case .fileError(let path, let reason, _):

@@ -4,8 +4,10 @@ import Imago
 /// An image view for GTK 4: what `UIImageView` with SDWebImage, or AsyncImageView's
 /// `AsyncImageView`, is on iOS. Call `setImage(with:placeholder:options:completion:)`
 /// (or set `imageURL`) and it shows the placeholder, a spinner while loading, and the
-/// image crossfading in; animated GIF and WebP images play at their frame durations
-/// while the view is on screen.
+/// image crossfading in; animated GIF, PNG, WebP and AVIF images play at their frame
+/// durations while the view is on screen, their frames decoded a few ahead of the
+/// display by an `AnimationPlayer` (only the textures of the frames on screen are
+/// kept), so a long animation costs what a few frames cost.
 ///
 /// What to show is decided in Imago's shared code (`ImageLoadingState` and the target
 /// loader): this class only renders it. Loading and decoding run off the main thread;
@@ -35,6 +37,9 @@ public final class ImageView: ImageDisplaying {
     public var didChangeFrame: (@MainActor (Int) -> Void)?
     /// The frame of the image shown (0 for a still image).
     public private(set) var frameIndex = 0
+    /// How many frame textures the view holds now: a few at most, however long the
+    /// animation (for tests and memory accounting).
+    public var heldFrameTextureCount: Int { current?.textureCount ?? 0 }
 
     private let back: UnsafeMutablePointer<GtkWidget>
     private let front: UnsafeMutablePointer<GtkWidget>
@@ -42,6 +47,8 @@ public final class ImageView: ImageDisplaying {
     /// The view's own reference to its widget, dropped with the view.
     private let ownWidget: ObjectReference
     private var current: FrameTextures?
+    /// The playback position shown, counting across loops.
+    private var position = 0
     /// The picture fading out during a crossfade.
     private var previous: ObjectReference?
     private var animation = AnimationClock()
@@ -99,19 +106,20 @@ public final class ImageView: ImageDisplaying {
     /// crossfade from what was shown before.
     public func display(_ content: ImageDisplayContent) {
         let shownBefore = current
-        let frameBefore = frameIndex
+        let positionBefore = position
         loadingState.apply(content)
         let identity = loadingState.image?.bitmap.storageIdentity
         if identity != current?.identity {
             current = loadingState.image.map(FrameTextures.init)
             frameIndex = 0
+            position = 0
             animation = AnimationClock()
         }
         if let previousImage = loadingState.previousImage, loadingState.isCrossfading,
             previousImage.bitmap.storageIdentity == shownBefore?.identity, let shownBefore
         {
             // The picture fading out is the frame that was on screen.
-            replacePrevious(with: shownBefore.texture(at: frameBefore))
+            replacePrevious(with: shownBefore.texture(at: positionBefore))
         } else if !loadingState.isCrossfading {
             replacePrevious(with: nil)
         }
@@ -137,7 +145,7 @@ public final class ImageView: ImageDisplaying {
 
     private func render() {
         let crossfading = loadingState.isCrossfading
-        gtk_picture_set_paintable(front.opaque, current?.texture(at: frameIndex))
+        gtk_picture_set_paintable(front.opaque, current?.texture(at: position))
         gtk_picture_set_paintable(back.opaque, crossfading ? previous.map { OpaquePointer($0.pointer) } : nil)
         gtk_widget_set_opacity(front, crossfading ? loadingState.crossfadeProgress : 1)
         if !crossfading { replacePrevious(with: nil) }
@@ -159,8 +167,8 @@ public final class ImageView: ImageDisplaying {
     // MARK: - Frames: crossfades and animations advance on the frame clock
 
     private var isAnimating: Bool {
-        guard let image = loadingState.image, image.isAnimated else { return false }
-        return !animation.isFinished(image)
+        guard let current, current.image.isAnimated else { return false }
+        return !animation.isFinished(current)
     }
 
     private func mappingChanged(_ mapped: Bool) {
@@ -184,11 +192,13 @@ public final class ImageView: ImageDisplaying {
 
     /// One frame of the frame clock; returns whether more frames are wanted.
     fileprivate func tick(at time: Double) -> Bool {
-        if let image = loadingState.image, image.isAnimated {
-            let index = animation.frame(of: image, at: time)
-            if index != frameIndex {
-                frameIndex = index
-                didChangeFrame?(index)
+        if let current, current.image.isAnimated {
+            let wanted = animation.position(of: current, at: time)
+            // A frame not decoded yet leaves the one shown on screen until it is.
+            if wanted != position, current.texture(at: wanted) != nil {
+                position = wanted
+                frameIndex = wanted % current.image.frameCount
+                didChangeFrame?(frameIndex)
             }
         }
         render()
@@ -209,8 +219,8 @@ struct AnimationClock {
 
     /// GIFs with no delay, or a delay of 10 ms or less, are shown for 100 ms, as
     /// browsers do: such files rely on it.
-    static func duration(of frame: DecodedImage.Frame) -> Double {
-        frame.duration <= 0.01 ? 0.1 : frame.duration
+    static func duration(_ seconds: Double) -> Double {
+        seconds <= 0.01 ? 0.1 : seconds
     }
 
     mutating func pause() {
@@ -218,50 +228,78 @@ struct AnimationClock {
         resumed = nil
     }
 
-    /// The frame to show at `time` (seconds on the frame clock).
-    mutating func frame(of image: DecodedImage, at time: Double) -> Int {
+    /// The playback position to show at `time` (seconds on the frame clock),
+    /// counting frames across loops; the last frame once a finite animation is done.
+    fileprivate mutating func position(of frames: FrameTextures, at time: Double) -> Int {
         if resumed == nil { resumed = time }
         lastTime = time
         let elapsed = played + (time - (resumed ?? time))
-        let total = image.frames.reduce(0) { $0 + Self.duration(of: $1) }
-        if image.loopCount > 0, elapsed >= total * Double(image.loopCount) { return image.frames.count - 1 }
-        var t = elapsed.truncatingRemainder(dividingBy: total)
-        for (index, frame) in image.frames.enumerated() {
-            t -= Self.duration(of: frame)
-            if t < 0 { return index }
+        let count = frames.durations.count, total = frames.totalDuration
+        let loops = frames.image.loopCount
+        if loops > 0, elapsed >= total * Double(loops) { return loops * count - 1 }
+        let loop = Int(elapsed / total)
+        var t = elapsed - Double(loop) * total
+        for (index, duration) in frames.durations.enumerated() {
+            t -= duration
+            if t < 0 { return loop * count + index }
         }
-        return image.frames.count - 1
+        return loop * count + count - 1
     }
 
     /// Whether a finite animation has played all its loops.
-    func isFinished(_ image: DecodedImage) -> Bool {
-        guard image.loopCount > 0 else { return false }
-        let total = image.frames.reduce(0) { $0 + Self.duration(of: $1) }
-        return played + (resumed.map { lastTime - $0 } ?? 0) >= total * Double(image.loopCount)
+    fileprivate func isFinished(_ frames: FrameTextures) -> Bool {
+        guard frames.image.loopCount > 0 else { return false }
+        return played + (resumed.map { lastTime - $0 } ?? 0) >= frames.totalDuration * Double(frames.image.loopCount)
     }
 }
 
-/// The textures of one image's frames, made when first shown.
+/// The textures of one image's frames: for an animation, those of the few frames
+/// around the one on screen, made from an `AnimationPlayer`'s bounded buffer; frames
+/// already shown are let go.
 private final class FrameTextures {
+    /// Textures kept at most: the frame on screen and the few decoded after it.
+    static let maximumTextures = 3
+
     let image: DecodedImage
     let identity: UnsafeRawPointer?
-    private var textures: [OpaquePointer?]
+    let durations: [Double]
+    let totalDuration: Double
+    private let player: AnimationPlayer?
+    /// Textures by playback position.
+    private var textures: [Int: OpaquePointer] = [:]
 
     init(_ image: DecodedImage) {
         self.image = image
         identity = image.bitmap.storageIdentity
-        textures = Array(repeating: nil, count: image.frames.count)
+        durations = image.frameDurations.map(AnimationClock.duration)
+        totalDuration = durations.reduce(0, +)
+        player = image.isAnimated ? AnimationPlayer(image) : nil
     }
 
     deinit {
-        for case let texture? in textures { g_object_unref(UnsafeMutableRawPointer(texture)) }
+        for texture in textures.values { g_object_unref(UnsafeMutableRawPointer(texture)) }
     }
 
-    func texture(at index: Int) -> OpaquePointer? {
-        guard textures.indices.contains(index) else { return nil }
-        if let texture = textures[index] { return texture }
-        let texture = image.frames[index].bitmap.makeTexture()
-        textures[index] = texture
+    var textureCount: Int { textures.count }
+
+    /// The texture of the frame at `position`, or nil while it is being decoded.
+    /// Textures of earlier positions are released (a crossfade holds its own
+    /// reference to the one fading out).
+    func texture(at position: Int) -> OpaquePointer? {
+        if let texture = textures[position] { return texture }
+        let bitmap: Bitmap
+        if let player {
+            guard let frame = player.frame(at: position) ?? (position == 0 ? image.firstFrame : nil) else { return nil }
+            bitmap = frame.bitmap
+        } else {
+            bitmap = image.bitmap
+        }
+        for (key, texture) in textures where key < position || textures.count >= Self.maximumTextures {
+            g_object_unref(UnsafeMutableRawPointer(texture))
+            textures[key] = nil
+        }
+        let texture = bitmap.makeTexture()
+        textures[position] = texture
         return texture
     }
 }

@@ -162,7 +162,8 @@ final class ImageViewTests: XCTestCase {
             try GTK.initialize()
             let gif = try Repository.sample("moon.gif")
             let decoded = try ImageDecoderRegistry.shared.decode(gif)
-            XCTAssertGreaterThan(decoded.frames.count, 2)
+            let frames = decoded.frames
+            XCTAssertGreaterThan(frames.count, 2)
             let server = TestServer()
             try server.start()
             defer { server.stop() }
@@ -183,22 +184,22 @@ final class ImageViewTests: XCTestCase {
             // Each frame stays on screen for its own delay, give or take a frame of the
             // clock (and a wide margin for a loaded machine).
             var errors: [Double] = []
-            for (before, after) in zip(changes, changes.dropFirst()) where after.frame == (before.frame + 1) % decoded.frames.count {
-                let delay = decoded.frames[before.frame].duration <= 0.01 ? 0.1 : decoded.frames[before.frame].duration
+            for (before, after) in zip(changes, changes.dropFirst()) where after.frame == (before.frame + 1) % frames.count {
+                let delay = frames[before.frame].duration <= 0.01 ? 0.1 : frames[before.frame].duration
                 errors.append(after.time - before.time - delay)
             }
             XCTAssertGreaterThanOrEqual(errors.count, 5, "frames follow each other in order")
             let meanError = errors.reduce(0, +) / Double(max(1, errors.count))
             print(String(
                 format: "GIF frame delays: %d frames, delays %@ s, mean error %+.1f ms, worst %+.1f ms", errors.count,
-                Set(decoded.frames.map(\.duration)).sorted().map { String($0) }.joined(separator: "/"), meanError * 1000,
+                Set(frames.map(\.duration)).sorted().map { String($0) }.joined(separator: "/"), meanError * 1000,
                 (errors.max() ?? 0) * 1000))
             XCTAssertGreaterThan(errors.min() ?? 0, -0.025, "no frame is cut short")
             XCTAssertLessThan(meanError, 0.05, "frames keep to their delays on average")
 
             // A capture shows the frame the view says it shows.
             let shown = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
-            XCTAssertLessThanOrEqual(Pixels.maximumDifference(shown, decoded.frames[view.frameIndex].bitmap), 2)
+            XCTAssertLessThanOrEqual(Pixels.maximumDifference(shown, frames[view.frameIndex].bitmap), 2)
 
             // Hidden (unmapped), it stops, and resumes where it stood when shown again.
             gtk_widget_set_visible(view.widget, 0)
@@ -209,7 +210,60 @@ final class ImageViewTests: XCTestCase {
             XCTAssertEqual(view.frameIndex, stoppedAt)
             gtk_widget_set_visible(view.widget, 1)
             XCTAssertTrue(GTK.run(until: { changes.count > count }, timeout: 5), "it plays again once mapped")
-            XCTAssertEqual(changes[count].frame, (stoppedAt + 1) % decoded.frames.count, "from the frame it stopped at")
+            XCTAssertEqual(changes[count].frame, (stoppedAt + 1) % frames.count, "from the frame it stopped at")
+        }
+    }
+
+    /// A long animation plays through the view's bounded frame buffer: every frame in
+    /// order, and only the textures of the few frames around the one shown are kept.
+    func testLongAnimationKeepsABoundedNumberOfTextures() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-gtk-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            // 120 frames of 96×96, 20 ms each, written by ImageMagick.
+            let file = folder.appendingPathComponent("long.gif")
+            let convert = Process()
+            convert.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            convert.arguments = ["convert", "-delay", "2", "-size", "96x96"]
+                + (0..<120).map { "xc:rgb(\($0 * 2),\(255 - $0 * 2),\($0 % 2 * 255))" } + ["-loop", "0", file.path]
+            try convert.run()
+            convert.waitUntilExit()
+            XCTAssertEqual(convert.terminationStatus, 0)
+            let gif = try Data(contentsOf: file)
+            let decoded = try ImageDecoderRegistry.shared.decode(gif)
+            XCTAssertEqual(decoded.frameCount, 120)
+
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            server.route("/long.gif", data: gif, headers: ["Content-Type": "image/gif"])
+            let view = ImageView(targetLoader: Self.targetLoader(), width: 96, height: 96)
+            let window = GTK.window(width: 96, height: 96, child: view.widget)
+            defer { window.close() }
+            var changes: [Int] = []
+            var times: [Double] = []
+            var mostTextures = 0
+            view.didChangeFrame = { index in
+                changes.append(index)
+                times.append(monotonicSeconds())
+                mostTextures = max(mostTextures, view.heldFrameTextureCount)
+            }
+            var loaded = false
+            view.setImage(with: server.url("/long.gif"), options: ImageDisplayOptions(crossfadeDuration: 0)) { _ in loaded = true }
+            XCTAssertTrue(GTK.run(until: { loaded }, timeout: 10))
+            XCTAssertTrue(GTK.run(until: { changes.count >= 150 }, timeout: 30), "the animation plays past a loop (\(changes.count) changes)")
+            let seconds = (times.last ?? 0) - (times.first ?? 0)
+            let steps = zip(changes, changes.dropFirst()).map { ($1 - $0 + 120) % 120 }
+            print(String(format: "long animation in the view: %d frame changes in %.2f s, %d frames skipped, at most %d textures held",
+                         changes.count, seconds, steps.reduce(0) { $0 + $1 - 1 }, mostTextures))
+            XCTAssertLessThanOrEqual(mostTextures, 3)
+            XCTAssertLessThanOrEqual(view.heldFrameTextureCount, 3)
+            // Frames move forward (a frame may be skipped on a slow tick, never shown out of order).
+            for (before, after) in zip(changes, changes.dropFirst()) {
+                XCTAssertTrue((after - before + 120) % 120 < 10, "\(before) → \(after)")
+            }
         }
     }
 }

@@ -6,33 +6,73 @@ import Foundation
 /// PLTE and tRNS, its `fdAT` data as IDAT), and the frames are composited on a canvas
 /// with their dispose and blend operations, as browsers do.
 ///
-/// A malformed animation (chunks out of sequence, a frame outside the canvas, a
+/// A malformed animation (chunks out of sequence, a frame outside the canvas, a first
 /// frame libpng refuses) leaves the default image, as in browsers that fall back to
-/// the still picture; the file itself has already passed libpng in full.
+/// the still picture; the file itself has already passed libpng in full. Frames are
+/// decoded as they are played; a later frame libpng refuses ends the animation at
+/// the frame before it.
 enum APNG {
     /// One chunk's type and data, located in the file.
-    private struct Chunk {
+    struct Chunk: Sendable {
         let type: String
         let data: Range<Int>
     }
 
     /// What an `fcTL` chunk says about the frame whose data follows it.
-    private struct FrameControl {
+    struct FrameControl: Sendable {
         let width: Int, height: Int, x: Int, y: Int
         let duration: Double
         let dispose: UInt8
         let blend: UInt8
     }
 
-    /// The animation's frames, or nil when the file is not an animation or its
-    /// animation is malformed. Throws only `imageTooLarge`, from `acTL` and the
-    /// canvas size, before any frame is decoded.
-    static func frames(
-        _ bytes: UnsafeBufferPointer<UInt8>, width: Int, height: Int, options: DecodingOptions
-    ) throws(ImagoError) -> (frames: [DecodedImage.Frame], loopCount: Int)? {
+    /// Where everything of an animation is in the file, found by a walk over its
+    /// chunks without decoding: what each frame's cursor needs.
+    struct Plan: Sendable {
+        let width: Int, height: Int
+        let ihdr: Chunk
+        let shared: [Chunk]
+        let frames: [(control: FrameControl, data: [Range<Int>])]
+        let plays: Int
+    }
+
+    /// The animation with its first frame decoded and the others decoded as they are
+    /// played, or nil when the file is not an animation or its animation is malformed
+    /// (the default image then stands, as in browsers without APNG support). Throws
+    /// only `imageTooLarge` and `tooManyFrames`, from `acTL` and the canvas size.
+    static func animation(_ data: Data, still: DecodedImage, options: DecodingOptions) throws(ImagoError) -> DecodedImage? {
+        try data.withBytes { bytes throws(ImagoError) -> DecodedImage? in
+            // A default image cut short is shown as it is, never animated.
+            guard !still.isPartial, let plan = try plan(bytes, options: options) else { return nil }
+            let applied = options.appliesOrientation ? still.orientation : .up
+            // The fitted size in the stored orientation: frames are scaled, then turned.
+            let target = options.targetSize.map { target in
+                applied.swapsDimensions
+                    ? TargetSize(width: target.height, height: target.width, contentMode: target.contentMode, allowsUpscaling: target.allowsUpscaling)
+                    : target
+            }
+            let pinned = PinnedBytes(bytes)
+            let open = { @Sendable () throws(ImagoError) -> any FrameProducing in
+                APNGFrameCursor(pinned, plan: plan, orientation: applied, target: target)
+            }
+            guard let first = try? open().nextFrame() else { return nil }
+            let animation = AnimatedFrames(
+                frameCount: plan.frames.count, durations: plan.frames.map(\.control.duration), loopCount: plan.plays,
+                width: first.width, height: first.height, retainedCost: pinned.count, open: open)
+            return DecodedImage(
+                firstFrame: .init(bitmap: first, duration: plan.frames[0].control.duration), animation: animation,
+                loopCount: plan.plays, format: .png, orientation: still.orientation)
+        }
+    }
+
+    /// The animation's layout, or nil when the file is not an animation or its
+    /// animation is malformed.
+    static func plan(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> Plan? {
         guard let chunks = chunks(bytes), let actl = chunks.first(where: { $0.type == "acTL" }), actl.data.count == 8 else {
             return nil
         }
+        guard let ihdr = chunks.first, ihdr.type == "IHDR", ihdr.data.count == 13 else { return nil }
+        let width = Int(be32(bytes, ihdr.data.lowerBound)), height = Int(be32(bytes, ihdr.data.lowerBound + 4))
         let declared = Int(be32(bytes, actl.data.lowerBound)), plays = Int(be32(bytes, actl.data.lowerBound + 4))
         let controls = chunks.filter { $0.type == "fcTL" }.count
         guard declared > 0, controls == declared else { return nil }
@@ -42,7 +82,6 @@ enum APNG {
         let shared = chunks.prefix { $0.type != "IDAT" }.filter {
             !["IHDR", "acTL", "fcTL", "fdAT", "eXIf", "IEND"].contains($0.type)
         }
-        guard let ihdr = chunks.first, ihdr.type == "IHDR", ihdr.data.count == 13 else { return nil }
 
         // Frames: each fcTL, then its IDAT or fdAT chunks; sequence numbers must count up.
         var pieces: [(FrameControl, [Range<Int>], Bool)] = []
@@ -80,33 +119,13 @@ enum APNG {
             }
         }
         guard pieces.allSatisfy({ !$0.1.isEmpty }) else { return nil }
-
-        var canvas = [UInt8](repeating: 0, count: width * height * 4)
-        var frames: [DecodedImage.Frame] = []
-        for (index, (control, data, _)) in pieces.enumerated() {
-            let png = framePNG(bytes, ihdr: ihdr, shared: shared, data: data, width: control.width, height: control.height)
-            var frameOptions = options
-            frameOptions.targetSize = nil
-            frameOptions.appliesOrientation = false
-            guard let frame = try? PNGDecoder().decodeStill(png, options: frameOptions) else { return nil }
-            let saved = control.dispose == 2 && index > 0 ? region(canvas, width: width, control) : nil
-            draw(frame.bitmap, over: &canvas, width: width, control)
-            frames.append(DecodedImage.Frame(
-                bitmap: Bitmap(width: width, height: height, pixels: canvas), duration: control.duration))
-            if let saved {
-                restore(saved, into: &canvas, width: width, control)
-            } else if control.dispose != 0 {
-                // Background, and "previous" on the first frame, clear to transparent.
-                restore([UInt8](repeating: 0, count: control.width * control.height * 4), into: &canvas, width: width, control)
-            }
-        }
-        return (frames, plays)
+        return Plan(width: width, height: height, ihdr: ihdr, shared: shared, frames: pieces.map { ($0.0, $0.1) }, plays: plays)
     }
 
     /// The chunks of a PNG whose signature has been checked; nil when they do not
     /// tile the data or a chunk's CRC is wrong (libpng does not check the CRC of the
     /// APNG chunks, which it does not know).
-    private static func chunks(_ bytes: UnsafeBufferPointer<UInt8>) -> [Chunk]? {
+    static func chunks(_ bytes: UnsafeBufferPointer<UInt8>) -> [Chunk]? {
         var chunks: [Chunk] = []
         var offset = 8
         while offset + 12 <= bytes.count {
@@ -123,7 +142,7 @@ enum APNG {
     }
 
     /// A PNG file holding one frame: its size in IHDR, the shared chunks, its data as IDAT.
-    private static func framePNG(
+    static func framePNG(
         _ bytes: UnsafeBufferPointer<UInt8>, ihdr: Chunk, shared: [Chunk], data: [Range<Int>], width: Int, height: Int
     ) -> Data {
         var out = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
@@ -152,7 +171,7 @@ enum APNG {
 
     /// Draws a frame's premultiplied pixels at its offset: replacing what is there
     /// (blend 0) or over it (blend 1).
-    private static func draw(_ frame: Bitmap, over canvas: inout [UInt8], width: Int, _ control: FrameControl) {
+    static func draw(_ frame: Bitmap, over canvas: inout [UInt8], width: Int, _ control: FrameControl) {
         frame.pixels.withUnsafeBufferPointer { source in
             canvas.withUnsafeMutableBufferPointer { canvas in
                 for row in 0..<control.height {
@@ -174,7 +193,7 @@ enum APNG {
         }
     }
 
-    private static func region(_ canvas: [UInt8], width: Int, _ control: FrameControl) -> [UInt8] {
+    static func region(_ canvas: [UInt8], width: Int, _ control: FrameControl) -> [UInt8] {
         var saved: [UInt8] = []
         saved.reserveCapacity(control.width * control.height * 4)
         for row in 0..<control.height {
@@ -184,19 +203,66 @@ enum APNG {
         return saved
     }
 
-    private static func restore(_ saved: [UInt8], into canvas: inout [UInt8], width: Int, _ control: FrameControl) {
+    static func restore(_ saved: [UInt8], into canvas: inout [UInt8], width: Int, _ control: FrameControl) {
         for row in 0..<control.height {
             let d = ((control.y + row) * width + control.x) * 4, s = row * control.width * 4
             canvas.replaceSubrange(d..<d + control.width * 4, with: saved[s..<s + control.width * 4])
         }
     }
 
-    private static func be32(_ bytes: UnsafeBufferPointer<UInt8>, _ offset: Int) -> UInt32 {
+    static func be32(_ bytes: UnsafeBufferPointer<UInt8>, _ offset: Int) -> UInt32 {
         UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
     }
 
-    private static func be16(_ bytes: UnsafeBufferPointer<UInt8>, _ offset: Int) -> UInt16 {
+    static func be16(_ bytes: UnsafeBufferPointer<UInt8>, _ offset: Int) -> UInt16 {
         UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
+    }
+}
+/// An APNG's frames in order: each decoded by libpng as a small PNG of its own and
+/// composited on a canvas kept between frames.
+final class APNGFrameCursor: FrameProducing {
+    private let storage: PinnedBytes
+    private let plan: APNG.Plan
+    private let orientation: ImageOrientation
+    private let target: TargetSize?
+    private var canvas: [UInt8]
+    private var index = 0
+
+    init(_ storage: PinnedBytes, plan: APNG.Plan, orientation: ImageOrientation, target: TargetSize?) {
+        self.storage = storage
+        self.plan = plan
+        self.orientation = orientation
+        self.target = target
+        canvas = [UInt8](repeating: 0, count: plan.width * plan.height * 4)
+    }
+
+    func nextFrame() throws(ImagoError) -> Bitmap? {
+        guard index < plan.frames.count else { return nil }
+        let (control, data) = plan.frames[index]
+        let bytes = storage.buffer
+        let png = APNG.framePNG(bytes, ihdr: plan.ihdr, shared: plan.shared, data: data, width: control.width, height: control.height)
+        var frameOptions = DecodingOptions(maximumPixelCount: plan.width * plan.height, appliesOrientation: false)
+        frameOptions.targetSize = nil
+        let frame = try PNGDecoder().decodeStill(png, options: frameOptions)
+        let width = plan.width
+        let saved = control.dispose == 2 && index > 0 ? APNG.region(canvas, width: width, control) : nil
+        APNG.draw(frame.bitmap, over: &canvas, width: width, control)
+        let shown: Bitmap
+        if let target {
+            shown = canvas.withUnsafeBufferPointer { pixels in
+                Resampler.fitted(Resampler.Pixels(base: pixels.baseAddress!, width: width, height: plan.height, bytesPerRow: width * 4), to: target)
+            }
+        } else {
+            shown = Bitmap(width: width, height: plan.height, pixels: canvas)
+        }
+        if let saved {
+            APNG.restore(saved, into: &canvas, width: width, control)
+        } else if control.dispose != 0 {
+            // Background, and "previous" on the first frame, clear to transparent.
+            APNG.restore([UInt8](repeating: 0, count: control.width * control.height * 4), into: &canvas, width: width, control)
+        }
+        index += 1
+        return shown.applying(orientation)
     }
 }
 #endif

@@ -10,7 +10,8 @@ import Foundation
 /// and EXIF orientation inside an AVIF is not applied; libavif's strict checks (a
 /// missing `pixi` box and the like, common in early files) are off, as in browsers.
 /// A sequence plays forever: libavif 0.11 does not read the edit list that could say
-/// otherwise.
+/// otherwise. Only the first frame is decoded up front; the frame count and timings
+/// come from the container, and the other frames are decoded as they are played.
 public struct AVIFDecoder: ImageDecoding {
     /// Makes the decoder; it holds no state.
     public init() {}
@@ -25,74 +26,30 @@ public struct AVIFDecoder: ImageDecoding {
     static let codecChoice: avifCodecChoice = avifCodecName(AVIF_CODEC_CHOICE_DAV1D, avifCodecFlags(AVIF_CODEC_FLAG_CAN_DECODE.rawValue)) != nil
         ? AVIF_CODEC_CHOICE_DAV1D : AVIF_CODEC_CHOICE_AUTO
 
-    /// Decodes every frame. Throws `imageTooLarge` from the container's header (all
-    /// frames counted), before any frame is decoded, and `decodingFailed` for truncated
-    /// or corrupt data, with libavif's result and diagnostic as the codec's word.
+    /// Decodes the first frame, and for a sequence keeps the data to decode the rest
+    /// as they are played. Throws `imageTooLarge` and `tooManyFrames` from the
+    /// container's header, before any frame is decoded, and `decodingFailed` for
+    /// truncated or corrupt data, with libavif's result and diagnostic as the codec's
+    /// word.
     public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
     }
 
     private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data", nil) }
-        guard let decoder = avifDecoderCreate() else { throw Self.failure("out of memory", nil) }
-        defer { avifDecoderDestroy(decoder) }
-        decoder.pointee.codecChoice = Self.codecChoice
-        decoder.pointee.maxThreads = 1  // decoding is already spread over the decoding queue
-        decoder.pointee.strictFlags = avifStrictFlags(AVIF_STRICT_DISABLED.rawValue)
-        decoder.pointee.ignoreXMP = AVIF_TRUE
-        // libavif's own guard, tightened to Imago's limit for one frame.
-        decoder.pointee.imageSizeLimit = UInt32(clamping: min(options.maximumPixelCount, Int(decoder.pointee.imageSizeLimit)))
-
-        func fail(_ result: avifResult, _ reason: String) -> ImagoError {
-            let name = avifResultToString(result).map { String(cString: $0) } ?? "error \(result.rawValue)"
-            let detail = withUnsafeBytes(of: decoder.pointee.diag.error) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            return Self.failure(reason, detail.isEmpty ? name : "\(name): \(detail)")
+        let cursor = try AVIFFrameCursor(bytes, options: options, keeping: nil)
+        guard let first = try cursor.nextFrame() else { throw Self.failure("the file holds no image", nil) }
+        let durations = cursor.durations
+        let orientation = cursor.orientation
+        let firstFrame = DecodedImage.Frame(bitmap: first, duration: durations[0])
+        guard durations.count > 1 else {
+            return DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: 0, format: .avif, orientation: orientation)
         }
-
-        var result = avifDecoderSetIOMemory(decoder, base, bytes.count)
-        guard result == AVIF_RESULT_OK else { throw fail(result, "libavif could not read the data") }
-        result = avifDecoderParse(decoder)
-        guard result == AVIF_RESULT_OK else {
-            throw fail(result, result == AVIF_RESULT_TRUNCATED_DATA ? "the data ends before the image does" : "the container is malformed")
-        }
-        guard let header = decoder.pointee.image else { throw Self.failure("the file holds no image", nil) }
-        let width = Int(header.pointee.width), height = Int(header.pointee.height)
-        let count = max(Int(decoder.pointee.imageCount), 1)
-        guard width > 0, height > 0 else { throw Self.failure("the header gives an empty image (\(width)×\(height))", nil) }
-        try options.checkSize(width: width, height: height, frames: count)
-
-        var frames: [DecodedImage.Frame] = []
-        var orientation = ImageOrientation.up
-        for index in 0..<count {
-            result = avifDecoderNextImage(decoder)
-            guard result == AVIF_RESULT_OK, let image = decoder.pointee.image else {
-                throw fail(result, result == AVIF_RESULT_TRUNCATED_DATA
-                    ? "the data ends before the image does" : "frame \(index + 1) could not be decoded")
-            }
-            // Every frame of a sequence has the size the header gave; a file whose
-            // frames disagree is refused rather than trusted.
-            guard Int(image.pointee.width) == width, Int(image.pointee.height) == height else {
-                throw Self.failure("frame \(index + 1) is \(image.pointee.width)×\(image.pointee.height), not \(width)×\(height)", nil)
-            }
-            if index == 0 { orientation = Self.orientation(image.pointee) }
-            let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
-                var rgb = avifRGBImage()
-                avifRGBImageSetDefaults(&rgb, image)
-                rgb.format = AVIF_RGB_FORMAT_RGBA
-                rgb.depth = 8
-                rgb.alphaPremultiplied = AVIF_TRUE
-                rgb.pixels = pixels.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                rgb.rowBytes = UInt32(width * 4)
-                let converted = avifImageYUVToRGB(image, &rgb)
-                guard converted == AVIF_RESULT_OK else { throw fail(converted, "frame \(index + 1) could not be converted to RGBA") }
-            }
-            let upright = options.appliesOrientation ? bitmap.applying(orientation) : bitmap
-            let duration = count > 1 ? decoder.pointee.imageTiming.duration : 0
-            frames.append(DecodedImage.Frame(bitmap: upright, duration: duration.isFinite && duration > 0 ? duration : 0.1))
-        }
-        return DecodedImage(frames: frames, loopCount: 0, format: .avif, orientation: orientation)
+        let pinned = PinnedBytes(bytes)
+        let animation = AnimatedFrames(
+            frameCount: durations.count, durations: durations, loopCount: 0,
+            width: first.width, height: first.height, retainedCost: pinned.count,
+            open: { () throws(ImagoError) in try AVIFFrameCursor(pinned.buffer, options: options, keeping: pinned) })
+        return DecodedImage(firstFrame: firstFrame, animation: animation, loopCount: 0, format: .avif, orientation: orientation)
     }
 
     /// The EXIF orientation equal to the file's `irot` (anticlockwise quarter turns)
@@ -126,6 +83,111 @@ public struct AVIFDecoder: ImageDecoding {
 
     static func failure(_ reason: String, _ message: String?) -> ImagoError {
         .decodingFailed(format: .avif, reason: reason, codec: message.map { .init(library: "libavif", message: $0) })
+    }
+}
+/// libavif open on data: the header parsed (size, frame count, timings), then frames
+/// decoded in order, converted to premultiplied RGBA and turned upright.
+final class AVIFFrameCursor: FrameProducing {
+    private let decoder: UnsafeMutablePointer<avifDecoder>
+    private let storage: PinnedBytes?
+    private let options: DecodingOptions
+    let width: Int
+    let height: Int
+    /// Each frame's display time in seconds, from the container.
+    let durations: [Double]
+    /// The first frame's transforms; found when it is decoded.
+    private(set) var orientation = ImageOrientation.up
+    private var index = 0
+
+    /// Parses `bytes`, which must stay valid for the cursor's life (they are
+    /// `keeping`'s when given).
+    init(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, keeping storage: PinnedBytes?) throws(ImagoError) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw AVIFDecoder.failure("no data", nil) }
+        guard let decoder = avifDecoderCreate() else { throw AVIFDecoder.failure("out of memory", nil) }
+        self.decoder = decoder
+        self.storage = storage
+        self.options = options
+        decoder.pointee.codecChoice = AVIFDecoder.codecChoice
+        decoder.pointee.maxThreads = 1  // decoding is already spread over the decoding queue
+        decoder.pointee.strictFlags = avifStrictFlags(AVIF_STRICT_DISABLED.rawValue)
+        decoder.pointee.ignoreXMP = AVIF_TRUE
+        // libavif's own guard, tightened to Imago's limit for one frame.
+        decoder.pointee.imageSizeLimit = UInt32(clamping: min(options.maximumPixelCount, Int(decoder.pointee.imageSizeLimit)))
+
+        var result = avifDecoderSetIOMemory(decoder, base, bytes.count)
+        guard result == AVIF_RESULT_OK else {
+            let error = Self.fail(decoder, result, "libavif could not read the data")
+            avifDecoderDestroy(decoder)
+            throw error
+        }
+        result = avifDecoderParse(decoder)
+        guard result == AVIF_RESULT_OK else {
+            let error = Self.fail(decoder, result, result == AVIF_RESULT_TRUNCATED_DATA ? "the data ends before the image does" : "the container is malformed")
+            avifDecoderDestroy(decoder)
+            throw error
+        }
+        guard let header = decoder.pointee.image else {
+            avifDecoderDestroy(decoder)
+            throw AVIFDecoder.failure("the file holds no image", nil)
+        }
+        width = Int(header.pointee.width)
+        height = Int(header.pointee.height)
+        let count = max(Int(decoder.pointee.imageCount), 1)
+        var durations: [Double] = []
+        do throws(ImagoError) {
+            guard width > 0, height > 0 else { throw AVIFDecoder.failure("the header gives an empty image (\(width)×\(height))", nil) }
+            try options.checkSize(width: width, height: height, frames: count)
+            durations.reserveCapacity(count)
+            for frame in 0..<count {
+                var timing = avifImageTiming()
+                let duration = count > 1 && avifDecoderNthImageTiming(decoder, UInt32(frame), &timing) == AVIF_RESULT_OK ? timing.duration : 0
+                durations.append(duration.isFinite && duration > 0 ? duration : 0.1)
+            }
+        } catch {
+            avifDecoderDestroy(decoder)
+            throw error
+        }
+        self.durations = durations
+    }
+
+    deinit { avifDecoderDestroy(decoder) }
+
+    private static func fail(_ decoder: UnsafeMutablePointer<avifDecoder>, _ result: avifResult, _ reason: String) -> ImagoError {
+        let name = avifResultToString(result).map { String(cString: $0) } ?? "error \(result.rawValue)"
+        let detail = withUnsafeBytes(of: decoder.pointee.diag.error) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        return AVIFDecoder.failure(reason, detail.isEmpty ? name : "\(name): \(detail)")
+    }
+
+    func nextFrame() throws(ImagoError) -> Bitmap? {
+        guard index < durations.count else { return nil }
+        let number = index + 1
+        let result = avifDecoderNextImage(decoder)
+        guard result == AVIF_RESULT_OK, let image = decoder.pointee.image else {
+            throw Self.fail(decoder, result, result == AVIF_RESULT_TRUNCATED_DATA
+                ? "the data ends before the image does" : "frame \(number) could not be decoded")
+        }
+        // Every frame of a sequence has the size the header gave; a file whose
+        // frames disagree is refused rather than trusted.
+        guard Int(image.pointee.width) == width, Int(image.pointee.height) == height else {
+            throw AVIFDecoder.failure("frame \(number) is \(image.pointee.width)×\(image.pointee.height), not \(width)×\(height)", nil)
+        }
+        if index == 0 { orientation = AVIFDecoder.orientation(image.pointee) }
+        let (width, height, decoder) = (self.width, self.height, self.decoder)
+        let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+            var rgb = avifRGBImage()
+            avifRGBImageSetDefaults(&rgb, image)
+            rgb.format = AVIF_RGB_FORMAT_RGBA
+            rgb.depth = 8
+            rgb.alphaPremultiplied = AVIF_TRUE
+            rgb.pixels = pixels.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            rgb.rowBytes = UInt32(width * 4)
+            let converted = avifImageYUVToRGB(image, &rgb)
+            guard converted == AVIF_RESULT_OK else { throw Self.fail(decoder, converted, "frame \(number) could not be converted to RGBA") }
+        }
+        index += 1
+        return options.appliesOrientation ? bitmap.applying(orientation) : bitmap
     }
 }
 #endif

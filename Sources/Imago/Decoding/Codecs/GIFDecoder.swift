@@ -14,9 +14,14 @@ import Foundation
 ///
 /// As in browsers, a stray byte where the next record should start ends the file
 /// (the frames before it are shown), and LZW minimum code sizes of 9 to 12 bits, which
-/// giflib refuses, are decoded. Unlike browsers, which show whatever arrived, a file
-/// that ends early (including one missing the trailer byte after its last frame) is
-/// an error, so a broken download is never mistaken for the whole image.
+/// giflib refuses, are decoded. A file that ends early shows, as in browsers, the
+/// frames that arrived, the last one's missing rows left as the canvas was
+/// (transparent on the first frame), and says so with `DecodedImage.isPartial`;
+/// one that ends before any frame's data is an error.
+///
+/// Only the first frame is decoded up front. A scan of the records (LZW data skipped,
+/// not decoded) gives the frame count, durations and loop count; the other frames
+/// are decoded in order as they are played (`AnimatedFrames`).
 public struct GIFDecoder: ImageDecoding {
     /// Makes the decoder; it holds no state.
     public init() {}
@@ -34,37 +39,31 @@ public struct GIFDecoder: ImageDecoding {
     }
 
     private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data") }
+        guard !bytes.isEmpty else { throw Self.failure("no data") }
         // giflib checks only "GIF"; the full signature gives a clearer error for data
         // that was never a GIF, and matches what `canDecode` was asked about.
         guard ImageFormat.detect(bytes) == .gif else { throw Self.failure("the data is not a GIF") }
 
-        // giflib pulls bytes through a callback; its cursor lives here, reached from the
-        // callback through `UserData`, so the data is read in place, never copied.
-        let source = UnsafeMutablePointer<GIFByteSource>.allocate(capacity: 1)
-        source.initialize(to: GIFByteSource(base: base, count: bytes.count))
-        defer {
-            source.deinitialize(count: 1)
-            source.deallocate()
+        let scan = GIFScan(bytes)
+        if scan.frameCount > options.maximumFrameCount {
+            throw .tooManyFrames(count: scan.frameCount, limit: options.maximumFrameCount)
         }
-
-        var openError: Int32 = 0
-        let file = DGifOpen(source, { gif, buffer, wanted in
-            guard let gif, let buffer, wanted > 0,
-                  let source = gif.pointee.UserData?.assumingMemoryBound(to: GIFByteSource.self) else { return 0 }
-            let count = min(Int(wanted), source.pointee.count - source.pointee.offset)
-            // A short read is the only way the callback fails, so it is remembered:
-            // whatever giflib then reports, the real cause is that the data ended.
-            if count < Int(wanted) { source.pointee.ranOut = true }
-            buffer.update(from: source.pointee.base + source.pointee.offset, count: count)
-            source.pointee.offset += count
-            return Int32(count)
-        }, &openError)
-        guard let file else { throw Self.failure(code: openError, source: source.pointee) }
-        defer { DGifCloseFile(file, nil) }
-
-        var reader = GIFReader(file: file, source: source, options: options)
-        return try reader.read()
+        let cursor = try GIFFrameCursor(bytes, options: options, truncated: scan.truncated)
+        guard let first = try cursor.nextFrame() else { throw Self.failure("the file has no frames") }
+        let loopCount = Self.loopCount(repetitions: scan.repetitions)
+        let firstFrame = DecodedImage.Frame(bitmap: first, duration: scan.durations.first ?? 0.1)
+        let partial = scan.truncated || cursor.isPartial
+        guard scan.frameCount > 1, !cursor.isFinished else {
+            return DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: loopCount, format: .gif, isPartial: partial)
+        }
+        let pinned = PinnedBytes(bytes)
+        let animation = AnimatedFrames(
+            frameCount: scan.frameCount, durations: scan.durations, loopCount: loopCount,
+            width: first.width, height: first.height, retainedCost: pinned.count,
+            open: { () throws(ImagoError) in
+                try GIFFrameCursor(pinned.buffer, options: options, truncated: scan.truncated, keeping: pinned)
+            })
+        return DecodedImage(firstFrame: firstFrame, animation: animation, loopCount: loopCount, format: .gif, isPartial: partial)
     }
 
     /// A frame's display time in seconds, from the Graphics Control Extension's delay.
@@ -116,7 +115,7 @@ public struct GIFDecoder: ImageDecoding {
     /// The error for a failed giflib call, whose code giflib left in `code`: giflib's
     /// message for the code, with Imago's reading of it where the message alone
     /// would mislead.
-    fileprivate static func failure(code: Int32, source: GIFByteSource) -> ImagoError {
+    static func failure(code: Int32, source: GIFByteSource) -> ImagoError {
         let message = GifErrorString(code).map { String(cString: $0) } ?? "error \(code)"
         let reason = if source.ranOut {
             "the data ends before the image does"
@@ -181,84 +180,23 @@ struct Rect {
     var isEmpty: Bool { width == 0 || height == 0 }
 }
 
-/// The RGBA canvas frames are composited on, kept between frames.
-///
-/// Pixels are held as `UInt32` so that a palette entry is copied in one store; each
-/// holds the bytes R, G, B, A in memory order.
-final class Canvas {
-    let width: Int
-    let height: Int
-    let pixels: UnsafeMutableBufferPointer<UInt32>
-    /// The pixels under a "restore to previous" frame, saved before it was drawn.
-    private var saved: [UInt32] = []
-
-    /// Makes a transparent canvas (browsers start from transparent, not from the
-    /// background colour); nil when the memory is not to be had.
-    init?(width: Int, height: Int) {
-        // calloc, not allocate-and-fill: large blocks come zeroed from the kernel and
-        // cost nothing until touched, so a corrupt file with a huge logical screen
-        // fails on its truncated data without first writing gigabytes of zeros.
-        guard let memory = calloc(width * height, MemoryLayout<UInt32>.stride) else { return nil }
-        self.width = width
-        self.height = height
-        pixels = UnsafeMutableBufferPointer(start: memory.bindMemory(to: UInt32.self, capacity: width * height),
-                                            count: width * height)
-    }
-
-    deinit { free(pixels.baseAddress) }
-
-    func clear(_ rect: Rect) {
-        for y in rect.y..<rect.y + rect.height {
-            let start = y * width + rect.x
-            UnsafeMutableBufferPointer(rebasing: pixels[start..<start + rect.width]).update(repeating: 0)
-        }
-    }
-
-    func save(_ rect: Rect) {
-        saved.removeAll(keepingCapacity: true)
-        saved.reserveCapacity(rect.width * rect.height)
-        for y in rect.y..<rect.y + rect.height {
-            let start = y * width + rect.x
-            saved.append(contentsOf: pixels[start..<start + rect.width])
-        }
-    }
-
-    func restore(_ rect: Rect) {
-        guard saved.count == rect.width * rect.height else { return }
-        saved.withUnsafeBufferPointer { saved in
-            for row in 0..<rect.height {
-                let start = (rect.y + row) * width + rect.x
-                let from = UnsafeBufferPointer(rebasing: saved[row * rect.width..<(row + 1) * rect.width])
-                _ = UnsafeMutableBufferPointer(rebasing: pixels[start..<start + rect.width]).update(fromContentsOf: from)
-            }
-        }
-    }
-
-    /// Draws one row of palette indices at canvas row `y` from column `x`, leaving
-    /// the canvas as it is where the palette entry is 0 (transparent or undefined).
-    func draw(_ indices: UnsafeBufferPointer<UInt8>, x: Int, y: Int, palette: UnsafeBufferPointer<UInt32>) {
-        let row = pixels.baseAddress! + y * width + x
-        for i in 0..<indices.count {
-            let colour = palette[Int(indices[i])]
-            if colour != 0 { row[i] = colour }
-        }
-    }
-
-    /// A copy of the canvas as a frame's bitmap.
-    func snapshot() throws(ImagoError) -> Bitmap {
-        try Bitmap.make(width: width, height: height) { destination in
-            destination.copyMemory(from: UnsafeRawBufferPointer(pixels))
-        }
-    }
-}
-
-/// One pass over an open GIF, record by record.
+/// One pass over an open GIF, record by record, a frame at a time.
 struct GIFReader {
     let file: UnsafeMutablePointer<GifFileType>
     let source: UnsafeMutablePointer<GIFByteSource>
     let options: DecodingOptions
+    /// The scan found that the data ends early: the frame it ends in decodes the rows
+    /// that are there rather than being refused for claiming more than it holds.
+    let truncated: Bool
 
-    var frames: [DecodedImage.Frame] = []
+    /// How many frames have been produced.
+    var frameIndex = 0
+    /// Whether the file has no more frames (the trailer, a stray byte, or the end of
+    /// the data was reached).
+    private(set) var isFinished = false
+    /// Whether the data ended inside a frame or between frames.
+    private(set) var isPartial = false
+    private var started = false
     /// The NETSCAPE2.0 loop field; nil until one is seen.
     var repetitions: Int?
     /// The Graphics Control Extension waiting for the next image; it applies to that
@@ -272,10 +210,11 @@ struct GIFReader {
     var palette = [UInt32](repeating: 0, count: 256)
     var row: [UInt8] = []
 
-    init(file: UnsafeMutablePointer<GifFileType>, source: UnsafeMutablePointer<GIFByteSource>, options: DecodingOptions) {
+    init(file: UnsafeMutablePointer<GifFileType>, source: UnsafeMutablePointer<GIFByteSource>, options: DecodingOptions, truncated: Bool) {
         self.file = file
         self.source = source
         self.options = options
+        self.truncated = truncated
     }
 
     var screenWidth: Int { Int(file.pointee.SWidth) }
@@ -285,31 +224,62 @@ struct GIFReader {
         GIFDecoder.failure(code: file.pointee.Error, source: source.pointee)
     }
 
-    mutating func read() throws(ImagoError) -> DecodedImage {
-        guard screenWidth > 0, screenHeight > 0 else {
-            throw GIFDecoder.failure("the logical screen is empty (\(screenWidth)×\(screenHeight))")
+    /// Ends the file after the frames produced so far when the data ran out (as
+    /// browsers show what arrived); rethrows anything else, and a failure before the
+    /// first frame.
+    private mutating func endIfTruncated(_ error: ImagoError) throws(ImagoError) {
+        guard source.pointee.ranOut, frameIndex > 0 else { throw error }
+        isFinished = true
+        isPartial = true
+    }
+
+    /// The next frame's canvas, or nil after the last.
+    mutating func nextFrame() throws(ImagoError) -> Bitmap? {
+        guard !isFinished else { return nil }
+        if !started {
+            guard screenWidth > 0, screenHeight > 0 else {
+                throw GIFDecoder.failure("the logical screen is empty (\(screenWidth)×\(screenHeight))")
+            }
+            try options.checkSize(width: screenWidth, height: screenHeight)
+            started = true
         }
-        try options.checkSize(width: screenWidth, height: screenHeight)
 
         // Every iteration consumes at least one byte (giflib reads the record type),
         // and so does every inner loop, so the loop ends within the data's length.
-        records: while true {
+        while true {
             var type = UNDEFINED_RECORD_TYPE
             guard DGifGetRecordType(file, &type) == GIF_OK else {
                 // Chrome and Firefox treat a byte that starts no known record as the
                 // end of the file, so the frames before it still show.
-                if file.pointee.Error == D_GIF_ERR_WRONG_RECORD && !source.pointee.ranOut && !frames.isEmpty { break records }
-                throw failure()
+                if file.pointee.Error == D_GIF_ERR_WRONG_RECORD && !source.pointee.ranOut && frameIndex > 0 {
+                    isFinished = true
+                    return nil
+                }
+                try endIfTruncated(failure())
+                return nil
             }
             switch type {
-            case IMAGE_DESC_RECORD_TYPE: try readImage()
-            case EXTENSION_RECORD_TYPE: try readExtension()
-            case TERMINATE_RECORD_TYPE: break records
-            default: throw failure()
+            case IMAGE_DESC_RECORD_TYPE:
+                do throws(ImagoError) {
+                    return try readImage()
+                } catch {
+                    try endIfTruncated(error)
+                    return nil
+                }
+            case EXTENSION_RECORD_TYPE:
+                do throws(ImagoError) {
+                    try readExtension()
+                } catch {
+                    try endIfTruncated(error)
+                    return nil
+                }
+            case TERMINATE_RECORD_TYPE:
+                isFinished = true
+                return nil
+            default:
+                throw failure()
             }
         }
-        guard !frames.isEmpty else { throw GIFDecoder.failure("the file has no frames") }
-        return DecodedImage(frames: frames, loopCount: GIFDecoder.loopCount(repetitions: repetitions), format: .gif)
     }
 
     mutating func readExtension() throws(ImagoError) {
@@ -344,7 +314,7 @@ struct GIFReader {
         }
     }
 
-    mutating func readImage() throws(ImagoError) {
+    mutating func readImage() throws(ImagoError) -> Bitmap {
         // giflib reads the descriptor and colour table, then refuses LZW code sizes
         // over 8; the frame is then decoded here, from the byte after the code size.
         var wide: Int?
@@ -352,15 +322,13 @@ struct GIFReader {
             guard let size = wideCodeSize() else { throw failure() }
             wide = size
         }
-        let number = frames.count + 1
+        let number = frameIndex + 1
         let image = file.pointee.Image
         let left = Int(image.Left), top = Int(image.Top)
         let width = Int(image.Width), height = Int(image.Height)
         guard let colorMap = image.ColorMap ?? file.pointee.SColorMap else {
             throw GIFDecoder.failure("frame \(number) has no colour table, and the file has no global one")
         }
-        // Every frame is a full canvas, so the limit counts this one before it exists.
-        try options.checkSize(width: screenWidth, height: screenHeight, frames: number)
         guard let canvas = self.canvas ?? Canvas(width: screenWidth, height: screenHeight) else {
             throw GIFDecoder.failure("out of memory for a \(screenWidth)×\(screenHeight) canvas")
         }
@@ -383,17 +351,28 @@ struct GIFReader {
         if control.disposal == .restore { canvas.save(visible) }
 
         fillPalette(colorMap.pointee, transparentIndex: control.transparentIndex)
-        if let wide {
-            try readWidePixels(codeSize: wide, width: width, height: height, interlaced: image.Interlace, visible: visible, into: canvas)
-        } else {
-            try readPixels(width: width, height: height, interlaced: image.Interlace, visible: visible, into: canvas)
+        do throws(ImagoError) {
+            if let wide {
+                try readWidePixels(codeSize: wide, width: width, height: height, interlaced: image.Interlace, visible: visible, into: canvas)
+            } else {
+                try readPixels(width: width, height: height, interlaced: image.Interlace, visible: visible, into: canvas)
+            }
+        } catch {
+            // The data ended inside the frame: the rows that arrived are drawn, the
+            // rest show the canvas beneath, and this is the last frame.
+            guard source.pointee.ranOut else { throw error }
+            isFinished = true
+            isPartial = true
         }
 
-        frames.append(DecodedImage.Frame(
-            bitmap: try canvas.snapshot(),
-            duration: GIFDecoder.frameDuration(centiseconds: control.centiseconds)))
+        frameIndex += 1
         pendingDisposal = (control.disposal, visible)
         control = GraphicsControl()
+        guard let target = options.targetSize else { return try canvas.snapshot() }
+        // A thumbnail is scaled straight from the canvas: no full-size copy.
+        let pixels = UnsafeRawPointer(canvas.pixels.baseAddress!).assumingMemoryBound(to: UInt8.self)
+        return Resampler.fitted(
+            Resampler.Pixels(base: pixels, width: screenWidth, height: screenHeight, bytesPerRow: screenWidth * 4), to: target)
     }
 
     /// Sets the 256-entry palette from a colour table; entry 0 (alpha 0) means
@@ -426,9 +405,14 @@ struct GIFReader {
             // pixels (2731 at most). More pixels than that cannot be in the data that
             // is left: the file is truncated or lying, and refusing now saves decoding
             // to the end of the data only to fail there.
+            var rows = rows
             let (claimed, overflow) = width.multipliedReportingOverflow(by: rows)
             if overflow || claimed / 4096 > source.pointee.remaining {
-                throw GIFDecoder.failure("frame \(frames.count + 1) claims \(width)×\(height) pixels, more than the rest of the data can hold")
+                guard truncated else {
+                    throw GIFDecoder.failure("frame \(frameIndex + 1) claims \(width)×\(height) pixels, more than the rest of the data can hold")
+                }
+                // The data ends in this frame: only the rows it can hold are tried.
+                rows = min(rows, (source.pointee.remaining + 1) * 4096 / max(width, 1))
             }
             if row.count < width { row = [UInt8](repeating: 0, count: width) }
             let palette = self.palette

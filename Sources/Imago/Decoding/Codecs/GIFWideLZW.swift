@@ -21,7 +21,7 @@ extension GIFReader {
     mutating func readWidePixels(
         codeSize: Int, width: Int, height: Int, interlaced: Bool, visible: Rect, into canvas: Canvas
     ) throws(ImagoError) {
-        let number = frames.count + 1
+        let number = frameIndex + 1
         func corrupt(_ reason: String) -> ImagoError { GIFDecoder.failure("frame \(number): \(reason)") }
         let (claimed, overflow) = width.multipliedReportingOverflow(by: height)
         if overflow || claimed / 4096 > source.pointee.remaining {

@@ -8,8 +8,8 @@ import Foundation
 ///
 /// The full libpng API rather than its simplified one: the simplified reader gets
 /// the alpha of interlaced 16-bit gray+alpha images wrong (PngSuite `basi4a16`), and
-/// does not expose `eXIf`. An animated PNG (APNG) decodes to all its frames,
-/// composited as browsers do (see `APNG`).
+/// does not expose `eXIf`. An animated PNG (APNG) decodes to its frames,
+/// composited as browsers do, as they are played (see `APNG`).
 public struct PNGDecoder: ImageDecoding {
     /// Makes the decoder; it holds no state.
     public init() {}
@@ -33,15 +33,7 @@ public struct PNGDecoder: ImageDecoding {
             try decode(bytes, options: options, allowsPartial: !Self.declaresAnimation(bytes))
         }
         if endsEarly { return still }
-        let applied = options.appliesOrientation ? still.orientation : .up
-        let (width, height) = applied.swapsDimensions ? (still.height, still.width) : (still.width, still.height)
-        guard let animation = try data.withBytes({ bytes throws(ImagoError) in
-            try APNG.frames(bytes, width: width, height: height, options: options)
-        }) else { return still }
-        let frames = applied == .up ? animation.frames : animation.frames.map {
-            DecodedImage.Frame(bitmap: $0.bitmap.applying(applied), duration: $0.duration)
-        }
-        return DecodedImage(frames: frames, loopCount: animation.loopCount, format: .png, orientation: still.orientation)
+        return try APNG.animation(data, still: still, options: options) ?? still
     }
 
     /// The default image alone: what a viewer without APNG support shows. Data that

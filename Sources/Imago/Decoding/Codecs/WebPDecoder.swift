@@ -6,9 +6,10 @@ import Foundation
 /// with the EXIF orientation applied.
 ///
 /// Still images decode straight into the bitmap's buffer. Animations come out as full
-/// canvases, one per frame, composited by libwebp (blending and disposal done); the
-/// ANIM chunk's background colour is ignored and disposed areas become transparent,
-/// as the WebP container specification allows and browsers do.
+/// canvases, one per frame, composited by libwebp (blending and disposal done) as
+/// they are played (see `AnimatedFrames`); the ANIM chunk's background colour is
+/// ignored and disposed areas become transparent, as the WebP container
+/// specification allows and browsers do.
 public struct WebPDecoder: ImageDecoding {
     /// Makes the decoder; it holds no state.
     public init() {}
@@ -51,17 +52,7 @@ public struct WebPDecoder: ImageDecoding {
         let appliedOrientation = options.appliesOrientation ? orientation : .up
 
         if config.input.has_animation != 0 {
-            let width = Int(WebPDemuxGetI(demux, WEBP_FF_CANVAS_WIDTH))
-            let height = Int(WebPDemuxGetI(demux, WEBP_FF_CANVAS_HEIGHT))
-            let frameCount = Int(WebPDemuxGetI(demux, WEBP_FF_FRAME_COUNT))
-            try options.checkSize(width: width, height: height, frames: frameCount)
-            let (frames, loopCount) = try decodeAnimation(&webpData, width: width, height: height, frameCount: frameCount)
-            // Rare in practice, but DecodedImage promises upright pixels, so the
-            // orientation turns every frame, not only stills.
-            let upright = appliedOrientation == .up ? frames : frames.map {
-                DecodedImage.Frame(bitmap: $0.bitmap.applying(appliedOrientation), duration: $0.duration)
-            }
-            return DecodedImage(frames: upright, loopCount: loopCount, format: .webp, orientation: orientation)
+            return try decodeAnimation(bytes, demux: demux, config: &config, orientation: orientation, options: options)
         }
 
         let width = Int(config.input.width), height = Int(config.input.height)
@@ -88,7 +79,7 @@ public struct WebPDecoder: ImageDecoding {
 
     /// Decodes a still image at `width` × `height` (the scaled size when
     /// `config.options.use_scaling` is set) into a new bitmap.
-    private func decodeStill(
+    func decodeStill(
         _ bytes: UnsafeBufferPointer<UInt8>, config: inout WebPDecoderConfig, width: Int, height: Int
     ) throws(ImagoError) -> Bitmap {
         try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
@@ -103,52 +94,6 @@ public struct WebPDecoder: ImageDecoding {
             WebPFreeDecBuffer(&config.output)
             try Self.check(status)
         }
-    }
-
-    /// Decodes every frame of an animation the demuxer has already accepted.
-    private func decodeAnimation(
-        _ webpData: inout WebPData, width: Int, height: Int, frameCount: Int
-    ) throws(ImagoError) -> (frames: [DecodedImage.Frame], loopCount: Int) {
-        var animOptions = WebPAnimDecoderOptions()
-        guard WebPAnimDecoderOptionsInit(&animOptions) != 0 else {
-            throw Self.failure("the libwebp library does not match the headers Imago was built with")
-        }
-        animOptions.color_mode = MODE_rgbA
-        // Decoding runs on the caller's thread; Imago parallelises across images.
-        animOptions.use_threads = 0
-        guard let decoder = WebPAnimDecoderNew(&webpData, &animOptions) else {
-            throw Self.failure("the animation is malformed")
-        }
-        defer { WebPAnimDecoderDelete(decoder) }
-        var info = WebPAnimInfo()
-        guard WebPAnimDecoderGetInfo(decoder, &info) != 0,
-              Int(info.canvas_width) == width, Int(info.canvas_height) == height,
-              Int(info.frame_count) == frameCount else {
-            throw Self.failure("the animation is malformed")
-        }
-
-        var frames: [DecodedImage.Frame] = []
-        frames.reserveCapacity(frameCount)
-        var previousTimestamp: Int32 = 0
-        while WebPAnimDecoderHasMoreFrames(decoder) != 0 {
-            var canvas: UnsafeMutablePointer<UInt8>?
-            var timestamp: Int32 = 0
-            guard WebPAnimDecoderGetNext(decoder, &canvas, &timestamp) != 0, let canvas else {
-                throw Self.failure("corrupt bitstream in frame \(frames.count + 1)")
-            }
-            // libwebp reuses its canvas for the next frame, so each frame needs its
-            // own copy.
-            let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
-                pixels.copyMemory(from: UnsafeRawBufferPointer(start: canvas, count: pixels.count))
-            }
-            let milliseconds = Int(timestamp) - Int(previousTimestamp)
-            previousTimestamp = timestamp
-            frames.append(DecodedImage.Frame(bitmap: bitmap, duration: Self.frameDuration(milliseconds: milliseconds)))
-        }
-        guard frames.count == frameCount else {
-            throw Self.failure("the animation has \(frames.count) of its \(frameCount) frames")
-        }
-        return (frames, Int(info.loop_count))
     }
 
     /// A frame's display time in seconds.
@@ -176,7 +121,7 @@ public struct WebPDecoder: ImageDecoding {
         return ImageOrientation(exif: exif) ?? .up
     }
 
-    private static func check(_ status: VP8StatusCode) throws(ImagoError) {
+    static func check(_ status: VP8StatusCode) throws(ImagoError) {
         if status != VP8_STATUS_OK {
             throw .decodingFailed(
                 format: .webp, reason: reason(status), codec: .init(library: "libwebp", message: name(status)))
@@ -213,7 +158,7 @@ public struct WebPDecoder: ImageDecoding {
     }
 
     /// A failure Imago found itself, or where libwebp gave no status to report.
-    private static func failure(_ reason: String) -> ImagoError {
+    static func failure(_ reason: String) -> ImagoError {
         .decodingFailed(format: .webp, reason: reason, codec: nil)
     }
 }

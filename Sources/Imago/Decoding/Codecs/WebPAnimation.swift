@@ -1,0 +1,149 @@
+// Animated WebP: a scan through the demuxer, then frames composited by
+// WebPAnimDecoder one at a time as they are played.
+
+#if os(Linux)
+import CLibWebP
+import Foundation
+
+extension WebPDecoder {
+    /// Decodes the first frame of an animation the demuxer has accepted, and keeps
+    /// the data to decode the rest on demand. Frame count, durations and loop count
+    /// come from the demuxer's frame records, without decoding.
+    ///
+    /// With a target size each frame is scaled straight from libwebp's canvas, with
+    /// no full-size copy; a single frame that covers the canvas (a still saved as an
+    /// animation) is decoded as a still, which libwebp scales while decoding.
+    func decodeAnimation(
+        _ bytes: UnsafeBufferPointer<UInt8>, demux: OpaquePointer, config: inout WebPDecoderConfig,
+        orientation: ImageOrientation, options: DecodingOptions
+    ) throws(ImagoError) -> DecodedImage {
+        let width = Int(WebPDemuxGetI(demux, WEBP_FF_CANVAS_WIDTH))
+        let height = Int(WebPDemuxGetI(demux, WEBP_FF_CANVAS_HEIGHT))
+        let frameCount = Int(WebPDemuxGetI(demux, WEBP_FF_FRAME_COUNT))
+        let loopCount = Int(WebPDemuxGetI(demux, WEBP_FF_LOOP_COUNT))
+        guard width > 0, height > 0 else { throw Self.failure("the header gives an empty image") }
+        try options.checkSize(width: width, height: height, frames: frameCount)
+        guard frameCount > 0 else { throw Self.failure("the animation has no frames") }
+        let applied = options.appliesOrientation ? orientation : .up
+
+        var durations: [Double] = []
+        durations.reserveCapacity(frameCount)
+        var covering: UnsafeBufferPointer<UInt8>?
+        var iterator = WebPIterator()
+        for number in 1...frameCount {
+            guard WebPDemuxGetFrame(demux, Int32(number), &iterator) != 0 else {
+                throw Self.failure("the animation is malformed")
+            }
+            durations.append(Self.frameDuration(milliseconds: Int(iterator.duration)))
+            if frameCount == 1, iterator.x_offset == 0, iterator.y_offset == 0,
+               Int(iterator.width) == width, Int(iterator.height) == height, let start = iterator.fragment.bytes {
+                covering = UnsafeBufferPointer(start: start, count: iterator.fragment.size)
+            }
+            WebPDemuxReleaseIterator(&iterator)
+        }
+
+        // The fitted size in the stored orientation: frames are scaled, then turned.
+        let storedTarget = options.targetSize.map { target in
+            applied.swapsDimensions
+                ? TargetSize(width: target.height, height: target.width, contentMode: target.contentMode, allowsUpscaling: target.allowsUpscaling)
+                : target
+        }
+
+        if let covering {
+            // Blending one frame over a transparent canvas leaves the frame as it is.
+            var frameConfig = WebPDecoderConfig()
+            guard WebPInitDecoderConfig(&frameConfig) != 0 else {
+                throw Self.failure("the libwebp library does not match the headers Imago was built with")
+            }
+            try Self.check(WebPGetFeatures(covering.baseAddress, covering.count, &frameConfig.input))
+            var (outWidth, outHeight) = (width, height)
+            if let storedTarget {
+                let layout = storedTarget.layout(sourceWidth: width, sourceHeight: height)
+                (outWidth, outHeight) = (layout.scaledWidth, layout.scaledHeight)
+                if (outWidth, outHeight) != (width, height) {
+                    frameConfig.options.use_scaling = 1
+                    frameConfig.options.scaled_width = Int32(outWidth)
+                    frameConfig.options.scaled_height = Int32(outHeight)
+                }
+            }
+            let bitmap = try decodeStill(covering, config: &frameConfig, width: outWidth, height: outHeight)
+            return DecodedImage(
+                firstFrame: .init(bitmap: bitmap.applying(applied), duration: durations[0]), animation: nil,
+                loopCount: loopCount, format: .webp, orientation: orientation)
+        }
+
+        let pinned = PinnedBytes(bytes)
+        let open = { @Sendable () throws(ImagoError) -> any FrameProducing in
+            try WebPFrameCursor(pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget)
+        }
+        guard let first = try open().nextFrame() else { throw Self.failure("the animation has no frames") }
+        let animation = AnimatedFrames(
+            frameCount: frameCount, durations: durations, loopCount: loopCount,
+            width: first.width, height: first.height, retainedCost: pinned.count, open: open)
+        return DecodedImage(
+            firstFrame: .init(bitmap: first, duration: durations[0]), animation: animation,
+            loopCount: loopCount, format: .webp, orientation: orientation)
+    }
+}
+
+/// WebPAnimDecoder over an animation's data: its canvases in order, each copied (or
+/// scaled straight from libwebp's canvas to the target) and turned upright.
+final class WebPFrameCursor: FrameProducing {
+    private let storage: PinnedBytes
+    private let decoder: OpaquePointer
+    private let width: Int
+    private let height: Int
+    private let orientation: ImageOrientation
+    private let target: TargetSize?
+    private var index = 0
+
+    init(
+        _ storage: PinnedBytes, width: Int, height: Int, frameCount: Int, orientation: ImageOrientation, target: TargetSize?
+    ) throws(ImagoError) {
+        self.storage = storage
+        self.width = width
+        self.height = height
+        self.orientation = orientation
+        self.target = target
+        var animOptions = WebPAnimDecoderOptions()
+        guard WebPAnimDecoderOptionsInit(&animOptions) != 0 else {
+            throw WebPDecoder.failure("the libwebp library does not match the headers Imago was built with")
+        }
+        animOptions.color_mode = MODE_rgbA
+        // Decoding runs on the caller's thread; Imago parallelises across images.
+        animOptions.use_threads = 0
+        // The decoder reads the bytes in place; `storage` keeps them alive.
+        var data = WebPData(bytes: storage.base, size: storage.count)
+        guard let decoder = WebPAnimDecoderNew(&data, &animOptions) else {
+            throw WebPDecoder.failure("the animation is malformed")
+        }
+        self.decoder = decoder
+        var info = WebPAnimInfo()
+        guard WebPAnimDecoderGetInfo(decoder, &info) != 0,
+              Int(info.canvas_width) == width, Int(info.canvas_height) == height,
+              Int(info.frame_count) == frameCount else {
+            throw WebPDecoder.failure("the animation is malformed")
+        }
+    }
+
+    deinit { WebPAnimDecoderDelete(decoder) }
+
+    func nextFrame() throws(ImagoError) -> Bitmap? {
+        guard WebPAnimDecoderHasMoreFrames(decoder) != 0 else { return nil }
+        index += 1
+        var canvas: UnsafeMutablePointer<UInt8>?
+        var timestamp: Int32 = 0
+        guard WebPAnimDecoderGetNext(decoder, &canvas, &timestamp) != 0, let canvas else {
+            throw WebPDecoder.failure("corrupt bitstream in frame \(index)")
+        }
+        // libwebp reuses its canvas for the next frame, so each frame needs its own
+        // pixels: a copy, or the scaled frame read straight from the canvas.
+        let pixels = Resampler.Pixels(base: canvas, width: width, height: height, bytesPerRow: width * 4)
+        if let target { return Resampler.fitted(pixels, to: target).applying(orientation) }
+        let bitmap = try Bitmap.make(width: width, height: height) { out in
+            out.copyMemory(from: UnsafeRawBufferPointer(start: canvas, count: out.count))
+        }
+        return bitmap.applying(orientation)
+    }
+}
+#endif

@@ -1,0 +1,309 @@
+#if os(Linux)
+import Foundation
+import Testing
+@testable import Imago
+
+/// Animations decoded on demand: what a decode holds, the player's bounded buffer,
+/// the frame-count limit, thumbnails of animations, and frames that fail or are cut.
+@Suite struct AnimationTests {
+    // MARK: Memory follows the display, not the frame count
+
+    @Test func longAnimationHoldsOneFrameAndItsData() throws {
+        let data = Self.longGIF(frames: 500, side: 500)
+        let image = try GIFDecoder().decode(data, options: DecodingOptions())
+        #expect(image.frameCount == 500 && image.isAnimated)
+        #expect(image.width == 500 && image.height == 500)
+        // The first frame and the compressed data, nothing per frame.
+        #expect(image.cost == 500 * 500 * 4 + data.count)
+        print("500-frame 500×500 GIF: cost \(image.cost / 1024) KB (\(data.count / 1024) KB of it the file); all frames would be \(500 * 500 * 4 * 500 / 1_048_576) MB")
+    }
+
+    @Test func decodingALongAnimationInAProcessStaysSmall() async throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("long.gif")
+        try Self.longGIF(frames: 500, side: 500).write(to: file)
+        let rest = try await Self.peakRSS(["bench", "--child-memory"])
+        let decoding = try await Self.peakRSS(["bench", "--child-memory", file.path])
+        print("peak RSS decoding a 500-frame 500×500 GIF: \(decoding / 1024) MB (\(rest / 1024) MB at rest); its frames together are 477 MB")
+        // One canvas is 1 MB; every frame held would be 477 MB.
+        #expect(decoding - rest < 100 * 1024)
+    }
+
+    @Test func playerPlaysEveryFrameInOrderAcrossALoop() async throws {
+        let count = 500
+        let data = Self.longGIF(frames: count, side: 500)
+        let image = try GIFDecoder().decode(data, options: DecodingOptions())
+        let player = AnimationPlayer(image)
+        #expect(player.capacity >= 1 && player.capacity <= 4)
+        // The reference: a cursor of its own, frame by frame.
+        let reference = try #require(image.animation).makeIterator()
+        for position in 0..<count + 20 {
+            let frame = try #require(await player.waitForFrame(at: position), "position \(position)")
+            if position < count {
+                let expected = try #require(try reference.next())
+                #expect(frame.bitmap == expected.bitmap, "frame \(position)")
+                #expect(frame.duration == GIFDecoder.frameDuration(centiseconds: 4 + position % 3))
+            } else if position == count {
+                #expect(frame.bitmap == image.bitmap, "the second loop starts from the first frame")
+            }
+            #expect(player.duration(at: position) == GIFDecoder.frameDuration(centiseconds: 4 + position % count % 3))
+            #expect(player.bufferedFrameCount <= player.capacity)
+        }
+        #expect(player.endPosition == nil)
+    }
+
+    @Test func playerStopsAtAFiniteAnimationsLastPlay() async throws {
+        var gif = TestGIF(width: 4, height: 4, loop: 1)
+        gif.frames = (0..<3).map { .init(width: 4, height: 4, indices: [UInt8](repeating: UInt8($0 + 1), count: 16)) }
+        let image = try GIFDecoder().decode(Data(gif.encode()), options: DecodingOptions())
+        #expect(image.loopCount == 2)
+        let player = AnimationPlayer(image)
+        for position in 0..<6 { #expect(await player.waitForFrame(at: position) != nil) }
+        #expect(await player.waitForFrame(at: 6) == nil, "two plays of three frames")
+    }
+
+    @Test func playerJumpsAheadAndBack() async throws {
+        let data = Self.longGIF(frames: 9, side: 30)
+        let image = try GIFDecoder().decode(data, options: DecodingOptions())
+        let frames = image.frames
+        let player = AnimationPlayer(image, maximumFrames: 2)
+        // Far ahead: the frames between are decoded and dropped, never held.
+        #expect(await player.waitForFrame(at: 3 * 9 + 5)?.bitmap == frames[5].bitmap)
+        #expect(player.bufferedFrameCount <= 2)
+        // Back (a replay): decoding starts again from that loop's first frame.
+        #expect(await player.waitForFrame(at: 1)?.bitmap == frames[1].bitmap)
+        #expect(await player.waitForFrame(at: 2)?.bitmap == frames[2].bitmap)
+        #expect(player.decodedFrameCount <= 3 * 9 + 5 + 1 + 2 + 2 + 2)
+    }
+
+    /// The player's frames are the frames `frames` decodes all at once (which the
+    /// codecs' own tests pin to reference decodes), for every animated format.
+    @Test(arguments: ["apng/basic.png", "apng/dispose-previous.png", "avif/animated.avif", "gif", "webp"])
+    func playerFramesEqualTheEagerDecode(_ name: String) async throws {
+        let data = try Self.animation(name)
+        let image = try ImageDecoderRegistry.shared.decode(data)
+        let eager = image.frames
+        #expect(eager.count == image.frameCount && eager.count > 1, "\(name)")
+        let player = AnimationPlayer(image, maximumFrames: 2)
+        for position in 0..<eager.count * 2 {
+            let frame = try #require(await player.waitForFrame(at: position))
+            #expect(frame.bitmap == eager[position % eager.count].bitmap, "\(name) frame \(position)")
+            #expect(frame.duration == eager[position % eager.count].duration)
+        }
+    }
+
+    // MARK: Limits
+
+    @Test func frameCountLimitRefusesFromTheScan() throws {
+        var gif = TestGIF(width: 1, height: 1, loop: 0)
+        gif.frames = Array(repeating: .init(width: 1, height: 1, indices: [1]), count: 5000)
+        let data = Data(gif.encode())
+        let start = ContinuousClock.now
+        var options = DecodingOptions()
+        options.maximumFrameCount = 1000
+        #expect(throws: ImagoError.tooManyFrames(count: 5000, limit: 1000)) {
+            try GIFDecoder().decode(data, options: options)
+        }
+        let elapsed = ContinuousClock.now - start
+        print("5,000-frame GIF refused by the frame limit in \(elapsed)")
+        #expect(elapsed < .seconds(5))
+        // Under the default limit it decodes, holding one frame and the file.
+        let image = try GIFDecoder().decode(data, options: DecodingOptions())
+        #expect(image.frameCount == 5000 && image.cost == 4 + data.count)
+        #expect(ImagoError.tooManyFrames(count: 5000, limit: 1000).description.contains("5000 exceeds the limit of 1000"))
+    }
+
+    // MARK: Thumbnails and processors, frame by frame
+
+    @Test(arguments: ["gif", "apng/dispose-previous.png", "webp", "avif/animated.avif"])
+    func thumbnailFramesMatchTheFullDecodeFitted(_ name: String) throws {
+        let data = try Self.animation(name)
+        let full = try ImageDecoderRegistry.shared.decode(data)
+        let target = TargetSize(width: max(1, full.width / 3), height: max(1, full.height / 3), contentMode: .aspectFill)
+        var options = DecodingOptions()
+        options.targetSize = target
+        let thumbnail = try ImageDecoderRegistry.shared.decode(data, options: options)
+        let small = thumbnail.frames, large = full.frames
+        #expect(small.count == large.count && small.count == thumbnail.frameCount)
+        for (index, (frame, reference)) in zip(small, large).enumerated() {
+            let expected = reference.bitmap.fitted(to: target)
+            #expect(frame.bitmap.width == expected.width && frame.bitmap.height == expected.height, "\(name) frame \(index)")
+            #expect(Self.maximumDifference(frame.bitmap, expected) <= 2, "\(name) frame \(index)")
+        }
+        #expect(thumbnail.cost < full.cost)
+    }
+
+    @Test func processorsApplyToEachFrameAsItIsDecoded() throws {
+        let data = Self.longGIF(frames: 12, side: 60)
+        let image = try GIFDecoder().decode(data, options: DecodingOptions())
+        let processed = image.processed(by: [ImageProcessors.Resize(TargetSize(width: 20, height: 20))])
+        #expect(processed.cost == 20 * 20 * 4 + data.count)
+        let frames = processed.frames
+        #expect(frames.count == 12)
+        for (frame, original) in zip(frames, image.frames) {
+            #expect(frame.bitmap == original.bitmap.fitted(to: TargetSize(width: 20, height: 20)))
+        }
+    }
+
+    /// A still saved as a one-frame animation on a large canvas decodes as the still
+    /// does, scaled by libwebp while decoding: no canvas-sized buffer at all.
+    @Test func largeOneFrameWebPAnimationThumbnailDecodesScaled() async throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let side = 6000
+        let still = folder.appendingPathComponent("still.webp")
+        try Self.run("/usr/bin/env", ["convert", "-size", "\(side)x\(side)", "gradient:#336699-#ffcc00", still.path])
+        let stillData = try Data(contentsOf: still)
+        let image = [UInt8](stillData[12...])
+        try #require(image.starts(with: Array("VP8 ".utf8)))
+        func chunk(_ fourCC: String, _ payload: [UInt8]) -> [UInt8] {
+            Array(fourCC.utf8) + Self.littleEndian(payload.count, 4) + payload + (payload.count % 2 == 1 ? [0] : [])
+        }
+        let frame = chunk("ANMF", Self.littleEndian(0, 6) + Self.littleEndian(side - 1, 3) + Self.littleEndian(side - 1, 3)
+            + Self.littleEndian(100, 3) + [0] + image)
+        let body = Array("WEBP".utf8) + chunk("VP8X", [0x02, 0, 0, 0] + Self.littleEndian(side - 1, 3) + Self.littleEndian(side - 1, 3))
+            + chunk("ANIM", [0, 0, 0, 0, 0, 0]) + frame
+        let animated = folder.appendingPathComponent("animated.webp")
+        try Data(Array("RIFF".utf8) + Self.littleEndian(body.count, 4) + body).write(to: animated)
+
+        var options = DecodingOptions()
+        options.targetSize = .thumbnail(256)
+        let thumbnail = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: animated), options: options)
+        let stillThumbnail = try ImageDecoderRegistry.shared.decode(stillData, options: options)
+        #expect(thumbnail.bitmap == stillThumbnail.bitmap)
+
+        let rest = try await Self.peakRSS(["bench", "--child-memory"])
+        let peak = try await Self.peakRSS(["bench", "--child-memory", "--thumbnail", "256", animated.path])
+        let stillPeak = try await Self.peakRSS(["bench", "--child-memory", "--thumbnail", "256", still.path])
+        let canvas = side * side * 4 / 1024
+        print("peak RSS of a 256 px thumbnail of a one-frame \(side)×\(side) animated WebP: \(peak / 1024) MB, of the same still \(stillPeak / 1024) MB (\(rest / 1024) MB at rest; one canvas is \(canvas / 1024) MB)")
+        #expect(peak - rest < canvas / 2)
+        #expect(peak < stillPeak + 16 * 1024)
+    }
+
+    // MARK: Broken files
+
+    @Test func aCorruptLaterFrameEndsTheAnimationAtTheLastGoodFrame() async throws {
+        var gif = TestGIF(width: 8, height: 8, loop: 0)
+        gif.frames = (0..<6).map { .init(width: 8, height: 8, indices: [UInt8](repeating: UInt8($0 % 3 + 1), count: 64), delay: 5) }
+        var bytes = gif.encode()
+        // Frame 4's LZW data (after its descriptor, code size and length byte)
+        // replaced by codes no table holds.
+        var head = gif
+        head.frames = Array(gif.frames.prefix(3))
+        let start = head.encode().count - 1 + 8  // the GCE of frame 4, then its descriptor
+        #expect(bytes[start] == 0x2C)
+        let length = Int(bytes[start + 11])
+        for i in start + 12..<start + 12 + length { bytes[i] = 0xFF }
+
+        let image = try GIFDecoder().decode(Data(bytes), options: DecodingOptions())
+        #expect(image.frameCount == 6 && !image.isPartial)
+        #expect(image.frames.count == 3)
+        let player = AnimationPlayer(image)
+        var shown: [Bitmap] = []
+        for position in 0..<6 {
+            guard let frame = await player.waitForFrame(at: position) else { break }
+            shown.append(frame.bitmap)
+        }
+        #expect(shown.count == 3)
+        #expect(player.endPosition == 3)
+        // Past the end, the last good frame stays.
+        #expect(player.frame(at: 5)?.bitmap == shown.last)
+    }
+
+    @Test func aTruncatedGIFShowsTheFramesThatArrived() async throws {
+        let data = Self.longGIF(frames: 10, side: 40)
+        var head = TestGIF(width: 40, height: 40, loop: 0)
+        head.frames = Array(Self.longGIFFrames(frames: 10, side: 40).prefix(5))
+        // Cut inside frame 6's data: five whole frames, the sixth begun.
+        let cut = data.prefix(head.encode().count - 1 + 8 + 14)
+        let image = try GIFDecoder().decode(cut, options: DecodingOptions())
+        #expect(image.isPartial)
+        #expect(image.frameCount == 6)
+        let frames = image.frames
+        #expect(frames.count == 6)
+        let whole = try GIFDecoder().decode(data, options: DecodingOptions()).frames
+        for index in 0..<5 { #expect(frames[index].bitmap == whole[index].bitmap, "frame \(index)") }
+        let player = AnimationPlayer(image)
+        for position in 0..<12 { #expect(await player.waitForFrame(at: position) != nil) }
+    }
+
+    // MARK: Helpers
+
+    /// A `side` × `side` GIF of `frames` frames: a full first frame, then a small
+    /// patch moving about, with delays of 4 to 6 hundredths.
+    static func longGIF(frames count: Int, side: Int) -> Data {
+        var gif = TestGIF(width: side, height: side, loop: 0)
+        gif.frames = longGIFFrames(frames: count, side: side)
+        return Data(gif.encode())
+    }
+
+    static func longGIFFrames(frames count: Int, side: Int) -> [TestGIF.Frame] {
+        let first = (0..<side * side).map { UInt8(($0 / side / 50 + $0 % side / 50) % 4) }
+        var frames: [TestGIF.Frame] = [.init(width: side, height: side, indices: first, delay: 4)]
+        let patch = min(10, side)
+        for i in 1..<count {
+            frames.append(.init(
+                left: i * 37 % (side - patch + 1), top: i * 53 % (side - patch + 1), width: patch, height: patch,
+                indices: [UInt8](repeating: UInt8(i % 4), count: patch * patch), delay: 4 + i % 3))
+        }
+        return frames
+    }
+
+    /// An animation by name: a fixture's path, or "gif" and "webp" for ones made here.
+    static func animation(_ name: String) throws -> Data {
+        switch name {
+        case "gif":
+            return longGIF(frames: 8, side: 90)
+        case "webp":
+            return try animatedWebP()
+        default:
+            return try Fixture.data(name)
+        }
+    }
+
+    /// A four-frame animated WebP written by ImageMagick from frames of its own.
+    static func animatedWebP() throws -> Data {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let out = folder.appendingPathComponent("anim.webp")
+        try run("/usr/bin/env", ["convert", "-delay", "10", "-size", "72x48",
+                                 "gradient:red-blue", "gradient:green-yellow", "plasma:fractal", "xc:none",
+                                 "-define", "webp:lossless=true", out.path])
+        return try Data(contentsOf: out)
+    }
+
+    static func temporaryFolder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-animation-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    static func run(_ tool: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "\(arguments.first ?? tool) failed")
+    }
+
+    /// The peak RSS, in KB, `imago` reports for `arguments` (`bench --child-memory`).
+    static func peakRSS(_ arguments: [String]) async throws -> Int {
+        let result = try await Tool.run(arguments)
+        let field = try #require(result.stdout.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("peak_rss_kb=") },
+                                 "\(result.stdout) \(result.stderr)")
+        return try #require(Int(field.dropFirst("peak_rss_kb=".count)))
+    }
+
+    static func littleEndian(_ value: Int, _ count: Int) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) }
+    }
+
+    static func maximumDifference(_ a: Bitmap, _ b: Bitmap) -> Int {
+        guard a.width == b.width, a.height == b.height else { return .max }
+        return zip(a.pixels, b.pixels).reduce(0) { max($0, abs(Int($1.0) - Int($1.1))) }
+    }
+}
+#endif
