@@ -79,16 +79,6 @@ import Testing
     }
 }
 
-/// A HEIC file, found by fuzzing, on which libheif waits a few seconds (its threads
-/// idle) before answering: it must still answer, with an image or a typed error.
-@Suite struct HEIFRegressionTests {
-    @Test func theSlowFileStillAnswers() throws {
-        let data = try Fixture.data("heic/regression/slow-alpha.heic")
-        if let error = HEIFDecoder().failure(data) {
-            #expect(error.isDecodingFailure(.heic))
-        }
-    }
-}
 #endif
 
 #if os(Linux)
