@@ -122,7 +122,7 @@ import Testing
 
 extension Bitmap {
     /// An opaque gradient, smooth enough to compress like a photo.
-    fileprivate static func smoothPhoto(width: Int, height: Int) -> Bitmap {
+    static func smoothPhoto(width: Int, height: Int) -> Bitmap {
         var pixels = [UInt8](repeating: 255, count: width * height * 4)
         for y in 0..<height {
             for x in 0..<width {

@@ -19,6 +19,20 @@ import Testing
         return try! PNGEncoder().encode(Bitmap(width: 8, height: 8, pixels: Array(repeatElement(pixel, count: 64).joined())))
     }
 
+    /// How the soak's server answers for image `n`: one image in ten is faulty, each
+    /// in its own way, and all but the slow answer fail.
+    static func answer(_ n: Int, body: Data) -> (response: @Sendable () -> TestServer.Response, fails: Bool) {
+        switch n % 10 == 0 ? (n / 10) % 6 : -1 {
+        case 0: ({ .text("gone", status: 404) }, true)
+        case 1: ({ .text("busy", status: 503) }, true)
+        case 2: ({ .resetAfter(20, of: body) }, true)
+        case 3: ({ .truncate(declaredLength: body.count, actualBody: body.prefix(body.count / 2)) }, true)
+        case 4: ({ .ok(Data("<html>portal</html>".utf8)) }, true)
+        case 5: ({ .trickle(body, bytesPerChunk: body.count / 4 + 1, interval: 0.05) }, false)
+        default: ({ .ok(body, headers: ["Cache-Control": "max-age=600"]) }, false)
+        }
+    }
+
     /// The process's resident memory, in bytes, after handing freed heap back.
     static func residentBytes() -> Int {
         #if canImport(Glibc)
@@ -67,17 +81,7 @@ import Testing
         defer { server.stop() }
         let images = 2000
         for n in 0..<images {
-            let body = Self.image(n)
-            // One URL in ten is faulty, each in its own way.
-            let response: @Sendable () -> TestServer.Response = switch n % 10 == 0 ? (n / 10) % 6 : -1 {
-            case 0: { .text("gone", status: 404) }
-            case 1: { .text("busy", status: 503) }
-            case 2: { .resetAfter(20, of: body) }
-            case 3: { .truncate(declaredLength: body.count, actualBody: body.prefix(body.count / 2)) }
-            case 4: { .ok(Data("<html>portal</html>".utf8)) }
-            case 5: { .trickle(body, bytesPerChunk: body.count / 4 + 1, interval: 0.05) }
-            default: { .ok(body, headers: ["Cache-Control": "max-age=600"]) }
-            }
+            let response = Self.answer(n, body: Self.image(n)).response
             server.route("/img/\(n)") { _ in response() }
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imago-soak-\(UUID())")

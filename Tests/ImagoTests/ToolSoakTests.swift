@@ -16,16 +16,7 @@ import Testing
 
     static func jpeg(_ n: Int) -> Data {
         let (width, height) = size(n)
-        var pixels = [UInt8](repeating: 255, count: width * height * 4)
-        for y in 0..<height {
-            for x in 0..<width {
-                let i = (y * width + x) * 4
-                pixels[i] = UInt8(x * 255 / width)
-                pixels[i + 1] = UInt8(y * 255 / height)
-                pixels[i + 2] = UInt8(n % 256)
-            }
-        }
-        return try! JPEGEncoder(quality: 80).encode(Bitmap(width: width, height: height, pixels: pixels))
+        return try! JPEGEncoder(quality: 80).encode(Bitmap.smoothPhoto(width: width, height: height))
     }
 
     @Test(.enabled(if: SoakTests.enabled, "the soak runs with make soak (IMAGO_SOAK=1)"))
@@ -37,20 +28,9 @@ import Testing
         let images = 2000
         var faulty = Set<Int>()
         for n in 0..<images {
-            let body = Self.jpeg(n)
-            // One image in ten is faulty, each in its own way; the sixth way (a slow
-            // answer) still succeeds.
-            let kind = n % 10 == 0 ? (n / 10) % 6 : -1
-            if (0...4).contains(kind) { faulty.insert(n) }
-            let response: @Sendable () -> TestServer.Response = switch kind {
-            case 0: { .text("gone", status: 404) }
-            case 1: { .text("busy", status: 503) }
-            case 2: { .resetAfter(20, of: body) }
-            case 3: { .truncate(declaredLength: body.count, actualBody: body.prefix(body.count / 2)) }
-            case 4: { .ok(Data("<html>portal</html>".utf8)) }
-            case 5: { .trickle(body, bytesPerChunk: body.count / 4 + 1, interval: 0.05) }
-            default: { .ok(body, headers: ["Cache-Control": "max-age=600"]) }
-            }
+            let answer = SoakTests.answer(n, body: Self.jpeg(n))
+            if answer.fails { faulty.insert(n) }
+            let response = answer.response
             server.route("/img/\(n)") { _ in response() }
         }
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("imago-tool-soak-\(UUID())")
