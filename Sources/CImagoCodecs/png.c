@@ -41,17 +41,45 @@ static void imago_png_read(png_structp png, png_bytep out, size_t length) {
     reader->offset += length;
 }
 
+/* libpng reads an ancillary chunk whole into a buffer it allocates (and zeroes) at
+   the chunk's declared length before reading a byte of it: a 1.4 KB file whose zTXt
+   chunk claimed 1.7 GB took 1.7 GB (see imago_png_usable_size for chunks cut short).
+   The text and palette-suggestion chunks, which Imago never reads, are skipped
+   unread, whatever their size. */
+static void imago_png_limit(png_structp png) {
+    static const png_byte ignored[] = "tEXt\0zTXt\0iTXt\0sPLT\0";
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, ignored, 4);
+}
+
+/* The length libpng may read: the data up to the first chunk other than IDAT that
+   claims more bytes than are left. Such a chunk is cut short anyway, and libpng
+   would allocate its whole claimed length first; image data is streamed, so a cut
+   IDAT stays (what it holds is the partial image). */
+static size_t imago_png_usable_size(const uint8_t *data, size_t size) {
+    size_t offset = 8;
+    while (size - offset >= 8 && offset < size) {
+        const uint8_t *p = data + offset;
+        size_t length = (size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3];
+        int is_idat = memcmp(p + 4, "IDAT", 4) == 0;
+        if (length > size - offset - 8) return is_idat ? size : offset;
+        if (size - offset - 8 - length < 4) return size;
+        offset += 12 + length;
+    }
+    return size;
+}
+
 imago_png *imago_png_create(const uint8_t *data, size_t size) {
     imago_png *reader = calloc(1, sizeof(imago_png));
     if (reader == NULL) return NULL;
     reader->data = data;
-    reader->size = size;
+    reader->size = size > 8 ? imago_png_usable_size(data, size) : size;
     reader->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, reader, imago_png_error, imago_png_warning);
     if (reader->png != NULL) reader->info = png_create_info_struct(reader->png);
     if (reader->info == NULL) {
         imago_png_destroy(reader);
         return NULL;
     }
+    imago_png_limit(reader->png);
     png_set_read_fn(reader->png, reader, imago_png_read);
     return reader;
 }
@@ -171,6 +199,7 @@ int imago_png_read_pixels(imago_png *reader, uint8_t *pixels, size_t stride, int
     if (setjmp(png_jmpbuf(png))) {
         failed = 1;
     } else {
+        imago_png_limit(png);
         png_set_progressive_read_fn(png, &push, imago_png_push_info, imago_png_push_row, imago_png_push_end);
         png_process_data(png, info, (png_bytep)reader->data, reader->size);
     }
