@@ -63,7 +63,7 @@ import Testing
 
     /// A fuzz-found file whose grid is derived from itself: libheif recursed until the
     /// process ran out of threads and aborted. Refused before libheif sees it.
-    @Test(arguments: ["grid-cycle.heic", "grid-cycle-long-box.heic"])
+    @Test(arguments: ["grid-cycle.heic", "grid-cycle-long-box.heic", "alpha-grid-cycle.heic"])
     func aGridDerivedFromItselfIsRefused(_ name: String) throws {
         let data = try Fixture.data("heic/regression/" + name)
         guard case .decodingFailed(format: .heic, let reason, _)? = HEIFDecoder().failure(data) else {

@@ -1,5 +1,6 @@
-/// The derivation references (`dimg`) of a HEIF file: a grid or overlay image names
-/// the images it is made of. libheif 1.15 follows them without checking for a cycle,
+/// The derivation references (`dimg`) of a HEIF file, where a grid or overlay image
+/// names the images it is made of, and the auxiliary ones (`auxl`), where an alpha
+/// plane names its image. libheif 1.15 follows them without checking for a cycle,
 /// so a grid that names itself, directly or through another, recursed until the stack
 /// overflowed (and, with a thread per tile, until the process ran out of threads).
 /// Read here from the boxes, before libheif decodes anything.
@@ -18,7 +19,8 @@ enum HEIFReferences {
         for iref in children(of: bytes, in: meta.body.lowerBound + 4..<meta.body.upperBound)
         where iref.type == "iref" && iref.body.count >= 4 {
             let wide = bytes[iref.body.lowerBound] != 0  // version 1: 32-bit item IDs
-            for reference in children(of: bytes, in: iref.body.lowerBound + 4..<iref.body.upperBound) where reference.type == "dimg" {
+            for reference in children(of: bytes, in: iref.body.lowerBound + 4..<iref.body.upperBound)
+            where reference.type == "dimg" || reference.type == "auxl" {
                 var reader = Reader(bytes: bytes, range: reference.body)
                 guard let from = reader.id(wide: wide), let count = reader.uint16() else { continue }
                 var to: [UInt32] = []
@@ -26,7 +28,14 @@ enum HEIFReferences {
                     guard let id = reader.id(wide: wide) else { break }
                     to.append(id)
                 }
-                derived[from, default: []] += to
+                if reference.type == "dimg" {
+                    derived[from, default: []] += to
+                } else {
+                    // `auxl` runs from the auxiliary image (an alpha plane, a depth
+                    // map) to its image, and decoding the image decodes it too: a
+                    // fuzzed file's alpha plane was a grid of its own image.
+                    for image in to { derived[image, default: []].append(from) }
+                }
             }
         }
         // Depth-first from every derived image: a path that meets itself is a
