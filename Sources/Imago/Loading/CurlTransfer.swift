@@ -110,14 +110,15 @@ final class CurlTransfer: @unchecked Sendable {
     /// One header line of a response, the status line and the blank line that ends
     /// the head included; false stops the transfer (it has been finished already).
     func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        // Trimmed as bytes: "\r\n" is one Character to Swift, so trimming characters
-        // one by one would miss it.
+        // Parsed as bytes: "\r\n" is one Character to Swift, so trimming characters
+        // one by one would miss it, and Foundation's trimming went through NSString
+        // for every field of every response.
         var end = bytes.count
         while end > 0, bytes[end - 1] == 0x0A || bytes[end - 1] == 0x0D { end -= 1 }
-        let line = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<end]), as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
+        let line = bytes[..<end]
+        if line.starts(with: "HTTP/".utf8) {
             // A new response: an interim 1xx before the final one, or the next hop.
-            let parts = line.split(separator: " ", maxSplits: 2)
+            let parts = String(decoding: line, as: UTF8.self).split(separator: " ", maxSplits: 2)
             status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
             responseHeaders = []
             contentLengths = []
@@ -126,17 +127,26 @@ final class CurlTransfer: @unchecked Sendable {
         }
         if headComplete { return true }
         if line.isEmpty { return headersEnded() }
-        if let first = line.first, first == " " || first == "\t", !responseHeaders.isEmpty {
+        if line.first == 0x20 || line.first == 0x09, !responseHeaders.isEmpty {
             // An obsolete folded continuation of the previous field.
-            responseHeaders[responseHeaders.count - 1].value += " " + line.trimmingCharacters(in: .whitespaces)
+            responseHeaders[responseHeaders.count - 1].value += " " + Self.trimmedText(line)
             return true
         }
-        guard let colon = line.firstIndex(of: ":") else { return true }
-        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        guard let colon = line.firstIndex(of: 0x3A) else { return true }
+        let name = Self.trimmedText(line[..<colon]).lowercased()
+        let value = Self.trimmedText(line[(colon + 1)...])
         responseHeaders.append((name, value))
         if name == "content-length" { contentLengths.append(value) }
         return true
+    }
+
+    /// The bytes as text without the spaces and tabs around them (HTTP's optional
+    /// whitespace).
+    private static func trimmedText(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
+        var start = bytes.startIndex, end = bytes.endIndex
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return String(decoding: bytes[start..<end], as: UTF8.self)
     }
 
     private func headersEnded() -> Bool {
