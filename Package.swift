@@ -36,11 +36,14 @@ let package = Package(
             providers: [.apt(["libtiff-dev"])]),
         // No pkgConfig: libavif.pc's only flag is -DAVIF_DLL, which SwiftPM refuses
         // with a warning on every build; the header is in /usr/include anyway.
+        // libavif and libheif: headers only. Both are opened at first use
+        // (CodecLibraries.swift), since linking them made every process load and
+        // bind every AV1 and HEVC codec Debian has at start-up.
         .systemLibrary(
             name: "CLibAVIF",
             providers: [.apt(["libavif-dev"])]),
         .systemLibrary(
-            name: "CLibHEIF", pkgConfig: "libheif",
+            name: "CLibHEIF",
             providers: [.apt(["libheif-dev"])]),
         // glibc's eventfd, gettid and pthread_setname_np, which it declares only under
         // _GNU_SOURCE, for the memory-pressure watcher: a header, no library.

@@ -21,11 +21,6 @@ public struct AVIFDecoder: ImageDecoding {
         format == .avif
     }
 
-    /// The AV1 decoder libavif uses: dav1d when libavif was built with it (the
-    /// fastest), else whichever it has.
-    static let codecChoice: avifCodecChoice = avifCodecName(AVIF_CODEC_CHOICE_DAV1D, avifCodecFlags(AVIF_CODEC_FLAG_CAN_DECODE.rawValue)) != nil
-        ? AVIF_CODEC_CHOICE_DAV1D : AVIF_CODEC_CHOICE_AUTO
-
     /// Decodes the first frame, and for a sequence keeps the data to decode the rest
     /// as they are played. Throws `imageTooLarge` and `tooManyFrames` from the
     /// container's header, before any frame is decoded, and `decodingFailed` for
@@ -89,6 +84,7 @@ public struct AVIFDecoder: ImageDecoding {
 /// decoded in order, converted to premultiplied RGBA and turned upright.
 final class AVIFFrameCursor: FrameProducing {
     private let decoder: UnsafeMutablePointer<avifDecoder>
+    private let avif: LibAVIF
     private let storage: PinnedBytes?
     private let options: DecodingOptions
     let width: Int
@@ -103,31 +99,33 @@ final class AVIFFrameCursor: FrameProducing {
     /// `keeping`'s when given).
     init(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, keeping storage: PinnedBytes?) throws(ImagoError) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { throw AVIFDecoder.failure("no data", nil) }
-        guard let decoder = avifDecoderCreate() else { throw AVIFDecoder.failure("out of memory", nil) }
+        let avif = try LibAVIF.shared.get()
+        guard let decoder = avif.decoderCreate() else { throw AVIFDecoder.failure("out of memory", nil) }
+        self.avif = avif
         self.decoder = decoder
         self.storage = storage
         self.options = options
-        decoder.pointee.codecChoice = AVIFDecoder.codecChoice
+        decoder.pointee.codecChoice = avif.codecChoice
         decoder.pointee.maxThreads = 1  // decoding is already spread over the decoding queue
         decoder.pointee.strictFlags = avifStrictFlags(AVIF_STRICT_DISABLED.rawValue)
         decoder.pointee.ignoreXMP = AVIF_TRUE
         // libavif's own guard, tightened to Imago's limit for one frame.
         decoder.pointee.imageSizeLimit = UInt32(clamping: min(options.maximumPixelCount, Int(decoder.pointee.imageSizeLimit)))
 
-        var result = avifDecoderSetIOMemory(decoder, base, bytes.count)
+        var result = avif.decoderSetIOMemory(decoder, base, bytes.count)
         guard result == AVIF_RESULT_OK else {
-            let error = Self.fail(decoder, result, "libavif could not read the data")
-            avifDecoderDestroy(decoder)
+            let error = Self.fail(avif, decoder, result, "libavif could not read the data")
+            avif.decoderDestroy(decoder)
             throw error
         }
-        result = avifDecoderParse(decoder)
+        result = avif.decoderParse(decoder)
         guard result == AVIF_RESULT_OK else {
-            let error = Self.fail(decoder, result, result == AVIF_RESULT_TRUNCATED_DATA ? "the data ends before the image does" : "the container is malformed")
-            avifDecoderDestroy(decoder)
+            let error = Self.fail(avif, decoder, result, result == AVIF_RESULT_TRUNCATED_DATA ? "the data ends before the image does" : "the container is malformed")
+            avif.decoderDestroy(decoder)
             throw error
         }
         guard let header = decoder.pointee.image else {
-            avifDecoderDestroy(decoder)
+            avif.decoderDestroy(decoder)
             throw AVIFDecoder.failure("the file holds no image", nil)
         }
         width = Int(header.pointee.width)
@@ -140,20 +138,20 @@ final class AVIFFrameCursor: FrameProducing {
             durations.reserveCapacity(count)
             for frame in 0..<count {
                 var timing = avifImageTiming()
-                let duration = count > 1 && avifDecoderNthImageTiming(decoder, UInt32(frame), &timing) == AVIF_RESULT_OK ? timing.duration : 0
+                let duration = count > 1 && avif.decoderNthImageTiming(decoder, UInt32(frame), &timing) == AVIF_RESULT_OK ? timing.duration : 0
                 durations.append(duration.isFinite && duration > 0 ? duration : 0.1)
             }
         } catch {
-            avifDecoderDestroy(decoder)
+            avif.decoderDestroy(decoder)
             throw error
         }
         self.durations = durations
     }
 
-    deinit { avifDecoderDestroy(decoder) }
+    deinit { avif.decoderDestroy(decoder) }
 
-    private static func fail(_ decoder: UnsafeMutablePointer<avifDecoder>, _ result: avifResult, _ reason: String) -> ImagoError {
-        let name = avifResultToString(result).map { String(cString: $0) } ?? "error \(result.rawValue)"
+    private static func fail(_ avif: LibAVIF, _ decoder: UnsafeMutablePointer<avifDecoder>, _ result: avifResult, _ reason: String) -> ImagoError {
+        let name = avif.resultToString(result).map { String(cString: $0) } ?? "error \(result.rawValue)"
         let detail = withUnsafeBytes(of: decoder.pointee.diag.error) { raw in
             String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
         }
@@ -163,9 +161,9 @@ final class AVIFFrameCursor: FrameProducing {
     func nextFrame() throws(ImagoError) -> Bitmap? {
         guard index < durations.count else { return nil }
         let number = index + 1
-        let result = avifDecoderNextImage(decoder)
+        let result = avif.decoderNextImage(decoder)
         guard result == AVIF_RESULT_OK, let image = decoder.pointee.image else {
-            throw Self.fail(decoder, result, result == AVIF_RESULT_TRUNCATED_DATA
+            throw Self.fail(avif, decoder, result, result == AVIF_RESULT_TRUNCATED_DATA
                 ? "the data ends before the image does" : "frame \(number) could not be decoded")
         }
         // Every frame of a sequence has the size the header gave; a file whose
@@ -174,17 +172,17 @@ final class AVIFFrameCursor: FrameProducing {
             throw AVIFDecoder.failure("frame \(number) is \(image.pointee.width)×\(image.pointee.height), not \(width)×\(height)", nil)
         }
         if index == 0 { orientation = AVIFDecoder.orientation(image.pointee) }
-        let (width, height, decoder) = (self.width, self.height, self.decoder)
+        let (width, height, decoder, avif) = (self.width, self.height, self.decoder, self.avif)
         let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
             var rgb = avifRGBImage()
-            avifRGBImageSetDefaults(&rgb, image)
+            avif.rgbImageSetDefaults(&rgb, image)
             rgb.format = AVIF_RGB_FORMAT_RGBA
             rgb.depth = 8
             rgb.alphaPremultiplied = AVIF_TRUE
             rgb.pixels = pixels.baseAddress!.assumingMemoryBound(to: UInt8.self)
             rgb.rowBytes = UInt32(width * 4)
-            let converted = avifImageYUVToRGB(image, &rgb)
-            guard converted == AVIF_RESULT_OK else { throw Self.fail(decoder, converted, "frame \(number) could not be converted to RGBA") }
+            let converted = avif.imageYUVToRGB(image, &rgb)
+            guard converted == AVIF_RESULT_OK else { throw Self.fail(avif, decoder, converted, "frame \(number) could not be converted to RGBA") }
         }
         index += 1
         return options.appliesOrientation ? bitmap.applying(orientation) : bitmap

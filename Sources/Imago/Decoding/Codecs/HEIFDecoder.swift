@@ -18,11 +18,6 @@ public struct HEIFDecoder: ImageDecoding {
         format == .heic
     }
 
-    /// libheif loads its codec plugins once per process; later calls only count.
-    private static let initialized: Bool = {
-        heif_init(nil).code == heif_error_Ok
-    }()
-
     /// Decodes the primary image. Throws `imageTooLarge` from the header, before any
     /// pixel buffer exists, and `decodingFailed` for truncated or corrupt data, with
     /// libheif's message as the codec's word.
@@ -33,16 +28,16 @@ public struct HEIFDecoder: ImageDecoding {
     private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data", nil) }
         if let problem = HEIFReferences.problem(in: bytes) { throw Self.failure(problem, nil) }
-        _ = Self.initialized
-        guard let context = heif_context_alloc() else { throw Self.failure("out of memory", nil) }
-        defer { heif_context_free(context) }
+        let heif = try LibHEIF.shared.get()
+        guard let context = heif.contextAlloc() else { throw Self.failure("out of memory", nil) }
+        defer { heif.contextFree(context) }
         // Tiles decoded on this thread: decoding is already spread over the decoding
         // queue, and libheif's default starts threads for a grid's tiles without
         // bound (a fuzzed file's grid ran the process out of threads, and libheif's
         // uncaught std::system_error aborted it).
-        heif_context_set_max_decoding_threads(context, 0)
+        heif.contextSetMaxDecodingThreads(context, 0)
         // libheif's own guard is per side; Imago's pixel limit is checked below.
-        heif_context_set_maximum_image_size_limit(context, Int32(clamping: min(options.maximumPixelCount, 1 << 16)))
+        heif.contextSetMaximumImageSizeLimit(context, Int32(clamping: min(options.maximumPixelCount, 1 << 16)))
 
         func check(_ error: heif_error, _ reason: String) throws(ImagoError) {
             guard error.code != heif_error_Ok else { return }
@@ -51,13 +46,13 @@ public struct HEIFDecoder: ImageDecoding {
             throw Self.failure(truncated ? "the data ends before the image does" : reason, message)
         }
 
-        try check(heif_context_read_from_memory_without_copy(context, base, bytes.count, nil), "the container is malformed")
+        try check(heif.contextReadFromMemoryWithoutCopy(context, base, bytes.count, nil), "the container is malformed")
         var handle: OpaquePointer?
-        try check(heif_context_get_primary_image_handle(context, &handle), "the file has no primary image")
+        try check(heif.contextGetPrimaryImageHandle(context, &handle), "the file has no primary image")
         guard let handle else { throw Self.failure("the file has no primary image", nil) }
-        defer { heif_image_handle_release(handle) }
+        defer { heif.imageHandleRelease(handle) }
 
-        let width = Int(heif_image_handle_get_width(handle)), height = Int(heif_image_handle_get_height(handle))
+        let width = Int(heif.imageHandleGetWidth(handle)), height = Int(heif.imageHandleGetHeight(handle))
         guard width > 0, height > 0 else { throw Self.failure("the header gives an empty image (\(width)×\(height))", nil) }
         try options.checkSize(width: width, height: height)
         // The alpha plane and the tiles are images of their own, whose coded size the
@@ -65,26 +60,26 @@ public struct HEIFDecoder: ImageDecoding {
         // alpha plane took 1.4 GB. None may be larger than the image itself (plus the
         // coding blocks' rounding), and libheif checks each against this before
         // allocating it.
-        heif_context_set_maximum_image_size_limit(context, Int32(clamping: max(width, height) + 128))
-        let hasAlpha = heif_image_handle_has_alpha_channel(handle) != 0
-        let premultiplied = heif_image_handle_is_premultiplied_alpha(handle) != 0
+        heif.contextSetMaximumImageSizeLimit(context, Int32(clamping: max(width, height) + 128))
+        let hasAlpha = heif.imageHandleHasAlphaChannel(handle) != 0
+        let premultiplied = heif.imageHandleIsPremultipliedAlpha(handle) != 0
 
-        guard let decoding = heif_decoding_options_alloc() else { throw Self.failure("out of memory", nil) }
-        defer { heif_decoding_options_free(decoding) }
+        guard let decoding = heif.decodingOptionsAlloc() else { throw Self.failure("out of memory", nil) }
+        defer { heif.decodingOptionsFree(decoding) }
         decoding.pointee.convert_hdr_to_8bit = 1
         var image: OpaquePointer?
-        try check(heif_decode_image(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, decoding),
+        try check(heif.decodeImage(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, decoding),
                   "the image data is corrupt")
         guard let image else { throw Self.failure("the image data is corrupt", nil) }
-        defer { heif_image_release(image) }
+        defer { heif.imageRelease(image) }
 
         // The decoded size can differ from the handle's by the clean aperture; the
         // plane is what there is.
-        let outWidth = Int(heif_image_get_width(image, heif_channel_interleaved))
-        let outHeight = Int(heif_image_get_height(image, heif_channel_interleaved))
+        let outWidth = Int(heif.imageGetWidth(image, heif_channel_interleaved))
+        let outHeight = Int(heif.imageGetHeight(image, heif_channel_interleaved))
         var stride: Int32 = 0
         guard outWidth > 0, outHeight > 0, outWidth <= max(width, height), outHeight <= max(width, height),
-              let plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride),
+              let plane = heif.imageGetPlaneReadonly(image, heif_channel_interleaved, &stride),
               Int(stride) >= outWidth * 4
         else { throw Self.failure("libheif returned no pixels", nil) }
 
