@@ -5,6 +5,16 @@ import Testing
 /// HTTP freshness, validators, revalidation and stale-on-error rules of the disk
 /// cache, all against an injected clock.
 @Suite struct HTTPCacheMetadataTests {
+    /// Header values lose spaces and tabs around them, nothing else: other
+    /// whitespace is not HTTP's to drop.
+    @Test func headerValuesAreTrimmedOfSpacesAndTabsOnly() {
+        #expect(" \t max-age=3 \t ".trimmingHTTPWhitespace == "max-age=3")
+        #expect("\"x y\"".trimmingHTTPWhitespace == "\"x y\"")
+        #expect(" \t ".trimmingHTTPWhitespace == "")
+        #expect("\u{A0}W/\"1\"\n".trimmingHTTPWhitespace == "\u{A0}W/\"1\"\n")
+        #expect("a, b ".split(separator: ",")[1].trimmingHTTPWhitespace == "b")
+    }
+
     static let url = URL(string: "https://images.example/cat.jpg")!
     /// 2015-10-21T07:28:00Z: the moment every response below arrives.
     static let t0 = Date(timeIntervalSince1970: 1_445_412_480)

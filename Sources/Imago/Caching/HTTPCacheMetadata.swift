@@ -97,9 +97,9 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
             func finish() {
                 defer { element = "" }
                 let parts = element.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                let name = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
+                let name = parts[0].trimmingHTTPWhitespace.lowercased()
                 guard !name.isEmpty else { return }
-                let argument = parts.count > 1 ? unquoted(parts[1].trimmingCharacters(in: .whitespaces)) : nil
+                let argument = parts.count > 1 ? unquoted(parts[1].trimmingHTTPWhitespace) : nil
                 result.append((name, argument))
             }
             for character in value {
@@ -208,7 +208,7 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     /// served the current request.
     public var isStorable: Bool {
         !cacheControl.noStore && !(vary ?? "").split(separator: ",").contains {
-            $0.trimmingCharacters(in: .whitespaces) == "*"
+            $0.trimmingHTTPWhitespace == "*"
         }
     }
 
@@ -398,19 +398,19 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
         if let value = fields["age"] {
             // A list-valued Age uses its first member; an invalid one is ignored (§5.1).
             let first = value.split(separator: ",", omittingEmptySubsequences: false).first.map(String.init) ?? ""
-            ageValue = CacheControl.deltaSeconds(first.trimmingCharacters(in: .whitespaces)) ?? ageValue
+            ageValue = CacheControl.deltaSeconds(first.trimmingHTTPWhitespace) ?? ageValue
         }
         if let value = fields["etag"] {
-            let trimmed = value.trimmingCharacters(in: .whitespaces)
+            let trimmed = value.trimmingHTTPWhitespace
             etag = trimmed.isEmpty ? nil : trimmed
         }
         if let value = fields["last-modified"] {
-            let trimmed = value.trimmingCharacters(in: .whitespaces)
+            let trimmed = value.trimmingHTTPWhitespace
             lastModifiedDate = HTTPDate.parse(trimmed)
             lastModified = lastModifiedDate == nil ? nil : trimmed
         }
         if let value = fields["vary"] {
-            vary = value.trimmingCharacters(in: .whitespaces)
+            vary = value.trimmingHTTPWhitespace
         }
     }
 

@@ -151,7 +151,7 @@ public struct LocalDataLoader: DataLoading {
             throw .invalidURL(string)
         }
         let header = String(decoding: bytes[5..<comma], as: UTF8.self).lowercased()
-        let isBase64 = header.split(separator: ";").last.map { $0.trimmingCharacters(in: .whitespaces) == "base64" } ?? false
+        let isBase64 = header.split(separator: ";").last.map { $0.trimmingHTTPWhitespace == "base64" } ?? false
         // A fragment is not part of the data.
         let payloadEnd = bytes[(comma + 1)...].firstIndex(of: UInt8(ascii: "#")) ?? bytes.endIndex
         let payload = percentDecode(bytes[(comma + 1)..<payloadEnd])

@@ -141,7 +141,7 @@ public struct RetryPolicy: Sendable {
     /// seconds, or an HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime
     /// forms) measured from `now`. A date in the past gives 0; anything else, nil.
     public static func retryAfterSeconds(_ value: String, now: Date) -> Double? {
-        let text = value.trimmingCharacters(in: .whitespaces)
+        let text = value.trimmingHTTPWhitespace
         guard !text.isEmpty else { return nil }
         if text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber) {
             return Double(text)

@@ -117,7 +117,7 @@ final class Transfer: Sendable {
     /// 63 bits; a list of several values is valid only when they all agree, as one
     /// repeated field joined with commas.
     static func isValidContentLength(_ value: String) -> Bool {
-        let values = value.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        let values = value.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingHTTPWhitespace }
         guard let first = values.first, values.allSatisfy({ $0 == first }) else { return false }
         return !first.isEmpty && first.allSatisfy { $0.isASCII && $0.isNumber } && Int64(first) != nil
     }

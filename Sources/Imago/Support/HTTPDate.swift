@@ -18,7 +18,7 @@ enum HTTPDate {
     /// A recipient must then treat it per the header's own rule: `Expires` calls it
     /// expired, `Retry-After` ignores it. `now` places a two-digit year.
     static func parse(_ value: String, now: Date = Date()) -> Date? {
-        let text = Substring(value.trimmingCharacters(in: .whitespaces))
+        let text = Substring(value.trimmingHTTPWhitespace)
         return imfFixdate(text) ?? rfc850(text, now: now) ?? asctime(text)
     }
 
@@ -99,5 +99,24 @@ enum HTTPDate {
         let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         return era * 146_097 + dayOfEra - 719_468
+    }
+}
+
+extension StringProtocol {
+    /// The text without HTTP's optional whitespace around it: spaces and tabs, the
+    /// only whitespace a header value may have (RFC 9110 §5.6.3). Foundation's
+    /// `trimmingCharacters(in:)` goes through NSString on Linux, which made trimming
+    /// a few header values a visible part of every response's handling.
+    var trimmingHTTPWhitespace: String {
+        let text = Substring(self)
+        let bytes = text.utf8
+        var start = bytes.startIndex, end = bytes.endIndex
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { bytes.formIndex(after: &start) }
+        while start < end {
+            let last = bytes.index(before: end)
+            guard bytes[last] == 0x20 || bytes[last] == 0x09 else { break }
+            end = last
+        }
+        return String(text[start..<end])
     }
 }
