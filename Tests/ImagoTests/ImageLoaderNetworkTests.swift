@@ -109,7 +109,8 @@ import Testing
         server.route("/reset") { _ in .resetAfter(10, of: Self.png) }
         server.route("/short") { _ in .truncate(declaredLength: Self.png.count + 100, actualBody: Self.png) }
         for path in ["/reset", "/short"] {
-            guard case .failure(.network) = await load(path) else { Issue.record("\(path) did not fail as a network error"); continue }
+            let result = await load(path)
+            guard case .failure(.network) = result else { Issue.record("\(path) did not fail as a network error: \(result)"); continue }
             // Retried per policy, then given up.
             #expect(server.count(for: path) == 3, "\(path)")
             #expect(loader.cachedImage(for: ImageRequest(url: server.url(path))) == nil)

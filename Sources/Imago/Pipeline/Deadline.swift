@@ -1,4 +1,4 @@
-import Dispatch
+import Foundation
 
 /// Runs `body`, failing with `timedOut` if it takes longer than `seconds`; the body
 /// is cancelled then, so a stalled transfer stops. An infinite (or absurdly long)
@@ -8,42 +8,47 @@ import Dispatch
 /// group waits for every child: a data loader that ignored cancellation would hold
 /// the load past its deadline. Here the deadline answers on time regardless.
 ///
-/// The deadline is a dispatch timer, cancelled when the body ends. A `Task.sleep`
-/// cancelled on Linux keeps its timer, and the sleeping task's memory, until the time
-/// it was set for: every load left about 0.6 KB behind for its whole timeout, and a
-/// long `imago fetch` grew with the number of URLs it had loaded.
+/// The deadline is an entry in one clock shared by every load, removed when the body
+/// ends. A `Task.sleep` cancelled on Linux keeps its timer, and the sleeping task's
+/// memory, until the time it was set for: every load left about 0.6 KB behind for its
+/// whole timeout, and a long `imago fetch` grew with the number of URLs it had loaded.
 func withDeadline<T: Sendable>(
     seconds: Double, url: String, _ body: @escaping @Sendable () async throws(ImagoError) -> T
 ) async -> Result<T, ImagoError> {
     // Beyond a century the timer's conversion to nanoseconds would overflow.
     let limited = seconds.isFinite && seconds < 3e9
-    let state = Locked<(done: Bool, work: Task<Void, Never>?, timer: DeadlineTimer?)>((false, nil, nil))
+    let state = Locked<(done: Bool, work: Task<Void, Never>?, timer: Int?)>((false, nil, nil))
     return await withTaskCancellationHandler {
         await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, ImagoError>, Never>) in
             let finish: @Sendable (Result<T, ImagoError>) -> Void = { result in
-                let tasks = state.withLock { state -> (Task<Void, Never>?, DeadlineTimer?)? in
+                let tasks = state.withLock { state -> (Task<Void, Never>?, Int?)? in
                     guard !state.done else { return nil }
                     state.done = true
                     return (state.work, state.timer)
                 }
                 guard let tasks else { return }
                 tasks.0?.cancel()
-                tasks.1?.cancel()
+                if let timer = tasks.1 { DeadlineClock.shared.cancel(timer) }
                 continuation.resume(returning: result)
             }
             let work = Task {
                 do throws(ImagoError) { finish(.success(try await body())) } catch { finish(.failure(error)) }
             }
-            let timer = limited ? DeadlineTimer(seconds: seconds) { finish(.failure(.timedOut(url: url, seconds: seconds))) } : nil
+            // The timeout is reported from a task, as the work's own progress is: when
+            // the concurrency pool is saturated, a load is not failed for time it could
+            // not use (answered straight from the clock's thread, loads on a busy
+            // 2-core machine timed out before they had sent their request).
+            let timer = limited ? DeadlineClock.shared.schedule(after: seconds) {
+                Task { finish(.failure(.timedOut(url: url, seconds: seconds))) }
+            } : nil
             let early = state.withLock { state -> Bool in
                 state.work = work
                 state.timer = timer
                 return state.done
             }
-            timer?.start()
             if early {
                 work.cancel()
-                timer?.cancel()
+                if let timer { DeadlineClock.shared.cancel(timer) }
             } else if Task.isCancelled {
                 // Cancelled before `work` was stored, where the handler could not see it.
                 work.cancel()
@@ -55,20 +60,79 @@ func withDeadline<T: Sendable>(
     }
 }
 
-/// A one-shot dispatch timer: cancelling it frees it at once, where a cancelled
-/// `Task.sleep` lingers until its time.
-private final class DeadlineTimer: @unchecked Sendable {
-    // Dispatch sources are safe to resume and cancel from any thread; the class only
-    // carries one across the tasks that do.
-    private let source: DispatchSourceTimer
+/// The deadlines of every load, kept by one thread: scheduling and cancelling are a
+/// dictionary entry and a heap insertion, and a cancelled deadline's action is
+/// released at once.
+final class DeadlineClock: @unchecked Sendable {
+    static let shared = DeadlineClock()
 
-    init(seconds: Double, fired: @escaping @Sendable () -> Void) {
-        source = DispatchSource.makeTimerSource(queue: .global())
-        source.schedule(deadline: .now() + seconds)
-        source.setEventHandler(handler: fired)
+    private struct Entry: Comparable {
+        let due: UInt64
+        let id: Int
+        static func < (a: Entry, b: Entry) -> Bool { (a.due, a.id) < (b.due, b.id) }
     }
 
-    func start() { source.resume() }
+    // All state under `condition`'s lock.
+    private let condition = NSCondition()
+    private var heap = Heap<Entry>()
+    private var actions: [Int: (due: UInt64, action: @Sendable () -> Void)] = [:]
+    private var lastID = 0
+    private var running = false
 
-    func cancel() { source.cancel() }
+    /// Runs `action` on the clock's thread once `seconds` have passed, unless
+    /// cancelled first; returns the deadline's handle for `cancel`.
+    func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        lastID += 1
+        let due = DispatchTime.now().uptimeNanoseconds &+ UInt64(max(0, seconds) * 1e9)
+        actions[lastID] = (due, action)
+        heap.insert(Entry(due: due, id: lastID))
+        // Cancelled entries stay in the heap until their time comes; when they
+        // outnumber the live ones, the heap is made again from the live ones alone.
+        if heap.count > 2 * actions.count + 1024 {
+            heap = Heap()
+            for (id, entry) in actions { heap.insert(Entry(due: entry.due, id: id)) }
+        }
+        if !running {
+            running = true
+            let thread = Thread { [self] in run() }
+            thread.name = "imago.deadlines"
+            thread.start()
+        } else if heap.min?.id == lastID {
+            condition.signal()
+        }
+        return lastID
+    }
+
+    /// Forgets a deadline; its action is released and never runs.
+    func cancel(_ id: Int) {
+        condition.lock()
+        actions[id] = nil
+        condition.unlock()
+    }
+
+    private func run() {
+        condition.lock()
+        while true {
+            guard let first = heap.min else {
+                condition.wait()
+                continue
+            }
+            guard actions[first.id] != nil else {
+                _ = heap.popMin()
+                continue
+            }
+            let now = DispatchTime.now().uptimeNanoseconds
+            if first.due > now {
+                _ = condition.wait(until: Date(timeIntervalSinceNow: Double(first.due - now) / 1e9))
+                continue
+            }
+            _ = heap.popMin()
+            let action = actions.removeValue(forKey: first.id)?.action
+            condition.unlock()
+            action?()
+            condition.lock()
+        }
+    }
 }

@@ -4,6 +4,8 @@ struct Heap<Element: Comparable> {
 
     var isEmpty: Bool { elements.isEmpty }
     var count: Int { elements.count }
+    /// The smallest element, left in place.
+    var min: Element? { elements.first }
 
     mutating func insert(_ element: Element) {
         elements.append(element)
