@@ -92,19 +92,14 @@ import Testing
         #expect(result.status == 2 && result.stderr.contains("held none"), "\(result.stderr)")
     }
 
-    /// 2,000 distinct full-size images, each 2.3 MB decoded (4.6 GB if all were
-    /// kept): the process's peak stays under a bound set by the concurrency, the
-    /// same for 200 images as for 2,000.
-    @Test(.disabled(if: ProcessInfo.processInfo.environment["IMAGO_SANITIZER"] != nil, "memory figures mean nothing under a sanitizer"))
-    func memoryIsBoundedByTheConcurrencyNotTheInput() async throws {
-        defer { server.stop() }
-        let photo = try JPEGEncoder(quality: 80).encode(Bitmap.smoothPhoto(width: 800, height: 720))
-        server.route("/photo.jpg", data: photo)
+    /// The peak memory `imago fetch` reports for each count of distinct URLs of
+    /// `path` (a query makes each URL its own), every load checked to succeed.
+    private func peakMemory(fetching path: String, counts: [Int]) async throws -> [Int: Int] {
         let input = FileManager.default.temporaryDirectory.appendingPathComponent("imago-many-\(UUID()).txt")
         defer { try? FileManager.default.removeItem(at: input) }
         var peaks: [Int: Int] = [:]
-        for count in [200, 2000] {
-            let urls = (0..<count).map { server.url("/photo.jpg?n=\($0)").absoluteString }
+        for count in counts {
+            let urls = (0..<count).map { server.url("\(path)?n=\($0)").absoluteString }
             try urls.joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
             let result = try await Tool.run(["fetch", "--no-disk-cache", "--json", "--concurrency", "8", "--input", input.path], timeout: 600)
             #expect(result.status == 0, "\(result.stderr.prefix(500))")
@@ -113,6 +108,18 @@ import Testing
             #expect(summary["items"] as? Int == count && summary["failed"] as? Int == 0)
             peaks[count] = try #require(summary["peakMemory"] as? Int)
         }
+        return peaks
+    }
+
+    /// 2,000 distinct full-size images, each 2.3 MB decoded (4.6 GB if all were
+    /// kept): the process's peak stays under a bound set by the concurrency, the
+    /// same for 200 images as for 2,000.
+    @Test(.disabled(if: ProcessInfo.processInfo.environment["IMAGO_SANITIZER"] != nil, "memory figures mean nothing under a sanitizer"))
+    func memoryIsBoundedByTheConcurrencyNotTheInput() async throws {
+        defer { server.stop() }
+        let photo = try JPEGEncoder(quality: 80).encode(Bitmap.smoothPhoto(width: 800, height: 720))
+        server.route("/photo.jpg", data: photo)
+        let peaks = try await peakMemory(fetching: "/photo.jpg", counts: [200, 2000])
         let small = try #require(peaks[200]), large = try #require(peaks[2000])
         #expect(large < 250 << 20, "peak \(large >> 20) MB for 2,000 images")
         #expect(large < small + (48 << 20), "peak \(small >> 20) MB for 200 images, \(large >> 20) MB for 2,000")
@@ -127,19 +134,7 @@ import Testing
     @Test(.disabled(if: ProcessInfo.processInfo.environment["IMAGO_SANITIZER"] != nil, "memory figures mean nothing under a sanitizer"))
     func manySmallLoadsLeaveNothingBehind() async throws {
         defer { server.stop() }
-        let input = FileManager.default.temporaryDirectory.appendingPathComponent("imago-small-\(UUID()).txt")
-        defer { try? FileManager.default.removeItem(at: input) }
-        var peaks: [Int: Int] = [:]
-        for count in [2000, 12000] {
-            let urls = (0..<count).map { server.url("/1.png?n=\($0)").absoluteString }
-            try urls.joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
-            let result = try await Tool.run(["fetch", "--no-disk-cache", "--json", "--concurrency", "8", "--input", input.path], timeout: 600)
-            #expect(result.status == 0, "\(result.stderr.prefix(500))")
-            let last = try record(try #require(result.stdoutLines.last))
-            let summary = try #require(last["summary"] as? [String: Any])
-            #expect(summary["items"] as? Int == count && summary["failed"] as? Int == 0)
-            peaks[count] = try #require(summary["peakMemory"] as? Int)
-        }
+        let peaks = try await peakMemory(fetching: "/1.png", counts: [2000, 12000])
         let small = try #require(peaks[2000]), large = try #require(peaks[12000])
         #expect(large < small + (4 << 20), "peak \(small >> 20) MB for 2,000 loads, \(large >> 20) MB for 12,000")
     }
