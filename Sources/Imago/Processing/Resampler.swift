@@ -198,10 +198,10 @@ enum Resampler {
     }
 
     /// The separable filter, in 16-bit fixed point: each multiply-add instruction does
-    /// two taps of all four channels (SSE2's `pmaddwd`, NEON's `smlal` pair), which
-    /// makes it several times faster than the same filter in floats. Horizontal sums
-    /// keep 6 fractional bits between the passes, so the only rounding that shows is
-    /// the final one (at most one level off the exact filter).
+    /// two taps of all four channels (SSE2's `pmaddwd`), which made it more than twice
+    /// as fast as the same filter in floats (320×213 → 256×171 in 258 µs, not 575).
+    /// Horizontal sums keep 6 fractional bits between the passes, so the only rounding
+    /// that shows is the final one (at most one level off the exact filter).
     static func filtered(_ source: Pixels, region: Region, width: Int, height: Int) -> Bitmap {
         let horizontal = Contributions(start: region.x, length: region.width, limit: source.width, outputs: width).paddedToEven()
         let vertical = Contributions(start: region.y, length: region.height, limit: source.height, outputs: height)
