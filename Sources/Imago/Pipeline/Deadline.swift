@@ -8,38 +8,39 @@ import Foundation
 /// group waits for every child: a data loader that ignored cancellation would hold
 /// the load past its deadline. Here the deadline answers on time regardless.
 ///
-/// The deadline is an entry in one clock shared by every load, removed when the body
-/// ends. A `Task.sleep` cancelled on Linux keeps its timer, and the sleeping task's
-/// memory, until the time it was set for: every load left about 0.6 KB behind for its
-/// whole timeout, and a long `imago fetch` grew with the number of URLs it had loaded.
+/// The deadline is a task sleeping on one clock shared by every load, its entry
+/// removed when the body ends. A `Task.sleep` cancelled on Linux keeps its timer, and
+/// the sleeping task's memory, until the time it was set for: every load left about
+/// 0.6 KB behind for its whole timeout, and a long `imago fetch` grew with the number
+/// of URLs it had loaded. The timeout still answers from a task, as the work does:
+/// when the concurrency pool is saturated, a load is not failed for time it could not
+/// use (answered straight from the clock's thread, loads in a busy test run timed out
+/// before they had sent their request).
 func withDeadline<T: Sendable>(
     seconds: Double, url: String, _ body: @escaping @Sendable () async throws(ImagoError) -> T
 ) async -> Result<T, ImagoError> {
     // Beyond a century the timer's conversion to nanoseconds would overflow.
     let limited = seconds.isFinite && seconds < 3e9
-    let state = Locked<(done: Bool, work: Task<Void, Never>?, timer: Int?)>((false, nil, nil))
+    let state = Locked<(done: Bool, work: Task<Void, Never>?, timer: Task<Void, Never>?)>((false, nil, nil))
     return await withTaskCancellationHandler {
         await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, ImagoError>, Never>) in
             let finish: @Sendable (Result<T, ImagoError>) -> Void = { result in
-                let tasks = state.withLock { state -> (Task<Void, Never>?, Int?)? in
+                let tasks = state.withLock { state -> (Task<Void, Never>?, Task<Void, Never>?)? in
                     guard !state.done else { return nil }
                     state.done = true
                     return (state.work, state.timer)
                 }
                 guard let tasks else { return }
                 tasks.0?.cancel()
-                if let timer = tasks.1 { DeadlineClock.shared.cancel(timer) }
+                tasks.1?.cancel()
                 continuation.resume(returning: result)
             }
             let work = Task {
                 do throws(ImagoError) { finish(.success(try await body())) } catch { finish(.failure(error)) }
             }
-            // The timeout is reported from a task, as the work's own progress is: when
-            // the concurrency pool is saturated, a load is not failed for time it could
-            // not use (answered straight from the clock's thread, loads on a busy
-            // 2-core machine timed out before they had sent their request).
-            let timer = limited ? DeadlineClock.shared.schedule(after: seconds) {
-                Task { finish(.failure(.timedOut(url: url, seconds: seconds))) }
+            let timer = limited ? Task {
+                do { try await DeadlineClock.shared.sleep(seconds) } catch { return }
+                finish(.failure(.timedOut(url: url, seconds: seconds)))
             } : nil
             let early = state.withLock { state -> Bool in
                 state.work = work
@@ -48,7 +49,7 @@ func withDeadline<T: Sendable>(
             }
             if early {
                 work.cancel()
-                if let timer { DeadlineClock.shared.cancel(timer) }
+                timer?.cancel()
             } else if Task.isCancelled {
                 // Cancelled before `work` was stored, where the handler could not see it.
                 work.cancel()
@@ -110,6 +111,50 @@ final class DeadlineClock: @unchecked Sendable {
         condition.lock()
         actions[id] = nil
         condition.unlock()
+    }
+
+    /// Returns after `seconds`, or throws `CancellationError` as soon as the task is
+    /// cancelled, its entry gone with it.
+    func sleep(_ seconds: Double) async throws {
+        let sleeper = Sleeper()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                sleeper.start(continuation, seconds: seconds, on: self)
+            }
+        } onCancel: {
+            sleeper.end(cancelled: true, on: self)
+        }
+    }
+
+    /// One sleep's state: its continuation is resumed once, by the clock or by the
+    /// cancellation, whichever comes first, and the other finds nothing left to do.
+    private final class Sleeper: Sendable {
+        private let state = Locked<(continuation: CheckedContinuation<Void, any Error>?, id: Int?, cancelled: Bool)>((nil, nil, false))
+
+        func start(_ continuation: CheckedContinuation<Void, any Error>, seconds: Double, on clock: DeadlineClock) {
+            let cancelled = state.withLock { state -> Bool in
+                if !state.cancelled { state.continuation = continuation }
+                return state.cancelled
+            }
+            if cancelled { return continuation.resume(throwing: CancellationError()) }
+            let id = clock.schedule(after: seconds) { [self] in end(cancelled: false, on: clock) }
+            // Ended already (cancelled, or a deadline of no time): the entry goes too.
+            let ended = state.withLock { state -> Bool in
+                state.id = id
+                return state.continuation == nil
+            }
+            if ended { clock.cancel(id) }
+        }
+
+        func end(cancelled: Bool, on clock: DeadlineClock) {
+            let (continuation, id) = state.withLock { state in
+                defer { state.continuation = nil }
+                if cancelled { state.cancelled = true }
+                return (state.continuation, state.id)
+            }
+            if cancelled, let id { clock.cancel(id) }
+            if cancelled { continuation?.resume(throwing: CancellationError()) } else { continuation?.resume() }
+        }
     }
 
     private func run() {
