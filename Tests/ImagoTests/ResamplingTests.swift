@@ -162,10 +162,10 @@ import Testing
     /// the plain way: at most one level apart, for sources smaller than the filter,
     /// odd and even sizes, reductions and enlargements, with and without alpha.
     @Test func fixedPointFilterMatchesTheFilterInDoubles() {
-        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         func random() -> UInt8 {
-            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return UInt8(truncatingIfNeeded: seed >> 56)
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 56)
         }
         let sizes = [(1, 1, 3, 2), (1, 5, 2, 3), (2, 3, 5, 7), (3, 2, 1, 1), (7, 5, 4, 3), (33, 17, 20, 11),
                      (33, 17, 50, 40), (320, 213, 256, 171), (101, 99, 100, 98), (64, 64, 17, 63)]
