@@ -140,13 +140,9 @@ final class CurlTransfer: @unchecked Sendable {
         return true
     }
 
-    /// The bytes as text without the spaces and tabs around them (HTTP's optional
-    /// whitespace).
+    /// The bytes as text without HTTP's optional whitespace around them.
     private static func trimmedText(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
-        var start = bytes.startIndex, end = bytes.endIndex
-        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
-        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
-        return String(decoding: bytes[start..<end], as: UTF8.self)
+        String(decoding: bytes, as: UTF8.self).trimmingHTTPWhitespace
     }
 
     private func headersEnded() -> Bool {

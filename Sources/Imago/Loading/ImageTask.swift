@@ -44,7 +44,7 @@ public final class ImageTask: Sendable, Hashable {
         self.request = request
         key = request.cacheKey
         urlString = request.url.absoluteString
-        stageID = StageID(key: key, allowsPartial: request.options.contains(.allowsPartialImages))
+        stageID = StageID(key: key, for: request)
         self.pipeline = pipeline
         state = Locked(State(priority: request.priority, onCompletion: onCompletion))
     }

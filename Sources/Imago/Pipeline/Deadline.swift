@@ -61,9 +61,9 @@ func withDeadline<T: Sendable>(
     }
 }
 
-/// The deadlines of every load, kept by one thread: scheduling and cancelling are a
-/// dictionary entry and a heap insertion, and a cancelled deadline's action is
-/// released at once.
+/// The deadlines and retry waits of every load, kept by one thread: scheduling and
+/// cancelling are a dictionary entry and a heap insertion, and a cancelled entry's
+/// action is released at once.
 final class DeadlineClock: @unchecked Sendable {
     static let shared = DeadlineClock()
 

@@ -83,7 +83,7 @@ extension Pipeline {
         }
         var plain = work.request
         plain.processors = []
-        let id = StageID(key: key.decodedKey, allowsPartial: plain.options.contains(.allowsPartialImages))
+        let id = StageID(key: key.decodedKey, for: plain)
         let decoded = imageStage(for: id, request: plain, priority: stage.priority)
         subscribe(stage, to: decoded) { [self] event in
             if case .preview(let preview) = event {

@@ -215,7 +215,8 @@ extension Pipeline {
             guard let delay = configuration.retryPolicy.delay(afterAttempt: attempt, error: error, retryAfter: retryAfter) else {
                 throw error
             }
-            do { try await Task.sleep(for: .seconds(delay)) } catch { throw .cancelled }
+            // On the shared clock: a cancelled `Task.sleep` would keep its timer until its time.
+            do { try await DeadlineClock.shared.sleep(delay) } catch { throw .cancelled }
         }
     }
 }

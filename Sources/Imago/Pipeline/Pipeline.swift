@@ -207,7 +207,7 @@ final class Pipeline: @unchecked Sendable {
     /// The original-data stage of `request`'s image key, made and queued if none is
     /// in flight.
     func originalStage(for request: ImageRequest, priority: ImageRequest.Priority) -> Stage<OriginalData> {
-        let key = StageID(key: ImageCacheKey(imageKey: request.imageKey), allowsPartial: request.options.contains(.allowsPartialImages))
+        let key = StageID(key: ImageCacheKey(imageKey: request.imageKey), for: request)
         if let stage = originals[key] { return stage }
         let stage = Stage<OriginalData>(key: .original(key), priority: priority)
         originals[key] = stage

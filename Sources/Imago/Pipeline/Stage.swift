@@ -73,6 +73,13 @@ class StageCore: @unchecked Sendable {
 struct StageID: Hashable {
     let key: ImageCacheKey
     let allowsPartial: Bool
+
+    /// The stage of `key` that `request` joins: one that takes partial data if the
+    /// request allows partial images.
+    init(key: ImageCacheKey, for request: ImageRequest) {
+        self.key = key
+        allowsPartial = request.options.contains(.allowsPartialImages)
+    }
 }
 
 /// Where a stage is found: originals by their image key, images by their full key.

@@ -103,7 +103,6 @@ struct LibHEIF: @unchecked Sendable {
 
 /// The libavif functions the AVIF decoder calls, looked up once.
 struct LibAVIF: @unchecked Sendable {
-    let codecName: @convention(c) (avifCodecChoice, avifCodecFlags) -> UnsafePointer<CChar>?
     let decoderCreate: @convention(c) () -> UnsafeMutablePointer<avifDecoder>?
     let decoderDestroy: @convention(c) (UnsafeMutablePointer<avifDecoder>?) -> Void
     let decoderSetIOMemory: @convention(c) (UnsafeMutablePointer<avifDecoder>?, UnsafePointer<UInt8>?, Int) -> avifResult
@@ -124,7 +123,6 @@ struct LibAVIF: @unchecked Sendable {
         let codecName: @convention(c) (avifCodecChoice, avifCodecFlags) -> UnsafePointer<CChar>? = try load("avifCodecName")
         let dav1d = codecName(AVIF_CODEC_CHOICE_DAV1D, avifCodecFlags(AVIF_CODEC_FLAG_CAN_DECODE.rawValue)) != nil
         return try LibAVIF(
-            codecName: codecName,
             decoderCreate: load("avifDecoderCreate"),
             decoderDestroy: load("avifDecoderDestroy"),
             decoderSetIOMemory: load("avifDecoderSetIOMemory"),
