@@ -99,14 +99,14 @@ import Testing
         var gif = TestGIF(width: 1, height: 1, loop: 0)
         gif.frames = Array(repeating: .init(width: 1, height: 1, indices: [1]), count: 5000)
         let data = Data(gif.encode())
-        let start = ContinuousClock.now
         var options = DecodingOptions()
         options.maximumFrameCount = 1000
-        #expect(throws: ImagoError.tooManyFrames(count: 5000, limit: 1000)) {
-            try GIFDecoder().decode(data, options: options)
+        let elapsed = threadCPUTime {
+            #expect(throws: ImagoError.tooManyFrames(count: 5000, limit: 1000)) {
+                try GIFDecoder().decode(data, options: options)
+            }
         }
-        let elapsed = ContinuousClock.now - start
-        print("5,000-frame GIF refused by the frame limit in \(elapsed)")
+        print("5,000-frame GIF refused by the frame limit in \(elapsed) of CPU time")
         #expect(elapsed < .seconds(5))
         // Under the default limit it decodes, holding one frame and the file.
         let image = try GIFDecoder().decode(data, options: DecodingOptions())

@@ -78,10 +78,10 @@ import Testing
         let start = ContinuousClock.now
         guard case .failure(.timedOut) = await load("/stall") else { Issue.record("stall not timed out"); return }
         let elapsed = ContinuousClock.now - start
-        // The upper bound only says "did not hang" (the stall never ends): on 2 cores
-        // the suite's decoder tests can hold both threads of the concurrency pool,
-        // and the timer with them, for tens of seconds.
-        #expect(elapsed >= .milliseconds(950) && elapsed < .seconds(90))
+        // The upper bound only says "did not hang" (the stall never ends): the
+        // deadline answers from the concurrency pool, which the rest of the suite on
+        // two cores can hold for most of its run (about 90 s).
+        #expect(elapsed >= .milliseconds(950) && elapsed < .seconds(300))
     }
 
     @Test func aTricklingResponseFailsAtTheWholeLoadDeadlineNotAnIdleTimer() async throws {

@@ -128,10 +128,10 @@ import FoundationNetworking
         let result = await loader.task(with: ImageRequest(url: url)).value
         guard case .failure(.timedOut) = result else { Issue.record("\(result)"); return }
         let elapsed = start.duration(to: .now)
-        // The upper bound only says "did not hang" (the stall never ends): on 2 cores
-        // the suite's decoder tests can hold both threads of the concurrency pool,
-        // and the timer with them, for tens of seconds.
-        #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(90))
+        // The upper bound only says "did not hang" (the stall never ends): the
+        // deadline answers from the concurrency pool, which the rest of the suite on
+        // two cores can hold for most of its run (about 90 s).
+        #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(300))
         #expect(await network.until { $0.cancelled == [url.absoluteString] })
     }
 

@@ -46,6 +46,24 @@ final class TestServer: Sendable {
         var connections: Set<Int32> = []
         var connectionsAccepted = 0
         var logsRequests = true
+        var stalls: [Stall] = []
+    }
+
+    /// A stalled response as the server saw it end, timed on the server's own thread:
+    /// when the client gave up is measured here, not where a test's task resumes,
+    /// which with the whole suite on two cores can be a minute later.
+    struct Stall: Sendable {
+        /// When the response head had been sent and the server began to wait.
+        let began: ContinuousClock.Instant
+        /// When the connection ended.
+        let ended: ContinuousClock.Instant
+        /// Whether the client closed it (rather than the server stopping or its own
+        /// idle limit passing).
+        let closedByClient: Bool
+
+        /// How long the client waited on the stalled response before closing it;
+        /// nil when it did not close it.
+        var clientWaited: Duration? { closedByClient ? ended - began : nil }
     }
 
     private let state = Locked(State())
@@ -154,6 +172,19 @@ final class TestServer: Sendable {
     var logsRequests: Bool {
         get { state.withLock { $0.logsRequests } }
         set { state.withLock { $0.logsRequests = newValue } }
+    }
+
+    /// The stalled responses that have ended, oldest first.
+    var stalls: [Stall] { state.withLock { $0.stalls } }
+
+    /// Waits (at most `seconds`) until `count` stalled responses have ended, and
+    /// returns those that have.
+    func waitForStalls(_ count: Int, seconds: Double = 60) async -> [Stall] {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while stalls.count < count, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return stalls
     }
 
     /// How many requests arrived for `path`.
@@ -301,7 +332,11 @@ final class TestServer: Sendable {
 
         case .stall(let declaredLength):
             guard write(fd, Self.head(response, length: declaredLength, close: true)) else { return false }
-            waitForClose(fd)
+            let began = ContinuousClock.now
+            // The server's own shutdown also ends the wait, as a close would.
+            let closedByClient = waitForClose(fd) && !isStopping
+            let stall = Stall(began: began, ended: .now, closedByClient: closedByClient)
+            state.withLock { $0.stalls.append(stall) }
             return false
 
         case .trickle(let bytesPerChunk, let interval):
@@ -424,8 +459,8 @@ final class TestServer: Sendable {
     }
 
     /// Holds a stalled connection open until the client closes it, the server stops,
-    /// or the idle limit passes.
-    private func waitForClose(_ fd: Int32) {
+    /// or the idle limit passes; true when the client closed it.
+    private func waitForClose(_ fd: Int32) -> Bool {
         var waited = 0.0
         var scratch = [UInt8](repeating: 0, count: 4096)
         while waited < Self.idleLimit, !isStopping {
@@ -433,10 +468,11 @@ final class TestServer: Sendable {
             let result = poll(&ready, 1, Int32(Self.tick * 1000))
             waited += Self.tick
             guard result > 0 else { continue }
-            if ready.revents & Int16(POLLHUP | POLLERR) != 0 { return }
+            if ready.revents & Int16(POLLHUP | POLLERR) != 0 { return true }
             let count = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count == 0 || (count < 0 && errno != EAGAIN && errno != EINTR) { return }
+            if count == 0 || (count < 0 && errno != EAGAIN && errno != EINTR) { return true }
         }
+        return false
     }
 }
 

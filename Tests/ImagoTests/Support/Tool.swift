@@ -18,6 +18,9 @@ enum Tool {
         let status: Int32
         let stdout: String
         let stderr: String
+        /// From start to exit, timed on the thread that waited for the process: the
+        /// test's own clock would add its wait for a thread of the busy pool.
+        let elapsed: Duration
         var stdoutLines: [Substring] { stdout.split(separator: "\n") }
         var stderrLines: [Substring] { stderr.split(separator: "\n") }
     }
@@ -66,6 +69,7 @@ enum Tool {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
+        let start = ContinuousClock.now
         try process.run()
         // Read both pipes while the process runs so a full pipe cannot block it.
         let group = DispatchGroup()
@@ -75,7 +79,8 @@ enum Tool {
         let timedOut = group.wait(timeout: .now() + timeout) == .timedOut
         if timedOut { process.terminate() }
         process.waitUntilExit()
-        let result = Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        let result = Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                            stderr: String(decoding: stderr, as: UTF8.self), elapsed: .now - start)
         return (result, timedOut)
     }
 }
