@@ -144,7 +144,7 @@ import Testing
             configuration: .init(dataLoader: DefaultDataLoader(network: URLSessionDataLoader())), cache: ImageCache())
         server.route("/photo", data: try Fixture.data("avif/still-420.avif"), headers: ["Content-Type": "image/avif"])
         let task = loader.task(with: ImageRequest(url: server.url("/photo")))
-        let response = try await (withTimeLimit(30) { await task.value } ?? .failure(.cancelled)).get()
+        let response = try await (withTimeLimit(120) { await task.value } ?? .failure(.cancelled)).get()
         #expect(response.image.format == .avif && response.image.width == 40)
         #expect(server.requests(for: "/photo").first?.header("accept") == "image/avif,image/webp,image/*;q=0.8")
     }

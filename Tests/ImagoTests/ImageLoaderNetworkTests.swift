@@ -25,7 +25,7 @@ import Testing
     /// Loads `path`, bounded so a hang fails the test instead of stalling the suite.
     func load(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) async -> Result<ImageResponse, ImagoError> {
         let task = loader.task(with: ImageRequest(url: server.url(path)))
-        return await withTimeLimit(30, sourceLocation: sourceLocation) { await task.value } ?? .failure(.cancelled)
+        return await withTimeLimit(120, sourceLocation: sourceLocation) { await task.value } ?? .failure(.cancelled)
     }
 
     @Test func loadsAndDecodes() async throws {

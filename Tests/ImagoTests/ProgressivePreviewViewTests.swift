@@ -21,9 +21,10 @@ import Testing
         server.route("/other.png", data: pngData(9, width: 100, height: 50))
     }
 
-    /// Waits until `condition` holds, a few seconds at most.
+    /// Waits until `condition` holds, a minute at most (the pool may be held by other suites).
     func until(_ condition: @MainActor () -> Bool) async -> Bool {
-        for _ in 0..<600 {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
             if condition() { return true }
             try? await Task.sleep(for: .milliseconds(10))
         }

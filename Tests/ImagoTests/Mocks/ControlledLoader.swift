@@ -46,7 +46,7 @@ final class ControlledLoader: DataLoading {
     /// Waits until what the loader has seen satisfies `condition`; false if it did
     /// not within `seconds`. The default is long because only a failure waits it out,
     /// and under the thread sanitizer on two loaded cores 10 s was seen to run out.
-    func until(seconds: Double = 30, _ condition: @escaping @Sendable (Seen) -> Bool) async -> Bool {
+    func until(seconds: Double = 60, _ condition: @escaping @Sendable (Seen) -> Bool) async -> Bool {
         await withCheckedContinuation { continuation in
             let id = state.withLock { state -> Int? in
                 if condition(state.seen) { return nil }

@@ -274,6 +274,12 @@ final class TestServer: Sendable {
                 break
             }
             guard buffer.count < 64 * 1024, receive(fd, into: &buffer, idle: &idle) else { return nil }
+            // Not HTTP (a TLS handshake, say): refused at once, as a plain server
+            // would, rather than waited on until the idle limit.
+            if let first = buffer.first, !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(first) {
+                _ = write(fd, Data("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
+                return nil
+            }
         }
         guard let end = headEnd else { return nil }
         let head = String(decoding: buffer[..<end], as: UTF8.self)
