@@ -5,7 +5,6 @@ import Darwin
 #endif
 import Dispatch
 import Foundation
-@testable import Imago
 import Synchronization
 
 /// One request as the test server received it.
@@ -33,6 +32,10 @@ struct RecordedRequest: Sendable {
 /// poll loop on the listener), so `stop()` ends every thread promptly and a test can
 /// never hang on the server. Keep-Alive is supported for well-formed responses;
 /// fault responses close the connection, as a broken server would.
+///
+/// It uses nothing of Imago's, so that the GTK view's tests, in a package of their
+/// own, compile this same file (through a symbolic link: a test target cannot export
+/// code to another package).
 final class TestServer: Sendable {
     typealias Handler = @Sendable (RecordedRequest) -> Response
 
@@ -66,7 +69,7 @@ final class TestServer: Sendable {
         var clientWaited: Duration? { closedByClient ? ended - began : nil }
     }
 
-    private let state = Locked(State())
+    private let state = Mutex(State())
     /// Entered by every thread the server starts; `stop()` waits for it to empty.
     private let threads = DispatchGroup()
 
