@@ -121,6 +121,7 @@ import Testing
         server.route("/photo.jpg", data: photo)
         let peaks = try await peakMemory(fetching: "/photo.jpg", counts: [200, 2000])
         let small = try #require(peaks[200]), large = try #require(peaks[2000])
+        print("imago fetch peak: \(small >> 20) MB for 200 full-size images, \(large >> 20) MB for 2,000")
         #expect(large < 250 << 20, "peak \(large >> 20) MB for 2,000 images")
         #expect(large < small + (48 << 20), "peak \(small >> 20) MB for 200 images, \(large >> 20) MB for 2,000")
         #expect(server.count(for: "/photo.jpg") == 2200)
@@ -137,6 +138,7 @@ import Testing
         defer { server.stop() }
         let peaks = try await peakMemory(fetching: "/1.png", counts: [1000, 8000])
         let small = try #require(peaks[1000]), large = try #require(peaks[8000])
+        print("imago fetch peak: \(Double(small) / 1e6) MB for 1,000 small loads, \(Double(large) / 1e6) MB for 8,000")
         #expect(large < small + (3 << 20), "peak \(small >> 20) MB for 1,000 loads, \(large >> 20) MB for 8,000")
     }
 }
