@@ -376,6 +376,16 @@ import Testing
         }
         bitmaps.append(Bitmap(width: 97, height: 61, pixels: pixels))
         bitmaps.append(Bitmap(width: 300, height: 2, pixels: [UInt8](repeating: 0, count: 300 * 2 * 4)))
+        // Small and middling steps across 0 and 255 in every channel: differences that
+        // wrap around within a byte, as both kinds of difference operation store them.
+        let steps: [Int] = [-2, -1, 1, 2, 5, -7, 20, -30, 31, -32]
+        var wrapping: [UInt8] = []
+        var colour = [254, 1, 128]
+        for i in 0..<(64 * 16) {
+            for c in 0..<3 { colour[c] = (colour[c] + steps[(i + c * 3) % steps.count] + 256) % 256 }
+            wrapping += colour.map(UInt8.init) + [255]
+        }
+        bitmaps.append(Bitmap(width: 64, height: 16, pixels: wrapping))
         bitmaps.append(Bitmap(width: 3, height: 2, bytesPerRow: 20, pixels: (0..<40).map { UInt8($0 % 4 == 3 ? 255 : $0) }))
         for bitmap in bitmaps {
             let data = VariantCodec.encode(DecodedImage(bitmap: bitmap, format: .webp))
@@ -393,5 +403,13 @@ import Testing
         var bumped = data
         bumped[bumped.count - 1] = 2
         #expect(VariantCodec.decode(bumped, maximumPixelCount: 1 << 24) == nil)
+    }
+
+    /// A run that goes past the last pixel is cut there; the image is still whole.
+    @Test func aRunPastTheEndIsCut() throws {
+        let header = Array("imgv".utf8) + [1, 3] + Array("png".utf8) + [0, 0, 0, 2, 0, 0, 0, 2]
+        let data = Data(header + [0xFE, 9, 8, 7, 0xC0 | 61] + [0, 0, 0, 0, 0, 0, 0, 1])
+        let image = try #require(VariantCodec.decode(data, maximumPixelCount: 100))
+        #expect(image.bitmap.pixels == Array(repeating: [9, 8, 7, 255] as [UInt8], count: 4).flatMap { $0 })
     }
 }

@@ -103,78 +103,105 @@ enum VariantCodec {
     /// The image in `data`; nil when it is not a whole, well-formed variant or holds
     /// more than `maximumPixelCount` pixels.
     static func decode(_ data: Data, maximumPixelCount: Int) -> DecodedImage? {
-        let bytes = [UInt8](data)
-        guard isVariant(data), bytes.count > 6, bytes[4] == version else { return nil }
-        let nameLength = Int(bytes[5])
-        var p = 6 + nameLength
-        guard bytes.count >= p + 8 + end.count,
-              let format = ImageFormat(rawValue: String(decoding: bytes[6..<p], as: UTF8.self)) else { return nil }
+        data.withUnsafeBytes { decode($0, maximumPixelCount: maximumPixelCount) }
+    }
+
+    // A warm thumbnail load is mostly this loop, so it keeps the pixel packed in one
+    // word (stored whole, runs as repeated stores) and its table in a fixed buffer:
+    // byte-by-byte stores into an array made it half of a warm `imago fetch`'s CPU.
+    private static func decode(_ input: UnsafeRawBufferPointer, maximumPixelCount: Int) -> DecodedImage? {
+        guard input.count > 6, input.starts(with: magic), input[4] == version else { return nil }
+        var p = 6 + Int(input[5])
+        guard input.count >= p + 8 + end.count,
+              let format = ImageFormat(rawValue: String(decoding: input[6..<p], as: UTF8.self)) else { return nil }
         func uint32(_ at: Int) -> Int {
-            Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            Int(UInt32(bigEndian: input.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
         }
         let width = uint32(p), height = uint32(p + 4)
         p += 8
         guard width > 0, height > 0, width <= maximumPixelCount / height else { return nil }
         let count = width * height
-        let limit = bytes.count - end.count
+        let limit = input.count - end.count
         var failed = false
         let pixels = [UInt8](unsafeUninitializedCapacity: count * 4) { buffer, initialized in
-            var table = [UInt32](repeating: 0, count: 64)
-            var r: UInt8 = 0, g: UInt8 = 0, b: UInt8 = 0, a: UInt8 = 255
-            var run = 0
-            var o = 0
-            bytes.withUnsafeBufferPointer { input in
-                for _ in 0..<count {
-                    if run > 0 {
-                        run -= 1
-                    } else {
-                        guard p < limit else {
-                            failed = true
-                            break
-                        }
-                        let op = input[p]
-                        p += 1
-                        if op == opRGB {
-                            guard p + 3 <= limit else { failed = true; break }
-                            r = input[p]; g = input[p + 1]; b = input[p + 2]
-                            p += 3
-                        } else if op == opRGBA {
-                            guard p + 4 <= limit else { failed = true; break }
-                            r = input[p]; g = input[p + 1]; b = input[p + 2]; a = input[p + 3]
-                            p += 4
+            let out = UnsafeMutableRawPointer(buffer.baseAddress!)
+            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 128) { tables in
+                // The recent pixels, then the colour difference each small-difference
+                // operation stands for, packed as a pixel is.
+                let table = UnsafeMutableBufferPointer(rebasing: tables[0..<64])
+                let diffs = UnsafeMutableBufferPointer(rebasing: tables[64..<128])
+                table.initialize(repeating: 0)
+                for op in 0..<64 {
+                    diffs[op] = Self.packed(UInt8(op >> 4 & 3) &- 2, UInt8(op >> 2 & 3) &- 2, UInt8(op & 3) &- 2)
+                }
+                var pixel: UInt32 = 0xFF00_0000  // r, g, b = 0, a = 255, as the encoder starts
+                var o = 0
+                while o < count {
+                    guard p < limit else { failed = true; return }
+                    let op = input[p]
+                    p += 1
+                    if op < opRun {
+                        if op < opDiff {
+                            // The encoder names only a pixel held at its own slot, so
+                            // storing it again would change nothing.
+                            pixel = table[Int(op)]
                         } else {
-                            switch op & 0xC0 {
-                            case opIndex:
-                                let pixel = table[Int(op)]
-                                r = UInt8(pixel & 0xFF); g = UInt8(pixel >> 8 & 0xFF)
-                                b = UInt8(pixel >> 16 & 0xFF); a = UInt8(pixel >> 24)
-                            case opDiff:
-                                r = r &+ (op >> 4 & 3) &- 2
-                                g = g &+ (op >> 2 & 3) &- 2
-                                b = b &+ (op & 3) &- 2
-                            case opLuma:
-                                guard p < limit else { failed = true; break }
+                            if op < opLuma {
+                                pixel = Self.adding(diffs[Int(op & 0x3F)], to: pixel)
+                            } else {
+                                guard p < limit else { failed = true; return }
                                 let second = input[p]
                                 p += 1
                                 let dg = (op & 0x3F) &- 32
-                                r = r &+ dg &+ (second >> 4) &- 8
-                                g = g &+ dg
-                                b = b &+ dg &+ (second & 0x0F) &- 8
-                            default:
-                                run = Int(op & 0x3F)
+                                pixel = Self.adding(Self.packed(dg &+ (second >> 4) &- 8, dg, dg &+ (second & 0x0F) &- 8), to: pixel)
                             }
-                            if failed { break }
+                            table[hash(pixel)] = pixel
                         }
-                        table[hash(r, g, b, a)] = UInt32(r) | UInt32(g) << 8 | UInt32(b) << 16 | UInt32(a) << 24
+                        out.storeBytes(of: pixel.littleEndian, toByteOffset: o &* 4, as: UInt32.self)
+                        o += 1
+                        continue
                     }
-                    buffer[o] = r; buffer[o + 1] = g; buffer[o + 2] = b; buffer[o + 3] = a
-                    o += 4
+                    var repeats = 1
+                    if op == opRGB {
+                        guard p + 3 <= limit else { failed = true; return }
+                        pixel = pixel & 0xFF00_0000 | UInt32(input[p]) | UInt32(input[p + 1]) << 8 | UInt32(input[p + 2]) << 16
+                        p += 3
+                    } else if op == opRGBA {
+                        guard p + 4 <= limit else { failed = true; return }
+                        pixel = UInt32(littleEndian: input.loadUnaligned(fromByteOffset: p, as: UInt32.self))
+                        p += 4
+                    } else {
+                        // More than the image holds is cut at its end.
+                        repeats = min(Int(op & 0x3F) + 1, count - o)
+                    }
+                    table[hash(pixel)] = pixel
+                    for k in o..<(o + repeats) {
+                        out.storeBytes(of: pixel.littleEndian, toByteOffset: k &* 4, as: UInt32.self)
+                    }
+                    o += repeats
                 }
             }
             initialized = failed ? 0 : count * 4
         }
-        guard !failed, bytes[limit...].elementsEqual(end) else { return nil }
+        guard !failed, input[limit...].elementsEqual(end) else { return nil }
         return DecodedImage(bitmap: Bitmap(width: width, height: height, pixels: pixels), format: format)
+    }
+
+    /// Colour differences packed as a pixel is (r, g, b from the low byte up), alpha 0.
+    private static func packed(_ dr: UInt8, _ dg: UInt8, _ db: UInt8) -> UInt32 {
+        UInt32(dr) | UInt32(dg) << 8 | UInt32(db) << 16
+    }
+
+    /// `pixel` with each byte of `difference` added to its own, wrapping within the
+    /// byte: each pixel depends on the one before, so this addition is the loop's
+    /// critical path, and four operations on the packed word keep it short.
+    private static func adding(_ difference: UInt32, to pixel: UInt32) -> UInt32 {
+        ((pixel & 0x7F7F_7F7F) &+ (difference & 0x7F7F_7F7F)) ^ ((pixel ^ difference) & 0x8080_8080)
+    }
+
+    private static func hash(_ pixel: UInt32) -> Int {
+        hash(UInt8(truncatingIfNeeded: pixel), UInt8(truncatingIfNeeded: pixel >> 8),
+             UInt8(truncatingIfNeeded: pixel >> 16), UInt8(truncatingIfNeeded: pixel >> 24))
     }
 
     private static func hash(_ r: UInt8, _ g: UInt8, _ b: UInt8, _ a: UInt8) -> Int {
