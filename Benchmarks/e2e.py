@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -36,6 +37,22 @@ def run(command, **kwargs):
     if done.returncode != 0:
         sys.exit(f"benchmark step failed ({done.returncode}): {' '.join(command[:4])} …\n{done.stderr[-2000:]}")
     return seconds, done.stdout
+
+
+def free_base_port(start, count=None):
+    """The first port from `start` (in steps of `count`) where `count` ports in a row
+    are free on 127.0.0.1, so that a server left running, or another user's, does not
+    stop the benchmark."""
+    count = count or PORTS
+    for base in range(start, 65535 - count, count):
+        try:
+            for port in range(base, base + count):
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                    probe.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+    sys.exit(f"no {count} free ports in a row on 127.0.0.1 from {start}")
 
 
 def start_nginx(root, work, base_port):
@@ -136,7 +153,8 @@ def main():
     parser.add_argument("--photos", required=True)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--work", default=None)
-    parser.add_argument("--port", type=int, default=18700)
+    parser.add_argument("--port", type=int, default=None,
+                        help="first of the ports nginx listens on (default: the first free ones from 18700)")
     parser.add_argument("--loader", choices=LOADERS, default=None)
     args = parser.parse_args()
     global LOADER
@@ -145,6 +163,7 @@ def main():
     names = sorted(n for n in os.listdir(photos) if n.endswith(".jpg"))
     work = os.path.abspath(args.work or tempfile.mkdtemp(prefix="imago-e2e-"))
     os.makedirs(work, exist_ok=True)
+    args.port = args.port or free_base_port(18700)
     start_nginx(photos, work, args.port)
     try:
         base = f"http://127.0.0.1:{args.port}"
