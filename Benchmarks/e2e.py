@@ -39,11 +39,10 @@ def run(command, **kwargs):
     return seconds, done.stdout
 
 
-def free_base_port(start, count=None):
+def free_base_port(start, count=PORTS):
     """The first port from `start` (in steps of `count`) where `count` ports in a row
     are free on 127.0.0.1, so that a server left running, or another user's, does not
     stop the benchmark."""
-    count = count or PORTS
     for base in range(start, 65535 - count, count):
         try:
             for port in range(base, base + count):

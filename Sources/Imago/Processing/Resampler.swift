@@ -228,9 +228,10 @@ enum Resampler {
             paired.withUnsafeMutableBufferPointer { paired in
                 horizontal.withUnsafeBuffers { starts, weights, pairs in
                     withPairCount(pairs) { pairs in
+                        // The last pixel has no right neighbour to pair with.
+                        let lastPair = min(lastColumn, source.width - 1)
                         for row in 0..<realRows {
                             let raw = UnsafeRawPointer(source.base + (firstRow + row) &* source.bytesPerRow)
-                            let lastPair = min(lastColumn, source.width - 1)
                             for x in firstColumn..<lastPair {
                                 let two = raw.loadUnaligned(fromByteOffset: x &* 4, as: SIMD8<UInt8>.self)
                                 paired[x] = SIMD8<Int16>(truncatingIfNeeded: SIMD8<UInt8>(
@@ -363,8 +364,6 @@ extension Resampler.Contributions {
         }
     }
 }
-
-
 
 extension Bitmap {
     /// The bitmap resampled to exactly `width` × `height` (aspect ratio not kept).

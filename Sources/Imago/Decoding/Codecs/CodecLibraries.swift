@@ -9,8 +9,9 @@ import Glibc
 /// rav1e, SVT-AV1, x265, libde265, dav1d; all bound at load time). Linked like the
 /// other codecs, loading them and resolving their symbols took a third of every
 /// process's start-up (13 ms of the 41 ms `imago --help` took), paid by every run,
-/// though most never meet an AVIF or a HEIC. They are opened here instead, the first time such an image is decoded,
-/// and a machine without them fails those formats alone, with a typed error.
+/// though most never meet an AVIF or a HEIC. They are opened here instead, the first
+/// time such an image is decoded, and a machine without them fails those formats
+/// alone, with a typed error.
 final class SharedLibrary: @unchecked Sendable {
     // The handle is never closed: the functions looked up in it live as long as the process.
     private let handle: UnsafeMutableRawPointer
