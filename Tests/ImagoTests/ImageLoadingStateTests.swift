@@ -69,7 +69,8 @@ import Testing
 
     @Test func aZeroDurationOrAMemoryHitShowsTheImageAtOnce() {
         state.crossfadeDuration = 0
-        state.apply(content(.success, photo))
+        #expect(state.displayOptions.crossfadeDuration == 0)
+        state.apply(content(.success, photo, transition: .crossfade(seconds: state.displayOptions.crossfadeDuration)))
         #expect(!state.isCrossfading && state.previousImage == nil)
         state.crossfadeDuration = 0.4
         state.apply(content(.success, placeholder, transition: .none))

@@ -34,12 +34,13 @@ import FoundationNetworking
     @MainActor @Test func cancelCallsCancelExactlyWhatTheyName() async throws {
         let a = TargetView(), b = TargetView()
         let one = ImageLoadAction("one") { _, _ in }, two = ImageLoadAction("two") { _, _ in }
+        let three = ImageLoadAction("three") { _, _ in }
         let u1 = Self.url(1), u2 = Self.url(2)
         func start() -> [String: ImageTask] {
             [
                 "a-u1-one": targets.loadImage(with: u1, target: a, action: one),
                 "a-u1-two": targets.loadImage(with: u1, target: a, action: two),
-                "a-u2-one": targets.loadImage(with: u2, target: a, action: one),
+                "a-u2-three": targets.loadImage(with: u2, target: a, action: three),
                 "b-u1-one": targets.loadImage(with: u1, target: b, action: one),
             ]
         }
@@ -50,11 +51,12 @@ import FoundationNetworking
             ("url+target+action", { self.targets.cancelLoading(url: u1, target: a, action: one) }, ["a-u1-one"]),
             ("url+target", { self.targets.cancelLoading(url: u1, target: a) }, ["a-u1-one", "a-u1-two"]),
             ("url", { self.targets.cancelLoading(url: u1) }, ["a-u1-one", "a-u1-two", "b-u1-one"]),
-            ("target+action", { self.targets.cancelLoading(target: a, action: one) }, ["a-u1-one", "a-u2-one"]),
-            ("target", { self.targets.cancelLoading(target: a) }, ["a-u1-one", "a-u1-two", "a-u2-one"]),
+            ("target+action", { self.targets.cancelLoading(target: a, action: three) }, ["a-u2-three"]),
+            ("target", { self.targets.cancelLoading(target: a) }, ["a-u1-one", "a-u1-two", "a-u2-three"]),
         ]
         for (name, cancel, expected) in cases {
             let tasks = start()
+            #expect(cancelled(tasks).isEmpty, "\(name): a load of another action or target was cancelled by a new one")
             cancel()
             #expect(cancelled(tasks) == expected, "\(name)")
             for task in tasks.values { task.cancel() }
@@ -72,7 +74,25 @@ import FoundationNetworking
         #expect(targets.url(for: view, action: full) == Self.url(2))
         #expect(targets.url(for: view) == Self.url(3))
         #expect(targets.url(for: TargetView()) == nil)
+        // Nothing queued or loading for an action: no URL for it, as AsyncImageLoader's
+        // `URLForTarget:action:` answered.
+        targets.cancelLoading(target: view, action: thumb)
+        #expect(targets.url(for: view, action: thumb) == nil && targets.url(for: view, action: full) == Self.url(2))
         targets.cancelLoading(target: view)
+        #expect(targets.url(for: view, action: full) == nil)
+    }
+
+    @MainActor @Test func anActionsURLIsForgottenOnceItsLoadHasDelivered() async throws {
+        let view = TargetView()
+        let url = Self.url(1)
+        network.answer(url, with: ok(url))
+        let action = ImageLoadAction("image") { _, _ in }
+        var events = targets.events.makeAsyncIterator()
+        targets.loadImage(with: url, target: view, action: action)
+        #expect(targets.url(for: view, action: action) == url)
+        #expect(await events.next()?.url == url)
+        #expect(targets.url(for: view, action: action) == nil)
+        #expect(targets.url(for: view) == url)
     }
 
     @MainActor @Test func aTargetThatGoesAwayHasItsLoadsCancelled() async throws {
@@ -100,13 +120,14 @@ import FoundationNetworking
     }
 
     @MainActor @Test func notificationsCarryTheImageURLCacheAndError() async throws {
-        let view = TargetView()
+        let goodView = TargetView(), badView = TargetView()
         let good = Self.url(1), bad = Self.url(2)
         network.answer(good, with: ok(good, 5))
         network.answer(bad, with: ok(bad, status: 404))
         let seen = Locked<[Seen]>([])
         let center = NotificationCenter.default
-        let observers = [ImageTargetLoader.didFinishNotification, ImageTargetLoader.didFailNotification].map { name in
+        let observers = [(ImageTargetLoader.didFinishNotification, goodView), (ImageTargetLoader.didFailNotification, badView)].map {
+            name, view in
             center.addObserver(forName: name, object: view, queue: nil) { note in
                 let info = note.userInfo ?? [:]
                 let record = Seen(
@@ -120,8 +141,8 @@ import FoundationNetworking
         defer { observers.forEach(center.removeObserver) }
         var events = targets.events.makeAsyncIterator()
         var outcomes: [Bool] = []
-        targets.loadImage(with: good, target: view, success: { _, _ in outcomes.append(true) }, failure: { _, _ in outcomes.append(false) })
-        targets.loadImage(with: bad, target: view, success: { _, _ in outcomes.append(true) }, failure: { _, _ in outcomes.append(false) })
+        targets.loadImage(with: good, target: goodView, success: { _, _ in outcomes.append(true) }, failure: { _, _ in outcomes.append(false) })
+        targets.loadImage(with: bad, target: badView, success: { _, _ in outcomes.append(true) }, failure: { _, _ in outcomes.append(false) })
         // Each event is yielded right after its notification is posted.
         let first = await events.next(), second = await events.next()
         #expect(seen.withLock { $0.count } == 2)
@@ -146,42 +167,31 @@ import FoundationNetworking
 
     // MARK: - Order, targets handed back, success-only actions, nil targets
 
-    @MainActor @Test func imagesAreSetInTheOrderTheyWereSetAndNeverOverANewerOne() async throws {
+    @MainActor @Test func aNewLoadReplacesTheTargetsPreviousOneWhichIsNeverSet() async throws {
         let view = TargetView()
         let shown = Locked<[URL]>([])
         let action = ImageLoadAction("image") { _, response in shown.withLock { $0.append(response.url) } }
         var events = targets.events.makeAsyncIterator()
 
-        // The full image arrives first: the thumbnail's load is cancelled, never set.
+        // The earlier load is cancelled the moment the next is set, and its image,
+        // arriving first, is never set.
         let thumbnail = Self.url(1), full = Self.url(2)
         let early = targets.loadImage(with: thumbnail, target: view, action: action)
         targets.loadImage(with: full, target: view, action: action)
-        #expect(await network.until { $0.started.count == 2 })
+        guard case .failure(.cancelled)? = early.result else { Issue.record("the replaced load was not cancelled"); return }
+        #expect(await network.until { $0.cancelled == [thumbnail.absoluteString] })
         network.release(full, with: ok(full))
         #expect(await events.next()?.url == full)
-        #expect(await network.until { $0.cancelled == [thumbnail.absoluteString] })
-        guard case .failure(.cancelled) = await early.value else { Issue.record("the overtaken load was not cancelled"); return }
         #expect(shown.withLock { $0 } == [full])
 
-        // In order: both are set, the thumbnail first.
-        let thumbnail2 = Self.url(3), full2 = Self.url(4)
-        targets.loadImage(with: thumbnail2, target: view, action: action)
-        targets.loadImage(with: full2, target: view, action: action)
-        #expect(await network.until { $0.started.count == 4 })
-        network.release(thumbnail2, with: ok(thumbnail2))
-        #expect(await events.next()?.url == thumbnail2)
-        network.release(full2, with: ok(full2))
-        #expect(await events.next()?.url == full2)
-        #expect(shown.withLock { $0 } == [full, thumbnail2, full2])
-
-        // The full image already cached: set at once, the thumbnail's load cancelled.
+        // The full image already cached: set at once, the earlier load cancelled.
         let thumbnail3 = Self.url(5), cached = Self.url(6)
         loader.cache?.setImage(try ImageDecoderRegistry.shared.decode(pngData(9)), forKey: ImageRequest(url: cached).cacheKey)
         let pending = targets.loadImage(with: thumbnail3, target: view, action: action)
         targets.loadImage(with: cached, target: view, action: action)
         #expect(shown.withLock { $0.last } == cached)
         guard case .failure(.cancelled)? = pending.result else { Issue.record("the earlier load was not cancelled"); return }
-        // Another action on the same target keeps its own order.
+        // Another action on the same target is a binding of its own.
         let other = ImageLoadAction("other") { _, response in shown.withLock { $0.append(response.url) } }
         targets.loadImage(with: cached, target: view, action: other)
         #expect(shown.withLock { $0.suffix(2) } == [cached, cached])

@@ -69,9 +69,9 @@ open class AsyncImageView: UIImageView {
     func render(_ content: ImageDisplayContent) {
         loadingState.apply(content)
         let image = loadingState.image?.platformImage
-        if loadingState.isCrossfading {
+        if loadingState.isCrossfading, case .crossfade(let seconds) = content.transition {
             UIView.transition(
-                with: self, duration: crossfadeDuration, options: [.transitionCrossDissolve, .allowUserInteraction]
+                with: self, duration: seconds, options: [.transitionCrossDissolve, .allowUserInteraction]
             ) { self.image = image }
         } else {
             self.image = image

@@ -38,6 +38,17 @@ extension UIImageView: ImageDisplaying {
     public func bundledImage(named name: String) -> DecodedImage? {
         UIImage(named: name).flatMap(DecodedImage.init(platformImage:))
     }
+
+    /// An `AsyncImageView`'s own crossfade and indicator settings; the defaults for
+    /// any other image view.
+    public var imageDisplayOptions: ImageDisplayOptions {
+        (self as? AsyncImageView)?.loadingState.displayOptions ?? ImageDisplayOptions()
+    }
+
+    /// The view's `image`, the placeholder of loads that name none.
+    public var displayedImage: DecodedImage? {
+        image.flatMap(DecodedImage.init(platformImage:))
+    }
 }
 
 #elseif canImport(AppKit)
@@ -72,6 +83,11 @@ extension NSImageView: ImageDisplaying {
     /// The bundle image from AppKit's named-image cache.
     public func bundledImage(named name: String) -> DecodedImage? {
         NSImage(named: NSImage.Name(name)).flatMap(DecodedImage.init(platformImage:))
+    }
+
+    /// The view's `image`, the placeholder of loads that name none.
+    public var displayedImage: DecodedImage? {
+        image.flatMap(DecodedImage.init(platformImage:))
     }
 }
 #endif

@@ -24,6 +24,15 @@ public protocol ImageDisplaying: AnyObject {
     /// caches never hold a second copy of it; nil where the platform has no such cache
     /// (the default), and the file then loads as any other.
     func bundledImage(named name: String) -> DecodedImage?
+    /// The options `setImage(with:)` loads with when the call gives none, and
+    /// `imageURL` always: the defaults, or a loading view's own crossfade and
+    /// activity-indicator settings.
+    var imageDisplayOptions: ImageDisplayOptions { get }
+    /// The image the view shows now, however it was set (in a storyboard, in code):
+    /// asked once, at the view's first `setImage(with:)`, and kept as the view's
+    /// placeholder for every later load that names none, as the original
+    /// `setImageWithURL:` kept the view's first image. Nil by default.
+    var displayedImage: DecodedImage? { get }
 }
 
 /// What a view shows at one moment.
@@ -48,6 +57,15 @@ public struct ImageDisplayContent: Sendable {
     public let showsActivityIndicator: Bool
     /// How to change to `image`.
     public let transition: ImageTransition
+
+    /// Content to show: for views that render what they are given, and for code that
+    /// shows an image of its own through the same path.
+    public init(phase: Phase, image: DecodedImage?, showsActivityIndicator: Bool, transition: ImageTransition) {
+        self.phase = phase
+        self.image = image
+        self.showsActivityIndicator = showsActivityIndicator
+        self.transition = transition
+    }
 
     /// A loaded image, shown with `transition` and no activity indicator.
     static func success(_ image: DecodedImage, transition: ImageTransition) -> ImageDisplayContent {
@@ -118,23 +136,45 @@ extension ImageDisplaying {
 
     public func bundledImage(named name: String) -> DecodedImage? { nil }
 
+    public var imageDisplayOptions: ImageDisplayOptions { ImageDisplayOptions() }
+
+    public var displayedImage: DecodedImage? { nil }
+
     /// Loads `url` into the view, as SDWebImage's `setImageWithURL:placeholderImage:`:
-    /// the view's previous loads are cancelled, the placeholder is shown, an image in
+    /// the view's previous load is cancelled, the placeholder is shown, an image in
     /// the memory cache is shown before this returns, and a nil URL shows the
-    /// placeholder and loads nothing. A file in the app bundle comes from the platform's
-    /// named-image cache where there is one (`bundledImage(named:)`), also before this
-    /// returns. `completion` runs on the main actor with the
-    /// image and where it came from, or the error; not when the load is cancelled.
-    /// Returns the load's task; nil when nothing loads (a nil URL, a memory hit).
+    /// placeholder and loads nothing. Without a placeholder, the image the view showed
+    /// when it was first loaded into (`displayedImage`) stands in, as the original
+    /// category's did. A file in the app bundle comes from the platform's named-image
+    /// cache where there is one (`bundledImage(named:)`), also before this returns.
+    ///
+    /// The view shows an image only while its URL is still the view's latest and no
+    /// cancel came since: a load overtaken by a newer call or cancelled, even after its
+    /// image arrived but before it reached the main actor, shows nothing, and its
+    /// `completion` gets `.failure(.cancelled)`. Otherwise `completion` runs on the main
+    /// actor with the image and where it came from, or the error.
+    ///
+    /// `options` nil takes the view's own (`imageDisplayOptions`); given, they are the
+    /// call's in full. Returns the load's task; nil when nothing loads (a nil URL, a
+    /// memory hit).
+    ///
+    /// ```swift
+    /// cell.imageView.setImage(with: url, placeholder: gray) { result in
+    ///     if case .failure(let error) = result, error != .cancelled { print(error) }
+    /// }
+    /// ```
     @discardableResult
     public func setImage(
-        with url: URL?, placeholder: DecodedImage? = nil, options: ImageDisplayOptions = ImageDisplayOptions(),
+        with url: URL?, placeholder: DecodedImage? = nil, options: ImageDisplayOptions? = nil,
         completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)? = nil
     ) -> ImageTask? {
         let targets = imageTargetLoader
+        let options = options ?? imageDisplayOptions
+        // Every call moves the view's binding on, first: whatever an earlier load
+        // still has on its way to the main actor is dropped from here on.
+        let (generation, initialImage) = targets.rebind(self, action: nil, to: url) { displayedImage }
+        let placeholder = placeholder ?? initialImage
         guard let url else {
-            targets.cancelLoading(target: self)
-            targets.forgetURL(of: self)
             display(ImageDisplayContent(phase: .empty, image: placeholder, showsActivityIndicator: false, transition: .none))
             return nil
         }
@@ -143,14 +183,11 @@ extension ImageDisplaying {
         // with no task, request or notification made for it.
         let key = ImageCacheKey(imageKey: url.absoluteString, targetSize: targetSize, processors: options.processors)
         if let image = targets.loader.cache?.image(forKey: key) {
-            targets.noteShown(url, on: self)
             display(.success(image, transition: .none))
             completion?(.success(ImageResponse(image: image, url: url, source: .memory, metrics: ImageMetrics())))
             return nil
         }
-        targets.cancelLoading(target: self)
         if options.processors.isEmpty, let name = BundledImages.main.resourceName(of: url), let image = bundledImage(named: name) {
-            targets.noteShown(url, on: self)
             display(.success(image, transition: .none))
             completion?(.success(ImageResponse(image: image, url: url, source: .local, metrics: ImageMetrics())))
             return nil
@@ -170,39 +207,36 @@ extension ImageDisplaying {
                     phase: .loading, image: response.image, showsActivityIndicator: false, transition: .none))
             }
         }
-        return targets.load(request, target: self, action: nil, preview: preview, success: { target, response in
-            (target as? any ImageDisplaying)?.display(.success(response, crossfade: crossfade))
-            completion?(.success(response))
-        }, failure: { target, error in
-            (target as? any ImageDisplaying)?.display(ImageDisplayContent(
-                phase: .failure, image: failureImage, showsActivityIndicator: false, transition: .none))
-            completion?(.failure(error))
-        })
+        var cancelled: (@MainActor @Sendable () -> Void)?
+        if let completion { cancelled = { completion(.failure(.cancelled)) } }
+        return targets.start(
+            request, target: self, action: nil, generation: generation, cancelled: cancelled,
+            preview: preview,
+            success: { target, response in
+                (target as? any ImageDisplaying)?.display(.success(response, crossfade: crossfade))
+                completion?(.success(response))
+            },
+            failure: { target, error in
+                (target as? any ImageDisplaying)?.display(ImageDisplayContent(
+                    phase: .failure, image: failureImage, showsActivityIndicator: false, transition: .none))
+                completion?(.failure(error))
+            })
     }
 
-    /// The latest URL set on the view, by `imageURL` or `setImage(with:)`. Setting it
-    /// loads the image as AsyncImageView's `imageURL` does: the earlier loads go on,
-    /// and images are set in the order their URLs were set (by either call); one that
-    /// is cached or arrives first cancels the earlier loads, which are never set. Nil
-    /// cancels the loads and clears the view. Loaded images fade in as with
-    /// `setImage(with:)`'s default options.
+    /// The latest URL set on the view, by `imageURL` or `setImage(with:)`, loading or
+    /// loaded; nil after a nil URL. Setting it is `setImage(with:)` with the view's own
+    /// options (`imageDisplayOptions`): the placeholder or the view's first image and
+    /// the activity indicator while loading, then the image faded in; the earlier
+    /// load is cancelled, and the view only ever shows the latest URL's image, as
+    /// AsyncImageView's `imageURL` ends on the newest URL. Nil cancels the load and
+    /// clears the view.
     public var imageURL: URL? {
         get { imageTargetLoader.url(for: self) }
-        set {
-            guard let newValue else {
-                setImage(with: nil)
-                return
-            }
-            // No action of its own: `setImage(with:)` and `imageURL` share one order.
-            _ = imageTargetLoader.load(
-                ImageRequest(url: newValue, targetSize: displayTargetSize), target: self, action: nil,
-                success: { target, response in
-                    (target as? any ImageDisplaying)?.display(.success(response, crossfade: ImageDisplayOptions().crossfadeDuration))
-                }, failure: nil)
-        }
+        set { setImage(with: newValue) }
     }
 
-    /// Cancels the view's loads; what it shows stays.
+    /// Cancels the view's load; what it shows stays. The load delivers nothing, even
+    /// if its image has already arrived and is on its way to the main actor.
     public func cancelImageLoad() {
         imageTargetLoader.cancelLoading(target: self)
     }

@@ -21,8 +21,16 @@ public final class ImageLoadingState {
     public var activityIndicatorStyle: IndicatorStyle = .medium {
         didSet { if oldValue != activityIndicatorStyle { isActivityIndicatorVisible = false } }
     }
-    /// How long a new image fades in over the old one (0.4 s); 0 shows it at once.
+    /// How long a new image fades in over the old one (0.4 s) in the view's own
+    /// options (`imageDisplayOptions`); 0 shows it at once. A call's own options
+    /// decide for that call.
     public var crossfadeDuration = 0.4
+
+    /// The view's own options for `setImage(with:)` and `imageURL`: the defaults with
+    /// this state's crossfade and activity-indicator settings.
+    public var displayOptions: ImageDisplayOptions {
+        ImageDisplayOptions(crossfadeDuration: crossfadeDuration, showsActivityIndicator: showsActivityIndicator)
+    }
 
     /// The image shown; during a crossfade, the one fading in.
     public private(set) var image: DecodedImage?
@@ -51,8 +59,7 @@ public final class ImageLoadingState {
         case .empty, .success, .failure:
             isLoading = false
             isActivityIndicatorVisible = false
-            let transition: ImageTransition = content.phase == .success && crossfadeDuration > 0 ? content.transition : .none
-            show(content.image, transition: transition)
+            show(content.image, transition: content.phase == .success ? content.transition : .none)
         }
     }
 
@@ -72,9 +79,9 @@ public final class ImageLoadingState {
     }
 
     private func show(_ newImage: DecodedImage?, transition: ImageTransition) {
-        if case .crossfade = transition, image != nil || newImage != nil {
+        if case .crossfade(let seconds) = transition, seconds > 0, image != nil || newImage != nil {
             previousImage = image
-            crossfade = (now(), crossfadeDuration)
+            crossfade = (now(), seconds)
         } else {
             previousImage = nil
             crossfade = nil

@@ -6,10 +6,11 @@ extension ImageTargetLoader {
     /// Loads `url` for `target`, calling `success` or `failure` on the main actor with
     /// the target (held weakly until then, so the closures need not capture it).
     ///
-    /// Loads set on one target are set in the order they were made: an image that is
-    /// in the memory cache, or that arrives before an earlier load's, cancels the
-    /// earlier loads, which are never set. A cached image succeeds before this
-    /// returns. A cancelled load, or one whose target has gone, calls neither.
+    /// Each load replaces the target's previous one, which is cancelled: only the
+    /// latest load set on a target calls anything, and only if nothing was set on the
+    /// target or cancelled since, checked on the main actor at the moment it would
+    /// call. A cached image succeeds before this returns. A cancelled load, or one
+    /// whose target has gone, calls neither.
     @MainActor @discardableResult
     public func loadImage(
         with url: URL, target: AnyObject,
@@ -20,9 +21,10 @@ extension ImageTargetLoader {
     }
 
     /// Loads `url` for `target`, calling `action`'s handler on the main actor when it
-    /// succeeds; failures arrive by notification. Loads of one action on one target
-    /// are set in order, as with `loadImage(with:target:success:failure:)`. A nil
-    /// target loads with no handler: the outcome is seen through the notifications.
+    /// succeeds; failures arrive by notification. A new load of one action on one
+    /// target replaces the previous one, as with `loadImage(with:target:success:failure:)`;
+    /// loads of other actions go on. A nil target loads with no handler: the outcome
+    /// is seen through the notifications.
     @MainActor @discardableResult
     public func loadImage(with url: URL, target: AnyObject?, action: ImageLoadAction) -> ImageTask {
         guard let target else { return loadImage(with: url) }
@@ -35,7 +37,7 @@ extension ImageTargetLoader {
     public func loadImage(with url: URL) -> ImageTask {
         let cache = loader.cache
         let task = loader.task(with: ImageRequest(url: url)) { [weak self] result in
-            self?.untrack(url: url, target: nil)
+            self?.untrack(url: url)
             guard let self, result.isDelivered else { return }
             Task { @MainActor in self.announce(result, url: url, target: WeakReference(nil), cache: cache) }
         }
@@ -43,112 +45,145 @@ extension ImageTargetLoader {
         return task
     }
 
-    /// Loads `request` for `target` under `action` (nil for the success/failure
-    /// form), in the order loads are set on the target. `preview`, when given, gets
-    /// the task's progressive previews while the load is still the target's current
-    /// one, never after its outcome.
+    /// Loads `request` for `target` under `action` (nil for the success/failure form):
+    /// a new generation of the binding, then the image from the memory cache at once,
+    /// or a load.
     @MainActor
     func load(
         _ request: ImageRequest, target: AnyObject, action: String?,
+        success: @escaping @MainActor @Sendable (AnyObject, ImageResponse) -> Void,
+        failure: (@MainActor @Sendable (AnyObject, ImagoError) -> Void)?
+    ) -> ImageTask {
+        let generation = rebind(target, action: action, to: request.url).generation
+        if let image = loader.cachedImage(for: request) {
+            let response = ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageMetrics())
+            success(target, response)
+            announce(.success(response), url: request.url, target: WeakReference(target), cache: loader.cache)
+            return loader.task(with: request)
+        }
+        return start(request, target: target, action: action, generation: generation, success: success, failure: failure)
+    }
+
+    /// Starts a new generation of `target`'s binding for `action`, set to `url` (nil:
+    /// none): the binding's unfinished load is cancelled and will deliver nothing.
+    /// Returns the generation, and the image the target showed when it was first
+    /// bound (asked of `initialImage` then, once).
+    @MainActor @discardableResult
+    func rebind(
+        _ target: AnyObject, action: String?, to url: URL?, initialImage: () -> DecodedImage? = { nil }
+    ) -> (generation: Int, initialImage: DecodedImage?) {
+        func advance(_ record: TargetRegistry.Record, _ registry: inout TargetRegistry) -> (Int, DecodedImage?, TargetRegistry.Binding.Load?) {
+            let generation = registry.nextGeneration()
+            let previous = record[action].load
+            record[action] = TargetRegistry.Binding(generation: generation, load: nil)
+            record.latestURL = url
+            return (generation, record.initialImage, previous)
+        }
+        var outcome = registry.withLock { registry in registry.record(of: target).map { advance($0, &registry) } }
+        if outcome == nil {
+            // The first binding of this target: what it shows now is asked outside the lock.
+            let image = initialImage()
+            outcome = registry.withLock { registry in
+                let record = registry.record(of: target) ?? TargetRegistry.Record(target: target, initialImage: image)
+                registry.targets[ObjectIdentifier(target)] = record
+                return advance(record, &registry)
+            }
+        }
+        guard let (generation, image, previous) = outcome else { preconditionFailure("a record was just made") }
+        if let previous { endCancelled([previous]) }
+        return (generation, image)
+    }
+
+    /// Starts the load of `request` as generation `generation` of `target`'s binding
+    /// for `action`. Whatever it delivers is delivered on the main actor, and only if
+    /// the generation is still the binding's then; `cancelled` is told instead when
+    /// the load is cancelled before it delivered. `preview`, when given, gets the
+    /// task's progressive previews under the same rule.
+    @MainActor
+    func start(
+        _ request: ImageRequest, target: AnyObject, action: String?, generation: Int,
+        cancelled: (@MainActor @Sendable () -> Void)? = nil,
         preview: (@MainActor @Sendable (AnyObject, ImageResponse) -> Void)? = nil,
         success: @escaping @MainActor @Sendable (AnyObject, ImageResponse) -> Void,
         failure: (@MainActor @Sendable (AnyObject, ImagoError) -> Void)?
     ) -> ImageTask {
         let url = request.url
         let handle = WeakReference(target)
-        let (cache, sequence) = registry.withLock { registry -> ((any ImageCaching)?, Int) in
-            let record = registry.makeRecord(of: target)
-            record.latestURL = url
-            if let action { record.latestURLByAction[action] = url }
-            registry.lastSequence += 1
-            return (loader.cache, registry.lastSequence)
-        }
-        if let image = loader.cachedImage(for: request) {
-            let response = ImageResponse(image: image, url: url, source: .memory, metrics: ImageMetrics())
-            let task = loader.task(with: request)
-            if show(sequence, of: action, on: target) {
-                success(target, response)
-                announce(.success(response), url: url, target: handle, cache: cache)
-            }
-            return task
-        }
+        let cache = loader.cache
         let task = loader.task(with: request) { [weak self] result in
-            self?.untrack(url: url, target: handle)
-            guard let self, result.isDelivered else { return }
+            guard let self else { return }
+            // The outcome is only looked at on the main actor, where every call that
+            // moves the binding on runs too: no cancel or new URL can slip in between
+            // the check and the delivery.
             Task { @MainActor in
-                // A target that has gone gets nothing, and nor does a load that a newer
-                // image for the same action overtook.
-                guard let target = handle.object else { return }
+                guard let target = handle.object, let load = self.claim(generation, of: action, on: target) else { return }
                 switch result {
                 case .success(let response):
-                    guard self.show(sequence, of: action, on: target) else { return }
                     success(target, response)
+                case .failure(.cancelled):
+                    load.cancelled?()
+                    return
                 case .failure(let error):
-                    guard self.isCurrent(sequence, of: action, on: target) else { return }
                     failure?(target, error)
                 }
                 self.announce(result, url: url, target: handle, cache: cache)
             }
         }
         registry.withLock { registry in
-            if !task.isFinished {
-                registry.record(of: target)?.loads[task.id] = .init(task: task, url: url, action: action, sequence: sequence)
-            }
+            guard let record = registry.record(of: target), record[action].generation == generation else { return }
+            record[action].load = .init(task: task, url: url, generation: generation, cancelled: cancelled)
         }
-        track(task, url: url)
         startSweeping()
-        if let preview, request.options.contains(.progressivePreviews), !task.isFinished {
-            showPreviews(of: task, sequence: sequence, action: action, target: handle, with: preview)
+        if let preview, request.options.contains(.progressivePreviews) {
+            showPreviews(of: task, generation: generation, action: action, target: handle, with: preview)
         }
         return task
     }
 
-    /// Hands `task`'s previews to `show` on the main actor while the load is the
-    /// target's: checked at each preview, on the main actor where the outcome is set
-    /// too, so a preview never lands after the final image, after the load was
-    /// cancelled, or once the target shows (or loads) something newer.
+    /// Hands `task`'s previews to `show` on the main actor while the load is its
+    /// binding's unfinished one: a preview never lands after the outcome, a cancel, or
+    /// a new URL.
     @MainActor
     private func showPreviews(
-        of task: ImageTask, sequence: Int, action: String?, target handle: WeakReference,
+        of task: ImageTask, generation: Int, action: String?, target handle: WeakReference,
         with show: @escaping @MainActor @Sendable (AnyObject, ImageResponse) -> Void
     ) {
         let previews = task.previews
         Task { @MainActor [weak self] in
             for await preview in previews {
                 guard let self, let target = handle.object else { return }
-                let current = registry.withLock { registry -> Bool in
-                    guard let record = registry.record(of: target), record.loads[task.id] != nil else { return false }
-                    return record.hasNothingNewer(than: sequence, for: action)
+                let current = registry.withLock { registry in
+                    registry.record(of: target).map { $0[action].load?.task === task && $0[action].generation == generation } ?? false
                 }
-                guard current, !task.isFinished else { return }
+                guard current else { return }
                 show(target, preview)
             }
         }
     }
 
-    /// Whether no newer image has been set for `action` on the target.
-    private func isCurrent(_ sequence: Int, of action: String?, on target: AnyObject) -> Bool {
-        registry.withLock { $0.record(of: target)?.hasNothingNewer(than: sequence, for: action) ?? false }
-    }
-
-    /// Records that load `sequence` sets its image for `action` on the target, and
-    /// cancels the earlier loads of that action, which must never be set after it;
-    /// false if a newer image is already set.
+    /// Takes the binding's load for delivery if `generation` is still the binding's
+    /// and its load has not delivered yet; nil when the load must deliver nothing.
     @MainActor
-    private func show(_ sequence: Int, of action: String?, on target: AnyObject) -> Bool {
-        let earlier = registry.withLock { registry -> [ImageTask]? in
-            guard let record = registry.record(of: target), record.hasNothingNewer(than: sequence, for: action) else { return nil }
-            record.setShown(sequence, for: action)
-            let overtaken = record.loads.values.filter { $0.action == action && $0.sequence < sequence }
-            for load in overtaken { record.loads[load.task.id] = nil }
-            return overtaken.map(\.task)
+    private func claim(_ generation: Int, of action: String?, on target: AnyObject) -> TargetRegistry.Binding.Load? {
+        registry.withLock { registry in
+            guard let record = registry.record(of: target), record[action].generation == generation,
+                let load = record[action].load, load.generation == generation
+            else { return nil }
+            record[action].load = nil
+            return load
         }
-        guard let earlier else { return false }
-        loader.cancel(earlier)
-        return true
     }
 
-    /// Indexes an unfinished task by URL, for `cancelLoading(url:)`.
+    /// Cancels loads taken from their bindings, whose generations have moved on, and
+    /// tells those that asked.
+    @MainActor
+    private func endCancelled(_ loads: [TargetRegistry.Binding.Load]) {
+        guard !loads.isEmpty else { return }
+        loader.cancel(loads.map(\.task))
+        for load in loads { load.cancelled?() }
+    }
+
+    /// Indexes an unfinished URL-only task by URL, for `cancelLoading(url:)`.
     private func track(_ task: ImageTask, url: URL) {
         registry.withLock { registry in
             if !task.isFinished { registry.byURL[url, default: []].append(task) }
@@ -157,116 +192,111 @@ extension ImageTargetLoader {
         if task.isFinished { registry.withLock { $0.forget(task, url: url) } }
     }
 
-    /// A load ended: it leaves the indexes.
-    private func untrack(url: URL, target: WeakReference?) {
+    /// A URL-only load ended: it leaves the index.
+    private func untrack(url: URL) {
         registry.withLock { registry in
             registry.byURL[url]?.removeAll { $0.isFinished }
             if registry.byURL[url]?.isEmpty == true { registry.byURL[url] = nil }
-            if let record = target?.object.flatMap(registry.record(of:)) {
-                record.loads = record.loads.filter { !$0.value.task.isFinished }
-            }
         }
     }
 
+    /// Tells the notifications' observers and the `events` listeners of an outcome,
+    /// in that order, from an operation of the main operation queue.
+    /// swift-corelibs-foundation runs an observer registered with `queue: .main` by
+    /// adding an operation to that queue and waiting for it, unless the post itself
+    /// runs in one: posted from the main actor anywhere else, it would wait on itself
+    /// for ever. Observers with `queue: nil` run there too, on the main thread.
     @MainActor
     private func announce(_ result: Result<ImageResponse, ImagoError>, url: URL, target: WeakReference, cache: (any ImageCaching)?) {
-        switch result {
-        case .success(let response):
-            var info: [String: Any] = [UserInfoKey.image: response.image, UserInfoKey.url: url]
-            if let cache { info[UserInfoKey.cache] = cache }
-            NotificationCenter.default.post(name: Self.didFinishNotification, object: target.object, userInfo: info)
-        case .failure(let error):
-            NotificationCenter.default.post(
-                name: Self.didFailNotification, object: target.object, userInfo: [UserInfoKey.error: error, UserInfoKey.url: url])
+        let announcement = Announcement(event: Event(url: url, target: target, result: result), cache: cache)
+        if OperationQueue.current === OperationQueue.main {
+            announcement.post(to: self)
+        } else {
+            OperationQueue.main.addOperation { [weak self] in if let self { announcement.post(to: self) } }
         }
-        let event = Event(url: url, target: target, result: result)
-        for stream in registry.withLock({ Array($0.eventStreams.values) }) { stream.yield(event) }
     }
 
     // MARK: - Cancelling: each call cancels exactly what it names
 
-    /// Cancels the loads of `url` set on `target` with `action`.
+    /// Cancels the load of `url` set on `target` with `action`.
     @MainActor public func cancelLoading(url: URL, target: AnyObject, action: ImageLoadAction) {
-        cancelTargetLoads(target) { $0.url == url && $0.action == action.name }
+        cancelTargetLoads(target) { $1 == url && $0 == action.name }
     }
 
     /// Cancels the loads of `url` set on `target`, whatever their action.
     @MainActor public func cancelLoading(url: URL, target: AnyObject) {
-        cancelTargetLoads(target) { $0.url == url }
+        cancelTargetLoads(target) { $1 == url }
     }
 
     /// Cancels every load of `url` made through this loader, for any target or none.
+    /// Called off the main actor, the targets' completions hear of it on the main
+    /// actor soon after; nothing of the cancelled loads is delivered in any case.
     public func cancelLoading(url: URL) {
-        loader.cancel(registry.withLock { $0.byURL[url] ?? [] })
+        let (cancelled, urlOnly) = registry.withLock { registry -> ([TargetRegistry.Binding.Load], [ImageTask]) in
+            var cancelled: [TargetRegistry.Binding.Load] = []
+            for record in registry.targets.values {
+                cancelled += Self.takeLoads(of: record, in: &registry) { $1 == url }
+            }
+            return (cancelled, registry.byURL[url] ?? [])
+        }
+        loader.cancel(urlOnly + cancelled.map(\.task))
+        let callbacks = cancelled.compactMap(\.cancelled)
+        if !callbacks.isEmpty { Task { @MainActor in for callback in callbacks { callback() } } }
     }
 
-    /// Cancels the loads set on `target` with `action`, whatever their URL.
+    /// Cancels the load set on `target` with `action`, whatever its URL.
     @MainActor public func cancelLoading(target: AnyObject, action: ImageLoadAction) {
-        cancelTargetLoads(target) { $0.action == action.name }
+        cancelTargetLoads(target) { name, _ in name == action.name }
     }
 
     /// Cancels every load set on `target`.
     @MainActor public func cancelLoading(target: AnyObject) {
-        cancelTargetLoads(target) { _ in true }
+        cancelTargetLoads(target) { _, _ in true }
     }
 
     @MainActor
-    private func cancelTargetLoads(_ target: AnyObject, where matches: (TargetRegistry.Record.Load) -> Bool) {
-        let tasks = registry.withLock { registry -> [ImageTask] in
-            guard let record = registry.record(of: target), !record.loads.isEmpty else { return [] }
-            let chosen = record.loads.values.filter(matches).map(\.task)
-            for task in chosen { record.loads[task.id] = nil }
-            return chosen
+    private func cancelTargetLoads(_ target: AnyObject, where matches: (String?, URL) -> Bool) {
+        let cancelled = registry.withLock { registry in
+            registry.record(of: target).map { Self.takeLoads(of: $0, in: &registry, where: matches) } ?? []
         }
-        if !tasks.isEmpty { loader.cancel(tasks) }
+        endCancelled(cancelled)
+    }
+
+    /// Takes the record's unfinished loads that match (by action and URL) from their
+    /// bindings, each binding moving on to a new generation.
+    private static func takeLoads(
+        of record: TargetRegistry.Record, in registry: inout TargetRegistry, where matches: (String?, URL) -> Bool
+    ) -> [TargetRegistry.Binding.Load] {
+        var taken: [TargetRegistry.Binding.Load] = []
+        for (action, load) in record.loads where matches(action, load.url) {
+            record[action] = TargetRegistry.Binding(generation: registry.nextGeneration(), load: nil)
+            taken.append(load)
+        }
+        return taken
     }
 
     // MARK: - Look-ups
 
-    /// The latest URL set on `target` with `action`.
+    /// The URL of the load queued or running for `target` with `action`; nil once
+    /// it has finished or was cancelled, as AsyncImageLoader's `URLForTarget:action:`.
     @MainActor public func url(for target: AnyObject, action: ImageLoadAction) -> URL? {
-        registry.withLock { $0.record(of: target)?.latestURLByAction[action.name] }
+        registry.withLock { $0.record(of: target)?.byAction[action.name]?.load?.url }
     }
 
-    /// The latest URL set on `target`.
+    /// The latest URL set on `target`, loading or loaded; nil after a nil URL. A
+    /// view's `imageURL`.
     @MainActor public func url(for target: AnyObject) -> URL? {
         registry.withLock { $0.record(of: target)?.latestURL }
-    }
-
-    /// Records that `url`'s image, found in the memory cache, is set on `target` now:
-    /// it is the latest URL, and the target's loads, all set earlier, are cancelled.
-    @MainActor
-    func noteShown(_ url: URL, on target: AnyObject) {
-        let earlier = registry.withLock { registry -> [ImageTask] in
-            let record = registry.makeRecord(of: target)
-            registry.lastSequence += 1
-            record.latestURL = url
-            record.shownWithoutAction = registry.lastSequence
-            guard !record.loads.isEmpty else { return [] }
-            defer { record.loads = [:] }
-            return record.loads.values.map(\.task)
-        }
-        if !earlier.isEmpty { loader.cancel(earlier) }
-    }
-
-    /// Forgets the URLs set on `target`, so that `url(for:)` answers nil.
-    @MainActor
-    func forgetURL(of target: AnyObject) {
-        registry.withLock { registry in
-            guard let record = registry.record(of: target) else { return }
-            record.latestURL = nil
-            record.latestURLByAction = [:]
-        }
     }
 
     // MARK: - Targets that go away
 
     /// Swift on Linux has no associated objects to learn of a target's end, so while
-    /// any target has loads, a sweep every 0.2 s cancels the loads of targets that are
-    /// gone.
+    /// any target has an unfinished load, a sweep every 0.2 s cancels the loads of
+    /// targets that are gone and forgets them; with no load left, it stops.
     private func startSweeping() {
         let start = registry.withLock { registry -> Bool in
-            guard !registry.isSweeping, !registry.targets.isEmpty else { return false }
+            guard !registry.isSweeping else { return false }
             registry.isSweeping = true
             return true
         }
@@ -279,19 +309,59 @@ extension ImageTargetLoader {
         }
     }
 
-    /// Cancels the loads of vanished targets; returns whether sweeping should go on.
+    /// Cancels the loads of vanished targets and forgets those targets; returns
+    /// whether sweeping should go on (some live target still has a load).
     func sweep() -> Bool {
-        let (orphans, goOn) = registry.withLock { registry -> ([ImageTask], Bool) in
-            var orphans: [ImageTask] = []
-            for (id, record) in registry.targets where record.target == nil {
-                orphans += record.loads.values.map(\.task)
-                registry.targets[id] = nil
+        let (orphans, goOn) = registry.withLock { registry -> ([TargetRegistry.Binding.Load], Bool) in
+            var orphans: [TargetRegistry.Binding.Load] = []
+            var loading = false
+            for (id, record) in registry.targets {
+                if record.target == nil {
+                    orphans += record.loads.map(\.load)
+                    registry.targets[id] = nil
+                } else if !loading, record.withoutAction.load != nil || record.byAction.values.contains(where: { $0.load != nil }) {
+                    loading = true
+                }
             }
-            if registry.targets.isEmpty { registry.isSweeping = false }
-            return (orphans, registry.isSweeping)
+            registry.isSweeping = loading
+            return (orphans, loading)
         }
-        loader.cancel(orphans)
+        loader.cancel(orphans.map(\.task))
+        let callbacks = orphans.compactMap(\.cancelled)
+        if !callbacks.isEmpty { Task { @MainActor in for callback in callbacks { callback() } } }
         return goOn
+    }
+}
+
+/// An outcome on its way to the main operation queue. It holds the target weakly,
+/// as the event does: an announcement waiting in the queue keeps no view alive.
+///
+/// `@unchecked Sendable`: the cache is only handed on, in the notification's
+/// `userInfo`, on the main queue.
+private final class Announcement: @unchecked Sendable {
+    let event: ImageTargetLoader.Event
+    let cache: (any ImageCaching)?
+
+    init(event: ImageTargetLoader.Event, cache: (any ImageCaching)?) {
+        self.event = event
+        self.cache = cache
+    }
+
+    func post(to targets: ImageTargetLoader) {
+        typealias Key = ImageTargetLoader.UserInfoKey
+        var info: [String: Any] = [Key.url: event.url]
+        let name: Notification.Name
+        switch event.result {
+        case .success(let response):
+            name = ImageTargetLoader.didFinishNotification
+            info[Key.image] = response.image
+            if let cache { info[Key.cache] = cache }
+        case .failure(let error):
+            name = ImageTargetLoader.didFailNotification
+            info[Key.error] = error
+        }
+        NotificationCenter.default.post(name: name, object: event.target.object, userInfo: info)
+        for stream in targets.registry.withLock({ Array($0.eventStreams.values) }) { stream.yield(event) }
     }
 }
 

@@ -80,24 +80,16 @@ public struct WeakReference: @unchecked Sendable {
     }
 }
 
-/// Every target's loads, the URL-only loads, and the listeners of `events`; a value
+/// Every target's bindings, the URL-only loads, and the listeners of `events`; a value
 /// behind the target loader's lock.
 struct TargetRegistry {
-    /// One target's unfinished loads, the latest URLs set on it, and which image it
-    /// shows for each action. A class, so that reaching it through the table copies
-    /// no weak reference (the costliest part of a view's memory hit otherwise).
+    /// One target's bindings: one for the view calls (`setImage(with:)`, `imageURL`,
+    /// the success/failure form) and one for each action. A class, so that reaching it
+    /// through the table copies no weak reference (the costliest part of a view's
+    /// memory hit otherwise).
     ///
     /// `@unchecked Sendable`: only touched with the target loader's lock held.
     final class Record: @unchecked Sendable {
-        /// An unfinished load: its task, URL, action (nil for the success/failure
-        /// form), and its place in the order loads were set.
-        struct Load {
-            let task: ImageTask
-            let url: URL
-            let action: String?
-            let sequence: Int
-        }
-
         /// Held directly, not in a `WeakReference`: reading a weak reference kept in a
         /// struct copies it first, which costs more than the rest of a memory hit.
         weak var target: AnyObject?
@@ -107,37 +99,62 @@ struct TargetRegistry {
         /// live target's record needs no weak load (the costliest step of a view's
         /// memory hit otherwise).
         private unowned let addressPin: AnyObject
-        var loads: [Int: Load] = [:]
+        /// The binding of the calls without an action. Apart from `byAction`, so that
+        /// the views' common case hashes no optional key.
+        var withoutAction = Binding()
+        var byAction: [String: Binding] = [:]
+        /// The latest URL set on the target, by any call; nil after a nil URL.
         var latestURL: URL?
-        var latestURLByAction: [String: URL] = [:]
-        /// The place in the order of the latest image set without an action, and for
-        /// each action: an older load that arrives later is never set over it. Apart,
-        /// so that the views' common case hashes no optional key.
-        var shownWithoutAction = 0
-        var shownByAction: [String: Int] = [:]
+        /// What the view showed when it was first bound: shown again while each later
+        /// load runs, unless the call names a placeholder of its own.
+        var initialImage: DecodedImage?
 
-        init(target: AnyObject) {
+        init(target: AnyObject, initialImage: DecodedImage?) {
             self.target = target
             addressPin = target
+            self.initialImage = initialImage
         }
 
-        /// Whether no image newer than load `sequence` has been set for `action`.
-        func hasNothingNewer(than sequence: Int, for action: String?) -> Bool {
-            guard let action else { return shownWithoutAction < sequence }
-            return (shownByAction[action] ?? 0) < sequence
+        subscript(action: String?) -> Binding {
+            get { action.map { byAction[$0] ?? Binding() } ?? withoutAction }
+            set {
+                if let action { byAction[action] = newValue } else { withoutAction = newValue }
+            }
         }
 
-        /// Records that load `sequence` set its image for `action`.
-        func setShown(_ sequence: Int, for action: String?) {
-            if let action { shownByAction[action] = sequence } else { shownWithoutAction = sequence }
+        /// Every binding's unfinished load.
+        var loads: [(action: String?, load: Binding.Load)] {
+            var loads = withoutAction.load.map { [(String?.none, $0)] } ?? []
+            for (action, binding) in byAction { if let load = binding.load { loads.append((action, load)) } }
+            return loads
         }
     }
 
+    /// What one target shows for one action (or for none), and the load that will
+    /// change it. Every call on the binding — a new URL, a memory hit, a nil URL, a
+    /// cancel of its load — takes a new generation; a load delivers anything (image,
+    /// preview, failure, handlers, completion) only while the generation it started
+    /// is still the binding's, checked on the main actor at the moment of delivery.
+    struct Binding {
+        /// The binding's one unfinished load: started with `generation`, until it
+        /// delivers or is cancelled.
+        struct Load {
+            let task: ImageTask
+            let url: URL
+            let generation: Int
+            /// Told on the main actor when the load is cancelled before it delivered.
+            let cancelled: (@MainActor @Sendable () -> Void)?
+        }
+
+        var generation = 0
+        var load: Load?
+    }
+
     var targets: [ObjectIdentifier: Record] = [:]
-    /// The order loads are set in, over all targets.
-    var lastSequence = 0
-    /// Unfinished loads by URL, for cancelling by URL: arrays, not sets, because a URL
-    /// rarely has more than a few loads.
+    /// Generations, over all targets and bindings.
+    var lastGeneration = 0
+    /// Unfinished URL-only loads by URL, for cancelling by URL: arrays, not sets,
+    /// because a URL rarely has more than a few loads.
     var byURL: [URL: [ImageTask]] = [:]
     var isSweeping = false
     var eventStreams: [Int: AsyncStream<ImageTargetLoader.Event>.Continuation] = [:]
@@ -149,12 +166,10 @@ struct TargetRegistry {
         targets[ObjectIdentifier(target)]
     }
 
-    /// The record of `target`, made if it has none.
-    mutating func makeRecord(of target: AnyObject) -> Record {
-        if let record = record(of: target) { return record }
-        let record = Record(target: target)
-        targets[ObjectIdentifier(target)] = record
-        return record
+    /// The next generation.
+    mutating func nextGeneration() -> Int {
+        lastGeneration += 1
+        return lastGeneration
     }
 
     mutating func forget(_ task: ImageTask, url: URL) {

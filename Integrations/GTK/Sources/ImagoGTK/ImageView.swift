@@ -128,6 +128,19 @@ public final class ImageView: ImageDisplaying {
         didDisplay?(content)
     }
 
+    /// The view's own crossfade and activity-indicator settings, from `loadingState`:
+    /// what `imageURL` and a `setImage(with:)` without options load with.
+    public var imageDisplayOptions: ImageDisplayOptions { loadingState.displayOptions }
+
+    /// The image shown; the view's first one is the placeholder of the loads that
+    /// name none. Setting it shows the image at once, as `UIImageView.image` does.
+    public var image: DecodedImage? {
+        get { loadingState.image }
+        set { display(ImageDisplayContent(phase: .empty, image: newValue, showsActivityIndicator: false, transition: .none)) }
+    }
+
+    public var displayedImage: DecodedImage? { image }
+
     /// The view's size in pixels (its allocation, else its size request, times the
     /// scale factor) with its content mode; nil while it has neither.
     public var displayTargetSize: TargetSize? {
