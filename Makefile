@@ -22,6 +22,10 @@ BENCH_RUNS ?= 5
 # tests open real windows, on an X server in memory when there is no display.
 GTK_DIR := Integrations/GTK
 GTK_PACKAGES := libgtk-4-dev xvfb xauth
+# Programs the tests run, beyond Debian's essential packages, the Swift toolchain and
+# Imago's own executables: scripts/check-test-programs.sh holds every test to the
+# packages `make test` installs, so the suite passes on a fresh machine.
+TEST_PACKAGES := mount
 # No display: Xvfb. GTK's Cairo renderer draws the same pixels on every machine.
 GTK_RUN = if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then env GSK_RENDERER=cairo $(1); \
 	else xvfb-run -a env GSK_RENDERER=cairo $(1); fi
@@ -46,8 +50,10 @@ build: deps
 	@echo "==> Building Imago"
 	@$(SWIFT) build $(SWIFT_FLAGS)
 
-test: DEBIAN_PACKAGES += $(GTK_PACKAGES)
+test: DEBIAN_PACKAGES += $(GTK_PACKAGES) $(TEST_PACKAGES)
 test: deps
+	@echo "==> Checking that the tests run only programs of the packages make test installs"
+	@SWIFT=$(SWIFT) scripts/check-test-programs.sh $(DEBIAN_PACKAGES)
 	@echo "==> Building Imago and its tests (warnings are errors)"
 	@$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@echo "==> Running the tests"
