@@ -144,7 +144,7 @@ import Testing
             for options in [DecodingOptions(), DecodingOptions(maximumPixelCount: 1 << 30)] {
                 let elapsed = threadCPUTime {
                     switch failure(data, options: options) {
-                    case nil, .decodingFailed(format: .gif, _, _), .imageTooLarge: break
+                    case nil, .decodingFailed(format: .gif, _, _, _), .imageTooLarge: break
                     case let other?: Issue.record("\(url.lastPathComponent): unexpected \(other)")
                     }
                 }
@@ -170,7 +170,7 @@ import Testing
                 #expect(image.frameCount <= expected.frames)
                 #expect(image.frames.count >= 1 && image.frames.count <= image.frameCount)
             } catch {
-                guard case .decodingFailed(format: .gif, _, _) = error else {
+                guard case .decodingFailed(format: .gif, _, _, _) = error else {
                     Issue.record("\(name) cut to \(length) bytes: \(error)")
                     continue
                 }
@@ -203,7 +203,7 @@ import Testing
                 #expect((1...2).contains(image.frames.count))
                 partials += 1
             } catch {
-                guard case .decodingFailed(format: .gif, _, _) = error else {
+                guard case .decodingFailed(format: .gif, _, _, _) = error else {
                     Issue.record("a prefix of \(length) of \(bytes.count) bytes: \(error)")
                     continue
                 }
@@ -244,7 +244,7 @@ import Testing
     @Test func emptyLogicalScreenFails() {
         var gif = TestGIF(width: 0, height: 3)
         gif.frames = [.init(width: 1, height: 1, indices: [1])]
-        guard case .decodingFailed(format: .gif, let reason, _)? = failure(Data(gif.encode())) else {
+        guard case .decodingFailed(format: .gif, let reason, _, _)? = failure(Data(gif.encode())) else {
             Issue.record("an empty logical screen decoded")
             return
         }
@@ -254,7 +254,7 @@ import Testing
     @Test func missingColourTableFails() {
         var gif = TestGIF(width: 2, height: 2, palette: nil)
         gif.frames = [.init(width: 2, height: 2, indices: [0, 1, 1, 0])]
-        guard case .decodingFailed(format: .gif, let reason, _)? = failure(Data(gif.encode())) else {
+        guard case .decodingFailed(format: .gif, let reason, _, _)? = failure(Data(gif.encode())) else {
             Issue.record("a frame without any colour table decoded")
             return
         }
@@ -280,7 +280,7 @@ import Testing
 
         var empty = TestGIF(width: 1, height: 1).encode()
         empty.insert(0x00, at: empty.count - 1)
-        guard case .decodingFailed(format: .gif, let reason, let codec?)? = failure(Data(empty)) else {
+        guard case .decodingFailed(format: .gif, let reason, let codec?, _)? = failure(Data(empty)) else {
             Issue.record("a stray record byte before any frame was accepted, or failed without giflib's word")
             return
         }
@@ -363,7 +363,7 @@ import Testing
         bytes += [0x2C, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 2, 0x02, 0x4C, 0x01, 0, 0x3B]
         var outcome: ImagoError?
         let elapsed = threadCPUTime { outcome = failure(Data(bytes)) }
-        guard case .decodingFailed(format: .gif, let reason, _)? = outcome else {
+        guard case .decodingFailed(format: .gif, let reason, _, _)? = outcome else {
             Issue.record("a 65535 × 65535 frame in 30 bytes was accepted")
             return
         }
@@ -596,7 +596,7 @@ import Testing
 
     /// The reason of a GIF decoding failure; the description of any other error.
     func reason(_ error: ImagoError) -> String {
-        if case .decodingFailed(.gif, let reason, _) = error { return reason }
+        if case .decodingFailed(.gif, let reason, _, _) = error { return reason }
         return error.description
     }
 
