@@ -126,6 +126,14 @@ extension ImageDisplaying {
     /// returns. `completion` runs on the main actor with the
     /// image and where it came from, or the error; not when the load is cancelled.
     /// Returns the load's task; nil when nothing loads (a nil URL, a memory hit).
+    ///
+    /// ```swift
+    /// // In a list cell being reused: the previous row's load stops, the placeholder shows.
+    /// cell.imageView.setImage(with: row.photoURL, placeholder: gray) { result in
+    ///     if case .success(let response) = result { print(response) }  // "jpeg 240×160, 1 frame, from disk"
+    /// }
+    /// cell.imageView.setImage(with: nil, placeholder: gray)  // no URL: the placeholder, nothing loads
+    /// ```
     @discardableResult
     public func setImage(
         with url: URL?, placeholder: DecodedImage? = nil, options: ImageDisplayOptions = ImageDisplayOptions(),
