@@ -221,9 +221,10 @@ final class ImageViewTests: XCTestCase {
             try GTK.initialize()
             // 120 frames of 96×96, 20 ms each, each a colour of its own.
             var long = TestGIF(width: 96, height: 96, loop: 0)
-            long.frames = (0..<120).map { n in
-                .init(width: 96, height: 96, indices: [UInt8](repeating: 0, count: 96 * 96), delay: 2,
-                      palette: [[UInt8(n * 2), UInt8(255 - n * 2), UInt8(n % 2 * 255)]])
+            let blank = [UInt8](repeating: 0, count: 96 * 96)
+            for n in 0..<120 {
+                let colour: [UInt8] = [UInt8(n * 2), UInt8(255 - n * 2), UInt8(n % 2 * 255)]
+                long.frames.append(TestGIF.Frame(width: 96, height: 96, indices: blank, delay: 2, palette: [colour]))
             }
             let gif = Data(long.encode())
             let decoded = try ImageDecoderRegistry.shared.decode(gif)
