@@ -22,11 +22,19 @@ BENCH_RUNS ?= 5
 # tests open real windows, on an X server in memory when there is no display.
 GTK_DIR := Integrations/GTK
 GTK_PACKAGES := libgtk-4-dev xvfb xauth
+# Programs the tests run, beyond Debian's essential packages, the Swift toolchain and
+# Imago's own executables: scripts/check-test-programs.sh holds every test to the
+# packages `make test` installs, so the suite passes on a fresh machine.
+TEST_PACKAGES := mount
 # No display: Xvfb. GTK's Cairo renderer draws the same pixels on every machine.
 GTK_RUN = if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then env GSK_RENDERER=cairo $(1); \
 	else xvfb-run -a env GSK_RENDERER=cairo $(1); fi
 
-.PHONY: all deps build test demo gallery fuzz bench sanitize soak clean
+# The toolchain's own docc, beside swift: no SwiftPM plugin to fetch.
+DOCC ?= $(dir $(realpath $(shell command -v $(SWIFT))))docc
+DOCS_BUILD := .build/docs-build
+
+.PHONY: all deps build test docs demo gallery fuzz bench sanitize soak clean
 
 all: build
 
@@ -46,16 +54,35 @@ build: deps
 	@echo "==> Building Imago"
 	@$(SWIFT) build $(SWIFT_FLAGS)
 
-test: DEBIAN_PACKAGES += $(GTK_PACKAGES)
+test: DEBIAN_PACKAGES += $(GTK_PACKAGES) $(TEST_PACKAGES)
 test: deps
+	@echo "==> Checking that the tests run only programs of the packages make test installs"
+	@SWIFT=$(SWIFT) scripts/check-test-programs.sh $(DEBIAN_PACKAGES)
 	@echo "==> Building Imago and its tests (warnings are errors)"
 	@$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@echo "==> Running the tests"
 	@scripts/run-tests.sh $(SWIFT)
+	@echo "==> Compiling every Swift example in README.md, in a package made from its Package.swift"
+	@SWIFT=$(SWIFT) scripts/check-readme-examples.sh
 	@echo "==> Building the GTK 4 view and its tests (release: one test times frames of optimised code)"
 	@cd $(GTK_DIR) && $(SWIFT) build -c release --build-tests $(SWIFT_FLAGS)
 	@echo "==> Running the GTK tests in real windows$$([ -n "$$DISPLAY$$WAYLAND_DISPLAY" ] || echo ' (under xvfb-run: no display)')"
 	@cd $(GTK_DIR) && $(call GTK_RUN,$(SWIFT) test -c release --skip-build --disable-swift-testing)
+
+# The DocC documentation (Sources/Imago/Imago.docc and every doc comment) into
+# .build/docs, a static site. The symbol graph comes from a build of its own, so the
+# compiler flag that emits it never invalidates the everyday build.
+docs: deps
+	@echo "==> Building Imago's symbol graph"
+	@rm -rf $(DOCS_BUILD)/symbol-graphs; mkdir -p $(DOCS_BUILD)/symbol-graphs
+	@$(SWIFT) build --scratch-path $(DOCS_BUILD) --target Imago $(SWIFT_FLAGS) \
+	  -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/$(DOCS_BUILD)/symbol-graphs
+	@echo "==> Converting Sources/Imago/Imago.docc with $(DOCC)"
+	@rm -rf .build/docs
+	@$(DOCC) convert Sources/Imago/Imago.docc --additional-symbol-graph-dir $(DOCS_BUILD)/symbol-graphs \
+	  --fallback-display-name Imago --fallback-bundle-identifier imago.Imago \
+	  --transform-for-static-hosting --output-dir .build/docs --warnings-as-errors
+	@echo "==> The documentation: $(CURDIR)/.build/docs/index.html (documentation/imago)"
 
 # The thumbnail gallery over Samples/, served on 127.0.0.1; each image is listed six
 # times under URLs of its own, so that there is a grid to scroll. Without a display it

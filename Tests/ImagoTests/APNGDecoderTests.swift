@@ -71,7 +71,7 @@ import Testing
             damaged[offset] ^= 0x5A
             if let error = PNGDecoder().failure(damaged, limit: 1 << 16) {
                 switch error {
-                case .decodingFailed(format: .png, _, _), .imageTooLarge: break
+                case .decodingFailed(format: .png, _, _, _), .imageTooLarge: break
                 default: Issue.record("byte \(offset): \(error)")
                 }
             }

@@ -112,7 +112,7 @@ import Testing
                 damaged[offset] = value
                 if let error = AVIFDecoder().failure(damaged, limit: 1 << 16) {
                     switch error {
-                    case .decodingFailed(format: .avif, _, _), .imageTooLarge: break
+                    case .decodingFailed(format: .avif, _, _, _), .imageTooLarge: break
                     default: Issue.record("\(name) byte \(offset) = \(value): \(error)")
                     }
                 }

@@ -55,16 +55,16 @@ struct Fault: Sendable, CustomTestStringConvertible {
             if case .httpStatus(429, _) = $0 { true } else { false }
         },
         Fault(name: "a captive portal's page", response: { _ in .text("<html>Sign in</html>") }, attempts: 1, words: "not an image") {
-            if case .unsupportedFormat(nil) = $0 { true } else { false }
+            if case .unsupportedFormat(nil, _) = $0 { true } else { false }
         },
         Fault(name: "a corrupt PNG",
               response: { _ in .ok((try? Data(contentsOf: URL(fileURLWithPath: "Samples/corrupt/bad-crc.png"))) ?? Data()) },
               attempts: 1, words: "PNG decoding failed") {
-            if case .decodingFailed(.png, _, _) = $0 { true } else { false }
+            if case .decodingFailed(.png, _, _, _) = $0 { true } else { false }
         },
         Fault(name: "a JPEG cut short, length matching", response: { _ in .ok(Fault.truncatedJPEG) }, attempts: 1,
               words: "JPEG decoding failed") {
-            if case .decodingFailed(.jpeg, _, _) = $0 { true } else { false }
+            if case .decodingFailed(.jpeg, _, _, _) = $0 { true } else { false }
         },
         Fault(name: "an image over the pixel limit", response: { _ in .ok(Fault.overLimit) }, attempts: 1,
               words: "too large to decode") {
@@ -96,7 +96,7 @@ struct Fault: Sendable, CustomTestStringConvertible {
             // Inflated, it is stopped at the size limit; passed on as it is, it is not
             // an image. Either way nothing grows without bound.
             switch $0 {
-            case .responseTooLarge, .unsupportedFormat(nil): true
+            case .responseTooLarge, .unsupportedFormat(nil, _): true
             default: false
             }
         },

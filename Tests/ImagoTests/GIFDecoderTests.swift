@@ -144,7 +144,7 @@ import Testing
             for options in [DecodingOptions(), DecodingOptions(maximumPixelCount: 1 << 30)] {
                 let elapsed = threadCPUTime {
                     switch failure(data, options: options) {
-                    case nil, .decodingFailed(format: .gif, _, _), .imageTooLarge: break
+                    case nil, .decodingFailed(format: .gif, _, _, _), .imageTooLarge: break
                     case let other?: Issue.record("\(url.lastPathComponent): unexpected \(other)")
                     }
                 }
@@ -170,7 +170,7 @@ import Testing
                 #expect(image.frameCount <= expected.frames)
                 #expect(image.frames.count >= 1 && image.frames.count <= image.frameCount)
             } catch {
-                guard case .decodingFailed(format: .gif, _, _) = error else {
+                guard case .decodingFailed(format: .gif, _, _, _) = error else {
                     Issue.record("\(name) cut to \(length) bytes: \(error)")
                     continue
                 }
@@ -203,7 +203,7 @@ import Testing
                 #expect((1...2).contains(image.frames.count))
                 partials += 1
             } catch {
-                guard case .decodingFailed(format: .gif, _, _) = error else {
+                guard case .decodingFailed(format: .gif, _, _, _) = error else {
                     Issue.record("a prefix of \(length) of \(bytes.count) bytes: \(error)")
                     continue
                 }
@@ -244,7 +244,7 @@ import Testing
     @Test func emptyLogicalScreenFails() {
         var gif = TestGIF(width: 0, height: 3)
         gif.frames = [.init(width: 1, height: 1, indices: [1])]
-        guard case .decodingFailed(format: .gif, let reason, _)? = failure(Data(gif.encode())) else {
+        guard case .decodingFailed(format: .gif, let reason, _, _)? = failure(Data(gif.encode())) else {
             Issue.record("an empty logical screen decoded")
             return
         }
@@ -254,7 +254,7 @@ import Testing
     @Test func missingColourTableFails() {
         var gif = TestGIF(width: 2, height: 2, palette: nil)
         gif.frames = [.init(width: 2, height: 2, indices: [0, 1, 1, 0])]
-        guard case .decodingFailed(format: .gif, let reason, _)? = failure(Data(gif.encode())) else {
+        guard case .decodingFailed(format: .gif, let reason, _, _)? = failure(Data(gif.encode())) else {
             Issue.record("a frame without any colour table decoded")
             return
         }
@@ -280,7 +280,7 @@ import Testing
 
         var empty = TestGIF(width: 1, height: 1).encode()
         empty.insert(0x00, at: empty.count - 1)
-        guard case .decodingFailed(format: .gif, let reason, let codec?)? = failure(Data(empty)) else {
+        guard case .decodingFailed(format: .gif, let reason, let codec?, _)? = failure(Data(empty)) else {
             Issue.record("a stray record byte before any frame was accepted, or failed without giflib's word")
             return
         }
@@ -363,7 +363,7 @@ import Testing
         bytes += [0x2C, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 2, 0x02, 0x4C, 0x01, 0, 0x3B]
         var outcome: ImagoError?
         let elapsed = threadCPUTime { outcome = failure(Data(bytes)) }
-        guard case .decodingFailed(format: .gif, let reason, _)? = outcome else {
+        guard case .decodingFailed(format: .gif, let reason, _, _)? = outcome else {
             Issue.record("a 65535 × 65535 frame in 30 bytes was accepted")
             return
         }
@@ -596,7 +596,7 @@ import Testing
 
     /// The reason of a GIF decoding failure; the description of any other error.
     func reason(_ error: ImagoError) -> String {
-        if case .decodingFailed(.gif, let reason, _) = error { return reason }
+        if case .decodingFailed(.gif, let reason, _, _) = error { return reason }
         return error.description
     }
 
@@ -638,126 +638,6 @@ import Testing
             }
             return hash
         }
-    }
-}
-
-/// A minimal GIF writer for building test inputs byte by byte.
-///
-/// Its LZW output is "uncompressed": every pixel is a literal code, and a clear code
-/// comes before the string table would grow past the first code width, so the data
-/// is valid for any decoder without implementing compression.
-struct TestGIF {
-    struct Frame {
-        var left = 0, top = 0, width: Int, height: Int
-        var indices: [UInt8]
-        var disposal = 0
-        var delay = 0
-        var transparent: Int?
-        var interlaced = false
-        /// A local colour table.
-        var palette: [[UInt8]]?
-        /// Whether a Graphics Control Extension precedes the frame.
-        var control = true
-    }
-
-    /// Black, red, green, blue: the letters K, R, G, B in expectations.
-    static let basicPalette: [[UInt8]] = [[0, 0, 0], [255, 0, 0], [0, 255, 0], [0, 0, 255]]
-    /// 256 greys, entry n being (n, n, n).
-    static let greyPalette: [[UInt8]] = (0..<256).map { [UInt8($0), UInt8($0), UInt8($0)] }
-
-    var width: Int
-    var height: Int
-    var loop: Int?
-    var loopApplication: String
-    var background: Int
-    var palette: [[UInt8]]?
-    var frames: [Frame] = []
-
-    init(width: Int, height: Int, loop: Int? = nil, loopApplication: String = "NETSCAPE2.0",
-         background: Int = 0, palette: [[UInt8]]? = TestGIF.basicPalette) {
-        self.width = width
-        self.height = height
-        self.loop = loop
-        self.loopApplication = loopApplication
-        self.background = background
-        self.palette = palette
-    }
-
-    func encode() -> [UInt8] {
-        var out = Array("GIF89a".utf8)
-        out += le16(width) + le16(height)
-        out += [palette.map { 0x80 | 0x70 | Self.sizeBits($0.count) } ?? 0, UInt8(background), 0]
-        if let palette { out += Self.table(palette) }
-        if let loop {
-            out += [0x21, 0xFF, 11] + Array(loopApplication.utf8) + [3, 1] + le16(loop) + [0]
-        }
-        for frame in frames {
-            if frame.control {
-                let packed = UInt8(frame.disposal << 2) | (frame.transparent == nil ? 0 : 1)
-                out += [0x21, 0xF9, 4, packed] + le16(frame.delay) + [UInt8(frame.transparent ?? 0), 0]
-            }
-            out += [0x2C] + le16(frame.left) + le16(frame.top) + le16(frame.width) + le16(frame.height)
-            out += [(frame.palette.map { 0x80 | Self.sizeBits($0.count) } ?? 0) | (frame.interlaced ? 0x40 : 0)]
-            if let local = frame.palette { out += Self.table(local) }
-            var rows = Array(0..<frame.height)
-            if frame.interlaced {
-                rows = Array(stride(from: 0, to: frame.height, by: 8)) + Array(stride(from: 4, to: frame.height, by: 8))
-                    + Array(stride(from: 2, to: frame.height, by: 4)) + Array(stride(from: 1, to: frame.height, by: 2))
-            }
-            let ordered = rows.flatMap { frame.indices[$0 * frame.width..<($0 + 1) * frame.width] }
-            let largest = Int(frame.indices.max() ?? 0)
-            let codeSize = max(2, (0...8).first { 1 << $0 > largest }!)
-            out += [UInt8(codeSize)]
-            let data = Self.lzw(ordered, codeSize: codeSize)
-            for start in stride(from: 0, to: data.count, by: 255) {
-                let block = data[start..<min(start + 255, data.count)]
-                out += [UInt8(block.count)] + block
-            }
-            out += [0]
-        }
-        out.append(0x3B)
-        return out
-    }
-
-    private func le16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
-
-    /// The packed-field size bits for a table of `count` entries, padded to a power of 2.
-    private static func sizeBits(_ count: Int) -> UInt8 {
-        UInt8((1...8).first { 1 << $0 >= count }! - 1)
-    }
-
-    private static func table(_ colours: [[UInt8]]) -> [UInt8] {
-        let size = 1 << (Int(sizeBits(colours.count)) + 1)
-        return colours.flatMap { $0 } + Array(repeating: 0, count: (size - colours.count) * 3)
-    }
-
-    static func lzw(_ indices: [UInt8], codeSize: Int) -> [UInt8] {
-        let clear = 1 << codeSize, width = codeSize + 1
-        var bytes: [UInt8] = [], accumulator = 0, bits = 0
-        func put(_ code: Int) {
-            accumulator |= code << bits
-            bits += width
-            while bits >= 8 {
-                bytes.append(UInt8(accumulator & 0xFF))
-                accumulator >>= 8
-                bits -= 8
-            }
-        }
-        put(clear)
-        var sinceClear = 0
-        for index in indices {
-            // The table grows by one entry a code after the first; the width would
-            // step up at the (clear − 1)th code, so clear before then.
-            if sinceClear == clear - 2 {
-                put(clear)
-                sinceClear = 0
-            }
-            put(Int(index))
-            sinceClear += 1
-        }
-        put(clear + 1)
-        if bits > 0 { bytes.append(UInt8(accumulator & 0xFF)) }
-        return bytes
     }
 }
 #endif

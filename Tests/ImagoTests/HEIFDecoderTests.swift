@@ -54,7 +54,7 @@ import Testing
     /// took 1.4 GB and seconds to decode; the plane is refused before it is allocated.
     @Test func anAlphaPlaneLargerThanTheImageIsRefused() throws {
         let data = try Fixture.data("heic/regression/slow-alpha.heic")
-        guard case .decodingFailed(format: .heic, _, let codec)? = HEIFDecoder().failure(data) else {
+        guard case .decodingFailed(format: .heic, _, let codec, _)? = HEIFDecoder().failure(data) else {
             Issue.record("the oversized alpha plane was not refused")
             return
         }
@@ -66,7 +66,7 @@ import Testing
     @Test(arguments: ["grid-cycle.heic", "grid-cycle-long-box.heic", "alpha-grid-cycle.heic"])
     func aGridDerivedFromItselfIsRefused(_ name: String) throws {
         let data = try Fixture.data("heic/regression/" + name)
-        guard case .decodingFailed(format: .heic, let reason, _)? = HEIFDecoder().failure(data) else {
+        guard case .decodingFailed(format: .heic, let reason, _, _)? = HEIFDecoder().failure(data) else {
             Issue.record("the self-derived grid was not refused")
             return
         }
@@ -108,7 +108,7 @@ import Testing
                 damaged[offset] = value
                 if let error = HEIFDecoder().failure(damaged, limit: 1 << 16) {
                     switch error {
-                    case .decodingFailed(format: .heic, _, _), .imageTooLarge: break
+                    case .decodingFailed(format: .heic, _, _, _), .imageTooLarge: break
                     default: Issue.record("byte \(offset) = \(value): \(error)")
                     }
                 }
@@ -133,7 +133,7 @@ import Testing
         #expect {
             _ = try SharedLibrary(["libimago-no-such-codec.so"], format: .heic, package: "libno-such-codec1")
         } throws: { error in
-            guard case ImagoError.decodingFailed(.heic, let reason, let codec?) = error else { return false }
+            guard case ImagoError.decodingFailed(.heic, let reason, let codec?, _) = error else { return false }
             return reason.contains("libno-such-codec1") && codec.message.contains("libimago-no-such-codec.so")
         }
     }
@@ -143,7 +143,7 @@ import Testing
         #expect {
             let _: @convention(c) () -> Void = try library.function("heif_no_such_function", format: .heic)
         } throws: { error in
-            guard case ImagoError.decodingFailed(.heic, let reason, nil) = error else { return false }
+            guard case ImagoError.decodingFailed(.heic, let reason, nil, _) = error else { return false }
             return reason.contains("heif_no_such_function")
         }
     }

@@ -43,7 +43,7 @@ import Testing
         guard case .failure(.httpStatus(404, _)) = await load("/missing") else { Issue.record("404 not reported"); return }
         #expect(server.count(for: "/missing") == 1)
         server.route("/text") { _ in .text("not an image") }
-        guard case .failure(.unsupportedFormat(nil)) = await load("/text") else { Issue.record("text decoded"); return }
+        guard case .failure(.unsupportedFormat(nil, _)) = await load("/text") else { Issue.record("text decoded"); return }
     }
 
     @Test func a500ThenSuccessIsRetried() async throws {

@@ -131,7 +131,7 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
                 _ = try decoder.decode(try Corpus.data(path), options: DecodingOptions())
                 Issue.record("\(path) decoded")
             } catch let error as ImagoError {
-                guard case .decodingFailed(.jpeg, let reason, let codec?) = error else {
+                guard case .decodingFailed(.jpeg, let reason, let codec?, _) = error else {
                     Issue.record("\(path): \(error)")
                     continue
                 }
@@ -159,7 +159,7 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
                     let isPartial = image.isPartial
                     #expect(isPartial && cut.count > scans, "\(path) cut to \(cut.count)")
                 } catch {
-                    guard case .decodingFailed(.jpeg, _, _) = error, cut.count <= scans else {
+                    guard case .decodingFailed(.jpeg, _, _, _) = error, cut.count <= scans else {
                         Issue.record("\(path) cut to \(cut.count): \(error)")
                         continue
                     }

@@ -44,7 +44,7 @@ import Testing
                 _ = try decoder.decode(try Data(contentsOf: url), options: DecodingOptions())
                 Issue.record("\(url.lastPathComponent) decoded")
             } catch {
-                guard case .decodingFailed(.png, let reason, let codec) = error as? ImagoError, !reason.isEmpty else {
+                guard case .decodingFailed(.png, let reason, let codec, _) = error as? ImagoError, !reason.isEmpty else {
                     Issue.record("\(url.lastPathComponent): \(error)")
                     continue
                 }
@@ -105,7 +105,7 @@ import Testing
                     let isPartial = try decoder.decode(cut, options: DecodingOptions()).isPartial
                     #expect(isPartial && cut.count > 33, "\(name) cut to \(cut.count)")
                 } catch {
-                    guard case .decodingFailed(.png, _, _) = error else {
+                    guard case .decodingFailed(.png, _, _, _) = error else {
                         Issue.record("\(name) cut to \(cut.count): \(error)")
                         continue
                     }

@@ -116,7 +116,7 @@ import Testing
         let start = try Self.firstScanData(jpeg)
         for cut in [2, 3, 100, start - 3, start] {
             do { _ = try JPEGDecoder().decode(jpeg.prefix(cut), options: DecodingOptions()) } catch {
-                guard case .decodingFailed(.jpeg, let reason, _) = error else {
+                guard case .decodingFailed(.jpeg, let reason, _, _) = error else {
                     Issue.record("JPEG cut at \(cut): \(error)")
                     continue
                 }

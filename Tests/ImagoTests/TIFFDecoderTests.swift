@@ -80,7 +80,7 @@ import Testing
                 damaged[offset] = value
                 if let error = TIFFDecoder().failure(damaged, limit: 1 << 16) {
                     switch error {
-                    case .decodingFailed(format: .tiff, _, _), .imageTooLarge: break
+                    case .decodingFailed(format: .tiff, _, _, _), .imageTooLarge: break
                     default: Issue.record("\(name) byte \(offset) = \(value): \(error)")
                     }
                 }

@@ -344,7 +344,7 @@ private func expectDecodingFailure(
         _ = try WebPDecoder().decode(data, options: DecodingOptions())
         Issue.record("decoded, expected a failure: \(comment)", sourceLocation: sourceLocation)
     } catch {
-        if case .decodingFailed(.webp, let reason, _) = error { return reason }
+        if case .decodingFailed(.webp, let reason, _, _) = error { return reason }
         Issue.record("\(error), expected decodingFailed: \(comment)", sourceLocation: sourceLocation)
     }
     return nil

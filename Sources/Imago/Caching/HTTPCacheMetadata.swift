@@ -181,6 +181,8 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     /// - `Vary: *`, which no later request can match.
     ///
     /// - Parameters:
+    ///   - url: the URL the response answered.
+    ///   - statusCode: the response's HTTP status.
     ///   - headers: the response headers; names are matched case-insensitively.
     ///   - storedAt: when the response arrived.
     public init?(url: URL, statusCode: Int, headers: [String: String], storedAt: Date) {

@@ -38,6 +38,16 @@ public protocol ImageCaching: AnyObject, Sendable {
 /// reports at most once per two-second window while pressure lasts) still drain it
 /// geometrically; a critical event means the kernel or the OS is about to kill
 /// someone, and decoded pixels are the cheapest memory there is to give back.
+///
+/// ```swift
+/// let key = ImageRequest(url: url, targetSize: .thumbnail(256)).cacheKey
+/// ImageCache.shared.setImage(image, forKey: key)
+/// if let hit = ImageCache.shared.image(forKey: key) { print(hit) }  // "jpeg 256×171, 1 frame"
+/// ImageCache.shared.trim(toCost: 64 << 20)                           // down to 64 MiB of pixels
+///
+/// // A small cache of one's own, for a loader of its own.
+/// let loader = ImageLoader(cache: ImageCache(costLimit: 32 << 20))
+/// ```
 public final class ImageCache: ImageCaching {
     /// The cache the loader uses unless told otherwise.
     public static let shared = ImageCache()

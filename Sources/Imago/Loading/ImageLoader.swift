@@ -14,6 +14,20 @@ import Foundation
 ///
 /// Safe from any thread. The target/action calls modelled on AsyncImageView live in
 /// `ImageTargetLoader`, on top of this type's public API.
+///
+/// ```swift
+/// let url = URL(string: "https://example.com/cat.jpg")!
+/// let response = try await ImageLoader.shared.image(for: ImageRequest(url: url, targetSize: .thumbnail(256)))
+/// print(response)          // "jpeg 256×171, 1 frame, from network"
+///
+/// // A task to cancel or hurry along, its completion called on any thread:
+/// let task = ImageLoader.shared.task(with: ImageRequest(url: url)) { result in print(result) }
+/// task.priority = .high
+///
+/// // A loader of one's own: its own memory cache, a disk tier in a folder of its own.
+/// let disk = DiskCache(directory: URL(fileURLWithPath: "/var/cache/thumbnails"))
+/// let loader = ImageLoader(configuration: .init(diskCache: disk), cache: ImageCache())
+/// ```
 public final class ImageLoader: Sendable {
     /// The loader most apps use: the shared memory cache and the shared disk cache
     /// in the platform's cache directory.

@@ -5,6 +5,18 @@ import FoundationNetworking
 
 /// What to load and how: the URL (or a full URL request), the size and processing
 /// wanted, the priority, and the key the image is known by.
+///
+/// ```swift
+/// // A 64-point avatar on a 3× screen, cropped to a circle, ahead of other loads.
+/// let avatar = ImageRequest(
+///     url: avatarURL, targetSize: TargetSize(points: 64, 64, scale: 3, contentMode: .aspectFill),
+///     processors: [ImageProcessors.Circle()], priority: .high)
+///
+/// // A signed URL whose query changes: known by a key of its own, so it is cached once.
+/// var signed = URLRequest(url: signedURL)
+/// signed.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+/// let photo = ImageRequest(urlRequest: signed, imageKey: "photos/42")
+/// ```
 public struct ImageRequest: Sendable {
     /// How urgent a load is. Queued loads start in priority order; a load shared by
     /// several requests runs at the highest of their priorities.

@@ -69,6 +69,8 @@ public struct RetryPolicy: Sendable {
     /// the first) failed with `error`, or nil when there should be none.
     ///
     /// - Parameters:
+    ///   - attempt: the number of the attempt that failed, 1 for the first.
+    ///   - error: why it failed; only transient failures are retried.
     ///   - retryAfter: the failed response's `Retry-After` header, if any: seconds or
     ///     an HTTP-date; it replaces the computed backoff, capped at `maximumDelay`.
     ///   - now: the time an HTTP-date is measured from.

@@ -133,7 +133,7 @@ extension Pipeline {
             // Bytes cut short are partial even where the decoder found all the pixels
             // (a file cut just before its end marker).
             return original.isTruncated && !image.isPartial ? image.markedPartial : image
-        }
+        }.mapError { $0.naming(work.request.url) }
         let partial = (try? result.get())?.isPartial ?? false
         if partial || result.isFailure, original.source == .network || original.source == .disk {
             // Bytes that do not decode (a captive portal's page, an image over the

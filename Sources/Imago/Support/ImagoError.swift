@@ -10,18 +10,21 @@ import FoundationNetworking
 /// Imago failed (URLSession, a system call, a codec library), the case carries that
 /// cause as data as well as in words: the `URLError.Code` and socket errno of a
 /// network failure, the errno of a file error, the codec library's own message.
-public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
     /// The bytes are in a format Imago recognises but cannot decode on this platform
     /// (SVG, or a format whose library this build lacks), or in no format it knows at all
-    /// (`format` is nil).
-    case unsupportedFormat(ImageFormat?)
+    /// (`format` is nil). `url` is the image's URL when the bytes came from a load,
+    /// nil when they were handed to a decoder.
+    case unsupportedFormat(ImageFormat?, url: String? = nil)
     /// A decoder rejected the data: corrupt, truncated, or using a feature the codec
     /// library lacks.
     ///
     /// `reason` is Imago's sentence (the codec's message itself when Imago has
     /// nothing to add); `codec` is what the codec library said, when it said
-    /// anything, and is nil when Imago found the fault before or without it.
-    case decodingFailed(format: ImageFormat, reason: String, codec: CodecMessage?)
+    /// anything, and is nil when Imago found the fault before or without it. `url` is
+    /// the image's URL when the bytes came from a load, nil when they were handed to a
+    /// decoder.
+    case decodingFailed(format: ImageFormat, reason: String, codec: CodecMessage?, url: String? = nil)
     /// The image would decode to more pixels than allowed; refused from the header,
     /// before any pixel buffer was allocated. An animation's canvas counts once, so
     /// `frames` is 1 from Imago's decoders (a decoder of one's own may count more).
@@ -112,20 +115,25 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
     /// said something.
     public var codecMessage: CodecMessage? {
         switch self {
-        case .decodingFailed(_, _, let codec), .encodingFailed(_, _, let codec): codec
+        case .decodingFailed(_, _, let codec, _), .encodingFailed(_, _, let codec): codec
         default: nil
         }
     }
 
+    /// The same sentence as `description`, for code that shows any `Error` through
+    /// `localizedDescription` (without it Foundation gives "The operation could not be
+    /// completed" and the case's number).
+    public var errorDescription: String? { description }
+
     /// A sentence naming what failed and why.
     public var description: String {
         switch self {
-        case .unsupportedFormat(let format?):
-            return "\(format.name) images are recognised but not supported on this platform"
-        case .unsupportedFormat(nil):
-            return "the data is not an image in any known format"
-        case .decodingFailed(let format, let reason, let codec):
-            return "\(format.name) decoding failed: \(reason)\(Self.attribution(codec, reason: reason))"
+        case .unsupportedFormat(let format?, let url):
+            return Self.naming(url) + "\(format.name) images are recognised but not supported on this platform"
+        case .unsupportedFormat(nil, let url):
+            return Self.naming(url) + "the data is not an image in any known format"
+        case .decodingFailed(let format, let reason, let codec, let url):
+            return Self.naming(url) + "\(format.name) decoding failed: \(reason)\(Self.attribution(codec, reason: reason))"
         case .imageTooLarge(let width, let height, let frames, let limit):
             let size = frames > 1 ? "\(width)×\(height) × \(frames) frames" : "\(width)×\(height)"
             return "image is too large to decode: \(size) exceeds the limit of \(limit) pixels"
@@ -152,6 +160,28 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible {
         case .cancelled:
             return "the load was cancelled"
         }
+    }
+
+    /// The error of a load whose bytes did not decode, naming the image's URL: a log
+    /// of many loads must say which image was bad. Other cases are returned as they
+    /// are (they name their URL already, or have none).
+    func naming(_ url: URL) -> ImagoError {
+        switch self {
+        case .unsupportedFormat(let format, nil):
+            .unsupportedFormat(format, url: url.absoluteString)
+        case .decodingFailed(let format, let reason, let codec, nil):
+            .decodingFailed(format: format, reason: reason, codec: codec, url: url.absoluteString)
+        default:
+            self
+        }
+    }
+
+    /// "url: " before a sentence, a data URL cut after its media type (its bytes are
+    /// the image); nothing without a URL.
+    private static func naming(_ url: String?) -> String {
+        guard let url else { return "" }
+        if url.hasPrefix("data:"), let comma = url.firstIndex(of: ",") { return "\(url[..<comma]),…: " }
+        return "\(url): "
     }
 
     /// " (libpng)" when the reason is the codec's own message, " (libjpeg-turbo:

@@ -159,9 +159,11 @@ extension ImageDisplaying {
     /// memory hit).
     ///
     /// ```swift
-    /// cell.imageView.setImage(with: url, placeholder: gray) { result in
-    ///     if case .failure(let error) = result, error != .cancelled { print(error) }
+    /// // In a list cell being reused: the previous row's load stops, the placeholder shows.
+    /// cell.imageView.setImage(with: row.photoURL, placeholder: gray) { result in
+    ///     if case .success(let response) = result { print(response) }  // "jpeg 240×160, 1 frame, from disk"
     /// }
+    /// cell.imageView.setImage(with: nil, placeholder: gray)  // no URL: the placeholder, nothing loads
     /// ```
     @discardableResult
     public func setImage(

@@ -33,7 +33,7 @@ extension ImagoError {
     /// Whether this is a decoding error for `format` (the typed error every bad file
     /// must get).
     func isDecodingFailure(_ format: ImageFormat) -> Bool {
-        if case .decodingFailed(format: format, _, _) = self { return true }
+        if case .decodingFailed(format: format, _, _, _) = self { return true }
         return false
     }
 }

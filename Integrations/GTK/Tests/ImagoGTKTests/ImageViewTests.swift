@@ -219,19 +219,14 @@ final class ImageViewTests: XCTestCase {
     func testLongAnimationKeepsABoundedNumberOfTextures() throws {
         try MainActor.assumeIsolated {
             try GTK.initialize()
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-gtk-\(UUID())")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: folder) }
-            // 120 frames of 96×96, 20 ms each, written by ImageMagick.
-            let file = folder.appendingPathComponent("long.gif")
-            let convert = Process()
-            convert.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            convert.arguments = ["convert", "-delay", "2", "-size", "96x96"]
-                + (0..<120).map { "xc:rgb(\($0 * 2),\(255 - $0 * 2),\($0 % 2 * 255))" } + ["-loop", "0", file.path]
-            try convert.run()
-            convert.waitUntilExit()
-            XCTAssertEqual(convert.terminationStatus, 0)
-            let gif = try Data(contentsOf: file)
+            // 120 frames of 96×96, 20 ms each, each a colour of its own.
+            var long = TestGIF(width: 96, height: 96, loop: 0)
+            let blank = [UInt8](repeating: 0, count: 96 * 96)
+            for n in 0..<120 {
+                let colour: [UInt8] = [UInt8(n * 2), UInt8(255 - n * 2), UInt8(n % 2 * 255)]
+                long.frames.append(TestGIF.Frame(width: 96, height: 96, indices: blank, delay: 2, palette: [colour]))
+            }
+            let gif = Data(long.encode())
             let decoded = try ImageDecoderRegistry.shared.decode(gif)
             XCTAssertEqual(decoded.frameCount, 120)
 

@@ -56,6 +56,18 @@ import Darwin
 /// when read or found by a scan.
 ///
 /// `record(forKey:)` reads the file on the calling thread: call it off the main thread.
+///
+/// ```swift
+/// // The loader's disk tier: originals and the thumbnails made from them.
+/// let disk = DiskCache(directory: URL(fileURLWithPath: "/var/cache/thumbnails"), sizeLimit: 2 << 30)
+/// let loader = ImageLoader(configuration: .init(diskCache: disk))
+///
+/// // Or records of one's own, by key.
+/// disk.store(Data("hello".utf8), forKey: "greeting")
+/// print(disk.record(forKey: "greeting")?.data.count ?? 0)   // 5
+/// print(disk.statistics.count)                              // records, those of earlier runs included
+/// await disk.flush()                                        // before a tool exits
+/// ```
 public final class DiskCache: Sendable {
     // The parts, one job to a file in this folder: RecordFormat, CRC32 and RecordFile
     // (what a record file holds, and reading one back), DiskIndex (recency, bytes
@@ -136,6 +148,10 @@ public final class DiskCache: Sendable {
     let sync = Locked(DirectorySync())
     /// Numbers this process's temporary files.
     let temporarySerial = Locked(0)
+    /// Left when the first scan of the directory has built the index. Opening does
+    /// not wait for it (an app opens its cache on the main thread); `statistics`
+    /// does, since until then the index knows only this process's own stores.
+    let indexLoaded = DispatchGroup()
 
     /// The platform's cache directory, in a folder of Imago's own: on Linux
     /// `$XDG_CACHE_HOME/imago` (else `~/.cache/imago`); on Apple platforms
@@ -166,6 +182,7 @@ public final class DiskCache: Sendable {
     /// dropped write and every read a miss.
     ///
     /// - Parameters:
+    ///   - directory: where the records are kept; nil for `defaultDirectory`.
     ///   - sizeLimit: the most bytes kept.
     ///   - maximumAge: seconds after which a record is a miss; nil for no limit.
     ///   - now: the clock for record times and recency; tests move it.
@@ -180,9 +197,11 @@ public final class DiskCache: Sendable {
         self.maximumAge = maximumAge
         self.now = now
         self.state = Locked(DiskCacheState(sizeLimit: self.sizeLimit, maximumAge: maximumAge))
+        indexLoaded.enter()
         queue.async { [self] in
             DiskFiles.createDirectory(path)
             rescan(checkingHeaders: false)
+            indexLoaded.leave()
         }
     }
 
@@ -199,9 +218,18 @@ public final class DiskCache: Sendable {
         directory.appendingPathComponent(Self.fileName(forKey: key), isDirectory: false)
     }
 
-    /// The state of the cache now.
+    /// The state of the cache now, the records already in the directory included:
+    /// the first read after opening waits for the directory's first scan (60 ms for
+    /// 3,000 records in a debug build); later reads return at once. Opening itself
+    /// does not wait, since apps open their cache on the main thread.
+    ///
+    /// ```swift
+    /// let disk = DiskCache(directory: DiskCache.defaultDirectory)
+    /// print(disk.statistics.count, disk.statistics.totalSize)   // what earlier runs stored
+    /// ```
     public var statistics: Statistics {
-        state.withLock { $0.statistics }
+        indexLoaded.wait()
+        return state.withLock { $0.statistics }
     }
 
     // MARK: - Reading

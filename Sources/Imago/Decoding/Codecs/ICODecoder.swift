@@ -38,7 +38,7 @@ public struct ICODecoder: ImageDecoding {
                 let image = try decoder.decode(png, options: pngOptions)
                 return DecodedImage(bitmap: image.bitmap, format: .ico)
             } catch {
-                if case .decodingFailed(_, let reason, let codec) = error {
+                if case .decodingFailed(_, let reason, let codec, _) = error {
                     throw .decodingFailed(format: .ico, reason: "PNG entry: \(reason)", codec: codec)
                 }
                 throw error
@@ -145,7 +145,7 @@ extension ImagoError {
     /// The reason of a decoding error, or its description otherwise: for errors
     /// wrapped into another's message.
     var reasonText: String {
-        if case .decodingFailed(_, let reason, _) = self { return reason }
+        if case .decodingFailed(_, let reason, _, _) = self { return reason }
         return String(describing: self)
     }
 }

@@ -1,0 +1,1 @@
+../../../../../Tests/ImagoTests/Support/TestGIF.swift
