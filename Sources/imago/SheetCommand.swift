@@ -242,17 +242,17 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
     let options: LoaderOptions
     let layout: SheetLayout
     let output: String
-    let encoder: any ImageEncoding
+    let format: ImageFormat
     do throws(UsageError) {
         guard let path = arguments.string("-o") ?? arguments.string("--output") else {
             throw UsageError(message: "sheet needs -o PATH, where to write the sheet")
         }
         output = path
         let ext = (path as NSString).pathExtension
-        guard let format = ImageFormat(pathExtension: ext), let chosen = ImageEncoders.encoder(for: format) else {
+        guard let chosen = ImageFormat(pathExtension: ext), ImageEncoders.encoder(for: chosen) != nil else {
             throw UsageError(message: "cannot write '.\(ext)' files (supported: .png, .jpg, .webp)")
         }
-        encoder = chosen
+        format = chosen
         urls = try InputReader(arguments, command: "sheet").readAll()
         options = try LoaderOptions(arguments)
         layout = SheetLayout(
@@ -303,7 +303,7 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
 
     let written: Bool
     do throws(ImagoError) {
-        try writeAtomically(try encoder.encode(canvas.bitmap), to: output)
+        try DecodedImage(bitmap: canvas.bitmap, format: format).write(to: URL(fileURLWithPath: output), format: format)
         written = true
     } catch {
         Output.error("the sheet was not written: \(error)")
@@ -331,39 +331,4 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
     }
     if !written { return ExitStatus.someFailed }
     return failed.isEmpty ? ExitStatus.success : ExitStatus.someFailed
-}
-
-/// Writes `data` to `path` whole or not at all: into a temporary file beside it,
-/// flushed to disk, then renamed over `path`, so a reader never sees half a file and
-/// a failure leaves whatever was there before (and no temporary file).
-func writeAtomically(_ data: Data, to path: String) throws(ImagoError) {
-    let url = URL(fileURLWithPath: path)
-    let directory = url.deletingLastPathComponent()
-    let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
-    let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { throw posixFileError(path, errno) }
-    var failure: Int32 = 0
-    data.withUnsafeBytes { raw in
-        var offset = 0
-        while offset < raw.count {
-            let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                failure = errno
-                return
-            }
-            offset += n
-        }
-    }
-    if failure == 0, fsync(fd) != 0 { failure = errno }
-    if close(fd) != 0, failure == 0 { failure = errno }
-    if failure == 0, rename(temporary.path, url.path) != 0 { failure = errno }
-    if failure != 0 {
-        unlink(temporary.path)
-        throw posixFileError(path, failure)
-    }
-}
-
-private func posixFileError(_ path: String, _ code: Int32) -> ImagoError {
-    .fileError(path: path, reason: String(cString: strerror(code)), errno: code)
 }
