@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 extension ImageLoader {
     /// Loads every request of `requests`, at most `maxConcurrent` at a time, and
@@ -34,24 +33,28 @@ extension ImageLoader {
     /// ```
     ///
     /// - Parameters:
-    ///   - requests: What to load; read once, from a thread of the batch's own.
+    ///   - requests: What to load; read once, from a thread of the batch's own (so
+    ///     the batch takes it over: nothing else may use it).
     ///   - maxConcurrent: Requests loading or waiting to be taken at once, at least
     ///     1. Nil for twice `concurrentLoads` plus `Configuration.concurrentDecodes`:
     ///     enough to keep every transfer slot busy while finished transfers wait for
     ///     a core to decode them.
-    public func images<Requests: Sequence<ImageRequest> & Sendable>(
-        for requests: Requests, maxConcurrent: Int? = nil
-    ) -> ImageBatch<Requests> {
-        ImageBatch(loader: self, requests: requests, window: max(1, maxConcurrent ?? concurrentLoads * 2 + configuration.concurrentDecodes))
+    public func images<Requests: Sequence<ImageRequest>>(
+        for requests: sending Requests, maxConcurrent: Int? = nil
+    ) -> ImageBatch {
+        ImageBatch(
+            loader: self, input: BatchInput(requests),
+            window: max(1, maxConcurrent ?? concurrentLoads * 2 + configuration.concurrentDecodes))
     }
 }
 
 /// The outcomes of a batch of requests, in completion order; made by
 /// `ImageLoader.images(for:maxConcurrent:)`.
 ///
-/// Each iteration loads the requests anew. The sequence never throws: a request
-/// that fails is an item with a failure, and a cancelled iteration just ends.
-public struct ImageBatch<Requests: Sequence<ImageRequest> & Sendable>: AsyncSequence, Sendable {
+/// The input is read once, so a batch is iterated once: a second iteration ends at
+/// once. The sequence never throws: a request that fails is an item with a failure,
+/// and a cancelled iteration just ends.
+public struct ImageBatch: AsyncSequence, Sendable {
     /// One request's outcome.
     public struct Item: Sendable {
         /// The request's place in the input sequence, counted from 0.
@@ -68,13 +71,13 @@ public struct ImageBatch<Requests: Sequence<ImageRequest> & Sendable>: AsyncSequ
     public typealias Failure = Never
 
     let loader: ImageLoader
-    let requests: Requests
+    let input: BatchInput
     let window: Int
 
     /// Starts loading: the input is read and loaded from now on, as places free up.
     public func makeAsyncIterator() -> Iterator {
         let run = BatchRun(loader: loader, window: window)
-        run.start(reading: requests)
+        run.start(reading: input)
         return Iterator(handle: BatchHandle(run))
     }
 
@@ -87,6 +90,34 @@ public struct ImageBatch<Requests: Sequence<ImageRequest> & Sendable>: AsyncSequ
         public mutating func next() async -> Item? {
             await handle.run.next()
         }
+    }
+}
+
+/// A batch's input, handed over to the thread that reads it.
+///
+/// `@unchecked Sendable`: `images(for:maxConcurrent:)` takes the sequence as
+/// `sending`, so no one else holds it, and it leaves this box once, under the lock,
+/// to be read by that one thread alone.
+final class BatchInput: @unchecked Sendable {
+    private let lock = Lock()
+    private var reader: ((_ proceed: () -> Bool, _ body: (ImageRequest) -> Void) -> Void)?
+
+    init<Requests: Sequence<ImageRequest>>(_ requests: sending Requests) {
+        reader = { proceed, body in
+            var iterator = requests.makeIterator()
+            while proceed(), let request = iterator.next() { body(request) }
+        }
+    }
+
+    /// Reads the sequence, the first time it is called: calls `proceed` before
+    /// each request is read, and stops when it returns false; hands each request
+    /// read to `body`.
+    func read(while proceed: () -> Bool, _ body: (ImageRequest) -> Void) {
+        let reader = lock.withLock {
+            defer { self.reader = nil }
+            return self.reader
+        }
+        reader?(proceed, body)
     }
 }
 
@@ -139,7 +170,7 @@ final class BatchRun: Sendable {
     }
 
     private let loader: ImageLoader
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let places: DispatchSemaphore
 
     init(loader: ImageLoader, window: Int) {
@@ -154,14 +185,13 @@ final class BatchRun: Sendable {
     /// Reads `requests` on a thread of its own: a sequence may block while it waits
     /// for input, and a blocked thread of Swift's small pool would stall every
     /// load's continuation behind it.
-    func start<Requests: Sequence<ImageRequest> & Sendable>(reading requests: Requests) {
+    func start(reading input: BatchInput) {
         let thread = Thread { [self] in
-            var iterator = requests.makeIterator()
             var index = 0
-            while true {
+            input.read(while: {
                 places.wait()
-                if state.withLock({ $0.stopped }) { return }
-                guard let request = iterator.next() else { break }
+                return !state.withLock { $0.stopped }
+            }) { request in
                 let started = state.withLock { state -> Bool in
                     guard !state.stopped else { return false }
                     state.loading[index] = .some(nil)
@@ -200,7 +230,7 @@ final class BatchRun: Sendable {
     }
 
     /// The next outcome, waiting for one when none is ready.
-    func next<Requests>() async -> ImageBatch<Requests>.Item? {
+    func next() async -> ImageBatch.Item? {
         if Task.isCancelled {
             stop()
             return nil
@@ -220,7 +250,7 @@ final class BatchRun: Sendable {
         } onCancel: {
             stop()
         }
-        return taken.map { ImageBatch<Requests>.Item(index: $0.index, request: $0.request, result: $0.result) }
+        return taken.map { ImageBatch.Item(index: $0.index, request: $0.request, result: $0.result) }
     }
 
     /// Stops the batch: no further request is read, the loads in flight are

@@ -78,6 +78,10 @@ final class Pipeline: @unchecked Sendable {
     /// Stages waiting for a transfer slot.
     var queuedTransfers: Int { lock.withLock { transfers.waiting } }
 
+    /// Stages in flight, of every kind: none once every load has ended or been
+    /// cancelled, which tests hold abandoned work to.
+    var stagesInFlight: Int { lock.withLock { originals.count + images.count } }
+
     // MARK: - Tasks
 
     /// Subscribes `task` to the stage of its key, starting the stage if none is in
