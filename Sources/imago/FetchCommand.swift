@@ -43,6 +43,7 @@ private struct FetchRecord: Encodable {
     struct Stages: Encodable {
         let queued: Double
         let transfer: Double
+        let decodeQueued: Double
         let decode: Double
         let processing: Double
     }
@@ -186,7 +187,8 @@ extension FetchRecord {
                 frames: response.image.frameCount, bytes: response.metrics.bytes, source: response.source.rawValue,
                 partial: response.image.isPartial ? true : nil,
                 metrics: Stages(
-                    queued: response.metrics.queued, transfer: response.metrics.transfer, decode: response.metrics.decode,
+                    queued: response.metrics.queued, transfer: response.metrics.transfer,
+                    decodeQueued: response.metrics.decodeQueued, decode: response.metrics.decode,
                     processing: response.metrics.processing))
         case .failure(let error):
             self.init(url: input.text, line: input.line, ok: false, error: error.description)

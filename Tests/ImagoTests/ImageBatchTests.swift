@@ -33,13 +33,20 @@ import Testing
 
     @Test func itemsComeInCompletionOrderWithTheirPlaces() async throws {
         defer { server.stop() }
-        // The first image trickles in over about a second; the others are quick.
-        server.route("/slow.png") { _ in .trickle(pngData(200, width: 64, height: 64), bytesPerChunk: 16, interval: 0.2) }
+        // The first image is answered only once the others have all been taken.
+        let gate = DispatchSemaphore(value: 0)
+        server.route("/slow.png") { _ in
+            _ = gate.wait(timeout: .now() + 120)
+            return .ok(pngData(200))
+        }
         let paths = ["/slow.png", "/0.png", "/1.png", "/missing.png", "/2.png"]
         let loader = makeLoader()
         let items = await withTimeLimit(120) {
             var items: [ImageBatch.Item] = []
-            for await item in loader.images(for: paths.map { ImageRequest(url: self.server.url($0)) }) { items.append(item) }
+            for await item in loader.images(for: paths.map { ImageRequest(url: self.server.url($0)) }) {
+                items.append(item)
+                if items.count == paths.count - 1 { gate.signal() }
+            }
             return items
         }
         let all = try #require(items)
