@@ -96,7 +96,8 @@ public enum ImageSource: String, Sendable, Codable {
 }
 
 /// Timings and sizes of one load. The seconds add up to the load's time from its
-/// start to its result, but for the moments between stages (microseconds).
+/// start to its result, but for the moments between stages (microseconds); a
+/// request that joined a load already in flight shares that load's metrics.
 public struct ImageMetrics: Sendable {
     /// Seconds spent waiting for a free transfer slot (`concurrentLoads`).
     public var queued: Double = 0
