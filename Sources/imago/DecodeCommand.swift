@@ -53,13 +53,20 @@ private struct DecodeSummary: Encodable {
     let summary: Counts
 }
 
-/// The encoder for an output file, chosen by its extension.
-private func encoder(for path: String, quality: Int?) throws(UsageError) -> any ImageEncoding {
-    let ext = (path as NSString).pathExtension
-    guard let format = ImageFormat(pathExtension: ext), let encoder = ImageEncoders.encoder(for: format, quality: quality) else {
-        throw UsageError(message: "cannot write '.\(ext)' files (supported: .png, .jpg, .webp)")
+/// How decoded images are written out: the format and quality `DecodedImage.write` takes.
+private struct ImageOutput {
+    let format: ImageFormat
+    let quality: Int?
+
+    /// The output for a file, its format chosen by its extension.
+    init(for path: String, quality: Int?) throws(UsageError) {
+        let ext = (path as NSString).pathExtension
+        guard let format = ImageFormat(pathExtension: ext), ImageEncoders.encoder(for: format) != nil else {
+            throw UsageError(message: "cannot write '.\(ext)' files (supported: .png, .jpg, .webp)")
+        }
+        self.format = format
+        self.quality = quality
     }
-    return encoder
 }
 
 private func runDecode(_ arguments: Arguments) async -> Int32 {
@@ -67,14 +74,14 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
     let out = arguments.string("--out"), outDir = arguments.string("--out-dir")
     let json = arguments.flag("--json")
     var options = DecodingOptions()
-    var writer: (any ImageEncoding)?
+    var writer: ImageOutput?
     do throws(UsageError) {
         guard !files.isEmpty else { throw UsageError(message: "decode needs at least one FILE") }
         if out != nil && outDir != nil { throw UsageError(message: "give --out or --out-dir, not both") }
         if out != nil && files.count != 1 { throw UsageError(message: "--out takes one FILE; use --out-dir for several") }
         let quality = try arguments.integer("--quality", in: 1...100)
-        if let out { writer = try encoder(for: out, quality: quality) }
-        if let outDir { writer = try encoder(for: (outDir as NSString).appendingPathComponent("image.png"), quality: nil) }
+        if let out { writer = try ImageOutput(for: out, quality: quality) }
+        if let outDir { writer = try ImageOutput(for: (outDir as NSString).appendingPathComponent("image.png"), quality: nil) }
         if let limit = try arguments.integer("--max-pixels", in: 1...Int.max) { options.maximumPixelCount = limit }
         if let pixels = try arguments.integer("--thumbnail", in: 1...100_000) { options.targetSize = .thumbnail(pixels) }
     } catch {
@@ -150,7 +157,7 @@ private struct OrderedOutput {
 }
 
 /// Decodes `file`, writing it to `target` when there is one.
-private func decodeFile(_ file: String, to target: String?, writer: (any ImageEncoding)?, options: DecodingOptions) -> DecodeRecord {
+private func decodeFile(_ file: String, to target: String?, writer: ImageOutput?, options: DecodingOptions) -> DecodeRecord {
     var record = DecodeRecord(file: file, ok: true)
     do throws(ImagoError) {
         let data = try LocalDataLoader.contentsOfFile(atPath: file)
@@ -164,10 +171,7 @@ private func decodeFile(_ file: String, to target: String?, writer: (any ImageEn
         record.partial = image.isPartial ? true : nil
         record.description = describe(image)
         if let target, let writer {
-            let encoded = try writer.encode(image.bitmap)
-            do { try encoded.write(to: URL(fileURLWithPath: target), options: .atomic) } catch {
-                throw fileError(target, error)
-            }
+            try image.write(to: URL(fileURLWithPath: target), format: writer.format, quality: writer.quality)
             record.output = target
         }
         return record
@@ -187,13 +191,4 @@ private func describe(_ image: DecodedImage) -> String {
     if image.bitmap.hasAlpha { text += ", alpha" }
     if image.isPartial { text += ", partial: the file ends early and the rest is filled" }
     return text
-}
-
-/// Foundation's file error as Imago's: its description, and the errno of the call
-/// that failed, which Foundation keeps as an underlying `NSPOSIXErrorDomain` error.
-private func fileError(_ path: String, _ error: any Error) -> ImagoError {
-    let nsError = error as NSError
-    let posix = [nsError, nsError.userInfo[NSUnderlyingErrorKey] as? NSError].compactMap { $0 }
-        .first { $0.domain == NSPOSIXErrorDomain }
-    return .fileError(path: path, reason: nsError.localizedDescription, errno: posix.map { Int32(truncatingIfNeeded: $0.code) })
 }

@@ -43,6 +43,7 @@ private struct FetchRecord: Encodable {
     struct Stages: Encodable {
         let queued: Double
         let transfer: Double
+        let decodeQueued: Double
         let decode: Double
         let processing: Double
     }
@@ -78,12 +79,6 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     let tally = Mutex(Tally())
     let start = ContinuousClock.now
 
-    // Items complete, and are reported and forgotten, in whatever order their loads
-    // finish. At most `window` are in flight: enough to keep every transfer slot busy
-    // while finished transfers wait for a core to decode them, few enough that memory
-    // depends on the concurrency and not on the length of the input. Within the
-    // window identical URLs coalesce; the memory and disk tiers answer later repeats.
-    let window = options.concurrency * 2 + loader.configuration.concurrentDecodes
     let report: @Sendable (FetchRecord) -> Void = { record in
         tally.withLock { tally in
             tally.items += 1
@@ -96,36 +91,18 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
         }
         bar.advance(bytes: record.bytes ?? 0)
     }
-    // The input is read on a thread of its own: standard input may block for as long
-    // as its writer pleases, and a blocked thread of Swift's small pool would stall
-    // every load's continuation behind it.
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-        Thread {
-            let slots = DispatchSemaphore(value: window)
-            let inFlight = DispatchGroup()
-            var count = 0
-            while let input = reader.next() {
-                count += 1
-                slots.wait()
-                inFlight.enter()
-                let finish: @Sendable (FetchRecord) -> Void = { record in
-                    report(record)
-                    slots.signal()
-                    inFlight.leave()
-                }
-                guard let url = input.url else {
-                    finish(FetchRecord(url: input.text, line: input.line, ok: false, error: ImagoError.invalidURL(input.text).description))
-                    continue
-                }
-                loader.task(with: ImageRequest(url: url, targetSize: thumbnail.map(TargetSize.thumbnail), options: requestOptions)) { result in
-                    counter.loadEnded(url)
-                    finish(FetchRecord(input, result))
-                }
-            }
-            bar.setTotal(count)
-            inFlight.wait()
-            done.resume()
-        }.start()
+    // Items complete, and are reported and forgotten, in whatever order their loads
+    // finish; the batch reads the input only as places free up, so memory depends on
+    // the concurrency and not on the length of the input. Text that is not a URL
+    // never reaches the loader: it is reported as it is read.
+    let requests = FetchRequests(reader: reader, thumbnail: thumbnail, options: requestOptions) { input in
+        report(FetchRecord(url: input.text, line: input.line, ok: false, error: ImagoError.invalidURL(input.text).description))
+    } ended: { count in
+        bar.setTotal(count)
+    }
+    for await item in loader.images(for: requests) {
+        counter.loadEnded(item.request.url)
+        report(FetchRecord(requests.input(at: item.index), item.result))
     }
     bar.finish()
     // Disk writes go on in the background; the process must not end before them.
@@ -147,6 +124,59 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     return counts.failed == 0 ? ExitStatus.success : ExitStatus.someFailed
 }
 
+/// The requests of `fetch`'s input, read as the batch asks for them. Each request's
+/// input line is kept until its outcome is reported, so that its record can name
+/// it: as many lines as the batch has requests in flight.
+private final class FetchRequests: Sequence, Sendable {
+    let reader: InputReader
+    let thumbnail: Int?
+    let options: ImageRequest.Options
+    /// Called with an input that is not a URL, as it is read.
+    let invalid: @Sendable (InputURL) -> Void
+    /// Called with the number of inputs read, at the end of the input.
+    let ended: @Sendable (Int) -> Void
+    private let inputs = Mutex<[Int: InputURL]>([:])
+
+    init(
+        reader: InputReader, thumbnail: Int?, options: ImageRequest.Options, invalid: @escaping @Sendable (InputURL) -> Void,
+        ended: @escaping @Sendable (Int) -> Void
+    ) {
+        self.reader = reader
+        self.thumbnail = thumbnail
+        self.options = options
+        self.invalid = invalid
+        self.ended = ended
+    }
+
+    /// The input of the request at `index` of the batch, forgotten as it is given.
+    func input(at index: Int) -> InputURL {
+        inputs.withLock { $0.removeValue(forKey: index) } ?? InputURL(text: "", line: nil)
+    }
+
+    func makeIterator() -> Iterator { Iterator(requests: self) }
+
+    struct Iterator: IteratorProtocol {
+        let requests: FetchRequests
+        var read = 0
+        var index = 0
+
+        mutating func next() -> ImageRequest? {
+            while let input = requests.reader.next() {
+                read += 1
+                guard let url = input.url else {
+                    requests.invalid(input)
+                    continue
+                }
+                requests.inputs.withLock { $0[index] = input }
+                index += 1
+                return ImageRequest(url: url, targetSize: requests.thumbnail.map(TargetSize.thumbnail), options: requests.options)
+            }
+            requests.ended(read)
+            return nil
+        }
+    }
+}
+
 extension FetchRecord {
     /// The record of a load of `input` that ended with `result`.
     fileprivate init(_ input: InputURL, _ result: Result<ImageResponse, ImagoError>) {
@@ -157,7 +187,8 @@ extension FetchRecord {
                 frames: response.image.frameCount, bytes: response.metrics.bytes, source: response.source.rawValue,
                 partial: response.image.isPartial ? true : nil,
                 metrics: Stages(
-                    queued: response.metrics.queued, transfer: response.metrics.transfer, decode: response.metrics.decode,
+                    queued: response.metrics.queued, transfer: response.metrics.transfer,
+                    decodeQueued: response.metrics.decodeQueued, decode: response.metrics.decode,
                     processing: response.metrics.processing))
         case .failure(let error):
             self.init(url: input.text, line: input.line, ok: false, error: error.description)

@@ -241,26 +241,12 @@ struct LoaderOptions {
 
     var retryPolicy: RetryPolicy { RetryPolicy(maximumAttempts: retries + 1) }
 
-    /// The memory tier of a command: a URL repeated soon after is answered from it,
-    /// one repeated much later from the disk tier. Small, so that a long list costs
-    /// no more memory than a short one; a full-size photo still fits. Too small to
-    /// be worth purging under memory pressure, so it does not watch for it: the
-    /// kernel's pressure triggers cost a short run tens of milliseconds to set up and
-    /// tear down.
-    static let memoryTierBytes = 32 << 20
-    /// And few images: a list of small images would otherwise keep thousands, each
-    /// costing its entry's bookkeeping more than its pixels (20,000 icons grew the
-    /// tool by 22 MB against 2,000).
-    static let memoryTierCount = 256
-
-    /// A loader of its own for the command, counting transfers through `counter`.
+    /// A loader of its own for the command, counting transfers through `counter`:
+    /// the library's preset for tools, with the command's options.
     func makeLoader(counter: CountingLoader) -> ImageLoader {
-        let loader = ImageLoader(
-            configuration: .init(dataLoader: counter, retryPolicy: retryPolicy, diskCache: disk),
-            cache: ImageCache(
-                costLimit: Self.memoryTierBytes, countLimit: Self.memoryTierCount, entryCostLimit: Self.memoryTierBytes / 2,
-                memoryPressure: nil))
-        loader.concurrentLoads = concurrency
+        var configuration = ImageLoader.Configuration.server(diskCache: disk, concurrentLoads: concurrency, dataLoader: counter)
+        configuration.retryPolicy = retryPolicy
+        let loader = ImageLoader(configuration: configuration)
         loader.loadingTimeout = timeout
         return loader
     }

@@ -1,10 +1,9 @@
 import Foundation
 import Imago
 
-/// `imago sheet URL... -o sheet.png`: a contact sheet. Each cell is a view as an app
-/// would have one, an `ImageDisplaying` target loaded with `setImage(with:)`, so the
-/// sheet shows what the library's view calls show: the image fitted to the cell's
-/// box, or the placeholder when the load failed.
+/// `imago sheet URL... -o sheet.png`: a contact sheet, loaded as a batch. Each cell
+/// shows its image decoded to fit the cell's box, or a placeholder when the load
+/// failed.
 let sheetCommand = Command(
     name: "sheet",
     synopsis: "URL... | --input FILE -o PATH [--size PX] [--columns N] [--cache-dir DIR | --no-disk-cache] [--concurrency N] [--json]",
@@ -146,28 +145,6 @@ final class SheetCanvas {
     }
 }
 
-/// One cell of the sheet: a view in all but name. It shows whatever the library
-/// tells it to, the placeholder while loading, the image, or the placeholder again
-/// when the load failed; its box is the size images are decoded to.
-@MainActor
-final class SheetCell: ImageDisplaying {
-    let index: Int
-    let canvas: SheetCanvas
-    let imageTargetLoader: ImageTargetLoader
-    let displayTargetSize: TargetSize?
-
-    init(index: Int, canvas: SheetCanvas, targets: ImageTargetLoader) {
-        self.index = index
-        self.canvas = canvas
-        imageTargetLoader = targets
-        displayTargetSize = TargetSize(width: canvas.layout.cell, height: canvas.layout.cell, contentMode: .aspectFit)
-    }
-
-    func display(_ content: ImageDisplayContent) {
-        canvas.draw(content.image?.bitmap, inCell: index)
-    }
-}
-
 /// What `--json` prints for each URL.
 private struct SheetRecord: Encodable {
     let url: String
@@ -199,60 +176,23 @@ private struct SheetSummary: Encodable {
     let summary: Counts
 }
 
-/// The loads of one sheet: a record per cell, filled in as each completes.
-@MainActor
-private final class SheetRun {
-    var records: [SheetRecord]
-    var remaining: Int
-    private var done: CheckedContinuation<Void, Never>?
-
-    init(_ urls: [InputURL]) {
-        records = urls.enumerated().map { SheetRecord(url: $1.text, line: $1.line, cell: $0) }
-        remaining = urls.count
-    }
-
-    func finish(_ index: Int, _ result: Result<ImageResponse, ImagoError>) {
-        switch result {
-        case .success(let response):
-            records[index].ok = true
-            records[index].width = response.image.width
-            records[index].height = response.image.height
-            records[index].source = response.source.rawValue
-            records[index].bytes = response.metrics.bytes
-        case .failure(let error):
-            records[index].error = error.description
-        }
-        remaining -= 1
-        if remaining == 0, let done {
-            self.done = nil
-            done.resume()
-        }
-    }
-
-    /// Returns when every cell has its outcome.
-    func wait() async {
-        guard remaining > 0 else { return }
-        await withCheckedContinuation { done = $0 }
-    }
-}
-
 @MainActor
 private func runSheet(_ arguments: Arguments) async -> Int32 {
     let urls: [InputURL]
     let options: LoaderOptions
     let layout: SheetLayout
     let output: String
-    let encoder: any ImageEncoding
+    let format: ImageFormat
     do throws(UsageError) {
         guard let path = arguments.string("-o") ?? arguments.string("--output") else {
             throw UsageError(message: "sheet needs -o PATH, where to write the sheet")
         }
         output = path
         let ext = (path as NSString).pathExtension
-        guard let format = ImageFormat(pathExtension: ext), let chosen = ImageEncoders.encoder(for: format) else {
+        guard let chosen = ImageFormat(pathExtension: ext), ImageEncoders.encoder(for: chosen) != nil else {
             throw UsageError(message: "cannot write '.\(ext)' files (supported: .png, .jpg, .webp)")
         }
-        encoder = chosen
+        format = chosen
         urls = try InputReader(arguments, command: "sheet").readAll()
         options = try LoaderOptions(arguments)
         layout = SheetLayout(
@@ -270,54 +210,67 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
     }
     let json = arguments.flag("--json")
     let counter = CountingLoader(options.makeDataLoader(), policy: options.retryPolicy)
-    let targets = ImageTargetLoader(loader: options.makeLoader(counter: counter))
+    let loader = options.makeLoader(counter: counter)
     let canvas = SheetCanvas(layout: layout)
     let placeholder = SheetCanvas.placeholder(cell: layout.cell)
     let bar = ProgressBar(total: urls.count)
-    let run = SheetRun(urls)
+    var records = urls.enumerated().map { SheetRecord(url: $1.text, line: $1.line, cell: $0) }
     let start = ContinuousClock.now
 
-    // Every cell is set at once, as a screenful of views would be: identical URLs
-    // coalesce and the loader's queue keeps `concurrency` transfers running.
-    let display = ImageDisplayOptions(crossfadeDuration: 0, showsActivityIndicator: false)
-    let cells = urls.indices.map { SheetCell(index: $0, canvas: canvas, targets: targets) }
+    // Identical URLs coalesce, and the loader's queue keeps `concurrency` transfers
+    // running. Text that is not a URL never reaches the loader; its cell gets the
+    // placeholder a failed load shows.
+    let box = TargetSize(width: layout.cell, height: layout.cell, contentMode: .aspectFit)
+    var cells: [Int] = []
+    var requests: [ImageRequest] = []
     for (index, input) in urls.enumerated() {
         guard let url = input.url else {
-            // Text that is not a URL never reaches the loader; its cell gets the
-            // placeholder a failed load would show.
             canvas.draw(placeholder.bitmap, inCell: index)
-            run.finish(index, .failure(.invalidURL(input.text)))
+            records[index].error = ImagoError.invalidURL(input.text).description
             bar.advance(bytes: 0)
             continue
         }
-        cells[index].setImage(with: url, placeholder: placeholder, options: display) { result in
-            counter.loadEnded(url)
-            run.finish(index, result)
-            bar.advance(bytes: (try? result.get())?.metrics.bytes ?? 0)
+        cells.append(index)
+        requests.append(ImageRequest(url: url, targetSize: box))
+    }
+    for await item in loader.images(for: requests) {
+        let cell = cells[item.index]
+        counter.loadEnded(item.request.url)
+        switch item.result {
+        case .success(let response):
+            canvas.draw(response.image.bitmap, inCell: cell)
+            records[cell].ok = true
+            records[cell].width = response.image.width
+            records[cell].height = response.image.height
+            records[cell].source = response.source.rawValue
+            records[cell].bytes = response.metrics.bytes
+            bar.advance(bytes: response.metrics.bytes)
+        case .failure(let error):
+            canvas.draw(placeholder.bitmap, inCell: cell)
+            records[cell].error = error.description
+            bar.advance(bytes: 0)
         }
     }
-    await run.wait()
     bar.finish()
     // Disk writes go on in the background; the process must not end before them.
     await options.disk?.flush()
 
     let written: Bool
     do throws(ImagoError) {
-        try writeAtomically(try encoder.encode(canvas.bitmap), to: output)
+        try DecodedImage(bitmap: canvas.bitmap, format: format).write(to: URL(fileURLWithPath: output), format: format)
         written = true
     } catch {
         Output.error("the sheet was not written: \(error)")
         written = false
     }
-    withExtendedLifetime(cells) {}
 
     let elapsed = (ContinuousClock.now - start).seconds
-    let failed = run.records.filter { !$0.ok }
+    let failed = records.filter { !$0.ok }
     var hits: [String: Int] = [:]
-    for record in run.records where record.ok { hits[record.source ?? "?", default: 0] += 1 }
+    for record in records where record.ok { hits[record.source ?? "?", default: 0] += 1 }
     let counts = LoadSummary(items: urls.count, failed: failed.count, hits: hits, counter: counter, seconds: elapsed)
     if json {
-        for record in run.records { Output.json(record) }
+        for record in records { Output.json(record) }
         Output.json(SheetSummary(summary: .init(
             items: counts.items, failed: counts.failed, bytes: counts.bytes, hits: counts.hits, transfers: counts.transfers,
             retries: counts.retries, seconds: counts.seconds, output: written ? output : "", width: layout.width, height: layout.height,
@@ -331,39 +284,4 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
     }
     if !written { return ExitStatus.someFailed }
     return failed.isEmpty ? ExitStatus.success : ExitStatus.someFailed
-}
-
-/// Writes `data` to `path` whole or not at all: into a temporary file beside it,
-/// flushed to disk, then renamed over `path`, so a reader never sees half a file and
-/// a failure leaves whatever was there before (and no temporary file).
-func writeAtomically(_ data: Data, to path: String) throws(ImagoError) {
-    let url = URL(fileURLWithPath: path)
-    let directory = url.deletingLastPathComponent()
-    let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
-    let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { throw posixFileError(path, errno) }
-    var failure: Int32 = 0
-    data.withUnsafeBytes { raw in
-        var offset = 0
-        while offset < raw.count {
-            let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                failure = errno
-                return
-            }
-            offset += n
-        }
-    }
-    if failure == 0, fsync(fd) != 0 { failure = errno }
-    if close(fd) != 0, failure == 0 { failure = errno }
-    if failure == 0, rename(temporary.path, url.path) != 0 { failure = errno }
-    if failure != 0 {
-        unlink(temporary.path)
-        throw posixFileError(path, failure)
-    }
-}
-
-private func posixFileError(_ path: String, _ code: Int32) -> ImagoError {
-    .fileError(path: path, reason: String(cString: strerror(code)), errno: code)
 }

@@ -79,4 +79,57 @@ import FoundationNetworking
         #expect(finished?.count == 5000)
         #expect(finished?.allSatisfy { $0 } == true)
     }
+
+    /// Progress after each prefetch and completion once all have ended, against the
+    /// test server: failures and stops counted apart, a repeat not counted twice, a
+    /// memory hit counted at once, and counts that start again after a completion.
+    @Test func progressAndCompletionAreReported() async throws {
+        let server = TestServer()
+        try server.start()
+        defer { server.stop() }
+        for n in 0..<3 { server.route("/\(n).png", data: pngData(UInt8(n))) }
+        server.route("/stall.png") { _ in .stall() }
+        let loader = ImageLoader(configuration: .init(retryPolicy: .none), cache: ImageCache())
+        let prefetcher = ImagePrefetcher(loader: loader)
+        let reports = Locked<[ImagePrefetcher.Progress]>([])
+        let completions = Locked<[ImagePrefetcher.Progress]>([])
+        prefetcher.progressHandler = { progress in reports.withLock { $0.append(progress) } }
+        prefetcher.completionHandler = { progress in
+            // The last progress report has been made by now.
+            #expect(reports.withLock { $0.last } == progress)
+            completions.withLock { $0.append(progress) }
+        }
+        func round(_ n: Int) async -> ImagePrefetcher.Progress? {
+            await until { completions.withLock { $0.count } >= n } ? completions.withLock { $0[n - 1] } : nil
+        }
+
+        let urls = (0..<3).map { server.url("/\($0).png") } + [server.url("/missing.png")]
+        prefetcher.startPrefetching(with: urls + [urls[0]])
+        #expect(await round(1) == ImagePrefetcher.Progress(total: 4, completed: 3, failed: 1))
+        #expect(reports.withLock { $0.map(\.finished) } == [1, 2, 3, 4])
+        #expect(reports.withLock { $0.allSatisfy { $0.total == 4 } })
+        #expect(prefetcher.count == 0)
+
+        // In memory now: the next round ends at once, its counts from zero.
+        prefetcher.startPrefetching(with: [urls[1]])
+        #expect(await round(2) == ImagePrefetcher.Progress(total: 1, completed: 1))
+
+        // Stopped prefetches are counted as such.
+        prefetcher.startPrefetching(with: [server.url("/stall.png?a"), server.url("/stall.png?b")])
+        #expect(await until { server.count(for: "/stall.png") == 2 })
+        prefetcher.stopPrefetching()
+        #expect(await round(3) == ImagePrefetcher.Progress(total: 2, cancelled: 2))
+        #expect(completions.withLock { $0.count } == 3)
+        #expect(server.count(for: "/0.png") == 1)
+    }
+
+    /// Waits until `condition` holds, for at most a minute.
+    func until(_ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !condition() {
+            if ContinuousClock.now > deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
 }

@@ -34,7 +34,8 @@ public final class CurlDataLoader: DataLoading {
         public var allowsHTTPSDowngrade: Bool
         /// Headers sent with every request of this loader, whatever the host. Per-request
         /// `Authorization` and `Cookie` headers are dropped when a redirect leaves
-        /// the original origin; these are not, so put no credentials here.
+        /// the original origin; these are not, so put no credentials here. Without a
+        /// `User-Agent` here or on the request, `ImageLoader.defaultUserAgent` is sent.
         public var httpAdditionalHeaders: [String: String]
         /// Connections open at once to one host; transfers beyond it wait for one of
         /// them. Six by default, as browsers and URLSession do.
@@ -152,7 +153,7 @@ public final class CurlDataLoader: DataLoading {
         }
         if let normalized = url.withLowercasedScheme { url = normalized }
         let headers = try HTTPHeaderFields.merge(
-            request.allHTTPHeaderFields ?? [:], over: configuration.httpAdditionalHeaders, url: url)
+            request.allHTTPHeaderFields ?? [:], over: HTTPHeaderFields.withDefaultUserAgent(configuration.httpAdditionalHeaders), url: url)
         if Task.isCancelled { throw .cancelled }
 
         let transfer = CurlTransfer(

@@ -3,8 +3,25 @@ import Foundation
 import FoundationNetworking
 #endif
 
+extension ImageLoader {
+    /// Imago's version, as its User-Agent gives it.
+    public static let version = "0.1.0"
+    /// `Imago/<version>`: the User-Agent both network loaders (curl and
+    /// URLSession) send unless the request, the loader configuration's `headers`,
+    /// or the data loader's `httpAdditionalHeaders` set one. Some servers and CDNs
+    /// refuse requests without one, and a server's logs can tell Imago's requests
+    /// from others'.
+    public static let defaultUserAgent = "Imago/\(version)"
+}
+
 /// The request header fields a data loader sends, checked before anything is sent.
 enum HTTPHeaderFields {
+    /// A data loader's own fields, with Imago's User-Agent added unless they set one.
+    static func withDefaultUserAgent(_ fields: [String: String]) -> [String: String] {
+        guard !fields.keys.contains(where: { $0.lowercased() == "user-agent" }) else { return fields }
+        return fields.merging(["User-Agent": ImageLoader.defaultUserAgent]) { own, _ in own }
+    }
+
     /// The loader's own fields with the request's laid over them (a request's field
     /// replaces the loader's of the same name, whatever its case), loader's first.
     ///

@@ -38,9 +38,21 @@ public final class ImageLoader: Sendable {
 
     let pipeline: Pipeline
 
+    /// Makes a loader whose memory tier is the configuration's `memoryTier`:
+    /// `ImageCache.shared` by default (see `Configuration.init` for why the memory
+    /// tier is shared and the disk tier is not).
+    ///
+    /// ```swift
+    /// let appLoader = ImageLoader()                            // shared memory, no disk
+    /// let jobLoader = ImageLoader(configuration: .server())    // disk, small memory, 8 at once
+    /// ```
+    public convenience init(configuration: Configuration = Configuration()) {
+        self.init(configuration: configuration, cache: configuration.memoryTier.makeCache())
+    }
+
     /// Makes a loader storing images in `cache` (nil for no caching at all, memory
     /// or disk).
-    public init(configuration: Configuration = Configuration(), cache: (any ImageCaching)? = ImageCache.shared) {
+    public init(configuration: Configuration, cache: (any ImageCaching)?) {
         self.configuration = configuration
         pipeline = Pipeline(configuration: configuration, cache: cache)
     }
@@ -54,8 +66,8 @@ public final class ImageLoader: Sendable {
         set { pipeline.lock.withLock { pipeline.cache = newValue } }
     }
 
-    /// How many transfers run at once; 2 by default, as in AsyncImageView. Raising it
-    /// starts queued transfers at once.
+    /// How many transfers run at once: `Configuration.concurrentLoads` at first (2
+    /// by default, as in AsyncImageView). Raising it starts queued transfers at once.
     public var concurrentLoads: Int {
         get { pipeline.limit(of: .transfers) }
         set { pipeline.setLimit(newValue, of: .transfers) }

@@ -31,8 +31,25 @@ extension ImageLoader {
         public var staleIfErrorAllowance: Double?
         /// How many decodes and processings run at once; by default one per core.
         public var concurrentDecodes: Int
+        /// How many transfers run at once when the loader starts; 2 by default, as in
+        /// AsyncImageView, for an app's few images on screen at a time.
+        /// `ImageLoader.concurrentLoads` changes it while the loader runs.
+        public var concurrentLoads: Int
+        /// The memory tier of a loader made with `ImageLoader(configuration:)`:
+        /// `ImageCache.shared` by default. A loader given a cache of its own
+        /// (`ImageLoader(configuration:cache:)`) ignores this.
+        public var memoryTier: MemoryTier
 
-        /// The defaults.
+        /// The defaults, made for apps: `ImageCache.shared` in memory, no disk tier,
+        /// two transfers at a time.
+        ///
+        /// The memory tier is shared and the disk tier is not, on purpose. Memory is
+        /// the process's own and gone at exit: one shared budget keeps several
+        /// loaders from each filling their own, and an image loaded through one is
+        /// shown by another at once. Files outlive the process in the user's cache
+        /// directory: a loader made for a test or a job writes none unless it is
+        /// given a `DiskCache` (`ImageLoader.shared` has `DiskCache.shared`). For a
+        /// server or a tool, start from `server(diskCache:concurrentLoads:dataLoader:)`.
         public init(
             dataLoader: any DataLoading = DefaultDataLoader(),
             decoders: ImageDecoderRegistry = .shared,
@@ -43,7 +60,9 @@ extension ImageLoader {
             diskCache: DiskCache? = nil,
             diskCachePolicy: DiskCachePolicy = .both,
             staleIfErrorAllowance: Double? = 7 * 86400,
-            concurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount
+            concurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount,
+            concurrentLoads: Int = 2,
+            memoryTier: MemoryTier = .shared
         ) {
             self.dataLoader = dataLoader
             self.decoders = decoders
@@ -55,6 +74,65 @@ extension ImageLoader {
             self.diskCachePolicy = diskCachePolicy
             self.staleIfErrorAllowance = staleIfErrorAllowance
             self.concurrentDecodes = max(1, concurrentDecodes)
+            self.concurrentLoads = max(1, concurrentLoads)
+            self.memoryTier = memoryTier
+        }
+
+        /// For servers and command-line tools, which load long lists of URLs once
+        /// each rather than a screenful again and again: the disk tier on, a small
+        /// memory tier of the loader's own (`MemoryTier.small`), and
+        /// `concurrentLoads` transfers at once (8 by default), each host allowing
+        /// as many connections.
+        ///
+        /// ```swift
+        /// let loader = ImageLoader(configuration: .server())
+        /// for await item in loader.images(for: requests) { … }
+        /// ```
+        ///
+        /// - Parameters:
+        ///   - diskCache: The disk tier; `DiskCache.shared` (in the user's cache
+        ///     directory) by default, nil for none.
+        ///   - concurrentLoads: Transfers at once, at least 1.
+        ///   - dataLoader: What fetches the bytes; nil for a `DefaultDataLoader`
+        ///     allowing `concurrentLoads` connections to a host (at least 6).
+        public static func server(
+            diskCache: DiskCache? = .shared, concurrentLoads: Int = 8, dataLoader: (any DataLoading)? = nil
+        ) -> Configuration {
+            let loads = max(1, concurrentLoads)
+            return Configuration(
+                dataLoader: dataLoader ?? DefaultDataLoader(configuration: .init(httpMaximumConnectionsPerHost: max(6, loads))),
+                diskCache: diskCache, concurrentLoads: loads, memoryTier: .small)
+        }
+
+        /// Which memory tier `ImageLoader(configuration:)` gives a loader.
+        public enum MemoryTier: Sendable, Hashable {
+            /// `ImageCache.shared`, with every loader of the process that uses it:
+            /// what apps want, one budget for every view.
+            case shared
+            /// A cache of the loader's own with these limits (bytes of pixels, and
+            /// images), where one image may take half the budget. It does not purge
+            /// on memory pressure: too small to be worth watching for it, and the
+            /// kernel's pressure triggers cost a short run tens of milliseconds.
+            case own(costLimit: Int, countLimit: Int)
+            /// Nothing cached, in memory or on disk.
+            case disabled
+
+            /// The tier of `Configuration.server`: 32 MB and 256 images. A URL
+            /// repeated soon is answered from memory, one repeated much later from
+            /// disk, and a long list costs no more memory than a short one; a
+            /// full-size photo still fits. Few images, because with thousands of
+            /// small ones each entry's bookkeeping would cost more than its pixels.
+            public static let small = MemoryTier.own(costLimit: 32 << 20, countLimit: 256)
+
+            /// The cache this tier stands for.
+            func makeCache() -> (any ImageCaching)? {
+                switch self {
+                case .shared: ImageCache.shared
+                case .own(let costLimit, let countLimit):
+                    ImageCache(costLimit: costLimit, countLimit: countLimit, entryCostLimit: costLimit / 2, memoryPressure: nil)
+                case .disabled: nil
+                }
+            }
         }
     }
 }

@@ -4,10 +4,67 @@ import Foundation
 /// priority, so that they are in the memory cache when asked for, without delaying
 /// what is on screen. Stopping cancels, and so does releasing the prefetcher; a
 /// prefetch that an on-screen request joined keeps going for that request.
+///
+/// It reports how far it got as SDWebImage's and Kingfisher's prefetchers do: a
+/// progress handler after each prefetch ends, a completion handler once everything
+/// started has ended.
+///
+/// ```swift
+/// let prefetcher = ImagePrefetcher(loader: loader)
+/// prefetcher.progressHandler = { progress in
+///     print("\(progress.finished) of \(progress.total), \(progress.failed) failed")
+/// }
+/// prefetcher.completionHandler = { progress in
+///     print("done: \(progress.completed) images ready")
+/// }
+/// prefetcher.startPrefetching(with: urls)
+/// ```
 public final class ImagePrefetcher: Sendable {
+    /// Where the prefetches stand that were started since the prefetcher was last
+    /// idle (since it was made, or since the last completion).
+    public struct Progress: Sendable, Hashable {
+        /// Prefetches started: each request that was not already being prefetched.
+        public var total = 0
+        /// Ended with the image (memory-cache hits included).
+        public var completed = 0
+        /// Ended with an error.
+        public var failed = 0
+        /// Stopped by `stopPrefetching` (or by cancelling their load) before they ended.
+        public var cancelled = 0
+
+        /// Ended one way or another.
+        public var finished: Int { completed + failed + cancelled }
+        /// Whether every prefetch started has ended.
+        public var isFinished: Bool { finished == total }
+
+        /// Makes progress from its counts.
+        public init(total: Int = 0, completed: Int = 0, failed: Int = 0, cancelled: Int = 0) {
+            self.total = total
+            self.completed = completed
+            self.failed = failed
+            self.cancelled = cancelled
+        }
+    }
+
+    private struct Entry {
+        let token: Int
+        var task: ImageTask?
+    }
+
+    private struct State {
+        var entries: [ImageCacheKey: Entry] = [:]
+        var lastToken = 0
+        var progress = Progress()
+        var progressHandler: (@Sendable (Progress) -> Void)?
+        var completionHandler: (@Sendable (Progress) -> Void)?
+    }
+
     private let loader: ImageLoader
     private let priority: ImageRequest.Priority
-    private let tasks = Locked<[ImageCacheKey: ImageTask]>([:])
+    private let state = Locked(State())
+    /// Handlers run here, one at a time and in the order the prefetches ended: never
+    /// under the prefetcher's lock, so a handler may start or stop prefetches.
+    private let handlers = DispatchQueue(label: "Imago.ImagePrefetcher.handlers")
 
     /// Prefetches through `loader` at `priority` (low by default).
     public init(loader: ImageLoader = .shared, priority: ImageRequest.Priority = .low) {
@@ -19,19 +76,49 @@ public final class ImagePrefetcher: Sendable {
         stopPrefetching()
     }
 
+    /// Called after each prefetch ends, with the counts so far; on a serial queue of
+    /// the prefetcher's own, in order. Nil by default.
+    public var progressHandler: (@Sendable (Progress) -> Void)? {
+        get { state.withLock { $0.progressHandler } }
+        set { state.withLock { $0.progressHandler = newValue } }
+    }
+
+    /// Called when every prefetch started has ended (after the last progress), with
+    /// the final counts, which then start again from zero; on the same queue as
+    /// `progressHandler`. Nil by default.
+    public var completionHandler: (@Sendable (Progress) -> Void)? {
+        get { state.withLock { $0.completionHandler } }
+        set { state.withLock { $0.completionHandler = newValue } }
+    }
+
     /// Starts loading `requests` that are not already being prefetched.
     public func startPrefetching(with requests: [ImageRequest]) {
-        for var request in requests {
-            request.priority = priority
-            let key = request.cacheKey
-            guard tasks.withLock({ $0[key] == nil }) else { continue }
-            let task = loader.task(with: request)
-            guard !task.isFinished else { continue }
-            tasks.withLock { $0[key] = task }
-            Task { [weak self] in
-                _ = await task.value
-                self?.tasks.withLock { if $0[key] === task { $0[key] = nil } }
+        // All are counted before any starts, so that one ending at once (a memory
+        // hit) cannot complete the round while the others are still to come.
+        let started = state.withLock { state in
+            requests.compactMap { request -> (ImageRequest, ImageCacheKey, Int)? in
+                var request = request
+                request.priority = priority
+                let key = request.cacheKey
+                guard state.entries[key] == nil else { return nil }
+                state.lastToken += 1
+                state.entries[key] = Entry(token: state.lastToken)
+                state.progress.total += 1
+                return (request, key, state.lastToken)
             }
+        }
+        for (request, key, token) in started {
+            let task = loader.task(with: request) { [weak self] result in
+                self?.ended(key, token: token, with: result)
+            }
+            // Ended already (a memory hit), or stopped while being made: a finished
+            // task ignores the cancel.
+            let kept = state.withLock { state -> Bool in
+                guard state.entries[key]?.token == token else { return false }
+                state.entries[key]?.task = task
+                return true
+            }
+            if !kept { loader.cancel([task]) }
         }
     }
 
@@ -42,7 +129,9 @@ public final class ImagePrefetcher: Sendable {
 
     /// Stops prefetching `requests`.
     public func stopPrefetching(with requests: [ImageRequest]) {
-        let stopped = tasks.withLock { tasks in requests.compactMap { tasks.removeValue(forKey: $0.cacheKey) } }
+        let stopped = state.withLock { state in
+            requests.compactMap { state.entries.removeValue(forKey: $0.cacheKey)?.task }
+        }
         loader.cancel(stopped)
     }
 
@@ -53,13 +142,36 @@ public final class ImagePrefetcher: Sendable {
 
     /// Stops every prefetch.
     public func stopPrefetching() {
-        let stopped = tasks.withLock { tasks in
-            defer { tasks = [:] }
-            return Array(tasks.values)
+        let stopped = state.withLock { state in
+            defer { state.entries = [:] }
+            return state.entries.values.compactMap(\.task)
         }
         loader.cancel(stopped)
     }
 
     /// How many prefetches are running or queued.
-    public var count: Int { tasks.withLock { $0.count } }
+    public var count: Int { state.withLock { $0.entries.count } }
+
+    /// Counts a prefetch that ended, and tells the handlers.
+    private func ended(_ key: ImageCacheKey, token: Int, with result: Result<ImageResponse, ImagoError>) {
+        state.withLock { state in
+            if state.entries[key]?.token == token { state.entries[key] = nil }
+            switch result {
+            case .success: state.progress.completed += 1
+            case .failure(.cancelled): state.progress.cancelled += 1
+            case .failure: state.progress.failed += 1
+            }
+            let progress = state.progress
+            let (onProgress, onCompletion) = (state.progressHandler, progress.isFinished ? state.completionHandler : nil)
+            if progress.isFinished { state.progress = Progress() }
+            // Queued under the lock, so the handlers hear the prefetches in the order
+            // they were counted.
+            if onProgress != nil || onCompletion != nil {
+                handlers.async {
+                    onProgress?(progress)
+                    onCompletion?(progress)
+                }
+            }
+        }
+    }
 }

@@ -107,17 +107,25 @@ public enum ImageSource: String, Sendable, Codable {
     case local
 }
 
-/// Timings and sizes of one load.
+/// Timings and sizes of one load. The seconds add up to the load's time from its
+/// start to its result, but for the moments between stages (microseconds); a
+/// request that joined a load already in flight shares that load's metrics.
 public struct ImageMetrics: Sendable {
-    /// Seconds spent waiting for a free slot.
+    /// Seconds spent waiting for a free transfer slot (`concurrentLoads`).
     public var queued: Double = 0
     /// Seconds spent transferring, retries included.
     public var transfer: Double = 0
+    /// Seconds spent waiting for a free decoding slot
+    /// (`ImageLoader.Configuration.concurrentDecodes`), before decoding and before
+    /// processing, and looking for a sized variant on disk that was not there. With
+    /// more finished transfers than cores this is where a load's time goes.
+    public var decodeQueued: Double = 0
     /// Seconds spent decoding (and sizing).
     public var decode: Double = 0
     /// Seconds spent in processors.
     public var processing: Double = 0
-    /// Bytes received.
+    /// Bytes received: the body as transferred (none for a bodiless 304, whose
+    /// image comes from the disk tier), or as read from a cache or a local file.
     public var bytes: Int = 0
     /// Transfer attempts made (1 without retries; 0 when a cache answered).
     public var attempts: Int = 0

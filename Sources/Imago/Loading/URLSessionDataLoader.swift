@@ -39,7 +39,8 @@ public final class URLSessionDataLoader: DataLoading {
         /// Headers sent with every request of this loader (and every redirect of it,
         /// whatever its host). Put credentials on the request instead: per-request
         /// `Authorization` and `Cookie` headers are dropped when a redirect leaves
-        /// the original origin.
+        /// the original origin. Without a `User-Agent` here or on the request,
+        /// `ImageLoader.defaultUserAgent` is sent.
         public var httpAdditionalHeaders: [String: String]
         /// Connections open at once to one host. Six, as browsers do: enough to keep a
         /// grid of thumbnails flowing without being a burden on the server.
@@ -90,9 +91,9 @@ public final class URLSessionDataLoader: DataLoading {
         sessionConfiguration.urlCredentialStorage = nil
         sessionConfiguration.timeoutIntervalForRequest = max(1, configuration.idleTimeout.rounded(.up))
         sessionConfiguration.httpMaximumConnectionsPerHost = max(1, configuration.httpMaximumConnectionsPerHost)
-        if !configuration.httpAdditionalHeaders.isEmpty {
-            sessionConfiguration.httpAdditionalHeaders = configuration.httpAdditionalHeaders
-        }
+        // A request's own header replaces the session's of the same name, so the
+        // default User-Agent goes here, under the request's.
+        sessionConfiguration.httpAdditionalHeaders = HTTPHeaderFields.withDefaultUserAgent(configuration.httpAdditionalHeaders)
         delegate = SessionDelegate(configuration: configuration)
         let queue = OperationQueue()
         queue.name = "Imago.URLSessionDataLoader.delegate"

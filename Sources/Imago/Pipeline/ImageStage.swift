@@ -27,15 +27,16 @@ extension Pipeline {
             key: key, request: request, cache: cache, variants: keepsVariants ? disk : nil,
             originals: configuration.diskCachePolicy.storesOriginals ? disk : nil)
         if let disk = work.variants {
-            enqueue(stage, in: .decoding) { [self] in readVariant(stage, work: work, from: disk) }
+            let queuedAt = ContinuousClock.now
+            enqueue(stage, in: .decoding) { [self] in readVariant(stage, work: work, from: disk, queuedAt: queuedAt) }
         } else {
-            subscribeUpstream(stage, work: work)
+            subscribeUpstream(stage, work: work, waited: 0)
         }
     }
 
     /// A processed variant from disk; a miss, or one that no longer decodes (dropped
     /// then), goes on to make the image.
-    private func readVariant(_ stage: Stage<ImageResponse>, work: ImageWork, from disk: DiskCache) {
+    private func readVariant(_ stage: Stage<ImageResponse>, work: ImageWork, from disk: DiskCache, queuedAt: ContinuousClock.Instant) {
         let start = ContinuousClock.now
         if let record = disk.record(forKey: work.key.variantDiskKey) {
             // A variant expires with its original: while that is fresh the variant
@@ -45,6 +46,7 @@ extension Pipeline {
             if case .fresh? = metadata?.freshness(at: Date()) {
                 if let image = decodeVariant(record.data) {
                     var metrics = ImageMetrics()
+                    metrics.decodeQueued = (start - queuedAt).seconds
                     metrics.decode = (ContinuousClock.now - start).seconds
                     var response = ImageResponse(image: image, url: work.request.url, source: .disk, metrics: metrics)
                     response.httpMetadata = metadata
@@ -54,16 +56,20 @@ extension Pipeline {
                 disk.removeRecord(forKey: work.key.variantDiskKey)
             }
         }
+        // The wait and the look-up count with the decoding slot's wait of the image
+        // made instead.
+        let waited = (ContinuousClock.now - queuedAt).seconds
         let live = lock.withLock { () -> Bool in
             guard endRun(of: stage) else { return false }
-            subscribeUpstream(stage, work: work)
+            subscribeUpstream(stage, work: work, waited: waited)
             return true
         }
         if live { pump() }
     }
 
-    /// Subscribes `stage` to what it builds on; called with the lock held.
-    private func subscribeUpstream(_ stage: Stage<ImageResponse>, work: ImageWork) {
+    /// Subscribes `stage` to what it builds on; called with the lock held. `waited`
+    /// is the time the stage has already spent in the decoding queue.
+    private func subscribeUpstream(_ stage: Stage<ImageResponse>, work: ImageWork, waited: Double) {
         let key = work.key
         guard !key.processing.isEmpty else {
             let original = originalStage(for: work.request, priority: stage.priority)
@@ -72,13 +78,16 @@ extension Pipeline {
                     schedulePreview(of: stage) { [self] in decodePreview(data, for: stage, work: work) }
                     return
                 }
-                received(event, by: stage) { [self] original in decode(original, for: stage, work: work) }
+                received(event, by: stage) { [self] original, wait in decode(original, for: stage, work: work, waited: waited + wait) }
             }
             return
         }
         if let decoded = work.cache?.image(forKey: key.decodedKey) {
             let response = ImageResponse(image: decoded, url: work.request.url, source: .memory, metrics: ImageMetrics())
-            enqueue(stage, in: .decoding) { [self] in process(response, for: stage, work: work) }
+            let queuedAt = ContinuousClock.now
+            enqueue(stage, in: .decoding) { [self] in
+                process(response, for: stage, work: work, waited: waited + (ContinuousClock.now - queuedAt).seconds)
+            }
             return
         }
         var plain = work.request
@@ -90,14 +99,15 @@ extension Pipeline {
                 schedulePreview(of: stage) { [self] in processPreview(preview, for: stage, work: work) }
                 return
             }
-            received(event, by: stage) { [self] response in process(response, for: stage, work: work) }
+            received(event, by: stage) { [self] response, wait in process(response, for: stage, work: work, waited: waited + wait) }
         }
     }
 
     /// Handles an event of the stage `stage` builds on: progress is passed on, a
-    /// failure ends `stage`, a value queues `stage`'s own work.
+    /// failure ends `stage`, a value queues `stage`'s own work, which is told how
+    /// long it waited for its decoding slot.
     private func received<Value>(
-        _ event: StageEvent<Value>, by stage: Stage<ImageResponse>, then work: @escaping @Sendable (Value) -> Void
+        _ event: StageEvent<Value>, by stage: Stage<ImageResponse>, then work: @escaping @Sendable (Value, Double) -> Void
     ) {
         switch event {
         case .progress(let progress):
@@ -107,10 +117,11 @@ extension Pipeline {
         case .finished(.failure(let error)):
             finish(stage, with: .failure(error))
         case .finished(.success(let value)):
+            let queuedAt = ContinuousClock.now
             lock.withLock {
                 guard !stage.isClosed else { return }
                 stage.upstream = nil
-                enqueue(stage, in: .decoding) { work(value) }
+                enqueue(stage, in: .decoding) { work(value, (ContinuousClock.now - queuedAt).seconds) }
             }
             pump()
         }
@@ -125,7 +136,7 @@ extension Pipeline {
         return try? configuration.decoders.decode(data, options: DecodingOptions(maximumPixelCount: configuration.maximumPixelCount))
     }
 
-    private func decode(_ original: OriginalData, for stage: Stage<ImageResponse>, work: ImageWork) {
+    private func decode(_ original: OriginalData, for stage: Stage<ImageResponse>, work: ImageWork, waited: Double) {
         let start = ContinuousClock.now
         let options = DecodingOptions(targetSize: work.key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
         let result = Result { () throws(ImagoError) in
@@ -142,6 +153,7 @@ extension Pipeline {
             work.originals?.removeRecord(forKey: ImageCacheKey.originalDiskKey(work.request.imageKey))
         }
         var metrics = original.metrics
+        metrics.decodeQueued = waited
         metrics.decode = (ContinuousClock.now - start).seconds
         complete(stage, work: work, with: result.map {
             var response = ImageResponse(image: $0, url: work.request.url, source: original.source, metrics: metrics)
@@ -150,10 +162,11 @@ extension Pipeline {
         })
     }
 
-    private func process(_ input: ImageResponse, for stage: Stage<ImageResponse>, work: ImageWork) {
+    private func process(_ input: ImageResponse, for stage: Stage<ImageResponse>, work: ImageWork, waited: Double) {
         let start = ContinuousClock.now
         let image = input.image.processed(by: work.request.processors)
         var metrics = input.metrics
+        metrics.decodeQueued += waited
         metrics.processing = (ContinuousClock.now - start).seconds
         var response = ImageResponse(image: image, url: work.request.url, source: input.source, metrics: metrics)
         response.httpMetadata = input.httpMetadata

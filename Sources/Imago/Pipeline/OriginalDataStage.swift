@@ -49,13 +49,16 @@ extension Pipeline {
     ) async throws(ImagoError) -> OriginalData {
         let clock = ContinuousClock()
         let start = clock.now
+        // `transferred`: the body that crossed the wire, when that is not `data` (none
+        // for a 304, whose image is the stored bytes).
         func done(
-            _ data: Data, _ source: ImageSource, attempts: Int, _ metadata: HTTPCacheMetadata?, truncated: Bool = false
+            _ data: Data, _ source: ImageSource, attempts: Int, _ metadata: HTTPCacheMetadata?, truncated: Bool = false,
+            transferred: Int? = nil
         ) -> OriginalData {
             var metrics = ImageMetrics()
             metrics.queued = queued.seconds
             metrics.transfer = (clock.now - start).seconds
-            metrics.bytes = data.count
+            metrics.bytes = transferred ?? data.count
             metrics.attempts = attempts
             return OriginalData(data: data, source: source, metrics: metrics, httpMetadata: metadata, isTruncated: truncated)
         }
@@ -104,7 +107,7 @@ extension Pipeline {
         // for the whole image again.
         if response.isTruncated { return done(response.data, .network, attempts: attempts, nil, truncated: true) }
         let (data, source, metadata) = keep(response, for: request, stored: stored, key: key, in: disk)
-        return done(data, source, attempts: attempts, metadata)
+        return done(data, source, attempts: attempts, metadata, transferred: response.data.count)
     }
 
     /// Keeps what the server answered: a 304 freshens the stored bytes, which are

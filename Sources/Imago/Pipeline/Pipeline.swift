@@ -46,7 +46,7 @@ final class Pipeline: @unchecked Sendable {
     /// The disk keys of originals being revalidated in the background, served stale
     /// meanwhile: one revalidation each, however many loads read them.
     var revalidating: Set<String> = []
-    private var transfers = WorkQueue(limit: 2)
+    private var transfers: WorkQueue
     private var decoding: WorkQueue
     /// Numbers of subscriptions held by stages, negative so that they never meet a
     /// task's id.
@@ -58,6 +58,7 @@ final class Pipeline: @unchecked Sendable {
     init(configuration: ImageLoader.Configuration, cache: (any ImageCaching)?) {
         self.configuration = configuration
         self.cache = cache
+        transfers = WorkQueue(limit: configuration.concurrentLoads)
         decoding = WorkQueue(limit: configuration.concurrentDecodes)
     }
 
@@ -77,6 +78,13 @@ final class Pipeline: @unchecked Sendable {
 
     /// Stages waiting for a transfer slot.
     var queuedTransfers: Int { lock.withLock { transfers.waiting } }
+
+    /// Stages waiting for a decoding slot.
+    var queuedDecodes: Int { lock.withLock { decoding.waiting } }
+
+    /// Stages in flight, of every kind: none once every load has ended or been
+    /// cancelled, which tests hold abandoned work to.
+    var stagesInFlight: Int { lock.withLock { originals.count + images.count } }
 
     // MARK: - Tasks
 

@@ -27,22 +27,22 @@ extension ImageFormat {
 /// file) need not know which formats can be written on this platform.
 public enum ImageEncoders {
     /// An encoder for `format` with default settings, or nil when Imago cannot write
-    /// that format here (GIF, AVIF, HEIC, BMP, TIFF, ICO, SVG; and, for now, every
-    /// format on Apple platforms).
+    /// that format here: PNG and JPEG everywhere, WebP on Linux (libwebp; ImageIO
+    /// has no WebP writer); never GIF, AVIF, HEIC, BMP, TIFF, ICO or SVG.
     ///
     /// `quality` (1…100, clamped) sets the JPEG quality and the lossy WebP quality;
     /// PNG is lossless and ignores it. Nil means each encoder's own default, which
     /// differ (85 for JPEG, 80 for WebP) because the two scales do not match.
     public static func encoder(for format: ImageFormat, quality: Int? = nil) -> (any ImageEncoding)? {
-        #if os(Linux)
         switch format {
+        #if os(Linux) || canImport(ImageIO)
         case .png: return PNGEncoder()
         case .jpeg: return JPEGEncoder(quality: quality ?? JPEGEncoder.defaultQuality)
-        case .webp: return WebPEncoder(quality: quality.map { Float(min(max($0, 1), 100)) } ?? WebPEncoder.defaultQuality)
-        case .gif, .avif, .heic, .bmp, .tiff, .ico, .svg: return nil
-        }
-        #else
-        return nil
         #endif
+        #if os(Linux)
+        case .webp: return WebPEncoder(quality: quality.map { Float(min(max($0, 1), 100)) } ?? WebPEncoder.defaultQuality)
+        #endif
+        default: return nil
+        }
     }
 }

@@ -1,8 +1,11 @@
+#if os(Linux) || canImport(ImageIO)
 #if os(Linux)
 import CImagoCodecs
+#endif
 import Foundation
 
-/// Writes JPEG through libjpeg-turbo: JFIF, YCbCr, optimised Huffman tables.
+/// Writes JPEG: through libjpeg-turbo on Linux (JFIF, YCbCr, optimised Huffman
+/// tables), through ImageIO on Apple platforms, with the same settings on both.
 ///
 /// JPEG has no alpha channel, so a bitmap with transparency is composited over
 /// `background` first, as a browser showing it on that colour would: each
@@ -75,6 +78,19 @@ public struct JPEGEncoder: ImageEncoding {
 
     /// Encodes `bitmap`; opaque bitmaps go to libjpeg as they are, without a copy.
     public func encode(_ bitmap: Bitmap) throws(ImagoError) -> Data {
+        #if os(Linux)
+        try encodeWithLibJPEG(bitmap)
+        #else
+        // ImageIO chooses chroma subsampling itself: `subsamplesChroma` has no
+        // public setting there. The fourth byte is skipped, as libjpeg skips it.
+        try ImageIOEncoding.encode(
+            bitmap.hasAlpha ? Bitmap(width: bitmap.width, height: bitmap.height, pixels: flatten(bitmap)) : bitmap,
+            as: .jpeg, ignoringAlpha: true, quality: Double(quality) / 100, progressive: progressive)
+        #endif
+    }
+
+    #if os(Linux)
+    private func encodeWithLibJPEG(_ bitmap: Bitmap) throws(ImagoError) -> Data {
         let flattened = bitmap.hasAlpha ? flatten(bitmap) : nil
         let stride = flattened == nil ? bitmap.bytesPerRow : bitmap.width * 4
         var options = imago_jpeg_encode_options(
@@ -102,6 +118,7 @@ public struct JPEGEncoder: ImageEncoding {
         // copying a file that can be megabytes.
         return Data(bytesNoCopy: data, count: result.size, deallocator: .free)
     }
+    #endif
 
     /// The pixels composited over `background`, tightly packed with the alpha byte
     /// left as it was (libjpeg ignores it).

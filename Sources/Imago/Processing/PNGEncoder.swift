@@ -1,9 +1,12 @@
+#if os(Linux) || canImport(ImageIO)
 #if os(Linux)
 import CLibPNG
+#endif
 import Foundation
 
-/// Writes PNG through libpng's simplified API: 8-bit RGBA, or RGB when every pixel is
-/// opaque (a quarter smaller, and what other tools expect of a photo).
+/// Writes PNG: through libpng's simplified API on Linux, 8-bit RGBA, or RGB when
+/// every pixel is opaque (a quarter smaller, and what other tools expect of a
+/// photo); through ImageIO on Apple platforms.
 public struct PNGEncoder: ImageEncoding {
     /// Always `.png`.
     public var format: ImageFormat { .png }
@@ -11,8 +14,17 @@ public struct PNGEncoder: ImageEncoding {
     /// Makes the encoder; it holds no state.
     public init() {}
 
-    /// Encodes `bitmap`; a failure carries libpng's message as the codec's word.
+    /// Encodes `bitmap`; a failure carries the codec library's message as its word.
     public func encode(_ bitmap: Bitmap) throws(ImagoError) -> Data {
+        #if os(Linux)
+        try encodeWithLibPNG(bitmap)
+        #else
+        try ImageIOEncoding.encode(bitmap, as: .png, ignoringAlpha: !bitmap.hasAlpha)
+        #endif
+    }
+
+    #if os(Linux)
+    private func encodeWithLibPNG(_ bitmap: Bitmap) throws(ImagoError) -> Data {
         let alpha = bitmap.hasAlpha
         let pixels = bitmap.straightAlphaPixels(alpha: alpha)
         let rowBytes = Int32(bitmap.width * (alpha ? 4 : 3))
@@ -43,8 +55,10 @@ public struct PNGEncoder: ImageEncoding {
         }
         return .encodingFailed(format: .png, reason: message, codec: .init(library: "libpng", message: message))
     }
+    #endif
 }
 
+#if os(Linux)
 extension png_image {
     /// libpng's message for the last failure, if it left one.
     var failureMessage: String? {
@@ -53,4 +67,5 @@ extension png_image {
         return text.isEmpty ? nil : text
     }
 }
+#endif
 #endif

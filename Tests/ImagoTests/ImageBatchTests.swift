@@ -1,0 +1,159 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Imago
+
+/// `ImageLoader.images(for:maxConcurrent:)` against the test server on 127.0.0.1:
+/// completion order, a bounded window over a lazy input, and cancellation of the rest
+/// when the consumer stops.
+@Suite struct ImageBatchTests {
+    let server = TestServer()
+
+    init() throws {
+        try server.start()
+        for n in 0..<4 { server.route("/\(n).png", data: pngData(UInt8(n * 10 + 5))) }
+        server.route("/stall.png") { _ in .stall() }
+    }
+
+    func makeLoader(concurrentLoads: Int = 4) -> ImageLoader {
+        let loader = ImageLoader(configuration: .init(retryPolicy: .none), cache: ImageCache())
+        loader.concurrentLoads = concurrentLoads
+        return loader
+    }
+
+    /// Waits until `condition` holds, for at most `seconds`.
+    func until(_ seconds: Double = 60, _ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while !condition() {
+            if ContinuousClock.now > deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
+    @Test func itemsComeInCompletionOrderWithTheirPlaces() async throws {
+        defer { server.stop() }
+        // The first image is answered only once the others have all been taken.
+        let gate = DispatchSemaphore(value: 0)
+        server.route("/slow.png") { _ in
+            _ = gate.wait(timeout: .now() + 120)
+            return .ok(pngData(200))
+        }
+        let paths = ["/slow.png", "/0.png", "/1.png", "/missing.png", "/2.png"]
+        let loader = makeLoader()
+        let items = await withTimeLimit(120) {
+            var items: [ImageBatch.Item] = []
+            for await item in loader.images(for: paths.map { ImageRequest(url: self.server.url($0)) }) {
+                items.append(item)
+                if items.count == paths.count - 1 { gate.signal() }
+            }
+            return items
+        }
+        let all = try #require(items)
+        #expect(all.count == paths.count)
+        #expect(Set(all.map(\.index)) == Set(0..<paths.count))
+        #expect(all.last?.index == 0, "the slow image comes last: \(all.map(\.index))")
+        for item in all {
+            #expect(item.request.url == server.url(paths[item.index]))
+            if item.index == 3 {
+                #expect(item.result.failure == .httpStatus(404, url: server.url("/missing.png").absoluteString))
+            } else {
+                let shade = item.index == 0 ? 200 : (item.index == 4 ? 25 : (item.index - 1) * 10 + 5)
+                #expect(try item.result.get().image.bitmap[0, 0].r == UInt8(shade), "item \(item.index)")
+            }
+        }
+    }
+
+    @Test func aMillionRequestsAreReadOnlyAsPlacesFreeUp() async throws {
+        defer { server.stop() }
+        let loader = makeLoader()
+        let read = Locked(0)
+        let urls = (0..<4).map { server.url("/\($0).png") }
+        let window = 5
+        let taken = await withTimeLimit(120) {
+            let requests = (0..<1_000_000).lazy.map { n in
+                read.withLock { $0 += 1 }
+                return ImageRequest(url: urls[n % 4])
+            }
+            var taken = 0, mostRead = 0
+            for await item in loader.images(for: requests, maxConcurrent: window) {
+                #expect(item.result.isSuccess)
+                taken += 1
+                // Whatever the consumer has not taken holds a place: the input is
+                // never read further ahead than the window (and the one request the
+                // reading thread holds while it waits for a place).
+                mostRead = max(mostRead, read.withLock { $0 })
+                #expect(read.withLock { $0 } <= taken + window)
+                if taken == 200 { break }
+            }
+            return (taken, mostRead)
+        }
+        let (count, mostRead) = try #require(taken)
+        #expect(count == 200)
+        #expect(mostRead <= 200 + window)
+        // The batch stopped with the loop: the input is not read any further.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(read.withLock { $0 } <= 200 + window)
+    }
+
+    @Test func leavingTheLoopCancelsTheLoadsInFlight() async throws {
+        defer { server.stop() }
+        let loader = makeLoader()
+        let requests = [ImageRequest(url: server.url("/0.png"))]
+            + (0..<3).map { ImageRequest(url: server.url("/stall.png?n=\($0)")) }
+        let first = await withTimeLimit(120) { () -> Int? in
+            for await item in loader.images(for: requests, maxConcurrent: 4) {
+                // The quick image; the stalled ones are still loading.
+                return item.index
+            }
+            return nil
+        }
+        #expect(first == 0)
+        // Every stalled transfer is closed by the client, not left to its timeout.
+        let stalls = await server.waitForStalls(3)
+        #expect(stalls.count == 3 && stalls.allSatisfy(\.closedByClient), "\(stalls)")
+        #expect(await until { loader.queuedCount == 0 && loader.pipeline.stagesInFlight == 0 })
+    }
+
+    @Test func cancellingTheIteratingTaskEndsTheBatch() async throws {
+        defer { server.stop() }
+        let loader = makeLoader(concurrentLoads: 2)
+        // More stalls than transfer slots: two load, the rest wait in the queue.
+        let requests = (0..<5).map { ImageRequest(url: server.url("/stall.png?n=\($0)")) }
+        let consumer = Task {
+            var count = 0
+            for await _ in loader.images(for: requests) { count += 1 }
+            return count
+        }
+        #expect(await until { server.count(for: "/stall.png") == 2 })
+        consumer.cancel()
+        let ended = await withTimeLimit(120) { await consumer.value }
+        #expect(ended == 0, "the iteration ends without items")
+        let stalls = await server.waitForStalls(2)
+        #expect(stalls.count == 2 && stalls.allSatisfy(\.closedByClient))
+        #expect(await until { loader.queuedCount == 0 && loader.pipeline.stagesInFlight == 0 })
+        // The queued ones never reached the server.
+        #expect(server.count(for: "/stall.png") == 2)
+    }
+
+    @Test func anEmptyInputEndsAtOnce() async throws {
+        defer { server.stop() }
+        let loader = makeLoader()
+        let count = await withTimeLimit(60) {
+            var count = 0
+            for await _ in loader.images(for: [ImageRequest]()) { count += 1 }
+            return count
+        }
+        #expect(count == 0)
+    }
+}
+
+extension Result {
+    var isSuccess: Bool {
+        if case .success = self { true } else { false }
+    }
+
+    var failure: Failure? {
+        if case .failure(let error) = self { error } else { nil }
+    }
+}
