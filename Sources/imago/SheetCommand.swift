@@ -270,7 +270,8 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
     }
     let json = arguments.flag("--json")
     let counter = CountingLoader(options.makeDataLoader(), policy: options.retryPolicy)
-    let targets = ImageTargetLoader(loader: options.makeLoader(counter: counter))
+    let loader = options.makeLoader(counter: counter)
+    let targets = ImageTargetLoader(loader: loader)
     let canvas = SheetCanvas(layout: layout)
     let placeholder = SheetCanvas.placeholder(cell: layout.cell)
     let bar = ProgressBar(total: urls.count)
@@ -298,7 +299,10 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
     }
     await run.wait()
     bar.finish()
-    // Disk writes go on in the background; the process must not end before them.
+    // Revalidations of stale images served meanwhile, then disk writes, go on in the
+    // background; the process must not end before them (the first within a bound:
+    // a slow server must not hold a finished run).
+    await loader.waitForBackgroundWork(timeout: LoaderOptions.backgroundWorkTimeout)
     await options.disk?.flush()
 
     let written: Bool

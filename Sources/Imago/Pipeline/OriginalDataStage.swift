@@ -74,12 +74,10 @@ extension Pipeline {
         var validators: [String: String] = [:]
         if let (data, metadata) = stored {
             let now = Date()
-            switch metadata.freshness(at: now) {
-            case .fresh:
+            if configuration.diskFreshnessPolicy.isFresh(metadata, at: now) {
                 return done(data, .disk, attempts: 0, metadata)
-            case .stale(let revalidatable):
-                if revalidatable { validators = metadata.conditionalHeaders }
             }
+            if case .stale(revalidatable: true) = metadata.freshness(at: now) { validators = metadata.conditionalHeaders }
             if metadata.servesWhileRevalidating(at: now) {
                 revalidateInBackground(request, stored: stored, validators: validators, key: key, disk: disk, stage: stage)
                 return done(data, .disk, attempts: 0, metadata)
@@ -117,12 +115,12 @@ extension Pipeline {
         let now = Date()
         if response.statusCode == 304, let (data, metadata) = stored {
             let updated = metadata.updated(with: response.headers, statusCode: 304, at: now)
-            if updated.isStorable {
-                disk.store(data, metadata: updated.encoded(), forKey: key)
-            } else {
+            if !updated.isStorable {
                 disk.removeRecord(forKey: key)
+            } else if rewritesAfterRevalidation(updated, stored: metadata) {
+                disk.store(data, metadata: updated.encoded(), forKey: key)
             }
-            return (data, .disk, updated)
+            return (data, .revalidated, updated)
         }
         var metadata = response.statusCode.flatMap {
             HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: now)
@@ -147,20 +145,35 @@ extension Pipeline {
         _ request: ImageRequest, stored: (Data, HTTPCacheMetadata)?, validators: [String: String], key: String,
         disk: DiskCache, stage: Stage<OriginalData>
     ) {
-        let (first, timeout) = lock.withLock { (revalidating.insert(key).inserted, loadingTimeout) }
-        guard first else { return }
-        Task.detached(priority: .background) { [self] in
-            let result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
-                try await fetch(request, stage: stage, extraHeaders: validators)
+        lock.withLock {
+            guard revalidating[key] == nil else { return }
+            // Made under the lock, so the task cannot end (and leave the table)
+            // before it is in it.
+            revalidating[key] = Task.detached(priority: .background) { [self] in
+                let timeout = lock.withLock { loadingTimeout }
+                let result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
+                    try await fetch(request, stage: stage, extraHeaders: validators)
+                }
+                switch result {
+                case .success((let response, _)) where !response.isTruncated:
+                    _ = keep(response, for: request, stored: stored, key: key, in: disk)
+                case .success: break
+                case .failure(let error): if error.meansResourceGone { disk.removeRecord(forKey: key) }
+                }
+                lock.withLock { _ = revalidating.removeValue(forKey: key) }
             }
-            switch result {
-            case .success((let response, _)) where !response.isTruncated:
-                _ = keep(response, for: request, stored: stored, key: key, in: disk)
-            case .success: break
-            case .failure(let error): if error.meansResourceGone { disk.removeRecord(forKey: key) }
-            }
-            lock.withLock { _ = revalidating.remove(key) }
         }
+    }
+
+    /// Waits until the revalidations running in the background have ended, or
+    /// `seconds` have passed; true when they all ended.
+    func backgroundWorkEnded(within seconds: Double) async -> Bool {
+        let tasks = lock.withLock { Array(revalidating.values) }
+        guard !tasks.isEmpty else { return true }
+        let result = await withDeadline(seconds: seconds, url: "background revalidations") { () async throws(ImagoError) in
+            for task in tasks { await task.value }
+        }
+        return (try? result.get()) != nil
     }
 
     /// Fetches the bytes, retrying per the policy; a non-2xx status is an error,
@@ -222,6 +235,16 @@ extension Pipeline {
 }
 
 extension Pipeline {
+    /// Whether a record the server confirmed with a 304 is written again with its
+    /// `updated` metadata. Not when nothing a later load reads would change (see
+    /// `HTTPCacheMetadata.confirms(_:)`): an image served `no-cache` is confirmed at
+    /// every load, and writing its original (the whole photo) and its variants back
+    /// each time would cost more than the revalidation. Under a trust period the time
+    /// of the confirmation counts, so the record is always written then.
+    func rewritesAfterRevalidation(_ updated: HTTPCacheMetadata, stored: HTTPCacheMetadata) -> Bool {
+        configuration.diskFreshnessPolicy != .httpHeaders || !updated.confirms(stored)
+    }
+
     /// Whether header text would break out of its line on the wire.
     static func smuggles(_ text: String) -> Bool {
         text.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
