@@ -206,7 +206,11 @@ extension Pipeline {
         let start = ContinuousClock.now
         let options = DecodingOptions(targetSize: work.key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
         let result = Result { () throws(ImagoError) in
-            let image = try configuration.decoders.decode(original.data, options: options)
+            guard let data = original.bytes.load() else {
+                let path = work.originals?.fileURL(forKey: ImageCacheKey.originalDiskKey(work.request.imageKey)).path
+                throw .fileError(path: path ?? work.request.url.absoluteString, reason: "the stored image could not be read back", errno: nil)
+            }
+            let image = try configuration.decoders.decode(data, options: options)
             // Bytes cut short are partial even where the decoder found all the pixels
             // (a file cut just before its end marker).
             return original.isTruncated && !image.isPartial ? image.markedPartial : image
