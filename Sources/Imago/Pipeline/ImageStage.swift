@@ -221,10 +221,11 @@ extension Pipeline {
             // pixel limit), or only in part (a body cut short whose length matched),
             // are not kept to be served again: the next load asks the server.
             work.originals?.removeRecord(forKey: ImageCacheKey.originalDiskKey(work.request.imageKey))
-            if original.source != .network, !work.refetched {
+            if original.source != .network, !work.refetched, !result.exceedsALimit {
                 // Stored bytes that no longer decode (a decoder that changed, a file
                 // damaged in a way its checksum cannot see) are not this load's
-                // failure: it asks the server for the image, once.
+                // failure: it asks the server for the image, once. An image over a
+                // limit would come back the same.
                 var again = work
                 again.refetched = true
                 again.staleVariant = nil
@@ -306,5 +307,15 @@ extension DecodedImage {
 extension Result {
     fileprivate var isFailure: Bool {
         if case .failure = self { true } else { false }
+    }
+}
+
+extension Result<DecodedImage, ImagoError> {
+    /// A failure for the image's size or frame count, not for its bytes.
+    fileprivate var exceedsALimit: Bool {
+        switch self {
+        case .failure(.imageTooLarge), .failure(.tooManyFrames): true
+        default: false
+        }
     }
 }
