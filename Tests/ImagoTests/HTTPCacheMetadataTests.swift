@@ -383,6 +383,20 @@ import Testing
         }
     }
 
+    /// A 304 that repeats a `no-cache` response's headers changes nothing a later
+    /// question reads, whatever its date; one that changes a header, or a response
+    /// whose age counts, does.
+    @Test func aRepeatingNoCache304ConfirmsWhatWasStored() throws {
+        let stored = try #require(Self.stored(["ETag": "\"v1\"", "Cache-Control": "no-cache"]))
+        let later = Self.at(0).addingTimeInterval(600)
+        let same = stored.updated(with: ["ETag": "\"v1\"", "Cache-Control": "no-cache", "Date": "Wed, 21 Oct 2015 07:38:00 GMT"], at: later)
+        #expect(same.confirms(stored) && same.storedAt == later)
+        #expect(!stored.updated(with: ["ETag": "\"v2\""], at: later).confirms(stored))
+        #expect(!stored.updated(with: ["Cache-Control": "max-age=60"], at: later).confirms(stored))
+        let aged = try #require(Self.stored(["ETag": "\"v1\"", "Cache-Control": "max-age=0"]))
+        #expect(!aged.updated(with: [:], at: later).confirms(aged))
+    }
+
     // MARK: Shared date parsing
 
     @Test func httpDatesInAllThreeForms() {

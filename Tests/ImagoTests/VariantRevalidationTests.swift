@@ -28,8 +28,10 @@ import Testing
         return (loader, disk)
     }
 
-    func load(_ loader: ImageLoader, _ path: String, target: TargetSize? = nil) async throws -> ImageResponse {
-        let task = loader.task(with: ImageRequest(url: server.url(path), targetSize: target))
+    func load(
+        _ loader: ImageLoader, _ path: String, target: TargetSize? = nil, processors: [any ImageProcessing] = []
+    ) async throws -> ImageResponse {
+        let task = loader.task(with: ImageRequest(url: server.url(path), targetSize: target, processors: processors))
         return try await (withTimeLimit(60) { await task.value } ?? .failure(.cancelled)).get()
     }
 
@@ -76,6 +78,27 @@ import Testing
         // original the 304 confirmed, and says so too.
         let full = try await load(second, "/photo.jpg")
         #expect(full.source == .revalidated && full.image.width == 600 && full.image.bitmap[0, 0].r == 7)
+    }
+
+    /// A processed variant (here a crop of a thumbnail) answers after a 304 as a
+    /// sized one does, not processed again from a thumbnail made again.
+    @Test func a304ServesAStoredProcessedImageAsItIs() async throws {
+        defer { cleanUp() }
+        serveVersions("/crop.png", version: Locked(1)) { Self.plain($0 * 50) }
+        let crop = [ImageProcessors.Crop(x: 0, y: 0, width: 30, height: 20)]
+        let (first, disk) = makeLoader()
+        let cold = try await load(first, "/crop.png", target: .thumbnail(60), processors: crop)
+        #expect(cold.image.width == 30 && cold.image.height == 20)
+        await disk.flush()
+        let key = ImageRequest(url: server.url("/crop.png"), targetSize: .thumbnail(60), processors: crop).cacheKey.variantDiskKey
+        let record = try #require(disk.record(forKey: key))
+        // The stored crop now holds another grey: made again, it would read 50.
+        let other = VariantCodec.encode(DecodedImage(bitmap: Bitmap(width: 30, height: 20, pixels: (0..<2400).map { $0 % 4 == 3 ? 255 : 9 }), format: .png))
+        disk.store(other, metadata: record.metadata, forKey: key)
+        await disk.flush()
+        let (second, _) = makeLoader()
+        let warm = try await load(second, "/crop.png", target: .thumbnail(60), processors: crop)
+        #expect(warm.source == .revalidated && warm.image.width == 30 && warm.image.bitmap[0, 0].r == 9)
     }
 
     @Test func a200WithNewContentReplacesTheStoredThumbnail() async throws {
