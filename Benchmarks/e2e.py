@@ -9,6 +9,11 @@ plus `curl --parallel` moving the same bytes), measured in the same rounds.
 tool's own default). Each round also runs the thumbnails and the many-origin fetch
 with both HTTP clients, for the rows that compare them.
 
+The warm rows read 300 thumbnails back from a disk cache that a cold run filled:
+once with the originals fresh (served with `Cache-Control: max-age=3600`), and once
+with every original to be revalidated (`no-cache`, nginx's ETag), so that each load
+asks nginx and gets a 304.
+
 Every figure is a whole process's wall time, the median of --rounds rounds, with
 imago and its peers run back to back in each round so that a busy machine slows
 them alike. Each line names its goal and says whether it was met.
@@ -54,10 +59,17 @@ def free_base_port(start, count=PORTS):
     sys.exit(f"no {count} free ports in a row on 127.0.0.1 from {start}")
 
 
+# Under these prefixes the first port serves the same photos with a freshness of
+# its own: an hour, or none (every load revalidates; nginx answers a 304 by ETag).
+FRESH, NO_CACHE = "/fresh/", "/no-cache/"
+
+
 def start_nginx(root, work, base_port):
     conf = os.path.join(work, "nginx.conf")
+    prefixes = (f"location {FRESH} {{ alias {root}/; add_header Cache-Control \"max-age=3600\"; }} "
+                f"location {NO_CACHE} {{ alias {root}/; add_header Cache-Control \"no-cache\"; }}")
     servers = "\n".join(
-        f"    server {{ listen 127.0.0.1:{base_port + i}; root {root}; }}" for i in range(PORTS))
+        f"    server {{ listen 127.0.0.1:{base_port + i}; root {root}; {prefixes if i == 0 else ''} }}" for i in range(PORTS))
     with open(conf, "w") as f:
         f.write(f"""worker_processes 1;
 daemon on;
@@ -168,6 +180,8 @@ def main():
         base = f"http://127.0.0.1:{args.port}"
         one = write_list(f"{work}/300.txt", [f"{base}/{n}" for n in names])
         many = write_list(f"{work}/3000.txt", [f"{base}/{n}?r={r}" for r in range(10) for n in names])
+        fresh = write_list(f"{work}/fresh.txt", [f"{base}{FRESH}{n}" for n in names])
+        no_cache = write_list(f"{work}/no-cache.txt", [f"{base}{NO_CACHE}{n}" for n in names])
         origins = write_list(f"{work}/origins.txt",
                              [f"http://127.0.0.1:{args.port + i % PORTS}/{n}" for i, n in enumerate(names)])
         size = sum(os.path.getsize(os.path.join(photos, n)) for n in names)
@@ -175,10 +189,11 @@ def main():
               f"{os.cpu_count()} cores, median of {args.rounds} rounds, whole-process wall times; "
               f"load average {os.getloadavg()[0]:.2f} at the start; HTTP client: {LOADER or 'the tool default'}")
         rows = {key: [] for key in ["full", "full_py", "full_limit", "thumb", "thumb_py", "thumb_limit",
-                                    "s300", "s3000", "cold", "warm", "origins"]
+                                    "s300", "s3000", "cold", "warm", "origins", "warm_fresh", "warm_304"]
                 + [f"{kind}_{name}" for kind in ["thumb", "origins"] for name in LOADERS]}
         transfer = {name: [] for name in LOADERS}
         peaks = {"s300": [], "s3000": [], "full_py": []}
+        sources = {"warm_fresh": set(), "warm_304": set()}
         stages = None
         for _ in range(args.rounds):
             seconds, records, summary = imago_fetch(args.imago, one)
@@ -202,6 +217,12 @@ def main():
             rows["cold"].append(imago_fetch(args.imago, one, thumbnail=True, cache=cache)[0])
             rows["warm"].append(imago_fetch(args.imago, one, thumbnail=True, cache=cache)[0])
             rows["origins"].append(imago_fetch(args.imago, origins)[0])
+            for key, urls in [("warm_fresh", fresh), ("warm_304", no_cache)]:
+                shutil.rmtree(cache, ignore_errors=True)
+                imago_fetch(args.imago, urls, thumbnail=True, cache=cache)
+                seconds, records, _ = imago_fetch(args.imago, urls, thumbnail=True, cache=cache)
+                rows[key].append(seconds)
+                sources[key] |= {r.get("source") for r in records}
             for name in LOADERS:
                 seconds, records, _ = imago_fetch(args.imago, one, thumbnail=True, loader=name)
                 rows[f"thumb_{name}"].append(seconds)
@@ -232,6 +253,11 @@ def main():
         warm = m["cold"] / m["warm"]
         print(f"{'300 thumbnails, warm disk against cold':44}{m['warm']:9.2f}s{'cold ' + format(m['cold'], '.2f') + ' s':>24}"
               f"{warm:8.2f}×   ≥ 5× faster: {verdict(warm >= 5)}")
+        revalidated = m["warm_304"] / m["warm_fresh"]
+        print(f"{'300 thumbnails, warm, every original a 304':44}{m['warm_304']:9.2f}s"
+              f"{'fresh ' + format(m['warm_fresh'], '.2f') + ' s':>24}{revalidated:8.2f}×   ≤ 1.5× fresh: "
+              f"{verdict(revalidated <= 1.5)} (answered by: {', '.join(sorted(map(str, sources['warm_304'])))} "
+              f"against {', '.join(sorted(map(str, sources['warm_fresh'])))})")
         print(f"{'300 full decodes from {} origins (ports)'.format(PORTS):44}{m['origins']:9.2f}s"
               f"{'one origin ' + format(m['full'], '.2f') + ' s':>24}{m['origins'] / m['full']:8.2f}×")
         a, b = LOADERS

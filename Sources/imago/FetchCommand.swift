@@ -105,7 +105,10 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
         report(FetchRecord(requests.input(at: item.index), item.result))
     }
     bar.finish()
-    // Disk writes go on in the background; the process must not end before them.
+    // Revalidations of stale images served meanwhile, then disk writes, go on in the
+    // background; the process must not end before them (the first within a bound:
+    // a slow server must not hold a finished run).
+    await loader.waitForBackgroundWork(timeout: LoaderOptions.backgroundWorkTimeout)
     await options.disk?.flush()
 
     let counts = tally.withLock { $0 }

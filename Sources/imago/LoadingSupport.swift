@@ -241,6 +241,12 @@ struct LoaderOptions {
 
     var retryPolicy: RetryPolicy { RetryPolicy(maximumAttempts: retries + 1) }
 
+    /// The longest a command waits, once its images are in, for revalidations it
+    /// left running in the background (`stale-while-revalidate`), so that their
+    /// answers reach the disk tier: a few seconds is most revalidations over a slow
+    /// link, and a stuck one costs no more than that.
+    static let backgroundWorkTimeout = 5.0
+
     /// A loader of its own for the command, counting transfers through `counter`:
     /// the library's preset for tools, with the command's options.
     func makeLoader(counter: CountingLoader) -> ImageLoader {
@@ -278,7 +284,7 @@ struct LoadSummary: Encodable {
     /// "3 items, 1 failed, 1.2 MB in 4 transfers (1 retry), answered by: 2 network,
     /// 0.31 s".
     var text: String {
-        let tiers = ["memory", "disk", "network", "local"].compactMap { tier in hits[tier].map { "\($0) \(tier)" } }
+        let tiers = ["memory", "disk", "revalidated", "network", "local"].compactMap { tier in hits[tier].map { "\($0) \(tier)" } }
         let retried = retries == 0 ? "" : " (\(retries) \(retries == 1 ? "retry" : "retries"))"
         return """
             \(items) items, \(failed) failed, \(formatBytes(Int64(bytes))) in \(transfers) transfers\(retried), \

@@ -252,7 +252,10 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
         }
     }
     bar.finish()
-    // Disk writes go on in the background; the process must not end before them.
+    // Revalidations of stale images served meanwhile, then disk writes, go on in the
+    // background; the process must not end before them (the first within a bound:
+    // a slow server must not hold a finished run).
+    await loader.waitForBackgroundWork(timeout: LoaderOptions.backgroundWorkTimeout)
     await options.disk?.flush()
 
     let written: Bool

@@ -180,6 +180,31 @@ private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x"
         #expect(cache.statistics.totalSize == folder.records.values.reduce(0, +))
     }
 
+    /// A record's head (its metadata and body length) is read without its body: from
+    /// memory before the write, from the file after; a body damaged on disk still
+    /// gives its head, and fails where the body is read.
+    @Test func aHeadIsReadWithoutTheBody() throws {
+        let cache = cache()
+        let metadata = Data("ETag: \"h\"".utf8)
+        cache.store(Self.body(2, 3000), metadata: metadata, forKey: "headed")
+        #expect(cache.recordHead(forKey: "headed")?.metadata == metadata && cache.recordHead(forKey: "headed")?.bodyCount == 3000)
+        cache.flush()
+        let reopened = self.cache()
+        let head = try #require(reopened.recordHead(forKey: "headed"))
+        #expect(head.metadata == metadata && head.bodyCount == 3000)
+        #expect(reopened.statistics.hits == 0)
+        #expect(reopened.recordHead(forKey: "never stored") == nil)
+        let file = cache.fileURL(forKey: "headed")
+        var bytes = try Data(contentsOf: file)
+        bytes[bytes.count - 10] ^= 0xFF
+        try bytes.write(to: file)
+        #expect(reopened.recordHead(forKey: "headed")?.bodyCount == 3000)
+        #expect(reopened.record(forKey: "headed") == nil)
+        // A file cut short is refused from its header alone.
+        try bytes.prefix(bytes.count - 100).write(to: file)
+        #expect(reopened.recordHead(forKey: "headed") == nil)
+    }
+
     @Test func recordsSurviveARestart() throws {
         do {
             let cache = cache()

@@ -94,6 +94,31 @@ import Testing
         #expect(server.count(for: "/fresh.png") == 1)
     }
 
+    /// A stale image that `stale-while-revalidate` lets a run answer at once is
+    /// revalidated in the background, and the run waits for that answer (a second
+    /// late here) before it exits: the next run finds the new image on disk.
+    @Test func aRunWaitsForItsBackgroundRevalidation() async throws {
+        defer { server.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imago-fetch-swr-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let version = Locked(1)
+        server.route("/swr.png") { request in
+            let current = version.withLock { $0 }
+            let headers = ["ETag": "\"v\(current)\"", "Cache-Control": "max-age=0, stale-while-revalidate=3600"]
+            if request.header("If-None-Match") != nil { Thread.sleep(forTimeInterval: 1) }
+            return .ok(pngData(UInt8(current * 10)), headers: headers)
+        }
+        let url = server.url("/swr.png").absoluteString
+        let first = try await Tool.run(["fetch", "--json", "--cache-dir", directory.path, url])
+        version.withLock { $0 = 2 }
+        let second = try await Tool.run(["fetch", "--json", "--cache-dir", directory.path, url])
+        #expect(first.status == 0 && second.status == 0)
+        #expect(second.stdout.contains("\"source\":\"disk\""), "\(second.stdout)")
+        #expect(server.requests(for: "/swr.png").last?.header("If-None-Match") == "\"v1\"")
+        let record = try #require(DiskCache(directory: directory).record(forKey: ImageCacheKey.originalDiskKey(url)))
+        #expect(try ImageDecoderRegistry.shared.decode(record.data).bitmap[0, 0].r == 20)
+    }
+
     @Test func badUsageExitsTwo() async throws {
         defer { server.stop() }
         for arguments in [["fetch"], ["fetch", "--concurrency", "0", "http://x/"], ["fetch", "--timeout", "soon", "http://x/"],

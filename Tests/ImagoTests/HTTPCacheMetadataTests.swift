@@ -383,6 +383,20 @@ import Testing
         }
     }
 
+    /// A 304 that repeats a `no-cache` response's headers changes nothing a later
+    /// question reads, whatever its date; one that changes a header, or a response
+    /// whose age counts, does.
+    @Test func aRepeatingNoCache304ConfirmsWhatWasStored() throws {
+        let stored = try #require(Self.stored(["ETag": "\"v1\"", "Cache-Control": "no-cache"]))
+        let later = Self.at(0).addingTimeInterval(600)
+        let same = stored.updated(with: ["ETag": "\"v1\"", "Cache-Control": "no-cache", "Date": "Wed, 21 Oct 2015 07:38:00 GMT"], at: later)
+        #expect(same.confirms(stored) && same.storedAt == later)
+        #expect(!stored.updated(with: ["ETag": "\"v2\""], at: later).confirms(stored))
+        #expect(!stored.updated(with: ["Cache-Control": "max-age=60"], at: later).confirms(stored))
+        let aged = try #require(Self.stored(["ETag": "\"v1\"", "Cache-Control": "max-age=0"]))
+        #expect(!aged.updated(with: [:], at: later).confirms(aged))
+    }
+
     // MARK: Shared date parsing
 
     @Test func httpDatesInAllThreeForms() {
@@ -391,6 +405,11 @@ import Testing
         #expect(HTTPDate.parse("  Wednesday, 21-Oct-15 07:28:00 GMT ") == expected)
         #expect(HTTPDate.parse("Wed Oct 21 07:28:00 2015") == expected)
         #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == Date(timeIntervalSince1970: 784_111_777))
+        // Names and the zone in any case, as browsers read them.
+        #expect(HTTPDate.parse("WED, 21 OCT 2015 07:28:00 GMT") == expected)
+        #expect(HTTPDate.parse("wed, 21 oct 2015 07:28:00 gMT") == expected)
+        #expect(HTTPDate.parse("WEDNESDAY, 21-oCT-15 07:28:00 gmt") == expected)
+        #expect(HTTPDate.parse("wED ocT 21 07:28:00 2015") == expected)
         for garbage in [
             "", "0", "-1", "Wed, 32 Oct 2015 07:28:00 GMT", "2015-10-21T07:28:00Z", "Wed, 21 Oct 2015 07:28:00 GMT junk",
             "Thu, 29 Feb 2015 07:28:00 GMT", "Wed, 21 Oct 2015 24:00:00 GMT", "Wed, 21 Oct 2015 07:61:00 GMT",

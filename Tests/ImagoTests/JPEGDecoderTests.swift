@@ -213,6 +213,42 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
             == "JPEG decoding failed: the data ends before the image does (libjpeg-turbo: Premature end of JPEG file)")
     }
 
+    /// A thumbnail decoded at a DCT scale comes out at the size its source's layout
+    /// gives, as the same pixels in PNG do: the scaled decode's own size rounds
+    /// otherwise (1800×2700 at 1/8 is 225×338, which fits 256 px as 170×256).
+    @Test(arguments: [(1800, 2700), (2268, 1512)])
+    func scaledThumbnailsHaveTheSizeOfTheSourcesLayout(width: Int, height: Int) throws {
+        let pixels = [UInt8](unsafeUninitializedCapacity: width * height * 4) { buffer, count in
+            for y in 0..<height {
+                for x in 0..<width {
+                    let i = (y * width + x) * 4
+                    buffer[i] = UInt8(x * 255 / width)
+                    buffer[i + 1] = UInt8(y * 255 / height)
+                    buffer[i + 2] = UInt8((x + y) * 127 / (width + height))
+                    buffer[i + 3] = 255
+                }
+            }
+            count = width * height * 4
+        }
+        let bitmap = Bitmap(width: width, height: height, pixels: pixels)
+        let jpeg = try JPEGEncoder(quality: 95).encode(bitmap), png = try PNGEncoder().encode(bitmap)
+        for target in [TargetSize.thumbnail(256), TargetSize(width: 100, height: 60, contentMode: .aspectFill)] {
+            let options = DecodingOptions(targetSize: target)
+            let layout = target.layout(sourceWidth: width, sourceHeight: height)
+            let fromJPEG = try ImageDecoderRegistry.shared.decode(jpeg, options: options)
+            let fromPNG = try ImageDecoderRegistry.shared.decode(png, options: options)
+            #expect(fromJPEG.width == layout.outputWidth && fromJPEG.height == layout.outputHeight, "\(target)")
+            #expect(fromPNG.width == layout.outputWidth && fromPNG.height == layout.outputHeight, "\(target)")
+            guard fromJPEG.width == fromPNG.width, fromJPEG.height == fromPNG.height else { continue }
+            // The same picture, not only the same size: a smooth gradient differs by
+            // little more than JPEG's own loss.
+            let difference = fromJPEG.bitmap.difference(to: fromPNG.bitmap)
+            #expect(difference.maximum <= 12 && difference.total / difference.count <= 2, "\(target): \(difference)")
+        }
+        let thumbnail = try ImageDecoderRegistry.shared.decode(jpeg, options: DecodingOptions(targetSize: .thumbnail(256)))
+        #expect(min(thumbnail.width, thumbnail.height) == 171 && max(thumbnail.width, thumbnail.height) == 256)
+    }
+
     @Test func garbageFails() {
         for bytes: [UInt8] in [[], [0xFF, 0xD8, 0xFF], [0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0x41, count: 100)] {
             #expect(throws: ImagoError.self) { try decoder.decode(Data(bytes), options: DecodingOptions()) }

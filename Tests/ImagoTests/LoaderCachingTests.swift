@@ -61,13 +61,89 @@ import Testing
         await disk.flush()
         let (second, _) = makeLoader()
         let response = try await load(second, "/tagged.png").get()
-        #expect(response.source == .disk && response.image.bitmap[0, 0].r == 33)
+        #expect(response.source == .revalidated && response.image.bitmap[0, 0].r == 33)
         let requests = server.requests(for: "/tagged.png")
         #expect(requests.count == 2)
         #expect(requests.last?.header("If-None-Match") == "\"v1\"")
         // The 304 carried no body: nothing but headers crossed the wire, and the
         // metrics say so rather than giving the stored file's size.
         #expect(response.metrics.bytes == 0 && response.metrics.attempts == 1)
+    }
+
+    /// Dates whose names and zone are in another case are dates all the same, as
+    /// browsers read them: the image stays fresh until its `Expires`.
+    @Test func datesInAnotherCaseKeepTheirMeaning() async throws {
+        defer { cleanUp() }
+        server.route("/shouting.png", data: Self.png, headers: [
+            "Expires": "THU, 01 JAN 2099 00:00:00 gMT", "Last-Modified": "mon, 01 jan 2024 00:00:00 GMT",
+        ])
+        let (first, disk) = makeLoader()
+        _ = try await load(first, "/shouting.png").get()
+        await disk.flush()
+        let (second, _) = makeLoader()
+        #expect(try await load(second, "/shouting.png").get().source == .disk)
+        #expect(server.count(for: "/shouting.png") == 1)
+    }
+
+    /// A fresh original on disk that no longer decodes (its checksum holds, its bytes
+    /// are not an image) is dropped and fetched again by the load that meets it; a
+    /// server still sending bytes that do not decode fails the load after one more
+    /// request, not in a loop.
+    @Test func aStoredOriginalThatNoLongerDecodesIsFetchedAgainOnce() async throws {
+        defer { cleanUp() }
+        let broken = Atomic<Bool>(false)
+        server.route("/photo.png") { _ in
+            .ok(broken.load(ordering: .relaxed) ? Data("<html>maintenance</html>".utf8) : Self.png, headers: ["Cache-Control": "max-age=3600"])
+        }
+        let (first, disk) = makeLoader()
+        _ = try await load(first, "/photo.png").get()
+        await disk.flush()
+        let key = ImageCacheKey.originalDiskKey(server.url("/photo.png").absoluteString)
+        let record = try #require(disk.record(forKey: key))
+        let damage = { disk.store(Data("not an image any more".utf8), metadata: record.metadata, forKey: key) }
+        damage()
+        await disk.flush()
+
+        let (second, secondDisk) = makeLoader()
+        let response = try await load(second, "/photo.png").get()
+        #expect(response.source == .network && response.image.bitmap[0, 0].r == 33)
+        #expect(server.count(for: "/photo.png") == 2)
+        await secondDisk.flush()
+        #expect(secondDisk.record(forKey: key)?.data == Self.png)
+
+        damage()
+        await disk.flush()
+        broken.store(true, ordering: .relaxed)
+        let (third, _) = makeLoader()
+        guard case .failure(.unsupportedFormat) = await load(third, "/photo.png") else {
+            Issue.record("bytes that are not an image were shown")
+            return
+        }
+        #expect(server.count(for: "/photo.png") == 3)
+    }
+
+    /// `cachedResponse(for:)` finds what the disk tier keeps, where `cachedImage(for:)`
+    /// reads memory only: the stored thumbnail, another size made from the stored
+    /// original, and nothing for an image never loaded, all without a request.
+    @Test func storedImagesAreFoundByTheirRequestInBothTiers() async throws {
+        defer { cleanUp() }
+        server.route("/photo.jpg", data: Self.photo, headers: ["Cache-Control": "no-cache", "ETag": "\"a\""])
+        let (first, disk) = makeLoader(policy: .both)
+        let thumbnail = ImageRequest(url: server.url("/photo.jpg"), targetSize: .thumbnail(64))
+        let cold = try await load(first, "/photo.jpg", target: .thumbnail(64)).get()
+        await disk.flush()
+
+        let (second, _) = makeLoader(policy: .both)
+        #expect(second.cachedImage(for: thumbnail) == nil)
+        let stored = try #require(await second.cachedResponse(for: thumbnail))
+        #expect(stored.source == .disk && stored.image.bitmap == cold.image.bitmap)
+        // Now in memory too.
+        #expect(second.cachedImage(for: thumbnail)?.bitmap == cold.image.bitmap)
+        #expect(await second.cachedResponse(for: thumbnail)?.source == .memory)
+        let other = try #require(await second.cachedResponse(for: ImageRequest(url: server.url("/photo.jpg"), targetSize: .thumbnail(32))))
+        #expect(other.source == .disk && other.image.width == 32)
+        #expect(await second.cachedResponse(for: ImageRequest(url: server.url("/never.jpg"))) == nil)
+        #expect(server.count(for: "/photo.jpg") == 1)
     }
 
     @Test func changedImagesAreFetchedAgainWhenStale() async throws {
@@ -346,7 +422,7 @@ import Testing
         await disk.flush()
         let (second, _) = makeLoader(policy: .both)
         let warm = try await load(second, "/tagged.jpg", target: .thumbnail(64)).get()
-        #expect(warm.source == .disk && warm.image.bitmap == cold.image.bitmap)
+        #expect(warm.source == .revalidated && warm.image.bitmap == cold.image.bitmap)
         let requests = server.requests(for: "/tagged.jpg")
         #expect(requests.count == 2 && requests.last?.header("If-None-Match") == "\"v1\"")
     }

@@ -1,4 +1,5 @@
 #if os(Linux)
+import CLibTIFF
 import Foundation
 import Testing
 @testable import Imago
@@ -56,6 +57,42 @@ import Testing
         let bigEndian = try Fixture.data("tiff/rgb8-bigendian.tif")
         #expect(bigEndian.prefix(4) == Data([0x4D, 0x4D, 0x00, 0x2A]))
         #expect(ImageFormat.detect(bigEndian) == .tiff)
+    }
+
+    /// BigTIFF (64-bit offsets; `II+\0` or `MM\0+`) in both byte orders, written by
+    /// libtiff itself here.
+    @Test(arguments: ["w8l", "w8b"])
+    func bigTIFFIsRecognisedAndDecoded(mode: String) throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("imago-bigtiff-\(UUID()).tif").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let width = 5, height = 3
+        var rgb: [UInt8] = []
+        for i in 0..<width * height { rgb += [UInt8(i * 10), UInt8(200 - i * 5), 77] }
+        let tiff = try #require(TIFFOpen(path, mode))
+        func set(_ tag: Int32, _ value: Int) {
+            _ = withVaList([Int32(value)]) { TIFFVSetField(tiff, UInt32(tag), $0) }
+        }
+        set(TIFFTAG_IMAGEWIDTH, width)
+        set(TIFFTAG_IMAGELENGTH, height)
+        set(TIFFTAG_BITSPERSAMPLE, 8)
+        set(TIFFTAG_SAMPLESPERPIXEL, 3)
+        set(TIFFTAG_PHOTOMETRIC, Int(PHOTOMETRIC_RGB))
+        set(TIFFTAG_PLANARCONFIG, Int(PLANARCONFIG_CONTIG))
+        set(TIFFTAG_ROWSPERSTRIP, height)
+        for row in 0..<height {
+            var line = Array(rgb[row * width * 3..<(row + 1) * width * 3])
+            #expect(TIFFWriteScanline(tiff, &line, UInt32(row), 0) == 1)
+        }
+        TIFFClose(tiff)
+
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(data.prefix(4) == Data(mode == "w8l" ? [0x49, 0x49, 0x2B, 0x00] : [0x4D, 0x4D, 0x00, 0x2B]))
+        #expect(ImageFormat.detect(data) == .tiff)
+        let image = try ImageDecoderRegistry().decode(data)
+        #expect(image.format == .tiff && image.width == width && image.height == height)
+        var expected: [UInt8] = []
+        for i in 0..<width * height { expected += rgb[i * 3..<i * 3 + 3] + [255] }
+        #expect(image.bitmap.difference(to: Bitmap(width: width, height: height, pixels: expected)).maximum == 0)
     }
 
     // MARK: Bad input

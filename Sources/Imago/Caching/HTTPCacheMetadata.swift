@@ -294,6 +294,19 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
         }
     }
 
+    /// Whether this metadata, as a 304 left it, answers every question about the
+    /// stored response as `stored` did: the same headers but for the age clock, on a
+    /// response that is never used without revalidating (`no-cache`), whose age
+    /// therefore never counts. The cache need not write the record again then.
+    func confirms(_ stored: HTTPCacheMetadata) -> Bool {
+        guard cacheControl.noCache else { return false }
+        var aligned = self
+        aligned.storedAt = stored.storedAt
+        aligned.date = stored.date
+        aligned.ageValue = stored.ageValue
+        return aligned == stored
+    }
+
     /// Whether this response may be served at `at` because the network failed.
     ///
     /// Yes while fresh. Once stale, never with `must-revalidate` or `no-cache`, nor

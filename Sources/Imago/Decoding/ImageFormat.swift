@@ -61,7 +61,9 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
             }
         }
         if ascii("BM") && head.count >= 14 { return .bmp }
-        if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { return .tiff }
+        // Classic TIFF (version 42) and BigTIFF (43, 64-bit offsets), either byte order.
+        if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A])
+            || starts([0x49, 0x49, 0x2B, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2B]) { return .tiff }
         if starts([0x00, 0x00, 0x01, 0x00]) || starts([0x00, 0x00, 0x02, 0x00]) {
             // ICO and CUR: a zero reserved word, a type of 1 or 2, and at least one image.
             if head.count >= 6 && (head[4] != 0 || head[5] != 0) { return .ico }

@@ -52,7 +52,7 @@ public final class ImageLoader: Sendable {
 
     /// Makes a loader storing images in `cache` (nil for no caching at all, memory
     /// or disk).
-    public init(configuration: Configuration, cache: (any ImageCaching)?) {
+    public init(configuration: Configuration = Configuration(), cache: (any ImageCaching)?) {
         self.configuration = configuration
         pipeline = Pipeline(configuration: configuration, cache: cache)
     }
@@ -115,9 +115,45 @@ public final class ImageLoader: Sendable {
         try await image(for: ImageRequest(url: url))
     }
 
-    /// The image for `request` if the memory cache has it.
+    /// The image for `request` if the memory cache has it; `cachedResponse(for:)`
+    /// looks on disk too.
     public func cachedImage(for request: ImageRequest) -> DecodedImage? {
         cache?.image(forKey: request.cacheKey)
+    }
+
+    /// The image for `request` from the memory cache, else from the disk tier, never
+    /// from the network: what an app shows offline, or a tool finds of an earlier run.
+    /// Nil when neither tier has it.
+    ///
+    /// The disk tier answers with the stored variant of the request's size and
+    /// processing when it keeps one, else with its stored original, decoded at that
+    /// size and processed (off the caller's thread); the image then goes into the
+    /// memory cache. It answers whatever the image's HTTP freshness: this asks what
+    /// is kept, where `image(for:)` asks the server when the headers say to.
+    public func cachedResponse(for request: ImageRequest) async -> ImageResponse? {
+        if let image = cachedImage(for: request) {
+            return ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageMetrics())
+        }
+        let pipeline = pipeline
+        let found = await withCheckedContinuation { (continuation: CheckedContinuation<(DecodedImage, ImageMetrics)?, Never>) in
+            DispatchQueue.global(qos: .userInitiated).async {
+                continuation.resume(returning: pipeline.storedImage(for: request))
+            }
+        }
+        guard let (image, metrics) = found else { return nil }
+        cache?.setImage(image, forKey: request.cacheKey)
+        return ImageResponse(image: image, url: request.url, source: .disk, metrics: metrics)
+    }
+
+    /// Waits until the work loads leave running in the background has ended, or
+    /// `seconds` have passed: revalidations of stale images that
+    /// `stale-while-revalidate` let a load answer meanwhile, whose answers the disk
+    /// tier keeps for the next load. A command-line tool calls it before it exits
+    /// (then `DiskCache.flush()`), so that what it learned is not lost with the
+    /// process; an app need not. Returns whether all of it ended.
+    @discardableResult
+    public func waitForBackgroundWork(timeout seconds: Double) async -> Bool {
+        await pipeline.backgroundWorkEnded(within: seconds)
     }
 
     /// Cancels `tasks` together: all leave their stages under one lock, so none of

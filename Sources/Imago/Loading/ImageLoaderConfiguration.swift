@@ -26,6 +26,9 @@ extension ImageLoader {
         /// What the disk tier keeps: by default (`.both`) the originals, and the sized
         /// or processed images of requests that ask for a size or processing.
         public var diskCachePolicy: DiskCachePolicy
+        /// When a stored image is used without asking the server: by HTTP's rules
+        /// (the default), or for a set time whatever the headers say.
+        public var diskFreshnessPolicy: DiskFreshnessPolicy
         /// How long past its freshness a stored image may still be served when the
         /// network fails (unless the server forbade it); nil never to.
         public var staleIfErrorAllowance: Double?
@@ -59,6 +62,7 @@ extension ImageLoader {
             requestModifier: (@Sendable (URLRequest) -> URLRequest)? = nil,
             diskCache: DiskCache? = nil,
             diskCachePolicy: DiskCachePolicy = .both,
+            diskFreshnessPolicy: DiskFreshnessPolicy = .httpHeaders,
             staleIfErrorAllowance: Double? = 7 * 86400,
             concurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount,
             concurrentLoads: Int = 2,
@@ -72,6 +76,7 @@ extension ImageLoader {
             self.requestModifier = requestModifier
             self.diskCache = diskCache
             self.diskCachePolicy = diskCachePolicy
+            self.diskFreshnessPolicy = diskFreshnessPolicy
             self.staleIfErrorAllowance = staleIfErrorAllowance
             self.concurrentDecodes = max(1, concurrentDecodes)
             self.concurrentLoads = max(1, concurrentLoads)
@@ -158,6 +163,33 @@ public enum DiskCachePolicy: String, Sendable, Hashable, Codable {
 
     var storesOriginals: Bool { self != .processed }
     var storesProcessed: Bool { self != .originals }
+}
+
+/// When the disk tier uses a stored image without asking the server.
+///
+/// Under HTTP's rules an image whose server sends `Cache-Control: no-cache`, or no
+/// freshness at all, is confirmed with the server (a conditional request, answered
+/// by a bodiless 304 while it has not changed) at every load from disk. An app that
+/// would rather not wait for that, and accepts showing an image that changed on the
+/// server for a while, trusts its disk tier for a set time instead, as Kingfisher does
+/// for 7 days by default.
+public enum DiskFreshnessPolicy: Sendable, Hashable {
+    /// HTTP's rules alone: `max-age`, `Expires`, `no-cache` and the heuristic from
+    /// `Last-Modified` decide. The default.
+    case httpHeaders
+    /// A stored image, original or sized variant, is used without asking the server
+    /// for `seconds` after it arrived (or the server last confirmed it), whatever its
+    /// headers say; after that HTTP's rules decide. `no-store` responses are never
+    /// stored, so never trusted.
+    case trusted(seconds: Double)
+
+    /// Whether a stored response with `metadata` may be used at `now` without asking
+    /// the server.
+    func isFresh(_ metadata: HTTPCacheMetadata, at now: Date) -> Bool {
+        if case .fresh = metadata.freshness(at: now) { return true }
+        guard case .trusted(let seconds) = self, metadata.isStorable else { return false }
+        return now.timeIntervalSince(metadata.storedAt) < seconds
+    }
 }
 
 extension DiskCache {

@@ -99,8 +99,12 @@ public struct ImageRequest: Sendable {
 public enum ImageSource: String, Sendable, Codable {
     /// The memory cache.
     case memory
-    /// The disk cache.
+    /// The disk cache, without asking the server.
     case disk
+    /// The disk cache, after the server said the stored image had not changed (a
+    /// `304 Not Modified` to a conditional request): one round trip, no body, and a
+    /// stored thumbnail is used as it is, not made again from its original.
+    case revalidated
     /// The network (http or https).
     case network
     /// A `file:` or `data:` URL.

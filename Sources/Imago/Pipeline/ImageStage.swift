@@ -15,6 +15,12 @@ extension Pipeline {
         let variants: DiskCache?
         /// Where the original bytes are kept; nil when they are not.
         let originals: DiskCache?
+        /// The variant found stale on disk, with its metadata: used as it is if the
+        /// server confirms the original it was made from.
+        var staleVariant: (data: Data, metadata: HTTPCacheMetadata)?
+        /// A stored original that no longer decoded was dropped and this load asks
+        /// the network for it again: once, never in a loop.
+        var refetched = false
     }
 
     /// Starts `stage` for `request`; called with the lock held.
@@ -38,12 +44,13 @@ extension Pipeline {
     /// then), goes on to make the image.
     private func readVariant(_ stage: Stage<ImageResponse>, work: ImageWork, from disk: DiskCache, queuedAt: ContinuousClock.Instant) {
         let start = ContinuousClock.now
-        if let record = disk.record(forKey: work.key.variantDiskKey) {
+        var work = work
+        if let record = disk.record(forKey: work.key.variantDiskKey), let metadata = HTTPCacheMetadata(encoded: record.metadata) {
             // A variant expires with its original: while that is fresh the variant
             // answers; once stale, the original is revalidated (a bodiless 304 when
-            // it is kept too) and the variant made and kept again.
-            let metadata = HTTPCacheMetadata(encoded: record.metadata)
-            if case .fresh? = metadata?.freshness(at: Date()) {
+            // it is kept too), and the variant answers again if the server confirmed
+            // it, or is made and kept again from what the server sent.
+            if configuration.diskFreshnessPolicy.isFresh(metadata, at: Date()) {
                 if let image = decodeVariant(record.data) {
                     var metrics = ImageMetrics()
                     metrics.decodeQueued = (start - queuedAt).seconds
@@ -54,17 +61,57 @@ extension Pipeline {
                     return
                 }
                 disk.removeRecord(forKey: work.key.variantDiskKey)
+            } else if metadata.hasValidators {
+                work.staleVariant = (record.data, metadata)
             }
         }
         // The wait and the look-up count with the decoding slot's wait of the image
         // made instead.
         let waited = (ContinuousClock.now - queuedAt).seconds
+        goUpstream(stage, work: work, waited: waited)
+    }
+
+    /// Gives back `stage`'s slot and subscribes it to what it builds on, unless it was
+    /// abandoned meanwhile. `waited` is the time the stage has already spent in the
+    /// decoding queue.
+    private func goUpstream(_ stage: Stage<ImageResponse>, work: ImageWork, waited: Double) {
         let live = lock.withLock { () -> Bool in
             guard endRun(of: stage) else { return false }
             subscribeUpstream(stage, work: work, waited: waited)
             return true
         }
         if live { pump() }
+    }
+
+    /// Answers `stage` with its stale variant when `input` was made from an original
+    /// the server has just confirmed unchanged (a 304) under the validators the
+    /// variant was made with: the variant is still the image asked for, and reading
+    /// it back costs a fraction of making it again. The record is written again only
+    /// when the 304 changed something a later load reads. False when there is no such
+    /// variant, or it no longer decodes (dropped then).
+    private func answerWithConfirmedVariant(
+        _ stage: Stage<ImageResponse>, work: ImageWork, source: ImageSource, metrics: ImageMetrics,
+        metadata: HTTPCacheMetadata?
+    ) -> Bool {
+        guard source == .revalidated, let variant = work.staleVariant, let metadata, let disk = work.variants,
+              metadata.etag == variant.metadata.etag, metadata.lastModified == variant.metadata.lastModified
+        else { return false }
+        let start = ContinuousClock.now
+        guard let image = decodeVariant(variant.data) else {
+            disk.removeRecord(forKey: work.key.variantDiskKey)
+            return false
+        }
+        var metrics = metrics
+        metrics.decode = (ContinuousClock.now - start).seconds
+        var response = ImageResponse(image: image, url: work.request.url, source: .revalidated, metrics: metrics)
+        response.httpMetadata = metadata
+        finish(stage, with: .success(response)) { [self] in
+            work.cache?.setImage(image, forKey: work.key)
+            if rewritesAfterRevalidation(metadata, stored: variant.metadata) {
+                disk.store(variant.data, metadata: metadata.encoded(), forKey: work.key.variantDiskKey)
+            }
+        }
+        return true
     }
 
     /// Subscribes `stage` to what it builds on; called with the lock held. `waited`
@@ -127,6 +174,33 @@ extension Pipeline {
         }
     }
 
+    /// The image for `request` made from what the disk tier keeps, whatever its
+    /// freshness: the stored variant of its size and processing, else the stored
+    /// original decoded and processed; nil when there is neither, or it does not
+    /// decode whole. Reads and decodes on the calling thread.
+    func storedImage(for request: ImageRequest) -> (DecodedImage, ImageMetrics)? {
+        guard let disk = lock.withLock({ diskCache(for: request) }) else { return nil }
+        let key = request.cacheKey
+        let policy = configuration.diskCachePolicy
+        let start = ContinuousClock.now
+        var metrics = ImageMetrics()
+        if policy.storesProcessed, !key.isOriginal, let record = disk.record(forKey: key.variantDiskKey),
+           let image = decodeVariant(record.data) {
+            metrics.decode = (ContinuousClock.now - start).seconds
+            return (image, metrics)
+        }
+        guard policy.storesOriginals, let record = disk.record(forKey: ImageCacheKey.originalDiskKey(request.imageKey)) else {
+            return nil
+        }
+        let options = DecodingOptions(targetSize: key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
+        guard let image = try? configuration.decoders.decode(record.data, options: options), !image.isPartial else { return nil }
+        let decoded = ContinuousClock.now
+        metrics.decode = (decoded - start).seconds
+        let processed = image.processed(by: request.processors)
+        metrics.processing = (ContinuousClock.now - decoded).seconds
+        return (processed, metrics)
+    }
+
     /// A stored variant's image: the compact lossless form, or PNG or JPEG as earlier
     /// versions kept them; nil when it does not decode.
     private func decodeVariant(_ data: Data) -> DecodedImage? {
@@ -137,20 +211,39 @@ extension Pipeline {
     }
 
     private func decode(_ original: OriginalData, for stage: Stage<ImageResponse>, work: ImageWork, waited: Double) {
+        if answerWithConfirmedVariant(
+            stage, work: work, source: original.source, metrics: original.metrics, metadata: original.httpMetadata) {
+            return
+        }
         let start = ContinuousClock.now
         let options = DecodingOptions(targetSize: work.key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
         let result = Result { () throws(ImagoError) in
-            let image = try configuration.decoders.decode(original.data, options: options)
+            guard let data = original.bytes.load() else {
+                let path = work.originals?.fileURL(forKey: ImageCacheKey.originalDiskKey(work.request.imageKey)).path
+                throw .fileError(path: path ?? work.request.url.absoluteString, reason: "the stored image could not be read back", errno: nil)
+            }
+            let image = try configuration.decoders.decode(data, options: options)
             // Bytes cut short are partial even where the decoder found all the pixels
             // (a file cut just before its end marker).
             return original.isTruncated && !image.isPartial ? image.markedPartial : image
         }.mapError { $0.naming(work.request.url) }
         let partial = (try? result.get())?.isPartial ?? false
-        if partial || result.isFailure, original.source == .network || original.source == .disk {
+        if partial || result.isFailure, original.source != .local {
             // Bytes that do not decode (a captive portal's page, an image over the
             // pixel limit), or only in part (a body cut short whose length matched),
             // are not kept to be served again: the next load asks the server.
             work.originals?.removeRecord(forKey: ImageCacheKey.originalDiskKey(work.request.imageKey))
+            if original.source != .network, !work.refetched, !result.exceedsALimit {
+                // Stored bytes that no longer decode (a decoder that changed, a file
+                // damaged in a way its checksum cannot see) are not this load's
+                // failure: it asks the server for the image, once. An image over a
+                // limit would come back the same.
+                var again = work
+                again.refetched = true
+                again.staleVariant = nil
+                goUpstream(stage, work: again, waited: waited)
+                return
+            }
         }
         var metrics = original.metrics
         metrics.decodeQueued = waited
@@ -163,6 +256,9 @@ extension Pipeline {
     }
 
     private func process(_ input: ImageResponse, for stage: Stage<ImageResponse>, work: ImageWork, waited: Double) {
+        if answerWithConfirmedVariant(stage, work: work, source: input.source, metrics: input.metrics, metadata: input.httpMetadata) {
+            return
+        }
         let start = ContinuousClock.now
         let image = input.image.processed(by: work.request.processors)
         var metrics = input.metrics
@@ -225,5 +321,15 @@ extension DecodedImage {
 extension Result {
     fileprivate var isFailure: Bool {
         if case .failure = self { true } else { false }
+    }
+}
+
+extension Result<DecodedImage, ImagoError> {
+    /// A failure for the image's size or frame count, not for its bytes.
+    fileprivate var exceedsALimit: Bool {
+        switch self {
+        case .failure(.imageTooLarge), .failure(.tooManyFrames): true
+        default: false
+        }
     }
 }

@@ -5,7 +5,7 @@ import FoundationNetworking
 
 /// The bytes of one image key as the first stage delivers them.
 struct OriginalData: Sendable {
-    let data: Data
+    let bytes: OriginalBytes
     /// Where they came from: the network, the disk tier, or a `file:`/`data:` URL.
     let source: ImageSource
     /// Queueing and transfer times, bytes and attempts.
@@ -17,6 +17,32 @@ struct OriginalData: Sendable {
     /// The transfer ended short of the body and these are the bytes that arrived
     /// (only for requests that allow partial images): never kept anywhere.
     var isTruncated = false
+}
+
+/// The bytes of an original: in hand, or still in the disk tier and read when used.
+/// After a 304 a stored thumbnail answers without its original's bytes; reading and
+/// checking the whole photo for nothing was most of what such a load cost.
+enum OriginalBytes: Sendable {
+    case loaded(Data)
+    /// The disk tier's record under `key`, of `count` bytes, for as long as it holds
+    /// the `metadata` the load decided on.
+    case stored(DiskCache, key: String, metadata: Data, count: Int)
+
+    /// The bytes; nil when the stored record is gone, damaged, or replaced since.
+    func load() -> Data? {
+        switch self {
+        case .loaded(let data): data
+        case .stored(let disk, let key, let metadata, _):
+            disk.record(forKey: key).flatMap { $0.metadata == metadata ? $0.data : nil }
+        }
+    }
+
+    var count: Int {
+        switch self {
+        case .loaded(let data): data.count
+        case .stored(_, _, _, let count): count
+        }
+    }
 }
 
 /// The first stage: the original bytes of an image key, from the disk tier while
@@ -52,40 +78,47 @@ extension Pipeline {
         // `transferred`: the body that crossed the wire, when that is not `data` (none
         // for a 304, whose image is the stored bytes).
         func done(
-            _ data: Data, _ source: ImageSource, attempts: Int, _ metadata: HTTPCacheMetadata?, truncated: Bool = false,
+            _ bytes: OriginalBytes, _ source: ImageSource, attempts: Int, _ metadata: HTTPCacheMetadata?, truncated: Bool = false,
             transferred: Int? = nil
         ) -> OriginalData {
             var metrics = ImageMetrics()
             metrics.queued = queued.seconds
             metrics.transfer = (clock.now - start).seconds
-            metrics.bytes = transferred ?? data.count
+            metrics.bytes = transferred ?? bytes.count
             metrics.attempts = attempts
-            return OriginalData(data: data, source: source, metrics: metrics, httpMetadata: metadata, isTruncated: truncated)
+            return OriginalData(bytes: bytes, source: source, metrics: metrics, httpMetadata: metadata, isTruncated: truncated)
         }
         guard let disk else {
             let (response, attempts) = try await fetch(request, stage: stage)
-            if response.isTruncated { return done(response.data, .network, attempts: attempts, nil, truncated: true) }
+            if response.isTruncated { return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true) }
             let metadata = response.statusCode.flatMap {
                 HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: Date())
             }
-            return done(response.data, response.statusCode == nil ? .local : .network, attempts: attempts, metadata)
+            return done(.loaded(response.data), response.statusCode == nil ? .local : .network, attempts: attempts, metadata)
         }
         let key = ImageCacheKey.originalDiskKey(request.imageKey)
-        let stored = disk.record(forKey: key).flatMap { record in
-            HTTPCacheMetadata(encoded: record.metadata).map { (record.data, $0) }
+        // The stored metadata decides; the body is read only where it is used.
+        var stored = disk.recordHead(forKey: key).flatMap { head in
+            HTTPCacheMetadata(encoded: head.metadata).map {
+                (OriginalBytes.stored(disk, key: key, metadata: head.metadata, count: head.bodyCount), $0)
+            }
         }
         var validators: [String: String] = [:]
-        if let (data, metadata) = stored {
+        if let (bytes, metadata) = stored {
             let now = Date()
-            switch metadata.freshness(at: now) {
-            case .fresh:
-                return done(data, .disk, attempts: 0, metadata)
-            case .stale(let revalidatable):
-                if revalidatable { validators = metadata.conditionalHeaders }
-            }
-            if metadata.servesWhileRevalidating(at: now) {
-                revalidateInBackground(request, stored: stored, validators: validators, key: key, disk: disk, stage: stage)
-                return done(data, .disk, attempts: 0, metadata)
+            if case .stale(revalidatable: true) = metadata.freshness(at: now) { validators = metadata.conditionalHeaders }
+            let fresh = configuration.diskFreshnessPolicy.isFresh(metadata, at: now)
+            if fresh || metadata.servesWhileRevalidating(at: now) {
+                if let data = bytes.load() {
+                    if !fresh {
+                        revalidateInBackground(
+                            request, stored: (.loaded(data), metadata), validators: validators, key: key, disk: disk, stage: stage)
+                    }
+                    return done(.loaded(data), .disk, attempts: 0, metadata)
+                }
+                // Gone or damaged since its head was read: fetched as if never stored.
+                stored = nil
+                validators = [:]
             }
         }
         let response: DataResponse, attempts: Int
@@ -93,9 +126,9 @@ extension Pipeline {
             (response, attempts) = try await fetch(request, stage: stage, extraHeaders: validators)
         } catch {
             if case .cancelled = error { throw error }
-            if let (data, metadata) = stored, error.allowsStaleResponse, let allowance = configuration.staleIfErrorAllowance,
-               metadata.servesStale(afterError: Date(), allowance: allowance) {
-                return done(data, .disk, attempts: 0, metadata)
+            if let (bytes, metadata) = stored, error.allowsStaleResponse, let allowance = configuration.staleIfErrorAllowance,
+               metadata.servesStale(afterError: Date(), allowance: allowance), let data = bytes.load() {
+                return done(.loaded(data), .disk, attempts: 0, metadata)
             }
             if stored != nil, error.meansResourceGone { disk.removeRecord(forKey: key) }
             throw error
@@ -105,9 +138,9 @@ extension Pipeline {
         if Task.isCancelled { throw .cancelled }
         // What arrived of a body cut short is shown, never kept: the next load asks
         // for the whole image again.
-        if response.isTruncated { return done(response.data, .network, attempts: attempts, nil, truncated: true) }
-        let (data, source, metadata) = keep(response, for: request, stored: stored, key: key, in: disk)
-        return done(data, source, attempts: attempts, metadata, transferred: response.data.count)
+        if response.isTruncated { return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true) }
+        let (bytes, source, metadata) = keep(response, for: request, stored: stored, key: key, in: disk)
+        return done(bytes, source, attempts: attempts, metadata, transferred: response.data.count)
     }
 
     /// Keeps what the server answered: a 304 freshens the stored bytes, which are
@@ -115,17 +148,23 @@ extension Pipeline {
     /// storing (no-store) removes what was kept. Returns the image's bytes, where
     /// they came from, and their freshness.
     private func keep(
-        _ response: DataResponse, for request: ImageRequest, stored: (Data, HTTPCacheMetadata)?, key: String, in disk: DiskCache
-    ) -> (Data, ImageSource, HTTPCacheMetadata?) {
+        _ response: DataResponse, for request: ImageRequest, stored: (OriginalBytes, HTTPCacheMetadata)?, key: String,
+        in disk: DiskCache
+    ) -> (OriginalBytes, ImageSource, HTTPCacheMetadata?) {
         let now = Date()
-        if response.statusCode == 304, let (data, metadata) = stored {
+        if response.statusCode == 304, let (bytes, metadata) = stored {
             let updated = metadata.updated(with: response.headers, statusCode: 304, at: now)
+            // The stored bytes are read here only to write the record again or
+            // before it goes; otherwise by the stage that uses them, if one does.
+            guard !updated.isStorable || rewritesAfterRevalidation(updated, stored: metadata), let data = bytes.load() else {
+                return (bytes, .revalidated, updated)
+            }
             if updated.isStorable {
                 disk.store(data, metadata: updated.encoded(), forKey: key)
             } else {
                 disk.removeRecord(forKey: key)
             }
-            return (data, .disk, updated)
+            return (.loaded(data), .revalidated, updated)
         }
         var metadata = response.statusCode.flatMap {
             HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: now)
@@ -140,30 +179,45 @@ extension Pipeline {
         } else if stored != nil {
             disk.removeRecord(forKey: key)
         }
-        return (response.data, .network, metadata)
+        return (.loaded(response.data), .network, metadata)
     }
 
     /// Revalidates a stale original that `stale-while-revalidate` lets the load serve
     /// meanwhile, at background priority and within the loading timeout; what the
     /// server answers is kept for the next load. A failure changes nothing.
     private func revalidateInBackground(
-        _ request: ImageRequest, stored: (Data, HTTPCacheMetadata)?, validators: [String: String], key: String,
+        _ request: ImageRequest, stored: (OriginalBytes, HTTPCacheMetadata)?, validators: [String: String], key: String,
         disk: DiskCache, stage: Stage<OriginalData>
     ) {
-        let (first, timeout) = lock.withLock { (revalidating.insert(key).inserted, loadingTimeout) }
-        guard first else { return }
-        Task.detached(priority: .background) { [self] in
-            let result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
-                try await fetch(request, stage: stage, extraHeaders: validators)
+        lock.withLock {
+            guard revalidating[key] == nil else { return }
+            // Made under the lock, so the task cannot end (and leave the table)
+            // before it is in it.
+            revalidating[key] = Task.detached(priority: .background) { [self] in
+                let timeout = lock.withLock { loadingTimeout }
+                let result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
+                    try await fetch(request, stage: stage, extraHeaders: validators)
+                }
+                switch result {
+                case .success((let response, _)) where !response.isTruncated:
+                    _ = keep(response, for: request, stored: stored, key: key, in: disk)
+                case .success: break
+                case .failure(let error): if error.meansResourceGone { disk.removeRecord(forKey: key) }
+                }
+                lock.withLock { _ = revalidating.removeValue(forKey: key) }
             }
-            switch result {
-            case .success((let response, _)) where !response.isTruncated:
-                _ = keep(response, for: request, stored: stored, key: key, in: disk)
-            case .success: break
-            case .failure(let error): if error.meansResourceGone { disk.removeRecord(forKey: key) }
-            }
-            lock.withLock { _ = revalidating.remove(key) }
         }
+    }
+
+    /// Waits until the revalidations running in the background have ended, or
+    /// `seconds` have passed; true when they all ended.
+    func backgroundWorkEnded(within seconds: Double) async -> Bool {
+        let tasks = lock.withLock { Array(revalidating.values) }
+        guard !tasks.isEmpty else { return true }
+        let result = await withDeadline(seconds: seconds, url: "background revalidations") { () async throws(ImagoError) in
+            for task in tasks { await task.value }
+        }
+        return (try? result.get()) != nil
     }
 
     /// Fetches the bytes, retrying per the policy; a non-2xx status is an error,
@@ -225,6 +279,16 @@ extension Pipeline {
 }
 
 extension Pipeline {
+    /// Whether a record the server confirmed with a 304 is written again with its
+    /// `updated` metadata. Not when nothing a later load reads would change (see
+    /// `HTTPCacheMetadata.confirms(_:)`): an image served `no-cache` is confirmed at
+    /// every load, and writing its original (the whole photo) and its variants back
+    /// each time would cost more than the revalidation. Under a trust period the time
+    /// of the confirmation counts, so the record is always written then.
+    func rewritesAfterRevalidation(_ updated: HTTPCacheMetadata, stored: HTTPCacheMetadata) -> Bool {
+        configuration.diskFreshnessPolicy != .httpHeaders || !updated.confirms(stored)
+    }
+
     /// Whether header text would break out of its line on the wire.
     static func smuggles(_ text: String) -> Bool {
         text.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }

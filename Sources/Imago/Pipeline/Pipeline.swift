@@ -45,7 +45,7 @@ final class Pipeline: @unchecked Sendable {
     private var images: [StageID: Stage<ImageResponse>] = [:]
     /// The disk keys of originals being revalidated in the background, served stale
     /// meanwhile: one revalidation each, however many loads read them.
-    var revalidating: Set<String> = []
+    var revalidating: [String: Task<Void, Never>] = [:]
     private var transfers: WorkQueue
     private var decoding: WorkQueue
     /// Numbers of subscriptions held by stages, negative so that they never meet a

@@ -378,10 +378,18 @@ extension Bitmap {
     /// `aspectFill` cropped to the box, evenly on both sides. Only the cropped region
     /// is resampled.
     public func fitted(to target: TargetSize) -> Bitmap {
-        let layout = target.layout(sourceWidth: width, sourceHeight: height)
-        if layout.isIdentity(sourceWidth: width, sourceHeight: height) { return self }
+        fitted(to: target, sourceWidth: width, sourceHeight: height)
+    }
+
+    /// The bitmap, a reduced decode of a `sourceWidth` × `sourceHeight` source (a JPEG
+    /// decoded at 1/8 scale), fitted to `target` at the size the source itself would
+    /// get: the reduced size is rounded up, and laid out in its place it would give a
+    /// pixel less (1800×2700 at 256 px: 225×338, then 170×256, against 171×256).
+    func fitted(to target: TargetSize, sourceWidth: Int, sourceHeight: Int) -> Bitmap {
+        let layout = target.layout(sourceWidth: sourceWidth, sourceHeight: sourceHeight)
         if layout.scaledWidth == width && layout.scaledHeight == height {
-            // Already at scale: only a crop, which must not blur by resampling.
+            // Already at scale: only a crop (or nothing), which must not blur by
+            // resampling.
             return cropped(
                 x: (width - layout.outputWidth) / 2, y: (height - layout.outputHeight) / 2,
                 width: layout.outputWidth, height: layout.outputHeight)

@@ -6,11 +6,14 @@ import Foundation
 /// Strict, by hand rather than through `DateFormatter`: a formatter is lenient in
 /// ways a cache must not be (it reads garbage around a date, and days or months out
 /// of range, as some other date), and an invalid `Expires` means "already expired",
-/// never a date in the future.
+/// never a date in the future. Names of days and months and the zone are read in any
+/// case (`THU`, `aug`, `gMT`), as every browser reads them: the grammar spells them
+/// one way, but refusing another case would expire a response its server meant to
+/// last.
 enum HTTPDate {
-    private static let days = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
-    private static let longDays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
-    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    private static let days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+    private static let longDays = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
     /// The date `value` names, or nil when it is not an HTTP-date in any of the three
     /// forms: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete RFC 850 form
@@ -25,9 +28,9 @@ enum HTTPDate {
     /// `Sun, 06 Nov 1994 08:49:37 GMT`
     private static func imfFixdate(_ text: Substring) -> Date? {
         let parts = text.split(separator: " ", omittingEmptySubsequences: false)
-        guard parts.count == 6, parts[0].count == 4, parts[0].last == ",", days.contains(String(parts[0].dropLast())),
-              parts[1].count == 2, let day = number(parts[1]), let month = months.firstIndex(of: String(parts[2])),
-              parts[3].count == 4, let year = number(parts[3]), parts[5] == "GMT"
+        guard parts.count == 6, parts[0].count == 4, parts[0].last == ",", name(parts[0].dropLast(), in: days) != nil,
+              parts[1].count == 2, let day = number(parts[1]), let month = name(parts[2], in: months),
+              parts[3].count == 4, let year = number(parts[3]), isGMT(parts[5])
         else { return nil }
         return date(year: year, month: month + 1, day: day, time: parts[4])
     }
@@ -36,11 +39,11 @@ enum HTTPDate {
     /// `now` is the most recent past year with those digits (RFC 9110 §5.6.7).
     private static func rfc850(_ text: Substring, now: Date) -> Date? {
         let parts = text.split(separator: " ", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts[0].last == ",", longDays.contains(String(parts[0].dropLast())), parts[3] == "GMT"
+        guard parts.count == 4, parts[0].last == ",", name(parts[0].dropLast(), in: longDays) != nil, isGMT(parts[3])
         else { return nil }
         let dayMonthYear = parts[1].split(separator: "-", omittingEmptySubsequences: false)
         guard dayMonthYear.count == 3, dayMonthYear[0].count == 2, let day = number(dayMonthYear[0]),
-              let month = months.firstIndex(of: String(dayMonthYear[1])),
+              let month = name(dayMonthYear[1], in: months),
               dayMonthYear[2].count == 2, let shortYear = number(dayMonthYear[2])
         else { return nil }
         let thisYear = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "GMT")!, from: now).year ?? 2000
@@ -52,7 +55,7 @@ enum HTTPDate {
     /// `Sun Nov  6 08:49:37 1994` (a one-digit day is padded with a space).
     private static func asctime(_ text: Substring) -> Date? {
         let parts = text.split(separator: " ", omittingEmptySubsequences: true)
-        guard parts.count == 5, days.contains(String(parts[0])), let month = months.firstIndex(of: String(parts[1])),
+        guard parts.count == 5, name(parts[0], in: days) != nil, let month = name(parts[1], in: months),
               (1...2).contains(parts[2].count), let day = number(parts[2]),
               parts[4].count == 4, let year = number(parts[4])
         else { return nil }
@@ -61,6 +64,15 @@ enum HTTPDate {
         let expected = "\(parts[0]) \(parts[1]) \(parts[2].count == 1 ? " " : "")\(parts[2]) \(parts[3]) \(parts[4])"
         guard text == expected else { return nil }
         return date(year: year, month: month + 1, day: day, time: parts[3])
+    }
+
+    /// The index of `text` among the lower-case `names`, in any case.
+    private static func name(_ text: Substring, in names: [String]) -> Int? {
+        names.firstIndex(of: text.lowercased())
+    }
+
+    private static func isGMT(_ text: Substring) -> Bool {
+        name(text, in: ["gmt"]) != nil
     }
 
     /// Digits only, no sign or space.

@@ -268,6 +268,40 @@ public final class DiskCache: Sendable {
         }
     }
 
+    /// The metadata stored under `key` and the length of the body stored with it,
+    /// read without the body: for a caller whose metadata may say the body is not
+    /// wanted (a stored thumbnail answers after its original's 304). The checksum
+    /// covers the body and is checked only by `record(forKey:)`, which the caller
+    /// uses for the body.
+    func recordHead(forKey key: String) -> (metadata: Data, bodyCount: Int)? {
+        let name = Self.fileName(forKey: key)
+        let time = now().timeIntervalSince1970
+        // A hit is counted when the body is read, if it is.
+        switch state.withLock({ $0.lookUp(name, key: key, at: time, countingHit: false) }) {
+        case .answer(let record):
+            return record.map { ($0.metadata, $0.data.count) }
+        case .expired:
+            deleteFiles([name])
+            return nil
+        case .readFile:
+            break
+        }
+        let outcome = RecordFile.readHead(filePath(name), key: key) { storedAt in
+            maximumAge.map { time - storedAt > $0 } ?? false
+        }
+        switch outcome {
+        case .missing:
+            state.withLock { $0.misses += 1 }
+            return nil
+        case .invalid(let identity, let expired):
+            if FileIdentity(path: filePath(name)) == identity { unlink(filePath(name)) }
+            state.withLock { $0.noteInvalidFile(name, expired: expired) }
+            return nil
+        case .head(let metadata, let bodyCount):
+            return (metadata, bodyCount)
+        }
+    }
+
     // MARK: - Writing
 
     /// Stores `data` and `metadata` under `key`, replacing any record there. Returns at

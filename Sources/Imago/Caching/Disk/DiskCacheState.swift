@@ -49,8 +49,10 @@ struct DiskCacheState {
         case readFile
     }
 
-    /// Answers a read of `key` (file `name`) from memory when it can.
-    mutating func lookUp(_ name: String, key: String, at time: Double) -> MemoryAnswer {
+    /// Answers a read of `key` (file `name`) from memory when it can; a read of a
+    /// record's head alone does not count as a hit (`countingHit`), which its body's
+    /// read counts if there is one.
+    mutating func lookUp(_ name: String, key: String, at time: Double, countingHit: Bool = true) -> MemoryAnswer {
         if let pending = writes.records[name] {
             guard pending.key == key else {
                 misses += 1
@@ -63,7 +65,7 @@ struct DiskCacheState {
                 return .expired
             }
             index.touch(name, at: time)
-            hits += 1
+            if countingHit { hits += 1 }
             return .answer(DiskCache.Record(
                 data: pending.data, metadata: pending.metadata, storedAt: Date(timeIntervalSince1970: pending.storedAt)))
         }

@@ -63,6 +63,39 @@ enum RecordFile {
         return .hit(DiskCache.Record(data: body, metadata: metadata, storedAt: Date(timeIntervalSince1970: header.storedAt)), size: size)
     }
 
+    /// What a read of a record's head found.
+    enum HeadOutcome {
+        /// No regular file under the name.
+        case missing
+        /// A file that is not a record of `key` by its head, or (`expired`) one older
+        /// than the maximum age.
+        case invalid(FileIdentity, expired: Bool)
+        /// The metadata of a record of `key`, and the length of its body.
+        case head(metadata: Data, bodyCount: Int)
+    }
+
+    /// Reads the header, key and metadata of the record for `key` at `path`, not the
+    /// body: the checksum, which covers the body, is checked by `read` when the body
+    /// is wanted.
+    static func readHead(_ path: String, key: String, isExpired: (_ storedAt: Double) -> Bool) -> HeadOutcome {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .missing }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, DiskFiles.isRegularFile(info) else { return .missing }
+        let identity = FileIdentity(info)
+        var headerBytes = Data(count: RecordFormat.headerSize)
+        guard Int(info.st_size) >= RecordFormat.headerSize + RecordFormat.trailerSize, DiskFiles.readAll(fd, into: &headerBytes),
+              let header = RecordFormat.Header(headerBytes), header.fileSize == Int(info.st_size)
+        else { return .invalid(identity, expired: false) }
+        if isExpired(header.storedAt) { return .invalid(identity, expired: true) }
+        var keyAndMetadata = Data(count: header.keyCount + header.metadataCount)
+        guard DiskFiles.readAll(fd, into: &keyAndMetadata), keyAndMetadata.prefix(header.keyCount).elementsEqual(key.utf8) else {
+            return .invalid(identity, expired: false)
+        }
+        return .head(metadata: keyAndMetadata.subdata(in: header.keyCount..<keyAndMetadata.count), bodyCount: header.bodyCount)
+    }
+
     /// The header of the file at `path`, if it starts with one; for scans that want
     /// the time stored without reading whole records.
     static func header(at path: String) -> RecordFormat.Header? {

@@ -85,7 +85,13 @@ public struct JPEGDecoder: ImageDecoding {
             }
         }
         let isPartial = endsEarly || imago_jpeg_truncated(jpeg) != 0
-        return DecodedImage(bitmap: bitmap.applying(applied), format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial)
+        var upright = bitmap.applying(applied)
+        if let target = options.targetSize {
+            // Sized from the source's dimensions: the reduced decode's own round differently.
+            let (uprightWidth, uprightHeight) = applied.swapsDimensions ? (height, width) : (width, height)
+            upright = upright.fitted(to: target, sourceWidth: uprightWidth, sourceHeight: uprightHeight)
+        }
+        return DecodedImage(bitmap: upright, format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial)
     }
 
     /// The largest DCT reduction (1/8, 1/4, 1/2) whose output still covers what
