@@ -13,6 +13,15 @@ extension CurlDataLoader {
     ///
     /// `received` and `expected` are the body bytes so far and the declared length,
     /// which turn a connection lost or closed early into "after 4000 of 10000 bytes".
+    /// A load that found no file descriptor for its connection: nothing was tried, so
+    /// it is neither a connection failure nor retried (`.resourceUnavailable`, with
+    /// the errno, `EMFILE` or `ENFILE`).
+    static func outOfDescriptors(url: URL, errno: Int32? = EMFILE) -> ImagoError {
+        .network(
+            url: url.absoluteString, reason: "too many open files: no descriptor is left for a connection",
+            code: .resourceUnavailable, errno: errno)
+    }
+
     static func map(
         _ code: CURLcode, message: String, errno osErrno: Int32?, url: URL, received: Int64?, expected: Int64?
     ) -> ImagoError {
@@ -40,11 +49,12 @@ extension CurlDataLoader {
             // An idle timer (no connection, or nothing received, for idleTimeout); the
             // whole-load deadline (ImagoError.timedOut) belongs to the image loader.
             return network(.timedOut, "the server stopped responding")
+        case CURLE_COULDNT_CONNECT where errno == EMFILE || errno == ENFILE:
+            return outOfDescriptors(url: url, errno: errno)
         case CURLE_COULDNT_CONNECT:
             let reason = switch errno {
             case ECONNREFUSED: "the server refused the connection"
             case EHOSTUNREACH, ENETUNREACH: "the server is unreachable"
-            case EMFILE, ENFILE: "no socket could be opened: the process has too many files open"
             default: "could not connect to the server (\(message.isEmpty ? "no reason given" : message))"
             }
             return network(.cannotConnectToHost, reason)

@@ -52,6 +52,11 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// The easy handle carrying this transfer while the driver runs it.
     var easy: CurlEasy?
+    /// The loader's sockets, through which this transfer's connections are opened.
+    var sockets: CurlSockets?
+    /// Set when a socket of this hop was refused because the process has too few
+    /// descriptors left: its connection failure is not the server's.
+    var descriptorsRefused = false
 
     // MARK: Shared state
 
