@@ -31,6 +31,14 @@ extension ImageLoader {
         public var staleIfErrorAllowance: Double?
         /// How many decodes and processings run at once; by default one per core.
         public var concurrentDecodes: Int
+        /// The files of recent network loads, kept so that a repeat of a URL costs a
+        /// decode, not a transfer; nil to keep none. Used only by a loader with a
+        /// memory cache.
+        public var recentOriginals: RecentOriginals?
+        /// Failures a repeat would meet again (a 4xx, bytes that do not decode),
+        /// remembered so that repeats fail at once without a request; nil to remember
+        /// none. Used only by a loader with a memory cache.
+        public var recentFailures: RecentFailures?
 
         /// The defaults.
         public init(
@@ -43,7 +51,9 @@ extension ImageLoader {
             diskCache: DiskCache? = nil,
             diskCachePolicy: DiskCachePolicy = .both,
             staleIfErrorAllowance: Double? = 7 * 86400,
-            concurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount
+            concurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount,
+            recentOriginals: RecentOriginals? = RecentOriginals(),
+            recentFailures: RecentFailures? = RecentFailures()
         ) {
             self.dataLoader = dataLoader
             self.decoders = decoders
@@ -55,6 +65,8 @@ extension ImageLoader {
             self.diskCachePolicy = diskCachePolicy
             self.staleIfErrorAllowance = staleIfErrorAllowance
             self.concurrentDecodes = max(1, concurrentDecodes)
+            self.recentOriginals = recentOriginals
+            self.recentFailures = recentFailures
         }
     }
 }

@@ -135,11 +135,16 @@ extension Pipeline {
             return original.isTruncated && !image.isPartial ? image.markedPartial : image
         }
         let partial = (try? result.get())?.isPartial ?? false
-        if partial || result.isFailure, original.source == .network || original.source == .disk {
+        if partial || result.isFailure, original.source != .local {
             // Bytes that do not decode (a captive portal's page, an image over the
             // pixel limit), or only in part (a body cut short whose length matched),
-            // are not kept to be served again: the next load asks the server.
+            // are not kept to be served again: the next load asks the server, unless
+            // the bytes came whole and are no image, which asking again would not mend.
             work.originals?.removeRecord(forKey: ImageCacheKey.originalDiskKey(work.request.imageKey))
+            configuration.recentOriginals?.removeData(forKey: work.request.imageKey)
+            if work.cache != nil, !original.isTruncated, case .failure(let error) = result {
+                configuration.recentFailures?.record(error, forKey: work.request.imageKey)
+            }
         }
         var metrics = original.metrics
         metrics.decode = (ContinuousClock.now - start).seconds
