@@ -86,6 +86,14 @@ enum DiskFiles {
         return nil
     }
 
+    /// Bytes free for an unprivileged user on the file system holding `path`; nil
+    /// when it cannot be measured.
+    static func availableSpace(_ path: String) -> Int? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        return Int(clamping: UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize)).partialValue)
+    }
+
     /// Why `path` cannot hold records, found by making it and a file in it (the only
     /// test that also holds for root, whom permissions do not stop); nil when it can.
     static func problem(with path: String) -> String? {
