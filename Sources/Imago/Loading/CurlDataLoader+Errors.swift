@@ -40,6 +40,12 @@ extension CurlDataLoader {
             guard let received, let expected, received < expected else { return nil }
             return "\(received) of \(expected) bytes"
         }()
+        if code == CURLE_OUT_OF_MEMORY, message.isEmpty {
+            // libcurl gives up on one header field over its 100 KB limit with "out of
+            // memory", which would send a user looking in the wrong place.
+            return Transfer.headersTooLarge(url: url, detail: "over libcurl's 100 KB for one field")
+        }
+        if let refused = Transfer.refusedResponse(libcurlMessage: message, url: url) { return refused }
         // A broken chunked body reads as a failed receive; it does not pass on its own.
         if message.localizedCaseInsensitiveContains("chunked") {
             return network(.cannotParseResponse, "the server's chunked encoding is broken: \(message)")
@@ -80,11 +86,6 @@ extension CurlDataLoader {
             return .invalidURL(address)
         case CURLE_BAD_CONTENT_ENCODING:
             return network(.cannotDecodeContentData, "the server's compressed body could not be decompressed")
-        case CURLE_OUT_OF_MEMORY where message.lowercased().contains("header"),
-             CURLE_OUT_OF_MEMORY where message.isEmpty:
-            // libcurl gives up on response headers over its 100 KB limit with "out of
-            // memory", which would send a user looking in the wrong place.
-            return network(.cannotParseResponse, "the server's response headers are too large (libcurl stops at 100 KB)")
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
              CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_INVALIDCERTSTATUS,
              CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_ENGINE_INITFAILED:
