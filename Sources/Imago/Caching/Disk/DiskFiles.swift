@@ -52,6 +52,16 @@ enum DiskFiles {
         #endif
     }
 
+    /// Seconds since 1970 of the last change to the file itself (a rename into place,
+    /// a new time set): the system's own clock, whatever time a record claims.
+    static func statusChangeTime(_ info: stat) -> Double {
+        #if canImport(Darwin)
+        Double(info.st_ctimespec.tv_sec) + Double(info.st_ctimespec.tv_nsec) / 1e9
+        #else
+        Double(info.st_ctim.tv_sec) + Double(info.st_ctim.tv_nsec) / 1e9
+        #endif
+    }
+
     /// Sets the access and modification times of `fd` to `seconds` since 1970: the
     /// modification time is a record's last use.
     static func setTimes(_ fd: Int32, to seconds: Double) {
