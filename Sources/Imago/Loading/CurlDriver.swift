@@ -313,13 +313,13 @@ final class CurlDriver: @unchecked Sendable {
     /// to another origin if need be). Holding none, there is nothing to wait for, and
     /// the load fails with "too many open files", which is not retried.
     private func waitForDescriptors(_ transfer: CurlTransfer, _ easy: CurlEasy) {
-        guard sockets.open > 0 else {
+        guard sockets.held > 0 else {
             running[easy.handle] = nil
             transfer.finish(.failure(CurlDataLoader.outOfDescriptors(url: transfer.url)))
             recycle(easy, of: transfer)
             return
         }
-        if sockets.open < connectionLimit { setConnectionLimit(sockets.open) }
+        if sockets.held < connectionLimit { setConnectionLimit(sockets.held) }
         easy.configure(for: transfer, settings: settings, sockets: sockets)
         enter(transfer, easy)
     }

@@ -24,38 +24,38 @@ final class CurlSockets {
     static let reserve = 3
 
     /// Sockets open now, in connections used or idle.
-    private(set) var open = 0
+    private(set) var held = 0
 
     /// A new socket, or nil with `errno` set: `EMFILE` when it would leave fewer than
     /// `reserve` descriptors free.
     func openSocket(family: Int32, type: Int32, protocol: Int32) -> Int32? {
         let descriptor = socket(family, type, `protocol`)
         guard descriptor >= 0 else { return nil }
-        guard Self.canOpen(Self.reserve, besides: descriptor) else {
+        guard Self.canOpen(Self.reserve) else {
             close(descriptor)
             errno = EMFILE
             return nil
         }
-        open += 1
+        held += 1
         return descriptor
     }
 
     func closeSocket(_ socket: Int32) {
         close(socket)
-        open -= 1
+        held -= 1
     }
 
-    /// Whether `count` more descriptors can be opened now, found by duplicating
-    /// `descriptor` that many times and closing the copies: a few system calls, and
+    /// Whether `count` more descriptors can be opened now, found by opening
+    /// `/dev/null` that many times and closing it again: a few system calls, and
     /// right whatever else the process holds.
-    static func canOpen(_ count: Int, besides descriptor: Int32) -> Bool {
-        withUnsafeTemporaryAllocation(of: Int32.self, capacity: count) { copies in
+    static func canOpen(_ count: Int) -> Bool {
+        withUnsafeTemporaryAllocation(of: Int32.self, capacity: count) { probes in
             var made = 0
-            defer { for index in 0..<made { close(copies[index]) } }
+            defer { for index in 0..<made { close(probes[index]) } }
             while made < count {
-                let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
-                guard copy >= 0 else { return false }
-                copies[made] = copy
+                let probe = open("/dev/null", O_RDONLY | O_CLOEXEC)
+                guard probe >= 0 else { return false }
+                probes[made] = probe
                 made += 1
             }
             return true
