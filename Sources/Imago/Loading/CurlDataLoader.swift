@@ -88,6 +88,9 @@ public final class CurlDataLoader: DataLoading {
     public let configuration: Configuration
     /// Connections this loader opens at most, over every host: the configured
     /// maximum, or the budget left by the descriptor limit when the loader was made.
+    /// Fewer once the process runs short of descriptors while it loads: a socket that
+    /// would leave fewer than three free is refused, and the limit comes down to the
+    /// connections held, so later loads wait for one of them (`CurlSockets`).
     public let connectionLimit: Int
 
     private struct DriverSlot {
