@@ -26,6 +26,17 @@ static inline CURLcode imago_easy_setopt_write_callback(
     return curl_easy_setopt(easy, option, callback);
 }
 
+/// CURLOPT_OPENSOCKETFUNCTION: the loader opens its sockets itself, to keep
+/// descriptors free for the rest of the process.
+static inline CURLcode imago_easy_setopt_opensocket_callback(CURL *easy, curl_opensocket_callback callback) {
+    return curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
+
+/// CURLOPT_CLOSESOCKETFUNCTION: the loader counts the sockets it holds.
+static inline CURLcode imago_easy_setopt_closesocket_callback(CURL *easy, curl_closesocket_callback callback) {
+    return curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, callback);
+}
+
 static inline CURLcode imago_easy_getinfo_long(CURL *easy, CURLINFO info, long *value) {
     return curl_easy_getinfo(easy, info, value);
 }

@@ -120,8 +120,10 @@ final class InputReader: @unchecked Sendable {
     /// The next URL; nil at the end of the input. Blocks while standard input waits.
     func next() -> InputURL? {
         if let text = positionals.next() { return InputURL(text: text, line: nil) }
-        while let line = readLine() {
+        while var line = readLine() {
             lineNumber += 1
+            // The byte-order mark some editors start a UTF-8 file with is no part of its first URL.
+            if lineNumber == 1, line.first == "\u{FEFF}" { line = line.dropFirst() }
             if let url = inputURL(line, number: lineNumber) { return url }
         }
         return nil

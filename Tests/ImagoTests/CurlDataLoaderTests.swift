@@ -97,11 +97,13 @@ extension DataLoadingTests {
 
 #if os(Linux)
 extension DataLoadingTests {
-    /// URLSession on Linux refuses IPv6 literal URLs with `.badURL`. The literal
-    /// here is 127.0.0.1 written as an IPv4-mapped IPv6 address, so the test server
-    /// (on 127.0.0.1 only) answers over an IPv6 socket.
-    @Test func ipv6LiteralURLsLoadWithTheCurlLoader() async throws {
-        try await Self.withServer(.curl) { server, loader in
+    /// URLSession on Linux refuses IPv6 literal URLs with `.badURL`; the URLSession
+    /// loader hands them to the curl loader. The literal here is 127.0.0.1 written as
+    /// an IPv4-mapped IPv6 address, so the test server (on 127.0.0.1 only) answers
+    /// over an IPv6 socket.
+    @Test(arguments: LoaderKind.all)
+    func ipv6LiteralURLsLoad(_ kind: LoaderKind) async throws {
+        try await Self.withServer(kind) { server, loader in
             server.route("/six", data: Data("v6".utf8))
             let url = try #require(URL(string: "http://[::ffff:127.0.0.1]:\(server.port)/six"))
             let response = try await Self.load(loader, url).get()

@@ -440,7 +440,10 @@ import Testing
 
     /// Each fault's message says what the server did, not what libcurl made of it.
     @Test(arguments: LoaderKind.all, [
-        ("/huge-header", "headers are too large"),
+        ("/huge-header", "response headers too large"),
+        ("/many-header-lines", "response headers too large"),
+        ("/many-headers", "response headers too large"),
+        ("/length-negative", "invalid Content-Length"),
         ("/length-overflow", "invalid Content-Length (18446744073709551617)"),
         ("/length-over-int64", "invalid Content-Length (9223372036854775808)"),
         ("/length-conflict", "invalid Content-Length (3, 5)"),
@@ -450,6 +453,12 @@ import Testing
         try await Self.withServer(kind) { server, loader in
             let header = String(repeating: "a", count: 1 << 20)
             server.route("/huge-header") { _ in .ok(Self.bytes(10), headers: ["X-Big": header]) }
+            // 1 MiB of headers as 1,024 lines of 1 KiB, and 100,000 small headers.
+            let lines = Dictionary(uniqueKeysWithValues: (0..<1_024).map { ("X-Line-\($0)", String(repeating: "b", count: 1_000)) })
+            server.route("/many-header-lines") { _ in .ok(Self.bytes(10), headers: lines) }
+            let many = Dictionary(uniqueKeysWithValues: (0..<100_000).map { ("X-\($0)", "c") })
+            server.route("/many-headers") { _ in .ok(Self.bytes(10), headers: many) }
+            server.route("/length-negative") { _ in .raw(Data("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nabc".utf8)) }
             for (route, length) in [("/length-overflow", "18446744073709551617"), ("/length-over-int64", "9223372036854775808"),
                                     ("/length-conflict", "3\r\nContent-Length: 5")] {
                 server.route(route) { _ in .raw(Data("HTTP/1.1 200 OK\r\nContent-Length: \(length)\r\n\r\nabc".utf8)) }

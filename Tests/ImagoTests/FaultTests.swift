@@ -107,7 +107,22 @@ struct Fault: Sendable, CustomTestStringConvertible {
             if case .redirectRefused = $0 { true } else { false }
         },
         Fault(name: "response headers of 1 MB", response: { _ in .ok(pngData(1), headers: ["X-Big": String(repeating: "a", count: 1 << 20)]) },
-              attempts: 1, words: "headers are too large") {
+              attempts: 1, words: "response headers too large") {
+            if case .network = $0 { true } else { false }
+        },
+        Fault(name: "response headers of 1 MB in 1,024 lines", response: { _ in
+            .ok(pngData(1), headers: Dictionary(uniqueKeysWithValues: (0..<1_024).map { ("X-Line-\($0)", String(repeating: "b", count: 1_000)) }))
+        }, attempts: 1, words: "response headers too large") {
+            if case .network = $0 { true } else { false }
+        },
+        Fault(name: "100,000 response headers", response: { _ in
+            .ok(pngData(1), headers: Dictionary(uniqueKeysWithValues: (0..<100_000).map { ("X-\($0)", "c") }))
+        }, attempts: 1, words: "response headers too large") {
+            if case .network = $0 { true } else { false }
+        },
+        Fault(name: "a negative Content-Length",
+              response: { _ in .raw(Data("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nabc".utf8)) },
+              attempts: 1, words: "invalid Content-Length") {
             if case .network = $0 { true } else { false }
         },
         Fault(name: "an invalid Content-Length",

@@ -13,6 +13,15 @@ extension CurlDataLoader {
     ///
     /// `received` and `expected` are the body bytes so far and the declared length,
     /// which turn a connection lost or closed early into "after 4000 of 10000 bytes".
+    /// A load that found no file descriptor for its connection: nothing was tried, so
+    /// it is neither a connection failure nor retried (`.resourceUnavailable`, with
+    /// the errno, `EMFILE` or `ENFILE`).
+    static func outOfDescriptors(url: URL, errno: Int32? = EMFILE) -> ImagoError {
+        .network(
+            url: url.absoluteString, reason: "too many open files: no descriptor is left for a connection",
+            code: .resourceUnavailable, errno: errno)
+    }
+
     static func map(
         _ code: CURLcode, message: String, errno osErrno: Int32?, url: URL, received: Int64?, expected: Int64?
     ) -> ImagoError {
@@ -31,6 +40,12 @@ extension CurlDataLoader {
             guard let received, let expected, received < expected else { return nil }
             return "\(received) of \(expected) bytes"
         }()
+        if code == CURLE_OUT_OF_MEMORY, message.isEmpty {
+            // libcurl gives up on one header field over its 100 KB limit with "out of
+            // memory", which would send a user looking in the wrong place.
+            return Transfer.headersTooLarge(url: url, detail: "over libcurl's 100 KB for one field")
+        }
+        if let refused = Transfer.refusedResponse(libcurlMessage: message, url: url) { return refused }
         // A broken chunked body reads as a failed receive; it does not pass on its own.
         if message.localizedCaseInsensitiveContains("chunked") {
             return network(.cannotParseResponse, "the server's chunked encoding is broken: \(message)")
@@ -40,11 +55,12 @@ extension CurlDataLoader {
             // An idle timer (no connection, or nothing received, for idleTimeout); the
             // whole-load deadline (ImagoError.timedOut) belongs to the image loader.
             return network(.timedOut, "the server stopped responding")
+        case CURLE_COULDNT_CONNECT where errno == EMFILE || errno == ENFILE:
+            return outOfDescriptors(url: url, errno: errno)
         case CURLE_COULDNT_CONNECT:
             let reason = switch errno {
             case ECONNREFUSED: "the server refused the connection"
             case EHOSTUNREACH, ENETUNREACH: "the server is unreachable"
-            case EMFILE, ENFILE: "no socket could be opened: the process has too many files open"
             default: "could not connect to the server (\(message.isEmpty ? "no reason given" : message))"
             }
             return network(.cannotConnectToHost, reason)
@@ -70,11 +86,6 @@ extension CurlDataLoader {
             return .invalidURL(address)
         case CURLE_BAD_CONTENT_ENCODING:
             return network(.cannotDecodeContentData, "the server's compressed body could not be decompressed")
-        case CURLE_OUT_OF_MEMORY where message.lowercased().contains("header"),
-             CURLE_OUT_OF_MEMORY where message.isEmpty:
-            // libcurl gives up on response headers over its 100 KB limit with "out of
-            // memory", which would send a user looking in the wrong place.
-            return network(.cannotParseResponse, "the server's response headers are too large (libcurl stops at 100 KB)")
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
              CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_INVALIDCERTSTATUS,
              CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_ENGINE_INITFAILED:

@@ -89,19 +89,50 @@ public final class CurlDataLoader: DataLoading {
     public let configuration: Configuration
     /// Connections this loader opens at most, over every host: the configured
     /// maximum, or the budget left by the descriptor limit when the loader was made.
+    /// Fewer once the process runs short of descriptors while it loads: a socket that
+    /// would leave fewer than three free is refused, and the limit comes down to the
+    /// connections held, so later loads wait for one of them (`CurlSockets`).
     public let connectionLimit: Int
 
-    private let driver: CurlDriver
+    private struct DriverSlot {
+        /// The thread and multi handle, made by the first load that finds
+        /// descriptors for them.
+        var driver: CurlDriver?
+        /// When a load last found none; the next look is a second later, since each
+        /// look briefly takes the last descriptors itself.
+        var refusedAt: ContinuousClock.Instant?
+    }
 
-    /// Makes a loader and starts its thread.
+    private let driverSlot = Locked(DriverSlot())
+
+    /// Makes a loader; its thread starts with the first load.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         connectionLimit = max(1, configuration.maximumConnections ?? Self.connectionBudget())
-        driver = CurlDriver(settings: configuration, connectionLimit: connectionLimit)
     }
 
     deinit {
-        driver.shutdown()
+        driverSlot.withLock { $0.driver }?.shutdown()
+    }
+
+    /// The driver, made now if need be; nil while the process cannot spare the two
+    /// descriptors of its wakeup pair besides the reserve (`CurlSockets.reserve`).
+    /// Without the pair libcurl would still run, but every hand-over would wait for
+    /// its poll's timeout; and the process itself would be left without the
+    /// descriptor libdispatch needs to look at a thread, which stops it.
+    private func startedDriver() -> CurlDriver? {
+        driverSlot.withLock { slot in
+            if let driver = slot.driver { return driver }
+            let now = ContinuousClock.now
+            if let refusedAt = slot.refusedAt, now - refusedAt < .seconds(1) { return nil }
+            guard CurlSockets.canOpen(CurlSockets.reserve + 2) else {
+                slot.refusedAt = now
+                return nil
+            }
+            let made = CurlDriver(settings: configuration, connectionLimit: connectionLimit)
+            slot.driver = made
+            return made
+        }
     }
 
     /// How many connections the process can afford: what its descriptor limit
@@ -128,7 +159,7 @@ public final class CurlDataLoader: DataLoading {
 
     /// Transfers handed to the driver thread and not yet let go of: tests use it to
     /// prove that abandoned transfers do not pile up.
-    var unfinishedTaskCount: Int { driver.unfinishedCount }
+    var unfinishedTaskCount: Int { driverSlot.withLock { $0.driver }?.unfinishedCount ?? 0 }
 
     /// Whether this loader takes `url`: `http` or `https` with a host.
     public static func canLoad(_ url: URL) -> Bool {
@@ -159,7 +190,7 @@ public final class CurlDataLoader: DataLoading {
         let transfer = CurlTransfer(
             request: request, url: url, headers: headers, limit: configuration.maximumResponseSize,
             policy: configuration.redirectPolicy, options: options, progress: progress)
-        let driver = driver
+        guard let driver = startedDriver() else { throw Self.outOfDescriptors(url: url) }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 transfer.install(continuation)

@@ -34,12 +34,15 @@ final class CurlEasy {
         String(cString: errorBuffer).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Sets every option of `transfer`'s current hop, from a clean handle.
-    func configure(for transfer: CurlTransfer, settings: CurlDataLoader.Configuration) {
+    /// Sets every option of `transfer`'s current hop, from a clean handle; its
+    /// sockets are opened and closed through `sockets`.
+    func configure(for transfer: CurlTransfer, settings: CurlDataLoader.Configuration, sockets: CurlSockets) {
         curl_easy_reset(handle)
         curl_slist_free_all(headerList)
         headerList = nil
         errorBuffer[0] = 0
+        transfer.sockets = sockets
+        transfer.descriptorsRefused = false
         let context = UnsafeMutableRawPointer(Unmanaged.passUnretained(transfer).toOpaque())
         setString(CURLOPT_URL, transfer.url.absoluteString)
         // Only HTTP, whatever the URL or a redirect says; redirects are followed by
@@ -66,6 +69,10 @@ final class CurlEasy {
         _ = imago_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, context)
         _ = imago_easy_setopt_write_callback(handle, CURLOPT_HEADERFUNCTION, curlWriteHeader)
         _ = imago_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, context)
+        _ = imago_easy_setopt_opensocket_callback(handle, curlOpenSocket)
+        _ = imago_easy_setopt_pointer(handle, CURLOPT_OPENSOCKETDATA, context)
+        _ = imago_easy_setopt_closesocket_callback(handle, curlCloseSocket)
+        _ = imago_easy_setopt_pointer(handle, CURLOPT_CLOSESOCKETDATA, Unmanaged.passUnretained(sockets).toOpaque())
 
         switch transfer.method {
         case "GET": break
@@ -137,6 +144,9 @@ final class CurlDriver: @unchecked Sendable {
 
     private let multi: UnsafeMutableRawPointer
     private let settings: CurlDataLoader.Configuration
+    /// Connections open at once at most; lowered when the process runs short of
+    /// descriptors (driver thread only, after `init`).
+    private var connectionLimit: Int
 
     private struct Inbox {
         var starts: [CurlTransfer] = []
@@ -152,6 +162,7 @@ final class CurlDriver: @unchecked Sendable {
     // Driver thread only.
     private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var spare: [CurlEasy] = []
+    private let sockets = CurlSockets()
 
     private static let globalInit: Void = {
         _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
@@ -160,14 +171,13 @@ final class CurlDriver: @unchecked Sendable {
     init(settings: CurlDataLoader.Configuration, connectionLimit: Int) {
         _ = Self.globalInit
         self.settings = settings
+        self.connectionLimit = connectionLimit
         multi = curl_multi_init()
         // Idle connections are kept up to the whole budget, so that loads spread over
         // many origins still find theirs open; libcurl closes the oldest idle one
         // when it needs the room.
         _ = imago_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connectionLimit)
-        _ = imago_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, connectionLimit)
-        _ = imago_multi_setopt_long(
-            multi, CURLMOPT_MAX_HOST_CONNECTIONS, min(connectionLimit, max(1, settings.httpMaximumConnectionsPerHost)))
+        setConnectionLimit(connectionLimit)
         let thread = Thread { [self] in run() }
         thread.name = "Imago.CurlDataLoader"
         thread.qualityOfService = .userInitiated
@@ -242,7 +252,7 @@ final class CurlDriver: @unchecked Sendable {
             release()
             return
         }
-        easy.configure(for: transfer, settings: settings)
+        easy.configure(for: transfer, settings: settings, sockets: sockets)
         transfer.easy = easy
         running[easy.handle] = transfer
         enter(transfer, easy)
@@ -278,13 +288,17 @@ final class CurlDriver: @unchecked Sendable {
                   let transfer = running[handle], let easy = transfer.easy else { continue }
             let code = message.pointee.data.result
             _ = curl_multi_remove_handle(multi, handle)
+            if code != CURLE_OK, transfer.descriptorsRefused, !transfer.isFinished {
+                waitForDescriptors(transfer, easy)
+                continue
+            }
             let socketError = Int32(truncatingIfNeeded: easy.info(CURLINFO_OS_ERRNO))
             let next = transfer.complete(
                 code, message: easy.errorMessage, errno: socketError == 0 ? nil : socketError,
                 responseCode: easy.info(CURLINFO_RESPONSE_CODE))
             switch next {
             case .redirect:
-                easy.configure(for: transfer, settings: settings)
+                easy.configure(for: transfer, settings: settings, sockets: sockets)
                 enter(transfer, easy)
             case .done:
                 running[handle] = nil
@@ -293,11 +307,36 @@ final class CurlDriver: @unchecked Sendable {
         }
     }
 
+    /// A transfer whose socket was refused for want of descriptors waits for a
+    /// connection this loader already holds: the limit comes down to the sockets
+    /// open, so libcurl queues the transfer until one is free (closing an idle one
+    /// to another origin if need be). Holding none, there is nothing to wait for, and
+    /// the load fails with "too many open files", which is not retried.
+    private func waitForDescriptors(_ transfer: CurlTransfer, _ easy: CurlEasy) {
+        guard sockets.held > 0 else {
+            running[easy.handle] = nil
+            transfer.finish(.failure(CurlDataLoader.outOfDescriptors(url: transfer.url)))
+            recycle(easy, of: transfer)
+            return
+        }
+        if sockets.held < connectionLimit { setConnectionLimit(sockets.held) }
+        easy.configure(for: transfer, settings: settings, sockets: sockets)
+        enter(transfer, easy)
+    }
+
+    private func setConnectionLimit(_ limit: Int) {
+        connectionLimit = limit
+        _ = imago_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, limit)
+        _ = imago_multi_setopt_long(
+            multi, CURLMOPT_MAX_HOST_CONNECTIONS, min(limit, max(1, settings.httpMaximumConnectionsPerHost)))
+    }
+
     private func recycle(_ easy: CurlEasy, of transfer: CurlTransfer) {
         transfer.easy = nil
         // A handle pointing at no transfer: no callback can reach a freed one.
         _ = imago_easy_setopt_pointer(easy.handle, CURLOPT_WRITEDATA, nil)
         _ = imago_easy_setopt_pointer(easy.handle, CURLOPT_HEADERDATA, nil)
+        _ = imago_easy_setopt_pointer(easy.handle, CURLOPT_OPENSOCKETDATA, nil)
         if spare.count < 64 { spare.append(easy) }
         release()
     }

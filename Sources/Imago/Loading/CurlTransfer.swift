@@ -36,6 +36,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var seen: [URL]
 
     private var status = 0
+    /// Bytes of the current response's head so far.
+    private var headerBytes = 0
     /// Set when the current response's head has ended: lines after it are trailers
     /// of a chunked body, which neither start a new head nor join this one.
     private var headComplete = false
@@ -52,6 +54,11 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// The easy handle carrying this transfer while the driver runs it.
     var easy: CurlEasy?
+    /// The loader's sockets, through which this transfer's connections are opened.
+    var sockets: CurlSockets?
+    /// Set when a socket of this hop was refused because the process has too few
+    /// descriptors left: its connection failure is not the server's.
+    var descriptorsRefused = false
 
     // MARK: Shared state
 
@@ -123,9 +130,15 @@ final class CurlTransfer: @unchecked Sendable {
             responseHeaders = []
             contentLengths = []
             headComplete = false
+            headerBytes = bytes.count
             return true
         }
         if headComplete { return true }
+        headerBytes += bytes.count
+        if headerBytes > Transfer.maximumHeaderBytes {
+            finish(.failure(Transfer.headersTooLarge(url: url, detail: "over \(Transfer.maximumHeaderBytes >> 10) KiB")))
+            return false
+        }
         if line.isEmpty { return headersEnded() }
         if line.first == 0x20 || line.first == 0x09, !responseHeaders.isEmpty {
             // An obsolete folded continuation of the previous field.

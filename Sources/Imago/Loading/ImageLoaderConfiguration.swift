@@ -42,6 +42,14 @@ extension ImageLoader {
         /// `ImageCache.shared` by default. A loader given a cache of its own
         /// (`ImageLoader(configuration:cache:)`) ignores this.
         public var memoryTier: MemoryTier
+        /// The files of recent network loads, kept so that a repeat of a URL costs a
+        /// decode, not a transfer; nil to keep none. Used only by a loader with a
+        /// memory cache.
+        public var recentOriginals: RecentOriginals?
+        /// Failures a repeat would meet again (a 4xx, bytes that do not decode),
+        /// remembered so that repeats fail at once without a request; nil to remember
+        /// none. Used only by a loader with a memory cache.
+        public var recentFailures: RecentFailures?
 
         /// The defaults, made for apps: `ImageCache.shared` in memory, no disk tier,
         /// two transfers at a time.
@@ -66,7 +74,9 @@ extension ImageLoader {
             staleIfErrorAllowance: Double? = 7 * 86400,
             concurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount,
             concurrentLoads: Int = 2,
-            memoryTier: MemoryTier = .shared
+            memoryTier: MemoryTier = .shared,
+            recentOriginals: RecentOriginals? = RecentOriginals(),
+            recentFailures: RecentFailures? = RecentFailures()
         ) {
             self.dataLoader = dataLoader
             self.decoders = decoders
@@ -81,6 +91,8 @@ extension ImageLoader {
             self.concurrentDecodes = max(1, concurrentDecodes)
             self.concurrentLoads = max(1, concurrentLoads)
             self.memoryTier = memoryTier
+            self.recentOriginals = recentOriginals
+            self.recentFailures = recentFailures
         }
 
         /// For servers and command-line tools, which load long lists of URLs once

@@ -97,7 +97,8 @@ public struct ImageRequest: Sendable {
 
 /// Where a loaded image came from.
 public enum ImageSource: String, Sendable, Codable {
-    /// The memory cache.
+    /// Memory: the memory cache, or the file of a recent network load
+    /// (`RecentOriginals`), decoded again.
     case memory
     /// The disk cache, without asking the server.
     case disk

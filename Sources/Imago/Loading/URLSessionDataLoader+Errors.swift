@@ -18,6 +18,9 @@ extension URLSessionDataLoader {
         guard nsError.domain == NSURLErrorDomain else {
             return network(.unknown, nsError.localizedDescription)
         }
+        if let refused = Transfer.refusedResponse(libcurlMessage: nsError.localizedDescription, url: url) {
+            return refused
+        }
         // Optional on purpose: the initialiser is failable on Linux (where `Code` is
         // an enum of the known codes) and not on Apple platforms.
         let known: URLError.Code? = URLError.Code(rawValue: nsError.code)
@@ -67,12 +70,7 @@ extension URLSessionDataLoader {
         case .badURL:
             return .invalidURL(address)
         default:
-            // libcurl gives up on response headers over its 100 KB limit with "Out of
-            // memory", which would send a user looking in the wrong place.
-            // Neither that nor broken chunking passes on its own: not worth a retry.
-            if nsError.localizedDescription == "Out of memory" {
-                return network(.cannotParseResponse, "the server's response headers are too large (libcurl stops at 100 KB)")
-            }
+            // Broken chunking does not pass on its own: not worth a retry.
             if nsError.localizedDescription.localizedCaseInsensitiveContains("chunked") {
                 return network(.cannotParseResponse, "the server's chunked encoding is broken: \(nsError.localizedDescription)")
             }

@@ -80,6 +80,14 @@ public final class URLSessionDataLoader: DataLoading {
 
     private let session: URLSession
     private let delegate: SessionDelegate
+    #if canImport(CCurl)
+    /// The loader of IPv6 literal URLs on Linux, made when the first one comes:
+    /// URLSession there refuses them all with `.badURL` (it checks that libcurl parsed
+    /// the host it did, and compares "[::1]" with "::1"), so they go through the curl
+    /// loader with the same settings. URLSession on Linux is libcurl underneath, so
+    /// nothing else differs.
+    private let literalIPv6Loader = Locked<CurlDataLoader?>(nil)
+    #endif
 
     /// Makes a loader with its own URLSession.
     public init(configuration: Configuration = Configuration()) {
@@ -160,6 +168,17 @@ public final class URLSessionDataLoader: DataLoading {
         guard var url = request.url, Self.canLoad(url) else {
             throw .invalidURL(request.url?.absoluteString ?? "")
         }
+        #if canImport(CCurl)
+        if url.host?.contains(":") == true {
+            let loader = literalIPv6Loader.withLock { loader in
+                if let loader { return loader }
+                let made = CurlDataLoader(configuration: .init(configuration))
+                loader = made
+                return made
+            }
+            return try await loader.loadData(for: request, options: options, progress: progress)
+        }
+        #endif
         var request = request
         if let normalized = url.withLowercasedScheme {
             url = normalized

@@ -113,6 +113,39 @@ final class Transfer: Sendable {
         return true
     }
 
+    /// The most bytes of response headers read (the status line and every field of
+    /// one response); a server sending more gets a clear error, not a retry.
+    /// Browsers stop at about 256 KiB; libcurl at 300 KB.
+    static let maximumHeaderBytes = 256 << 10
+
+    /// The failure of a response whose headers are over the limit: the server's
+    /// answer, the same on every attempt, so not retried (`.cannotParseResponse`).
+    static func headersTooLarge(url: URL, detail: String) -> ImagoError {
+        .network(url: url.absoluteString, reason: "the server sent response headers too large to read (\(detail))",
+                 code: .cannotParseResponse, errno: nil)
+    }
+
+    /// A response libcurl refused before its body, read from its message, as an error
+    /// that is not retried: headers over its limit ("Too large response headers:
+    /// 308022 > 307200", or "Out of memory" for one field over 100 KB) or a
+    /// Content-Length it cannot read ("Invalid Content-Length: value", a negative
+    /// one). Nil for any other message. Both loaders' failures pass through it, so
+    /// they say the same.
+    static func refusedResponse(libcurlMessage message: String, url: URL) -> ImagoError? {
+        let text = message.lowercased()
+        if text.contains("too large response headers") || text.contains("header") && text.contains("too large") {
+            return headersTooLarge(url: url, detail: message)
+        }
+        if text == "out of memory" {
+            return headersTooLarge(url: url, detail: "over libcurl's 100 KB for one field")
+        }
+        if text.contains("content-length") {
+            return .network(url: url.absoluteString, reason: "the server sent an invalid Content-Length (libcurl: \(message))",
+                            code: .cannotParseResponse, errno: nil)
+        }
+        return nil
+    }
+
     /// Whether a Content-Length value is one length (RFC 9110 §8.6): digits that fit in
     /// 63 bits; a list of several values is valid only when they all agree, as one
     /// repeated field joined with commas.

@@ -231,8 +231,10 @@ extension Pipeline {
         if partial || result.isFailure, original.source != .local {
             // Bytes that do not decode (a captive portal's page, an image over the
             // pixel limit), or only in part (a body cut short whose length matched),
-            // are not kept to be served again: the next load asks the server.
+            // are not kept to be served again: the next load asks the server, unless
+            // the bytes came whole and are no image, which asking again would not mend.
             work.originals?.removeRecord(forKey: ImageCacheKey.originalDiskKey(work.request.imageKey))
+            configuration.recentOriginals?.removeData(forKey: work.request.imageKey)
             if original.source != .network, !work.refetched, !result.exceedsALimit {
                 // Stored bytes that no longer decode (a decoder that changed, a file
                 // damaged in a way its checksum cannot see) are not this load's
@@ -243,6 +245,9 @@ extension Pipeline {
                 again.staleVariant = nil
                 goUpstream(stage, work: again, waited: waited)
                 return
+            }
+            if work.cache != nil, !original.isTruncated, case .failure(let error) = result {
+                configuration.recentFailures?.record(error, forKey: work.request.imageKey)
             }
         }
         var metrics = original.metrics

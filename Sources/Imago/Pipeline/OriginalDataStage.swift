@@ -51,8 +51,15 @@ enum OriginalBytes: Sendable {
 /// network fails and that is allowed. One transfer and one disk read serve every
 /// size and processing of the key in flight.
 extension Pipeline {
-    /// Queues the transfer; called with the lock held.
+    /// Queues the transfer, unless the memory of recent loads answers; called with
+    /// the lock held.
     func startOriginalStage(_ stage: Stage<OriginalData>, request: ImageRequest) {
+        let remembers = cache != nil
+        if remembers, let answer = recentAnswer(for: request) {
+            // Off the lock: the stage's first subscriber attaches after this returns.
+            DispatchQueue.global(qos: .userInitiated).async { [self] in finish(stage, with: answer) }
+            return
+        }
         let enqueuedAt = ContinuousClock.now
         let disk = configuration.diskCachePolicy.storesOriginals ? diskCache(for: request) : nil
         enqueue(stage, in: .transfers) { [self] in
@@ -62,11 +69,39 @@ extension Pipeline {
                 let result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
                     try await originalData(request, disk: disk, stage: stage, queued: queued)
                 }
+                if remembers { remember(result, of: request) }
                 finish(stage, with: result)
             }
             lock.withLock {
                 if stage.isClosed { task.cancel() } else if stage.queue != nil { stage.task = task }
             }
+        }
+    }
+
+    /// A failure a repeat would meet again, or the bytes of a recent network load,
+    /// for `request`'s image key: what answers it without a transfer.
+    private func recentAnswer(for request: ImageRequest) -> Result<OriginalData, ImagoError>? {
+        let key = request.imageKey
+        if let failure = configuration.recentFailures?.failure(forKey: key) { return .failure(failure) }
+        guard let entry = configuration.recentOriginals?.entry(forKey: key) else { return nil }
+        var metrics = ImageMetrics()
+        metrics.bytes = entry.data.count
+        return .success(OriginalData(bytes: .loaded(entry.data), source: .memory, metrics: metrics, httpMetadata: entry.metadata))
+    }
+
+    /// Keeps the bytes of a whole network load, or a failure that would come again,
+    /// for the repeats of the image key.
+    private func remember(_ result: Result<OriginalData, ImagoError>, of request: ImageRequest) {
+        switch result {
+        case .success(let original) where original.source == .network && !original.isTruncated:
+            // A network load's bytes are in memory already; nothing is read back for them.
+            if case .loaded(let data) = original.bytes {
+                configuration.recentOriginals?.store(data, metadata: original.httpMetadata, forKey: request.imageKey)
+            }
+        case .success:
+            break
+        case .failure(let error):
+            configuration.recentFailures?.record(error, forKey: request.imageKey)
         }
     }
 

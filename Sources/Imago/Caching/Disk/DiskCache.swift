@@ -32,7 +32,9 @@ import Darwin
 /// A write that fails (unwritable directory, full disk) is dropped and counted in
 /// `statistics.droppedWrites`; nothing is thrown and nothing crashes. So is a store
 /// made while 64 MiB already wait for a slower disk: memory stays bounded, and the
-/// record is fetched again later.
+/// record is fetched again later. A full disk also lowers the size limit, so that
+/// evicting makes room, until the disk has room again (its free space is measured
+/// every few seconds meanwhile).
 ///
 /// `flush()` waits for what is queued; tests and command-line tools need it, apps
 /// rarely do.
@@ -113,8 +115,8 @@ public final class DiskCache: Sendable {
         public var evictions = 0
         /// Damaged, truncated or foreign files found and deleted.
         public var discarded = 0
-        /// The size limit in force: `DiskCache.sizeLimit`, or less once the disk ran
-        /// out of space below it.
+        /// The size limit in force: `DiskCache.sizeLimit`, or less after the disk ran
+        /// out of space below it, until the disk has room again.
         public var sizeLimit = 0
     }
 
@@ -134,6 +136,12 @@ public final class DiskCache: Sendable {
     static let touchInterval: Double = 60
     /// Seen changes by other processes re-read the directory at most this often.
     static let rescanInterval: Duration = .seconds(2)
+    /// While the disk's filling up holds the size limit below the configured one, its
+    /// free space is measured again (statvfs, on the next store) at most this often, in
+    /// seconds, and the limit raised to what it allows: a disk freed by its user is
+    /// used again within seconds, and a disk that stays full costs one system call
+    /// every few seconds.
+    static let spaceCheckInterval: Double = 2
     /// A temporary file of a live process older than this is abandoned.
     static let abandonedTemporaryAge: Double = 3600
 
@@ -310,6 +318,9 @@ public final class DiskCache: Sendable {
         let name = Self.fileName(forKey: key)
         let size = RecordFormat.fileSize(key: key.utf8.count, metadata: metadata.count, body: data.count)
         let time = now().timeIntervalSince1970
+        if state.withLock({ $0.claimSpaceCheck(at: time) }), let available = DiskFiles.availableSpace(path) {
+            state.withLock { $0.noteFreeSpace(available) }
+        }
         let victims: [String] = state.withLock { s in
             guard let generation = s.stage(name, key: key, data: data, metadata: metadata, size: size, at: time) else {
                 return [name]

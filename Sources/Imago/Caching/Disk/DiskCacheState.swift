@@ -4,9 +4,15 @@ import Foundation
 /// of what is held, the writes waiting, and the counters. Every change that touches
 /// more than one of them is made here.
 struct DiskCacheState {
-    /// The limit in force: the configured one, lowered when the disk ran out of space
-    /// below it (a cache that never reaches its limit would never evict again).
+    /// The limit in force: the configured one, lowered for a while when the disk ran
+    /// out of space below it (a cache that never reaches its limit would never evict
+    /// again), raised again as the disk has room.
     private(set) var sizeLimit: Int
+    /// The limit the cache was made with.
+    let configuredLimit: Int
+    /// When the disk's free space is to be measured again, on the cache's clock: set
+    /// while the limit is below the configured one, nil otherwise.
+    private(set) var spaceCheckDue: Double?
     let maximumAge: Double?
     var index = DiskIndex()
     var writes = PendingWrites()
@@ -21,6 +27,7 @@ struct DiskCacheState {
 
     init(sizeLimit: Int, maximumAge: Double?) {
         self.sizeLimit = sizeLimit
+        configuredLimit = sizeLimit
         self.maximumAge = maximumAge
     }
 
@@ -141,10 +148,30 @@ struct DiskCacheState {
 
     /// The disk ran out of space writing a record of `size` bytes: the limit comes
     /// down to 90 % of what is held now, less that record, so that evicting frees room
-    /// for the writes to come. Returns the names evicted, for `deleteFiles`.
-    mutating func shrinkAfterRunningOutOfSpace(writing size: Int) -> [String] {
+    /// for the writes to come, and the free space is measured again in a while
+    /// (`DiskCache.spaceCheckInterval`). Returns the names evicted, for `deleteFiles`.
+    mutating func shrinkAfterRunningOutOfSpace(writing size: Int, at time: Double) -> [String] {
         sizeLimit = max(0, min(sizeLimit, (index.totalSize - size) * 9 / 10))
+        spaceCheckDue = time + DiskCache.spaceCheckInterval
         return evictOverLimit(keeping: nil)
+    }
+
+    /// Whether the caller is to measure the free space now; the check is claimed, so
+    /// that one thread measures and the next check waits its interval.
+    mutating func claimSpaceCheck(at time: Double) -> Bool {
+        guard let due = spaceCheckDue, time >= due else { return false }
+        spaceCheckDue = time + DiskCache.spaceCheckInterval
+        return true
+    }
+
+    /// The disk has `available` bytes free: the limit rises to what is on disk plus
+    /// nine tenths of them (a tenth is left to whoever else writes there), never
+    /// above the configured limit and never down; once back at the configured limit,
+    /// the free space is no longer watched.
+    mutating func noteFreeSpace(_ available: Int) {
+        let room = index.totalSize - writes.bytes + available / 10 * 9
+        sizeLimit = max(sizeLimit, min(configuredLimit, room))
+        if sizeLimit >= configuredLimit { spaceCheckDue = nil }
     }
 
     /// Evicts least recently used records until the total fits; returns their names,

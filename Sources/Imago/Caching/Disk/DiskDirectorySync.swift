@@ -115,6 +115,23 @@ extension DiskCache {
         }
     }
 
+    /// How many record files in the directory were put there before `date`: after
+    /// `removeAll()` and `flush()`, the records that could not be deleted, told apart
+    /// from those that other processes sharing the directory wrote since. A file's
+    /// status-change time says when it was renamed into place, whatever time its
+    /// record claims; it is read from the kernel's coarse clock, so files are taken as
+    /// new from a twentieth of a second before `date`. Reads the directory on the
+    /// calling thread.
+    public func recordCount(placedBefore date: Date) -> Int {
+        let limit = date.timeIntervalSince1970 - 0.05
+        var count = 0
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] where RecordFormat.isRecordName(name) {
+            var info = stat()
+            if lstat(filePath(name), &info) == 0, DiskFiles.statusChangeTime(info) < limit { count += 1 }
+        }
+        return count
+    }
+
     /// Deletes a temporary file whose writer is gone: this process (only the queue
     /// writes them, and the queue is here), a process that no longer exists, or one
     /// that has not touched it for an hour.

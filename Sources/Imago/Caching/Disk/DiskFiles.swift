@@ -52,6 +52,16 @@ enum DiskFiles {
         #endif
     }
 
+    /// Seconds since 1970 of the last change to the file itself (a rename into place,
+    /// a new time set): the system's own clock, whatever time a record claims.
+    static func statusChangeTime(_ info: stat) -> Double {
+        #if canImport(Darwin)
+        Double(info.st_ctimespec.tv_sec) + Double(info.st_ctimespec.tv_nsec) / 1e9
+        #else
+        Double(info.st_ctim.tv_sec) + Double(info.st_ctim.tv_nsec) / 1e9
+        #endif
+    }
+
     /// Sets the access and modification times of `fd` to `seconds` since 1970: the
     /// modification time is a record's last use.
     static func setTimes(_ fd: Int32, to seconds: Double) {
@@ -84,6 +94,14 @@ enum DiskFiles {
         guard stat(path, &info) == 0 else { return "'\(path)' cannot be read: \(String(cString: strerror(errno)))" }
         guard (info.st_mode & S_IFMT) == S_IFDIR else { return "'\(path)' is not a directory" }
         return nil
+    }
+
+    /// Bytes free for an unprivileged user on the file system holding `path`; nil
+    /// when it cannot be measured.
+    static func availableSpace(_ path: String) -> Int? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        return Int(clamping: UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize)).partialValue)
     }
 
     /// Why `path` cannot hold records, found by making it and a file in it (the only

@@ -143,7 +143,9 @@ extension DiskCache {
                 victims = s.evictOverLimit(keeping: name)
             } else {
                 s.droppedWrites += 1
-                if outcome == .noSpace { victims = s.shrinkAfterRunningOutOfSpace(writing: job.size) }
+                if outcome == .noSpace {
+                    victims = s.shrinkAfterRunningOutOfSpace(writing: job.size, at: now().timeIntervalSince1970)
+                }
                 guard current else { return orphaned }
                 s.writes.remove(name)
                 // An older version may still be on disk; it must not be served in place

@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+@testable import Imago
+
+/// The tool with what other programs hand it: an `--input` file saved with a
+/// byte-order mark, and a cache directory another process is writing to.
+@Suite struct ToolInputAndClearTests {
+    @Test func anInputFileStartingWithAByteOrderMarkLoadsItsFirstLine() async throws {
+        let server = TestServer()
+        try server.start()
+        defer { server.stop() }
+        server.route("/a.png", data: pngData(1))
+        server.route("/b.png", data: pngData(2))
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("imago-bom-\(UUID()).txt")
+        defer { try? FileManager.default.removeItem(at: input) }
+        let text = "\u{FEFF}" + server.url("/a.png").absoluteString + "\r\n" + server.url("/b.png").absoluteString + "\r\n"
+        try Data(text.utf8).write(to: input)
+        #expect(try Data(contentsOf: input).prefix(3) == Data([0xEF, 0xBB, 0xBF]))
+        let result = try await Tool.run(["fetch", "--no-disk-cache", "--json", "--input", input.path])
+        #expect(result.status == 0, "\(result.stdout)")
+        let records = result.stdoutLines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        let first = records.first { $0["line"] as? Int == 1 }
+        #expect(first?["ok"] as? Bool == true && first?["url"] as? String == server.url("/a.png").absoluteString, "\(records)")
+        #expect(server.count(for: "/a.png") == 1 && server.count(for: "/b.png") == 1)
+    }
+
+    /// Records another process writes while `cache clear` runs are its own, written
+    /// after the clear began: not records the clear failed to delete.
+    @Test func clearingWhileAnotherProcessWritesIsNoFailure() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imago-clear-\(UUID())", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let writer = Process()
+        writer.executableURL = Tool.url
+        writer.arguments = ["cache", "fill", "--cache-dir", directory.path, "--count", "1000000", "--size", "20000"]
+        writer.standardOutput = FileHandle.nullDevice
+        writer.standardError = FileHandle.nullDevice
+        try writer.run()
+        defer {
+            if writer.isRunning { writer.terminate() }
+            writer.waitUntilExit()
+        }
+        // Until the writer has stored something.
+        for _ in 0..<600 where ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).count < 10 {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        // Twenty rounds: a write lands between a clear's deletions and its look at the
+        // directory in about one round in fifteen.
+        var overlapping = 0
+        for round in 1...20 {
+            let clear = try await Tool.run(["cache", "clear", "--cache-dir", directory.path])
+            if writer.isRunning { overlapping += 1 }
+            #expect(clear.status == 0, "round \(round): \(clear.stderr)")
+            #expect(!clear.stderr.contains("could not be deleted"), "round \(round): \(clear.stderr)")
+        }
+        #expect(overlapping == 20, "the writer ended before the clears did")
+    }
+}
