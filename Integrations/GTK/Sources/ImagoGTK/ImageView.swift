@@ -139,6 +139,8 @@ public final class ImageView: ImageDisplaying {
         set { display(ImageDisplayContent(phase: .empty, image: newValue, showsActivityIndicator: false, transition: .none)) }
     }
 
+    /// What the view shows now, asked at its first load to stand in as the
+    /// placeholder of the loads that name none.
     public var displayedImage: DecodedImage? { image }
 
     /// The view's size in pixels (its allocation, else its size request, times the

@@ -1,0 +1,82 @@
+import Foundation
+import Imago
+import ImagoGTK
+import XCTest
+
+/// A recycled GTK view when the main loop is busy as an earlier image lands: in a
+/// real window, checked by its pixels and by every content it is given.
+final class ViewReuseTests: XCTestCase {
+    @MainActor
+    private static func targetLoader() -> ImageTargetLoader {
+        ImageTargetLoader(loader: ImageLoader(configuration: .init(), cache: ImageCache(memoryPressure: nil)))
+    }
+
+    /// A's image arrives while the main loop is held up (no GLib iteration runs);
+    /// then the view is cancelled, or not, and given B, which never answers. The view
+    /// must show the placeholder with the spinner, never A: on screen and in every
+    /// content it was given.
+    func testAnImageLandingWhileTheMainLoopIsBusyIsNeverShownAfterReuse() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            let red = Pixels.solid(width: 48, height: 48, 220, 20, 20)
+            server.route("/a.png", data: try Pixels.png(red), headers: ["Content-Type": "image/png"])
+            server.route("/b.png") { _ in .stall() }
+            let grey = Pixels.solid(width: 48, height: 48, 128, 128, 128)
+            let placeholder = DecodedImage(bitmap: grey, format: .png)
+
+            for (round, cancelFirst) in [true, false].enumerated() {
+                let view = ImageView(targetLoader: Self.targetLoader(), width: 48, height: 48)
+                let window = GTK.window(width: 48, height: 48, child: view.widget)
+                defer { window.close() }
+                var reds = 0
+                view.didDisplay = { content in
+                    if let image = content.image, image.bitmap[24, 24].r == 220 { reds += 1 }
+                }
+                let task = try XCTUnwrap(view.setImage(with: server.url("/a.png?round=\(round)"), placeholder: placeholder))
+                // The main loop is busy (a layout pass, a grid binding cells) while A
+                // arrives and its delivery waits for the main actor.
+                let deadline = monotonicSeconds() + 60
+                while !task.isFinished, monotonicSeconds() < deadline { usleep(1000) }
+                usleep(150_000)
+                XCTAssertNotNil(try? task.result?.get(), "A's image arrived while the loop was busy")
+                if cancelFirst { view.cancelImageLoad() }
+                view.setImage(with: server.url("/b.png"), placeholder: placeholder)
+                GTK.run(for: 0.6)
+                XCTAssertEqual(reds, 0, "A's image was given to the view after it moved on to B")
+                XCTAssertTrue(view.loadingState.isActivityIndicatorVisible, "B is loading: the spinner shows")
+                let shown = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+                XCTAssertEqual(shown[2, 2].r, 128, "the placeholder, not A, around the spinner")
+                XCTAssertEqual(shown[45, 45].r, 128)
+                XCTAssertEqual(view.imageURL, server.url("/b.png"))
+                view.cancelImageLoad()
+            }
+        }
+    }
+
+    /// Setting `imageURL` on an empty view shows the spinner, as `setImage(with:)`
+    /// does, over the view's first image, which stands in as its placeholder.
+    func testImageURLShowsTheSpinnerOverTheViewsFirstImage() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            server.route("/slow.png") { _ in .stall() }
+            let view = ImageView(targetLoader: Self.targetLoader(), width: 48, height: 48)
+            let window = GTK.window(width: 48, height: 48, child: view.widget)
+            defer { window.close() }
+            let green = Pixels.solid(width: 48, height: 48, 20, 200, 20)
+            view.image = DecodedImage(bitmap: green, format: .png)
+            view.imageURL = server.url("/slow.png")
+            XCTAssertTrue(view.loadingState.isActivityIndicatorVisible, "imageURL shows the spinner")
+            GTK.run(for: 0.3)
+            let shown = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            XCTAssertEqual(shown[2, 2].g, 200, "the view's first image stays while its URL loads")
+            view.imageURL = nil
+            XCTAssertFalse(view.loadingState.isActivityIndicatorVisible)
+        }
+    }
+}
