@@ -5,85 +5,87 @@ import Testing
 /// Previews on views: a view asking for them shows the placeholder, then previews in
 /// its place, then the final image; a view reused for another URL never shows a
 /// preview of the one before. The real test server and loader, a recording view.
-@MainActor @Suite struct ProgressivePreviewViewTests {
-    let server = TestServer()
-    let loader = ImageLoader(configuration: .init(retryPolicy: .none), cache: ImageCache())
-    let targets: ImageTargetLoader
-    let placeholder = try! ImageDecoderRegistry.shared.decode(pngData(1))
+extension MainThreadSuites {
+    @MainActor @Suite struct ProgressivePreviewViewTests {
+        let server = TestServer()
+        let loader = ImageLoader(configuration: .init(retryPolicy: .none), cache: ImageCache())
+        let targets: ImageTargetLoader
+        let placeholder = try! ImageDecoderRegistry.shared.decode(pngData(1))
 
-    init() throws {
-        try server.start()
-        targets = ImageTargetLoader(loader: loader)
-        let jpeg = ProgressivePreviewTests.progressive
-        server.route("/progressive.jpg") { _ in
-            .pieces(jpeg, ends: ProgressivePreviewTests.scanBoundaries(jpeg), pause: 0.15)
+        init() throws {
+            try server.start()
+            targets = ImageTargetLoader(loader: loader)
+            let jpeg = ProgressivePreviewTests.progressive
+            server.route("/progressive.jpg") { _ in
+                .pieces(jpeg, ends: ProgressivePreviewTests.scanBoundaries(jpeg), pause: 0.15)
+            }
+            server.route("/other.png", data: pngData(9, width: 100, height: 50))
         }
-        server.route("/other.png", data: pngData(9, width: 100, height: 50))
-    }
 
-    /// Waits until `condition` holds, a minute at most (the pool may be held by other suites).
-    func until(_ condition: @MainActor () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
+        /// Waits until `condition` holds, a minute at most (the pool may be held by other suites).
+        func until(_ condition: @MainActor () -> Bool) async -> Bool {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                if condition() { return true }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return condition()
         }
-        return condition()
-    }
 
-    @Test func placeholderThenPreviewsThenTheFinalImage() async throws {
-        defer { server.stop() }
-        let view = RecordingView(targets)
-        let options = ImageDisplayOptions(crossfadeDuration: 0, showsProgressivePreviews: true)
-        let result = await withCheckedContinuation { continuation in
-            view.setImage(with: server.url("/progressive.jpg"), placeholder: placeholder, options: options) {
-                continuation.resume(returning: $0)
+        @Test func placeholderThenPreviewsThenTheFinalImage() async throws {
+            defer { server.stop() }
+            let view = RecordingView(targets)
+            let options = ImageDisplayOptions(crossfadeDuration: 0, showsProgressivePreviews: true)
+            let result = await withCheckedContinuation { continuation in
+                view.setImage(with: server.url("/progressive.jpg"), placeholder: placeholder, options: options) {
+                    continuation.resume(returning: $0)
+                }
+            }
+            let final = try result.get().image
+            let phases = view.shown.map(\.phase)
+            print("the view showed \(phases.count - 2) previews between the placeholder and the image")
+            // The placeholder, previews (loading, with an image that is not the
+            // placeholder), then the final image, and nothing after it.
+            try #require(phases.count >= 4)
+            #expect(phases.first == .loading && view.shown[0].image?.width == placeholder.width)
+            #expect(phases.last == .success && view.shown.last?.image?.isPartial == false)
+            for content in view.shown.dropFirst().dropLast() {
+                #expect(content.phase == .loading && content.image?.isPartial == true && content.image?.width == final.width)
             }
         }
-        let final = try result.get().image
-        let phases = view.shown.map(\.phase)
-        print("the view showed \(phases.count - 2) previews between the placeholder and the image")
-        // The placeholder, previews (loading, with an image that is not the
-        // placeholder), then the final image, and nothing after it.
-        try #require(phases.count >= 4)
-        #expect(phases.first == .loading && view.shown[0].image?.width == placeholder.width)
-        #expect(phases.last == .success && view.shown.last?.image?.isPartial == false)
-        for content in view.shown.dropFirst().dropLast() {
-            #expect(content.phase == .loading && content.image?.isPartial == true && content.image?.width == final.width)
-        }
-    }
 
-    @Test func previewsAreOffUnlessAskedFor() async throws {
-        defer { server.stop() }
-        let view = RecordingView(targets)
-        _ = await withCheckedContinuation { continuation in
-            view.setImage(with: server.url("/progressive.jpg"), placeholder: placeholder) { continuation.resume(returning: $0) }
-        }
-        #expect(view.shown.map(\.phase) == [.loading, .success])
-    }
-
-    /// The view moves on while its first URL is still sharpening, and that image's
-    /// transfer goes on for another task: none of its previews reach the view.
-    @Test func aReusedViewNeverShowsAPreviewOfItsPreviousURL() async throws {
-        defer { server.stop() }
-        let view = RecordingView(targets)
-        let options = ImageDisplayOptions(crossfadeDuration: 0, showsProgressivePreviews: true)
-        let other = loader.task(with: ImageRequest(url: server.url("/progressive.jpg"), options: .progressivePreviews))
-        view.setImage(with: server.url("/progressive.jpg"), placeholder: placeholder, options: options)
-        #expect(await until { view.shown.count >= 2 })
-        let switched = view.shown.count
-        let result = await withCheckedContinuation { continuation in
-            view.setImage(with: server.url("/other.png"), placeholder: placeholder, options: options) {
-                continuation.resume(returning: $0)
+        @Test func previewsAreOffUnlessAskedFor() async throws {
+            defer { server.stop() }
+            let view = RecordingView(targets)
+            _ = await withCheckedContinuation { continuation in
+                view.setImage(with: server.url("/progressive.jpg"), placeholder: placeholder) { continuation.resume(returning: $0) }
             }
+            #expect(view.shown.map(\.phase) == [.loading, .success])
         }
-        #expect((try? result.get())?.image.width == 100)
-        // The first image's transfer runs to its end for the other task.
-        _ = await withTimeLimit(60) { await other.value }
-        try? await Task.sleep(for: .milliseconds(200))
-        for content in view.shown[switched...] {
-            #expect(content.image?.width != 320, "a preview of the previous URL was shown")
+
+        /// The view moves on while its first URL is still sharpening, and that image's
+        /// transfer goes on for another task: none of its previews reach the view.
+        @Test func aReusedViewNeverShowsAPreviewOfItsPreviousURL() async throws {
+            defer { server.stop() }
+            let view = RecordingView(targets)
+            let options = ImageDisplayOptions(crossfadeDuration: 0, showsProgressivePreviews: true)
+            let other = loader.task(with: ImageRequest(url: server.url("/progressive.jpg"), options: .progressivePreviews))
+            view.setImage(with: server.url("/progressive.jpg"), placeholder: placeholder, options: options)
+            #expect(await until { view.shown.count >= 2 })
+            let switched = view.shown.count
+            let result = await withCheckedContinuation { continuation in
+                view.setImage(with: server.url("/other.png"), placeholder: placeholder, options: options) {
+                    continuation.resume(returning: $0)
+                }
+            }
+            #expect((try? result.get())?.image.width == 100)
+            // The first image's transfer runs to its end for the other task.
+            _ = await withTimeLimit(60) { await other.value }
+            try? await Task.sleep(for: .milliseconds(200))
+            for content in view.shown[switched...] {
+                #expect(content.image?.width != 320, "a preview of the previous URL was shown")
+            }
+            #expect(view.shown.last?.image?.width == 100 && view.shown.last?.phase == .success)
         }
-        #expect(view.shown.last?.image?.width == 100 && view.shown.last?.phase == .success)
     }
 }

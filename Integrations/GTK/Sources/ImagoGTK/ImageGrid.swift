@@ -157,7 +157,10 @@ public final class ImageGrid {
             case .success(let response):
                 statistics.loaded += 1
                 if response.source == .memory { statistics.memoryHits += 1 }
-                if response.source == .disk { statistics.diskHits += 1 }
+                if response.source == .disk || response.source == .revalidated { statistics.diskHits += 1 }
+            case .failure(.cancelled):
+                // The cell was unbound or rebound: nothing failed.
+                break
             case .failure:
                 statistics.failed += 1
             }
