@@ -21,16 +21,6 @@ import Testing
         return loader
     }
 
-    /// Waits until `condition` holds, for at most `seconds`.
-    func until(_ seconds: Double = 60, _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while !condition() {
-            if ContinuousClock.now > deadline { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
-    }
-
     @Test func itemsComeInCompletionOrderWithTheirPlaces() async throws {
         defer { server.stop() }
         // The first image is answered only once the others have all been taken.

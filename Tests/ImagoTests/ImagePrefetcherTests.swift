@@ -122,14 +122,4 @@ import FoundationNetworking
         #expect(completions.withLock { $0.count } == 3)
         #expect(server.count(for: "/0.png") == 1)
     }
-
-    /// Waits until `condition` holds, for at most a minute.
-    func until(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition() {
-            if ContinuousClock.now > deadline { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
-    }
 }

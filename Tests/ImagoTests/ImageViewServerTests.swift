@@ -77,16 +77,6 @@ import Testing
         return ImageTargetLoader(loader: loader)
     }
 
-    /// Waits until `condition` holds, for at most `seconds`.
-    func until(_ seconds: Double = 60, _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while !condition() {
-            if ContinuousClock.now > deadline { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
-    }
-
     /// Cells of a list reused at random while the server answers after random
     /// delays: each view ends on the image of the last URL set on it, and none ever
     /// shows an older image after a newer one.

@@ -22,16 +22,6 @@ extension MainThreadSuites {
             server.route("/other.png", data: pngData(9, width: 100, height: 50))
         }
 
-        /// Waits until `condition` holds, a minute at most (the pool may be held by other suites).
-        func until(_ condition: @MainActor () -> Bool) async -> Bool {
-            let deadline = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < deadline {
-                if condition() { return true }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            return condition()
-        }
-
         @Test func placeholderThenPreviewsThenTheFinalImage() async throws {
             defer { server.stop() }
             let view = RecordingView(targets)

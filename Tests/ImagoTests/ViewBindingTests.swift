@@ -55,7 +55,9 @@ extension MainThreadSuites {
         }
 
         func makeTargets(cache: ImageCache = ImageCache(memoryPressure: nil)) -> ImageTargetLoader {
-            let loader = ImageLoader(configuration: .init(retryPolicy: .none, diskCache: nil), cache: cache)
+            // No memory of recent originals: every load that misses the memory tier
+            // goes to the server and its random delays.
+            let loader = ImageLoader(configuration: .init(retryPolicy: .none, diskCache: nil, recentOriginals: nil), cache: cache)
             loader.concurrentLoads = 6
             return ImageTargetLoader(loader: loader)
         }
@@ -83,15 +85,6 @@ extension MainThreadSuites {
         /// Runs the main actor for `seconds`, letting whatever is on its way land.
         func settle(_ seconds: Double = 0.3) async throws {
             try await Task.sleep(for: .seconds(seconds))
-        }
-
-        func until(_ seconds: Double = 60, _ condition: () -> Bool) async -> Bool {
-            let deadline = ContinuousClock.now + .seconds(seconds)
-            while !condition() {
-                if ContinuousClock.now > deadline { return false }
-                try? await Task.sleep(for: .milliseconds(5))
-            }
-            return true
         }
 
         // MARK: - The deterministic sequence
