@@ -115,7 +115,7 @@ final class ImageGridTests: XCTestCase {
             XCTAssertTrue(settled, "every bound cell finished loading: \(grid.statistics)")
             GTK.run(for: 0.1)
             let captureStarted = monotonicSeconds()
-            let capture = try XCTUnwrap(WidgetCapture.bitmap(of: window.widget))
+            let capture = try GTK.capture(window.widget)
             let captureTime = monotonicSeconds() - captureStarted
             var viewport = graphene_rect_t()
             XCTAssertNotEqual(gtk_widget_compute_bounds(grid.widget, window.widget, &viewport), 0)

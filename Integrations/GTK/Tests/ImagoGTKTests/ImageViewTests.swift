@@ -55,7 +55,7 @@ final class ImageViewTests: XCTestCase {
             view.setImage(with: nil, placeholder: placeholder)
             GTK.run(for: 0.1)
             var started = monotonicSeconds()
-            let first = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            let first = try GTK.capture(view.widget)
             print("capture of a 64×48 view: \(Int((monotonicSeconds() - started) * 1000)) ms")
             XCTAssertEqual(first.width, 64)
             XCTAssertEqual(first.height, 48)
@@ -66,7 +66,7 @@ final class ImageViewTests: XCTestCase {
             view.setImage(with: server.url("/picture.png"), placeholder: placeholder) { finished = $0 }
             XCTAssertTrue(view.loadingState.isActivityIndicatorVisible)
             GTK.run(for: 0.3)
-            let loading = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            let loading = try GTK.capture(view.widget)
             XCTAssertEqual(loading[1, 1].r, 128, "the placeholder stays around the spinner")
             XCTAssertEqual(loading[62, 46].r, 128)
             var spinnerPixels = 0
@@ -82,7 +82,7 @@ final class ImageViewTests: XCTestCase {
             XCTAssertNotNil(try? finished?.get())
             started = monotonicSeconds()
             GTK.run(for: 0.15)
-            let midway = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            let midway = try GTK.capture(view.widget)
             if monotonicSeconds() - started < 0.35 {
                 // A pixel far from grey in the image is part way between the two.
                 let p = midway[4, 4], image = expected[4, 4]
@@ -94,7 +94,7 @@ final class ImageViewTests: XCTestCase {
 
             XCTAssertTrue(GTK.run(until: { !view.loadingState.isCrossfading }, timeout: 5))
             GTK.run(for: 0.05)
-            let final = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            let final = try GTK.capture(view.widget)
             XCTAssertLessThanOrEqual(
                 Pixels.maximumDifference(final, expected), 2, "after the 0.4 s crossfade the view shows the decoded image")
         }
@@ -121,7 +121,7 @@ final class ImageViewTests: XCTestCase {
             }
             XCTAssertTrue(GTK.run(until: { failed }, timeout: 10))
             GTK.run(for: 0.05)
-            let shown = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            let shown = try GTK.capture(view.widget)
             XCTAssertLessThanOrEqual(Pixels.maximumDifference(shown, failureBitmap), 2)
             XCTAssertFalse(view.loadingState.isActivityIndicatorVisible)
         }
@@ -152,7 +152,7 @@ final class ImageViewTests: XCTestCase {
                 options: ImageDisplayOptions(crossfadeDuration: 0)) { _ in loaded = true }
             XCTAssertTrue(GTK.run(until: { loaded }, timeout: 10))
             GTK.run(for: 0.05)
-            let shown = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            let shown = try GTK.capture(view.widget)
             XCTAssertLessThanOrEqual(Pixels.maximumDifference(shown, Pixels.solid(width: 40, height: 40, 0, 200, 0)), 2)
         }
     }
@@ -194,11 +194,21 @@ final class ImageViewTests: XCTestCase {
                 format: "GIF frame delays: %d frames, delays %@ s, mean error %+.1f ms, worst %+.1f ms", errors.count,
                 Set(frames.map(\.duration)).sorted().map { String($0) }.joined(separator: "/"), meanError * 1000,
                 (errors.max() ?? 0) * 1000))
-            XCTAssertGreaterThan(errors.min() ?? 0, -0.025, "no frame is cut short")
+            // No frame is cut short: each frame appears no earlier than the delays of
+            // those before it allow, counted from the first. (A single gap can be short
+            // after a late tick on a loaded machine, which is not the animation running
+            // ahead.)
+            var elapsedDelays = 0.0, earliest = 0.0
+            for (before, after) in zip(changes, changes.dropFirst()) {
+                guard after.frame == (before.frame + 1) % frames.count else { break }
+                elapsedDelays += frames[before.frame].duration <= 0.01 ? 0.1 : frames[before.frame].duration
+                earliest = min(earliest, (after.time - changes[0].time) - elapsedDelays)
+            }
+            XCTAssertGreaterThan(earliest, -0.025, "no frame is cut short")
             XCTAssertLessThan(meanError, 0.05, "frames keep to their delays on average")
 
             // A capture shows the frame the view says it shows.
-            let shown = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            let shown = try GTK.capture(view.widget)
             XCTAssertLessThanOrEqual(Pixels.maximumDifference(shown, frames[view.frameIndex].bitmap), 2)
 
             // Hidden (unmapped), it stops, and resumes where it stood when shown again.
@@ -255,9 +265,11 @@ final class ImageViewTests: XCTestCase {
                          changes.count, seconds, steps.reduce(0) { $0 + $1 - 1 }, mostTextures))
             XCTAssertLessThanOrEqual(mostTextures, 3)
             XCTAssertLessThanOrEqual(view.heldFrameTextureCount, 3)
-            // Frames move forward (a frame may be skipped on a slow tick, never shown out of order).
+            // Frames move forward: frames may be skipped on a slow tick (a loaded machine
+            // was seen to skip ten, 200 ms, at once), never shown out of order (which
+            // would read as a step of more than half the loop).
             for (before, after) in zip(changes, changes.dropFirst()) {
-                XCTAssertTrue((after - before + 120) % 120 < 10, "\(before) → \(after)")
+                XCTAssertTrue((after - before + 120) % 120 < 60, "\(before) → \(after)")
             }
         }
     }

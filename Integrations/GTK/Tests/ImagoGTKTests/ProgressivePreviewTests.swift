@@ -53,7 +53,7 @@ final class ProgressivePreviewTests: XCTestCase {
             ) { finished = $0 }
             XCTAssertTrue(GTK.run(until: { previews > 0 }, timeout: 20), "no preview was shown")
             GTK.run(for: 0.05)
-            let preview = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            let preview = try GTK.capture(view.widget)
             XCTAssertNil(finished, "the capture was taken while the image was still arriving")
             let fromPlaceholder = Pixels.maximumDifference(preview, placeholderBitmap)
             let fromFinal = Pixels.maximumDifference(preview, expected)
@@ -64,7 +64,7 @@ final class ProgressivePreviewTests: XCTestCase {
             XCTAssertTrue(GTK.run(until: { finished != nil }, timeout: 30))
             XCTAssertNotNil(try? finished?.get())
             GTK.run(for: 0.1)
-            let final = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            let final = try GTK.capture(view.widget)
             XCTAssertLessThanOrEqual(Pixels.maximumDifference(final, expected), 2, "the final image replaces the previews")
             XCTAssertGreaterThanOrEqual(previews, 2)
         }

@@ -47,7 +47,7 @@ final class ViewReuseTests: XCTestCase {
                 GTK.run(for: 0.6)
                 XCTAssertEqual(reds, 0, "A's image was given to the view after it moved on to B")
                 XCTAssertTrue(view.loadingState.isActivityIndicatorVisible, "B is loading: the spinner shows")
-                let shown = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+                let shown = try GTK.capture(view.widget)
                 XCTAssertEqual(shown[2, 2].r, 128, "the placeholder, not A, around the spinner")
                 XCTAssertEqual(shown[45, 45].r, 128)
                 XCTAssertEqual(view.imageURL, server.url("/b.png"))
@@ -73,7 +73,7 @@ final class ViewReuseTests: XCTestCase {
             view.imageURL = server.url("/slow.png")
             XCTAssertTrue(view.loadingState.isActivityIndicatorVisible, "imageURL shows the spinner")
             GTK.run(for: 0.3)
-            let shown = try XCTUnwrap(WidgetCapture.bitmap(of: view.widget))
+            let shown = try GTK.capture(view.widget)
             XCTAssertEqual(shown[2, 2].g, 200, "the view's first image stays while its URL loads")
             view.imageURL = nil
             XCTAssertFalse(view.loadingState.isActivityIndicatorVisible)

@@ -43,6 +43,18 @@ enum GTK {
         run(until: { false }, timeout: seconds)
     }
 
+    /// What `widget` draws now. On a loaded machine a window may not have been
+    /// allocated or drawn yet at the moment a test asks (the capture is then nil), so
+    /// the main loop runs until it has, for up to ten seconds; a widget that never
+    /// draws still fails the test.
+    static func capture(_ widget: UnsafeMutablePointer<GtkWidget>, file: StaticString = #filePath, line: UInt = #line) throws -> Bitmap {
+        var bitmap = WidgetCapture.bitmap(of: widget)
+        if bitmap == nil { run(until: { bitmap = WidgetCapture.bitmap(of: widget); return bitmap != nil }, timeout: 10) }
+        return try XCTUnwrap(
+            bitmap, "nothing drawn: \(gtk_widget_get_width(widget))×\(gtk_widget_get_height(widget)), mapped \(gtk_widget_get_mapped(widget))",
+            file: file, line: line)
+    }
+
     /// A window of `width` × `height` showing `child`, presented and laid out.
     static func window(width: Int32, height: Int32, child: UnsafeMutablePointer<GtkWidget>) -> Window {
         let window = gtk_window_new()!
