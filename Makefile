@@ -122,7 +122,7 @@ demo: deps
 	base="http://127.0.0.1:$$(head -n 1 .build/demo/port)"; \
 	urls=""; for f in Samples/*.jpg Samples/*.png Samples/*.gif Samples/*.webp; do urls="$$urls $$base/$${f#Samples/}"; done; \
 	echo "==> A contact sheet of the same images loaded from a local web server ($$base):"; \
-	echo "    each cell a view loaded with setImage(with:), its image decoded to fit the cell; kept in .build/demo/cache"; \
+	echo "    each cell one load of a batch (ImageLoader.images(for:)), its image decoded to fit the cell; kept in .build/demo/cache"; \
 	.build/release/imago sheet --cache-dir .build/demo/cache --size 192 --columns 4 -o .build/demo/sheet-cold.png $$urls; \
 	echo "==> Again, as a new process: answered by the disk cache (the fitted images kept there, or the originals revalidated)"; \
 	.build/release/imago sheet --cache-dir .build/demo/cache --size 192 --columns 4 -o .build/demo/sheet.png $$urls; \
