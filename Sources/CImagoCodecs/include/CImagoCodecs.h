@@ -6,6 +6,11 @@
 
 #ifdef __linux__
 
+/// Non-zero once `deadline`, in nanoseconds on CLOCK_MONOTONIC, has come; 0 means
+/// no deadline. The codecs below check it as they work, so a decode made to be slow
+/// stops in the middle.
+int imago_deadline_passed(uint64_t deadline);
+
 /// A libjpeg decompressor whose errors come back as return codes.
 ///
 /// libjpeg reports fatal errors through a callback that must not return; the default
@@ -47,6 +52,13 @@ const char *imago_jpeg_message(const imago_jpeg *jpeg);
 /// Non-zero when that message is this wrapper's own (the data holds no image, no
 /// scanline could be read) rather than libjpeg's.
 int imago_jpeg_message_is_own(const imago_jpeg *jpeg);
+
+/// Stops the decode with an error once `deadline` (as for `imago_deadline_passed`)
+/// has come: libjpeg's progress monitor checks it between rows of every scan and of
+/// the output. `imago_jpeg_timed_out` then says so.
+void imago_jpeg_set_deadline(imago_jpeg *jpeg, uint64_t deadline);
+/// Non-zero when the last error was the deadline.
+int imago_jpeg_timed_out(const imago_jpeg *jpeg);
 
 /// Reads the markers up to the first scan: size, colour space and EXIF, no pixels.
 int imago_jpeg_read_header(imago_jpeg *jpeg, imago_jpeg_info *info);
