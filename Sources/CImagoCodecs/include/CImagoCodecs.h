@@ -125,6 +125,22 @@ enum {
 /// `*partial` says how much there was. Data that ends before the first row is an error.
 int imago_png_read_pixels(imago_png *png, uint8_t *pixels, size_t stride, int *partial);
 
+/// Receives one decoded row: `width` pixels of 8-bit RGBA with straight alpha,
+/// converted as `imago_png_read_pixels` converts them, valid only during the call.
+typedef void (*imago_png_row_sink)(void *context, const uint8_t *row, uint32_t number);
+
+/// Decodes a non-interlaced image a row at a time, top to bottom, handing each to
+/// `sink` instead of keeping it: memory for one row, whatever the height. Rows the
+/// data does not hold are never handed; `*partial` as for `imago_png_read_pixels`.
+/// An interlaced image is refused (its rows come in seven passes).
+int imago_png_read_rows(imago_png *png, imago_png_row_sink sink, void *context, int *partial);
+
+/// Stops the decode with an error once `deadline` (as for `imago_deadline_passed`)
+/// has come, checked at every row; `imago_png_timed_out` then says so.
+void imago_png_set_deadline(imago_png *png, uint64_t deadline);
+/// Non-zero when the last error was the deadline.
+int imago_png_timed_out(const imago_png *png);
+
 /// JPEG compression. How to compress; the policy (which subsampling for which quality) is the Swift
 /// caller's, so this stays a plain pass-through to libjpeg.
 typedef struct {

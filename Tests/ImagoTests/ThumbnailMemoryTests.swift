@@ -1,0 +1,198 @@
+#if os(Linux)
+import Foundation
+import Testing
+@testable import Imago
+
+/// Thumbnails whose memory follows the output, not the source: rows streamed into
+/// the resampler as the codec makes them, and a container's claimed size never
+/// trusted over its frame's. Peaks are measured in a fresh `imago` process.
+@Suite struct ThumbnailMemoryTests {
+    // MARK: PNG rows into the resampler
+
+    /// A thumbnail made from libpng's rows as they come equals the whole image
+    /// decoded and then fitted, with and without alpha, fit and fill, and for a file
+    /// cut short (the rows missing transparent in both).
+    @Test(arguments: [false, true])
+    func streamedPNGThumbnailsEqualTheWholeDecodeFitted(_ alpha: Bool) throws {
+        let picture = Self.picture(width: 1200, height: 700, alpha: alpha)
+        let data = try PNGEncoder().encode(picture)
+        let whole = try PNGDecoder().decode(data, options: DecodingOptions())
+        #expect(whole.bitmap == picture)
+        for target in [TargetSize.thumbnail(256), .thumbnail(500), TargetSize(width: 90, height: 160, contentMode: .aspectFill), .thumbnail(3)] {
+            let streamed = try PNGDecoder().decode(data, options: DecodingOptions(targetSize: target))
+            #expect(streamed.bitmap == whole.bitmap.fitted(to: target), "\(target)")
+        }
+        let cut = data.prefix(data.count * 2 / 3)
+        let partial = try PNGDecoder().decode(cut, options: DecodingOptions())
+        let streamed = try PNGDecoder().decode(cut, options: DecodingOptions(targetSize: .thumbnail(256)))
+        #expect(partial.isPartial && streamed.isPartial)
+        #expect(streamed.bitmap == partial.bitmap.fitted(to: .thumbnail(256)))
+    }
+
+    /// An interlaced file, whose rows come in seven passes, still decodes whole and
+    /// then fits.
+    @Test func interlacedPNGThumbnailsStillFit() throws {
+        let picture = InterlacedPNG.picture(width: 600, height: 400)
+        let data = InterlacedPNG.encode(picture)
+        let thumbnail = try ImageDecoderRegistry.shared.decode(data, options: DecodingOptions(targetSize: .thumbnail(256)))
+        #expect(thumbnail.bitmap == picture.fitted(to: .thumbnail(256)))
+    }
+
+    /// The time limit stops libpng at a row.
+    @Test func theTimeLimitStopsLibpng() throws {
+        let data = Self.hugeBlackPNG
+        var options = DecodingOptions()
+        options.timeout = 0.05
+        for target in [nil, TargetSize.thumbnail(256)] {
+            options.targetSize = target
+            #expect(throws: ImagoError.decodingTimedOut(format: .png, seconds: 0.05)) {
+                try PNGDecoder().decode(data, options: options)
+            }
+        }
+    }
+
+    /// A 256 px thumbnail of an 11000² PNG (an all-black image whose rows compress
+    /// to almost nothing): its canvas would be 484 MB; the process peaks far lower.
+    @Test func aPNGThumbnailOfAnElevenThousandPixelSquareStaysSmall() async throws {
+        let folder = try AnimationTests.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("huge.png")
+        try Self.hugeBlackPNG.write(to: file)
+        let (rest, peak) = try await Self.peaks(of: file)
+        print("peak RSS of a 256 px thumbnail of an 11000² PNG (\(Self.size(of: file))): \(peak / 1024) MB (\(rest / 1024) MB at rest; its canvas is 461 MB)")
+        #expect(peak < 128 * 1024)
+    }
+
+    // MARK: A container's claim
+
+    /// A 40×24 AVIF whose `ispe` box claims `side`²: libavif would scale its frame
+    /// up to the claim.
+    static func lyingAVIF(side: Int) throws -> Data {
+        var bytes = [UInt8](try Fixture.data("avif/still-420.avif"))
+        let ispe = try #require((0..<bytes.count - 4).first { bytes[$0..<$0 + 4].elementsEqual("ispe".utf8) })
+        for (offset, value) in [(8, side), (12, side)] {
+            for k in 0..<4 { bytes[ispe + offset + k] = UInt8(truncatingIfNeeded: value >> (24 - 8 * k)) }
+        }
+        return Data(bytes)
+    }
+
+    /// The frame is refused for not being the size the container claims, full size
+    /// and as a thumbnail, before any canvas of the claimed size exists.
+    @Test func anAVIFFrameSmallerThanItsContainerClaimsIsRefused() throws {
+        let data = try Self.lyingAVIF(side: 11_000)
+        for target in [nil, TargetSize.thumbnail(256)] {
+            let error = #expect(throws: ImagoError.self) {
+                try ImageDecoderRegistry.shared.decode(data, options: DecodingOptions(targetSize: target))
+            }
+            guard case .decodingFailed(.avif, let reason, let codec)? = error else {
+                Issue.record("unexpected \(String(describing: error))")
+                continue
+            }
+            #expect(reason == "frame 1 is not the 11000×11000 the container claims")
+            #expect(codec?.library == "libavif")
+        }
+    }
+
+    /// The tool refusing that file as a thumbnail peaks near its rest (libavif
+    /// scaling it took 684 MB).
+    @Test func anAVIFClaimingElevenThousandPixelsSquareStaysSmall() async throws {
+        let folder = try AnimationTests.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("lying.avif")
+        try Self.lyingAVIF(side: 11_000).write(to: file)
+        let (rest, peak) = try await Self.peaks(of: file)
+        print("peak RSS of a 256 px thumbnail of a \(Self.size(of: file)) AVIF whose ispe claims 11000² over a 40×24 frame: \(peak / 1024) MB (\(rest / 1024) MB at rest), refused")
+        #expect(peak < 128 * 1024)
+    }
+
+    // MARK: Support
+
+    /// The tool's peak RSS in KB at rest and making a 256 px thumbnail of `file`.
+    static func peaks(of file: URL) async throws -> (rest: Int, peak: Int) {
+        let rest = try await AnimationTests.peakRSS(["bench", "--child-memory"])
+        let peak = try await AnimationTests.peakRSS(["bench", "--child-memory", "--thumbnail", "256", file.path])
+        return (rest, peak)
+    }
+
+    static func size(of file: URL) -> String {
+        let bytes = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
+        return bytes >= 1 << 20 ? "\(bytes >> 20) MB" : bytes >= 1 << 10 ? "\(bytes >> 10) KB" : "\(bytes)-byte"
+    }
+
+    /// Smooth gradients with hard edges, and with `alpha` a transparency ramp.
+    static func picture(width: Int, height: Int, alpha: Bool) -> Bitmap {
+        let opaque = InterlacedPNG.picture(width: width, height: height)
+        guard alpha else { return opaque }
+        var pixels = opaque.pixels
+        for y in 0..<height {
+            for x in 0..<width {
+                let i = (y * width + x) * 4
+                let a = UInt32((x * 255 / width + y * 64 / height) % 256)
+                for c in 0..<3 { pixels[i + c] = UInt8((UInt32(pixels[i + c]) * a + 127) / 255) }
+                pixels[i + 3] = UInt8(a)
+            }
+        }
+        return Bitmap(width: width, height: height, pixels: pixels)
+    }
+
+    /// An 11000² black PNG, made once.
+    static let hugeBlackPNG = blackPNG(side: 11_000)
+
+    /// An 8-bit RGB PNG of `side`² black pixels. Its rows are all zeros, filter
+    /// byte included, so the zlib stream is one zero and then copies of 258 bytes at
+    /// distance 1 in a fixed-Huffman block, 13 bits each: 2.3 MB for 11000².
+    static func blackPNG(side: Int) -> Data {
+        let rawCount = side * (1 + side * 3)
+        var deflate: [UInt8] = []
+        deflate.reserveCapacity(rawCount / 258 * 13 / 8 + 64)
+        var bits: UInt64 = 0, bitCount = 0
+        // Huffman codes go most significant bit first into a stream filled from
+        // each byte's least significant bit: reversed here.
+        func put(_ value: UInt64, _ count: Int, reversed: Bool = false) {
+            var v = value
+            if reversed {
+                v = 0
+                for i in 0..<count where value >> i & 1 == 1 { v |= 1 << (count - 1 - i) }
+            }
+            bits |= v << bitCount
+            bitCount += count
+            while bitCount >= 8 {
+                deflate.append(UInt8(bits & 0xFF))
+                bits >>= 8
+                bitCount -= 8
+            }
+        }
+        put(1, 1)  // the last block
+        put(1, 2)  // fixed Huffman codes
+        put(0x30, 8, reversed: true)  // literal 0
+        // Length 258 is symbol 285 (8 bits, 11000101), distance 1 is code 0 (5 bits).
+        let match: UInt64 = {
+            var v: UInt64 = 0
+            for i in 0..<8 where 0b1100_0101 >> i & 1 == 1 { v |= 1 << (7 - i) }
+            return v
+        }()
+        var left = rawCount - 1
+        while left >= 258 {
+            put(match, 13)
+            left -= 258
+        }
+        for _ in 0..<left { put(0x30, 8, reversed: true) }
+        put(0, 7)  // end of block
+        if bitCount > 0 { put(0, 8 - bitCount) }
+        let adler = UInt32(rawCount % 65521) << 16 | 1
+        let zlib = [0x78, 0x01] + deflate + [UInt8(adler >> 24), UInt8(adler >> 16 & 0xFF), UInt8(adler >> 8 & 0xFF), UInt8(adler & 0xFF)]
+
+        var file: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        func be32(_ v: Int) -> [UInt8] { [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+        func chunk(_ type: String, _ body: [UInt8]) {
+            let typed = Array(type.utf8) + body
+            file += be32(body.count) + typed
+            file += be32(Int(typed.withUnsafeBytes { CRC32.update(0, $0) }))
+        }
+        chunk("IHDR", be32(side) + be32(side) + [8, 2, 0, 0, 0])
+        chunk("IDAT", zlib)
+        chunk("IEND", [])
+        return Data(file)
+    }
+}
+#endif
