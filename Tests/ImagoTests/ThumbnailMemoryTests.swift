@@ -63,6 +63,66 @@ import Testing
         #expect(peak < 128 * 1024)
     }
 
+    // MARK: Animated WebP on a large canvas
+
+    /// An animated WebP on a `side`² canvas: frames of `frameSide`² in flat colours,
+    /// some half transparent and blended, one disposed to the background, placed
+    /// across the canvas (lossless, so their edges are exact).
+    static func largeCanvasWebP(side: Int, frameSide: Int) throws -> Data {
+        func le(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
+        func chunk(_ fourCC: String, _ payload: [UInt8]) -> [UInt8] {
+            Array(fourCC.utf8) + le(payload.count, 4) + payload + (payload.count % 2 == 1 ? [0] : [])
+        }
+        let colours: [(UInt8, UInt8, UInt8, UInt8)] = [(200, 40, 40, 255), (20, 60, 100, 128), (40, 160, 60, 255), (90, 90, 0, 180)]
+        var frames: [UInt8] = []
+        for (number, colour) in colours.enumerated() {
+            let pixels = [UInt8]((0..<frameSide * frameSide).flatMap { _ in [colour.0, colour.1, colour.2, colour.3] })
+            let still = try WebPEncoder(lossless: true).encode(Bitmap(width: frameSide, height: frameSide, pixels: pixels))
+            let image = [UInt8](still[12...])
+            // Even offsets (the format stores half), stepping across the canvas.
+            let offset = (side - frameSide) * number / colours.count / 2 * 2
+            let flags: UInt8 = number == 2 ? 0x01 : 0x00  // frame 2 disposed; every frame blended
+            frames += chunk("ANMF", le(offset / 2, 3) + le(offset / 2, 3) + le(frameSide - 1, 3) + le(frameSide - 1, 3)
+                + le(100, 3) + [flags] + image)
+        }
+        let body = Array("WEBP".utf8) + chunk("VP8X", [0x12, 0, 0, 0] + le(side - 1, 3) + le(side - 1, 3))
+            + chunk("ANIM", [0, 0, 0, 0, 0, 0]) + frames
+        return Data(Array("RIFF".utf8) + le(body.count, 4) + body)
+    }
+
+    /// Composited at the thumbnail's scale, the frames come out as libwebp's
+    /// full-size canvases fitted, but for the pixels along frame edges.
+    @Test func aLargeCanvasAnimationIsCompositedAtTheThumbnailsScale() throws {
+        let data = try Self.largeCanvasWebP(side: 2400, frameSide: 900)
+        #expect(2400 * 2400 > WebPDecoder.largestCanvasComposited)
+        let full = try WebPDecoder().decode(data, options: DecodingOptions())
+        for target in [TargetSize.thumbnail(256), TargetSize(width: 120, height: 200, contentMode: .aspectFill)] {
+            let thumbnail = try WebPDecoder().decode(data, options: DecodingOptions(targetSize: target))
+            #expect(thumbnail.frameCount == 4)
+            for (index, (frame, reference)) in zip(thumbnail.frames, full.frames).enumerated() {
+                let expected = reference.bitmap.fitted(to: target)
+                #expect(frame.bitmap.width == expected.width && frame.bitmap.height == expected.height)
+                // Within a level but along the frame edges (about 4 % of these
+                // pixels), where libwebp's box filter and the resampler's cubic differ.
+                let differences = zip(frame.bitmap.pixels, expected.pixels).map { abs(Int($0) - Int($1)) }
+                let close = differences.filter { $0 <= 1 }.count
+                #expect(Double(close) / Double(differences.count) > 0.95, "\(target) frame \(index)")
+            }
+        }
+    }
+
+    /// A 256 px thumbnail of an animation on an 11000² canvas (957 MB when libwebp
+    /// composited it at full size) peaks far lower.
+    @Test func aWebPAnimationThumbnailOnAnElevenThousandPixelCanvasStaysSmall() async throws {
+        let folder = try AnimationTests.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("canvas.webp")
+        try Self.largeCanvasWebP(side: 11_000, frameSide: 1000).write(to: file)
+        let (rest, peak) = try await Self.peaks(of: file)
+        print("peak RSS of a 256 px thumbnail of a 4-frame animated WebP on an 11000² canvas (\(Self.size(of: file))): \(peak / 1024) MB (\(rest / 1024) MB at rest)")
+        #expect(peak < 128 * 1024)
+    }
+
     // MARK: A container's claim
 
     /// A 40×24 AVIF whose `ispe` box claims `side`²: libavif would scale its frame
