@@ -63,6 +63,39 @@ import Testing
         #expect(peak < 128 * 1024)
     }
 
+    // MARK: TIFF strips into the resampler
+
+    /// A thumbnail made a strip at a time equals the page decoded and then fitted:
+    /// strips of 7 rows, whose bands the resampler's blocks do not line up with, and
+    /// every fixture (tiles, alpha, the layouts libtiff converts).
+    @Test func stripTIFFThumbnailsEqualTheWholeDecodeFitted() throws {
+        let picture = InterlacedPNG.picture(width: 700, height: 450)
+        let data = Self.stripTIFF(picture, rowsPerStrip: 7)
+        #expect(try TIFFDecoder().decode(data, options: DecodingOptions()).bitmap == picture)
+        for target in [TargetSize.thumbnail(256), .thumbnail(64), TargetSize(width: 90, height: 160, contentMode: .aspectFill)] {
+            #expect(try TIFFDecoder().decode(data, options: DecodingOptions(targetSize: target)).bitmap == picture.fitted(to: target), "\(target)")
+        }
+        for name in try Fixture.files("tiff", suffix: ".tif") {
+            let data = try Fixture.data("tiff/\(name)")
+            let whole = try TIFFDecoder().decode(data, options: DecodingOptions())
+            let target = TargetSize.thumbnail(11)
+            // Turned files decode whole, turn, then fit (the registry fits them).
+            let thumbnail = try ImageDecoderRegistry.shared.decode(data, options: DecodingOptions(targetSize: target))
+            #expect(thumbnail.bitmap == whole.bitmap.fitted(to: target), "\(name)")
+        }
+    }
+
+    /// A 256 px thumbnail of an 11000² TIFF in Deflate strips of 16 rows.
+    @Test func aTIFFThumbnailOfAnElevenThousandPixelSquareStaysSmall() async throws {
+        let folder = try AnimationTests.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("huge.tif")
+        try Self.blackTIFF(width: 11_000, height: 11_000, rowsPerStrip: 16).write(to: file)
+        let (rest, peak) = try await Self.peaks(of: file)
+        print("peak RSS of a 256 px thumbnail of an 11000² TIFF in 688 strips (\(Self.size(of: file))): \(peak / 1024) MB (\(rest / 1024) MB at rest)")
+        #expect(peak < 128 * 1024)
+    }
+
     // MARK: Animated WebP on a large canvas
 
     /// An animated WebP on a `side`² canvas: frames of `frameSide`² in flat colours,
@@ -198,13 +231,80 @@ import Testing
     /// An 11000² black PNG, made once.
     static let hugeBlackPNG = blackPNG(side: 11_000)
 
-    /// An 8-bit RGB PNG of `side`² black pixels. Its rows are all zeros, filter
-    /// byte included, so the zlib stream is one zero and then copies of 258 bytes at
-    /// distance 1 in a fixed-Huffman block, 13 bits each: 2.3 MB for 11000².
+    /// An 8-bit RGB PNG of `side`² black pixels, its rows one zlib stream of zeros
+    /// (filter bytes included): 2.3 MB for 11000².
     static func blackPNG(side: Int) -> Data {
-        let rawCount = side * (1 + side * 3)
+        var file: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        func chunk(_ type: String, _ body: [UInt8]) {
+            let typed = Array(type.utf8) + body
+            file += bigEndian(body.count) + typed
+            file += bigEndian(Int(typed.withUnsafeBytes { CRC32.update(0, $0) }))
+        }
+        chunk("IHDR", bigEndian(side) + bigEndian(side) + [8, 2, 0, 0, 0])
+        chunk("IDAT", zerosZlib(count: side * (1 + side * 3)))
+        chunk("IEND", [])
+        return Data(file)
+    }
+
+    /// An 8-bit RGB TIFF of `width` × `height` black pixels in strips of
+    /// `rowsPerStrip` rows, each compressed with Deflate, as Adobe's TIFF allows.
+    static func blackTIFF(width: Int, height: Int, rowsPerStrip: Int) -> Data {
+        rgbTIFF(width: width, height: height, rowsPerStrip: rowsPerStrip, compression: 8) { rows in
+            zerosZlib(count: rows.count * width * 3)
+        }
+    }
+
+    /// An 8-bit RGB TIFF of `picture` (opaque) in uncompressed strips.
+    static func stripTIFF(_ picture: Bitmap, rowsPerStrip: Int) -> Data {
+        rgbTIFF(width: picture.width, height: picture.height, rowsPerStrip: rowsPerStrip, compression: 1) { rows in
+            rows.flatMap { y in (0..<picture.width).flatMap { x in [picture[x, y].r, picture[x, y].g, picture[x, y].b] } }
+        }
+    }
+
+    /// A little-endian RGB TIFF whose strips `strip` makes from their rows.
+    static func rgbTIFF(width: Int, height: Int, rowsPerStrip: Int, compression: Int, strip: (Range<Int>) -> [UInt8]) -> Data {
+        func le(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
+        let strips = stride(from: 0, to: height, by: rowsPerStrip).map { strip($0..<min(height, $0 + rowsPerStrip)) }
+        // Header, directory, the values too long for an entry, then the strips.
+        let entryCount = 10
+        let extraStart = 8 + 2 + entryCount * 12 + 4
+        let stripsStart = extraStart + 6 + strips.count * 8
+        var offsets: [Int] = []
+        var position = stripsStart
+        for strip in strips {
+            offsets.append(position)
+            position += strip.count
+        }
+        let entries: [(tag: Int, type: Int, count: Int, value: [UInt8])] = [
+            (256, 4, 1, le(width, 4)), (257, 4, 1, le(height, 4)), (258, 3, 3, le(8, 2) + le(8, 2) + le(8, 2)),
+            (259, 3, 1, le(compression, 2)), (262, 3, 1, le(2, 2)), (273, 4, strips.count, offsets.flatMap { le($0, 4) }),
+            (277, 3, 1, le(3, 2)), (278, 4, 1, le(rowsPerStrip, 4)), (279, 4, strips.count, strips.flatMap { le($0.count, 4) }),
+            (284, 3, 1, le(1, 2)),
+        ]
+        var file: [UInt8] = Array("II".utf8) + le(42, 2) + le(8, 4) + le(entries.count, 2)
+        var extra: [UInt8] = []
+        for entry in entries {
+            file += le(entry.tag, 2) + le(entry.type, 2) + le(entry.count, 4)
+            if entry.value.count <= 4 {
+                file += entry.value + [UInt8](repeating: 0, count: 4 - entry.value.count)
+            } else {
+                file += le(extraStart + extra.count, 4)
+                extra += entry.value
+            }
+        }
+        file += le(0, 4) + extra
+        precondition(file.count == stripsStart, "TIFF layout")
+        for strip in strips { file += strip }
+        return Data(file)
+    }
+
+    static func bigEndian(_ v: Int) -> [UInt8] { [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+
+    /// A zlib stream of `count` zero bytes: one literal zero, then copies of 258
+    /// bytes at distance 1 in a fixed-Huffman block, 13 bits each.
+    static func zerosZlib(count: Int) -> [UInt8] {
         var deflate: [UInt8] = []
-        deflate.reserveCapacity(rawCount / 258 * 13 / 8 + 64)
+        deflate.reserveCapacity(count / 258 * 13 / 8 + 64)
         var bits: UInt64 = 0, bitCount = 0
         // Huffman codes go most significant bit first into a stream filled from
         // each byte's least significant bit: reversed here.
@@ -231,7 +331,7 @@ import Testing
             for i in 0..<8 where 0b1100_0101 >> i & 1 == 1 { v |= 1 << (7 - i) }
             return v
         }()
-        var left = rawCount - 1
+        var left = count - 1
         while left >= 258 {
             put(match, 13)
             left -= 258
@@ -239,20 +339,8 @@ import Testing
         for _ in 0..<left { put(0x30, 8, reversed: true) }
         put(0, 7)  // end of block
         if bitCount > 0 { put(0, 8 - bitCount) }
-        let adler = UInt32(rawCount % 65521) << 16 | 1
-        let zlib = [0x78, 0x01] + deflate + [UInt8(adler >> 24), UInt8(adler >> 16 & 0xFF), UInt8(adler >> 8 & 0xFF), UInt8(adler & 0xFF)]
-
-        var file: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        func be32(_ v: Int) -> [UInt8] { [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-        func chunk(_ type: String, _ body: [UInt8]) {
-            let typed = Array(type.utf8) + body
-            file += be32(body.count) + typed
-            file += be32(Int(typed.withUnsafeBytes { CRC32.update(0, $0) }))
-        }
-        chunk("IHDR", be32(side) + be32(side) + [8, 2, 0, 0, 0])
-        chunk("IDAT", zlib)
-        chunk("IEND", [])
-        return Data(file)
+        let adler = UInt32(count % 65521) << 16 | 1
+        return [0x78, 0x01] + deflate + bigEndian(Int(adler))
     }
 }
 #endif
