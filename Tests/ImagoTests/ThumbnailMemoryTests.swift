@@ -127,7 +127,7 @@ import Testing
     /// full-size canvases fitted, but for the pixels along frame edges.
     @Test func aLargeCanvasAnimationIsCompositedAtTheThumbnailsScale() throws {
         let data = try Self.largeCanvasWebP(side: 2400, frameSide: 900)
-        #expect(2400 * 2400 > WebPDecoder.largestCanvasComposited)
+        #expect(2400 * 2400 > ScaledCanvas.largestFullCanvas)
         let full = try WebPDecoder().decode(data, options: DecodingOptions())
         for target in [TargetSize.thumbnail(256), TargetSize(width: 120, height: 200, contentMode: .aspectFill)] {
             let thumbnail = try WebPDecoder().decode(data, options: DecodingOptions(targetSize: target))
@@ -154,6 +154,46 @@ import Testing
         let (rest, peak) = try await Self.peaks(of: file)
         print("peak RSS of a 256 px thumbnail of a 4-frame animated WebP on an 11000² canvas (\(Self.size(of: file))): \(peak / 1024) MB (\(rest / 1024) MB at rest)")
         #expect(peak < 128 * 1024)
+    }
+
+    // MARK: GIF on a large screen
+
+    /// A GIF on a 2400² screen (over the limit for compositing at full size) whose
+    /// frames, their rows in order, go through the resampler to their scaled
+    /// rectangles: transparent pixels, a frame cleared and one restored after it
+    /// shows. Against the full-size composite fitted, all but the frame edges within
+    /// a level; an interlaced frame keeps the whole canvas, exactly.
+    @Test(arguments: [false, true])
+    func aLargeScreenGIFIsCompositedAtTheThumbnailsScale(_ interlaced: Bool) throws {
+        let side = 2400, frameSide = 700
+        #expect(side * side > ScaledCanvas.largestFullCanvas)
+        var gif = TestGIF(width: side, height: side, loop: 0)
+        for number in 0..<4 {
+            let offset = (side - frameSide) * number / 4
+            // A frame of one colour with a transparent diagonal band (index 0).
+            let indices = (0..<frameSide * frameSide).map { i -> UInt8 in
+                abs(i % frameSide - i / frameSide) < 40 ? 0 : UInt8(1 + number % 3)
+            }
+            gif.frames.append(.init(
+                left: offset, top: offset / 2, width: frameSide, height: frameSide, indices: indices,
+                disposal: number == 1 ? 2 : number == 2 ? 3 : 1, delay: 10, transparent: 0, interlaced: interlaced && number == 3))
+        }
+        let data = Data(gif.encode())
+        let full = try GIFDecoder().decode(data, options: DecodingOptions())
+        let target = TargetSize.thumbnail(256)
+        let thumbnail = try ImageDecoderRegistry.shared.decode(data, options: DecodingOptions(targetSize: target))
+        #expect(thumbnail.frameCount == 4)
+        for (index, (frame, reference)) in zip(thumbnail.frames, full.frames).enumerated() {
+            let expected = reference.bitmap.fitted(to: target)
+            #expect(frame.bitmap.width == expected.width && frame.bitmap.height == expected.height)
+            if interlaced {
+                #expect(frame.bitmap == expected, "frame \(index)")
+            } else {
+                let differences = zip(frame.bitmap.pixels, expected.pixels).map { abs(Int($0) - Int($1)) }
+                let close = differences.filter { $0 <= 1 }.count
+                #expect(Double(close) / Double(differences.count) > 0.95, "frame \(index)")
+            }
+        }
     }
 
     // MARK: A container's claim

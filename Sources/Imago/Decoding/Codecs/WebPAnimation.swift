@@ -6,13 +6,6 @@ import CLibWebP
 import Foundation
 
 extension WebPDecoder {
-    /// The largest canvas, in pixels, whose thumbnails libwebp composites at full
-    /// size (4 megapixels): it keeps two canvases of its own, 957 MB for an 11000²
-    /// animation whatever the thumbnail. Larger canvases are composited at the
-    /// thumbnail's scale by `ScaledWebPFrameCursor`, which differs from a full-size
-    /// composite only along frame edges.
-    static let largestCanvasComposited = 1 << 22
-
     /// Decodes the first frame of an animation the demuxer has accepted, and keeps
     /// the data to decode the rest on demand. Frame count, durations and loop count
     /// come from the demuxer's frame records, without decoding.
@@ -81,7 +74,7 @@ extension WebPDecoder {
 
         let pinned = PinnedBytes(bytes)
         let open = { @Sendable () throws(ImagoError) -> any FrameProducing in
-            if let storedTarget, width * height > Self.largestCanvasComposited {
+            if let storedTarget, width * height > ScaledCanvas.largestFullCanvas {
                 return try ScaledWebPFrameCursor(pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget)
             }
             return try WebPFrameCursor(pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget)
@@ -157,25 +150,17 @@ final class WebPFrameCursor: FrameProducing {
     }
 }
 
-/// An animation's frames composited at the target's scale, for a canvas too large
-/// to hold: each frame is decoded by libwebp straight to its scaled rectangle (its
-/// rescaler keeps a few rows), then blended onto a canvas of the scaled size and
-/// disposed as WebPAnimDecoder does. Memory follows the thumbnail, not the canvas.
+/// An animation's frames composited on a `ScaledCanvas`, for a canvas too large to
+/// hold: each frame is decoded by libwebp straight to its scaled rectangle (its
+/// rescaler keeps a few rows), then blended and disposed as WebPAnimDecoder does.
 final class ScaledWebPFrameCursor: FrameProducing {
-    private struct Rectangle {
-        var x: Int, y: Int, width: Int, height: Int
-    }
-
     private let storage: PinnedBytes
     private let demux: OpaquePointer
     private let frameCount: Int
-    private let scaleX: Double, scaleY: Double
-    private let layout: TargetSize.Layout
     private let orientation: ImageOrientation
-    /// The scaled canvas, premultiplied RGBA, transparent at first.
-    private var canvas: [UInt8]
+    private let canvas: ScaledCanvas
     /// The previous frame's rectangle when it is disposed to the background.
-    private var disposed: Rectangle?
+    private var disposed: ScaledCanvas.Rectangle?
     private var index = 0
 
     init(
@@ -184,10 +169,7 @@ final class ScaledWebPFrameCursor: FrameProducing {
         self.storage = storage
         self.frameCount = frameCount
         self.orientation = orientation
-        layout = target.layout(sourceWidth: width, sourceHeight: height)
-        scaleX = Double(layout.scaledWidth) / Double(width)
-        scaleY = Double(layout.scaledHeight) / Double(height)
-        canvas = [UInt8](repeating: 0, count: layout.scaledWidth * layout.scaledHeight * 4)
+        canvas = ScaledCanvas(width: width, height: height, target: target)
         var data = WebPData(bytes: storage.base, size: storage.count)
         guard let demux = WebPDemux(&data) else { throw WebPDecoder.failure("the animation is malformed") }
         self.demux = demux
@@ -203,14 +185,9 @@ final class ScaledWebPFrameCursor: FrameProducing {
             throw WebPDecoder.failure("the animation is malformed")
         }
         defer { WebPDemuxReleaseIterator(&iterator) }
-        if let disposed { fill(disposed) { pixel, _ in pixel.update(repeating: 0, count: 4) } }
-        // Edges scaled and rounded, so that frames which meet on the canvas meet
-        // here too; every frame keeps at least a pixel.
-        let x = min(Int((Double(iterator.x_offset) * scaleX).rounded()), layout.scaledWidth - 1)
-        let y = min(Int((Double(iterator.y_offset) * scaleY).rounded()), layout.scaledHeight - 1)
-        let right = min(Int((Double(Int(iterator.x_offset) + Int(iterator.width)) * scaleX).rounded()), layout.scaledWidth)
-        let bottom = min(Int((Double(Int(iterator.y_offset) + Int(iterator.height)) * scaleY).rounded()), layout.scaledHeight)
-        let rectangle = Rectangle(x: x, y: y, width: max(1, right - x), height: max(1, bottom - y))
+        if let disposed { canvas.clear(disposed) }
+        let rectangle = canvas.rectangle(
+            x: Int(iterator.x_offset), y: Int(iterator.y_offset), width: Int(iterator.width), height: Int(iterator.height))
 
         let fragment = UnsafeBufferPointer(start: start, count: iterator.fragment.size)
         var config = WebPDecoderConfig()
@@ -229,46 +206,9 @@ final class ScaledWebPFrameCursor: FrameProducing {
         } catch {
             throw WebPDecoder.failure("corrupt bitstream in frame \(index)")
         }
-        let blends = iterator.blend_method == WEBP_MUX_BLEND && iterator.has_alpha != 0
-        frame.pixels.withUnsafeBufferPointer { source in
-            fill(rectangle) { destination, offset in
-                let s = source.baseAddress! + offset
-                guard blends else {
-                    for c in 0..<4 { destination[c] = s[c] }
-                    return
-                }
-                // Source over destination, premultiplied.
-                let keep = UInt32(255 - s[3])
-                for c in 0..<4 { destination[c] = s[c] &+ UInt8((UInt32(destination[c]) * keep + 127) / 255) }
-            }
-        }
+        canvas.draw(frame, in: rectangle, blending: iterator.blend_method == WEBP_MUX_BLEND && iterator.has_alpha != 0)
         disposed = iterator.dispose_method == WEBP_MUX_DISPOSE_BACKGROUND ? rectangle : nil
-
-        // A fill shows the middle of the scaled canvas, as `Bitmap.fitted` crops it.
-        let cropX = (layout.scaledWidth - layout.outputWidth) / 2, cropY = (layout.scaledHeight - layout.outputHeight) / 2
-        let (outputWidth, scaledWidth) = (layout.outputWidth, layout.scaledWidth)
-        let bitmap = try Bitmap.make(width: outputWidth, height: layout.outputHeight) { out in
-            canvas.withUnsafeBytes { canvas in
-                for row in 0..<out.count / (outputWidth * 4) {
-                    (out.baseAddress! + row * outputWidth * 4).copyMemory(
-                        from: canvas.baseAddress! + ((cropY + row) * scaledWidth + cropX) * 4, byteCount: outputWidth * 4)
-                }
-            }
-        }
-        return bitmap.applying(orientation)
-    }
-
-    /// Calls `pixel` for each pixel of `rectangle` on the canvas, with the pixel and
-    /// its offset in a bitmap of the rectangle's size.
-    private func fill(_ rectangle: Rectangle, _ pixel: (UnsafeMutablePointer<UInt8>, Int) -> Void) {
-        canvas.withUnsafeMutableBufferPointer { canvas in
-            for row in 0..<rectangle.height {
-                let line = canvas.baseAddress! + ((rectangle.y + row) * layout.scaledWidth + rectangle.x) * 4
-                for column in 0..<rectangle.width {
-                    pixel(line + column * 4, (row * rectangle.width + column) * 4)
-                }
-            }
-        }
+        return canvas.output().applying(orientation)
     }
 }
 #endif
