@@ -217,7 +217,7 @@ import Testing
             let error = #expect(throws: ImagoError.self) {
                 try ImageDecoderRegistry.shared.decode(data, options: DecodingOptions(targetSize: target))
             }
-            guard case .decodingFailed(.avif, let reason, let codec)? = error else {
+            guard case .decodingFailed(.avif, let reason, let codec, _)? = error else {
                 Issue.record("unexpected \(String(describing: error))")
                 continue
             }
