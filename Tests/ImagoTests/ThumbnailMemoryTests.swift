@@ -196,6 +196,83 @@ import Testing
         }
     }
 
+    /// A 256 px thumbnail of a two-frame GIF whose frames cover an 11000² screen
+    /// (the full-size canvas alone would be 484 MB).
+    @Test func aGIFThumbnailOfAnElevenThousandPixelScreenStaysSmall() async throws {
+        let folder = try AnimationTests.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("screen.gif")
+        try Self.solidGIF(side: 11_000, colours: [1, 2]).write(to: file)
+        let (rest, peak) = try await Self.peaks(of: file)
+        print("peak RSS of a 256 px thumbnail of a 2-frame GIF covering an 11000² screen (\(Self.size(of: file))): \(peak / 1024) MB (\(rest / 1024) MB at rest)")
+        #expect(peak < 128 * 1024)
+        let gif = try Data(contentsOf: file)
+        let thumbnail = try ImageDecoderRegistry.shared.decode(gif, options: DecodingOptions(targetSize: .thumbnail(256)))
+        #expect(thumbnail.frameCount == 2 && thumbnail.width == 256 && thumbnail.height == 256)
+        #expect(thumbnail.bitmap[0, 0] == (255, 0, 0, 255) && thumbnail.bitmap[128, 200] == (255, 0, 0, 255))
+    }
+
+    /// A GIF of `side`² whose frames each fill the screen with one colour of
+    /// `TestGIF.basicPalette`, LZW-coded as giflib's encoder codes a run: each code
+    /// one pixel longer than the last, so 121 million pixels take 90 KB.
+    static func solidGIF(side: Int, colours: [UInt8]) -> Data {
+        func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
+        var file = Array("GIF89a".utf8) + le16(side) + le16(side) + [0xF1, 0, 0]
+        file += TestGIF.basicPalette.flatMap { $0 }
+        file += [0x21, 0xFF, 11] + Array("NETSCAPE2.0".utf8) + [3, 1, 0, 0, 0]
+        let codeSize = 2, clear = 4, end = 5
+        for colour in colours {
+            file += [0x21, 0xF9, 4, 0x04, 10, 0, 0, 0]
+            file += [0x2C] + le16(0) + le16(0) + le16(side) + le16(side) + [0, UInt8(codeSize)]
+            var data: [UInt8] = [], accumulator = 0, bitCount = 0
+            var running = end + 1, bits = codeSize + 1, limit = 1 << bits
+            func output(_ code: Int) {
+                accumulator |= code << bitCount
+                bitCount += bits
+                while bitCount >= 8 {
+                    data.append(UInt8(accumulator & 0xFF))
+                    accumulator >>= 8
+                    bitCount -= 8
+                }
+                if running >= limit && code <= 4095 && bits < 12 {
+                    bits += 1
+                    limit = 1 << bits
+                }
+            }
+            // The code of the run of each length the table holds.
+            var codes = [Int](repeating: 0, count: 4097)
+            codes[1] = Int(colour)
+            var longest = 1, current = 1, remaining = side * side - 1
+            output(clear)
+            while remaining > 0 {
+                let absorbed = min(longest - current, remaining)
+                current += absorbed
+                remaining -= absorbed
+                guard remaining > 0 else { break }
+                output(codes[current])
+                remaining -= 1
+                if running >= 4095 {
+                    output(clear)
+                    (running, bits, limit, longest) = (end + 1, codeSize + 1, 1 << (codeSize + 1), 1)
+                } else {
+                    codes[current + 1] = running
+                    running += 1
+                    longest = current + 1
+                }
+                current = 1
+            }
+            output(codes[current])
+            output(end)
+            if bitCount > 0 { data.append(UInt8(accumulator & 0xFF)) }
+            for start in stride(from: 0, to: data.count, by: 255) {
+                let block = data[start..<min(start + 255, data.count)]
+                file += [UInt8(block.count)] + block
+            }
+            file += [0]
+        }
+        return Data(file + [0x3B])
+    }
+
     // MARK: A container's claim
 
     /// A 40×24 AVIF whose `ispe` box claims `side`²: libavif would scale its frame
