@@ -11,6 +11,9 @@
 struct imago_jpeg {
     struct jpeg_decompress_struct cinfo;
     struct jpeg_error_mgr errors;
+    struct jpeg_progress_mgr progress;
+    uint64_t deadline;
+    int timed_out;
     jmp_buf jump;
     char message[JMSG_LENGTH_MAX];
     // Set when `message` is this file's rather than libjpeg's.
@@ -42,6 +45,28 @@ static void imago_jpeg_emit_message(j_common_ptr cinfo, int level) {
 
 static void imago_jpeg_output_message(j_common_ptr cinfo) {
     (void)cinfo;
+}
+
+// libjpeg calls its progress monitor before each piece of input it absorbs (a row
+// of blocks of a scan, a marker) and each output row group, which is as often as a
+// deadline needs checking and cheap next to the work between.
+static void imago_jpeg_progress(j_common_ptr cinfo) {
+    imago_jpeg *jpeg = (imago_jpeg *)cinfo->client_data;
+    if (!imago_deadline_passed(jpeg->deadline)) return;
+    snprintf(jpeg->message, sizeof jpeg->message, "the decode took longer than allowed");
+    jpeg->message_is_own = 1;
+    jpeg->timed_out = 1;
+    longjmp(jpeg->jump, 1);
+}
+
+void imago_jpeg_set_deadline(imago_jpeg *jpeg, uint64_t deadline) {
+    jpeg->deadline = deadline;
+    jpeg->progress.progress_monitor = imago_jpeg_progress;
+    jpeg->cinfo.progress = deadline != 0 ? &jpeg->progress : NULL;
+}
+
+int imago_jpeg_timed_out(const imago_jpeg *jpeg) {
+    return jpeg->timed_out;
 }
 
 imago_jpeg *imago_jpeg_create(const uint8_t *data, size_t size) {

@@ -18,6 +18,8 @@ struct imago_png {
     // Set before this file raises an error of its own through png_error, so that
     // `message` is not taken for libpng's.
     int message_is_own;
+    uint64_t deadline;
+    int timed_out;
 };
 
 static void imago_png_error(png_structp png, png_const_charp message) {
@@ -124,7 +126,11 @@ int imago_png_read_header(imago_png *reader, imago_png_info *info) {
 // it decodes rows as their compressed bytes arrive, so a file that ends early still
 // yields every row it holds, where the pull reader can only fail.
 typedef struct {
+    imago_png *reader;
+    // Rows land in `rows`, or go one by one to `sink` (a non-interlaced image only).
     png_bytepp rows;
+    imago_png_row_sink sink;
+    void *context;
     png_uint_32 height;
     int rows_seen;
     int complete;
@@ -154,11 +160,20 @@ static void imago_png_push_info(png_structp png, png_infop info) {
 
 static void imago_png_push_row(png_structp png, png_bytep row, png_uint_32 number, int pass) {
     imago_png_push *push = (imago_png_push *)png_get_progressive_ptr(png);
+    if (imago_deadline_passed(push->reader->deadline)) {
+        push->reader->timed_out = 1;
+        push->reader->message_is_own = 1;
+        png_error(png, "the decode took longer than allowed");
+    }
     if (row == NULL || number >= push->height) return;
-    // For Adam7, libpng hands each pass's row for every image row it covers and
-    // widens its pixels over their block, so the passes received show as a coarse
-    // image that each later pass refines, as browsers draw them.
-    png_progressive_combine_row(png, push->rows[number], row);
+    if (push->sink != NULL) {
+        push->sink(push->context, row, number);
+    } else {
+        // For Adam7, libpng hands each pass's row for every image row it covers and
+        // widens its pixels over their block, so the passes received show as a coarse
+        // image that each later pass refines, as browsers draw them.
+        png_progressive_combine_row(png, push->rows[number], row);
+    }
     push->rows_seen = 1;
     if (number + 1 == push->height && (!push->interlaced || pass == 6)) push->complete = 1;
 }
@@ -170,22 +185,19 @@ static void imago_png_push_end(png_structp png, png_infop info) {
     push->ended = 1;
 }
 
-int imago_png_read_pixels(imago_png *reader, uint8_t *pixels, size_t stride, int *partial) {
+void imago_png_set_deadline(imago_png *reader, uint64_t deadline) {
+    reader->deadline = deadline;
+}
+
+int imago_png_timed_out(const imago_png *reader) {
+    return reader->timed_out;
+}
+
+static int imago_png_run(imago_png *reader, imago_png_push *push, int *partial) {
     *partial = IMAGO_PNG_WHOLE;
-    png_uint_32 height = png_get_image_height(reader->png, reader->info);
-    // Rows that never arrive stay transparent.
-    memset(pixels, 0, stride * height);
-    reader->rows = malloc(sizeof(png_bytep) * height);
-    if (reader->rows == NULL) {
-        snprintf(reader->message, sizeof reader->message, "out of memory for row pointers");
-        reader->message_is_own = 1;
-        return -1;
-    }
-    for (png_uint_32 y = 0; y < height; y++) reader->rows[y] = pixels + (size_t)y * stride;
-    imago_png_push push = {
-        .rows = reader->rows, .height = height,
-        .interlaced = png_get_interlace_type(reader->png, reader->info) != PNG_INTERLACE_NONE,
-    };
+    push->reader = reader;
+    push->height = png_get_image_height(reader->png, reader->info);
+    push->interlaced = png_get_interlace_type(reader->png, reader->info) != PNG_INTERLACE_NONE;
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, reader, imago_png_error, imago_png_warning);
     png_infop info = png != NULL ? png_create_info_struct(png) : NULL;
     if (info == NULL) {
@@ -200,7 +212,7 @@ int imago_png_read_pixels(imago_png *reader, uint8_t *pixels, size_t stride, int
         failed = 1;
     } else {
         imago_png_limit(png);
-        png_set_progressive_read_fn(png, &push, imago_png_push_info, imago_png_push_row, imago_png_push_end);
+        png_set_progressive_read_fn(png, push, imago_png_push_info, imago_png_push_row, imago_png_push_end);
         png_process_data(png, info, (png_bytep)reader->data, reader->size);
     }
     png_destroy_read_struct(&png, &info, NULL);
@@ -208,16 +220,41 @@ int imago_png_read_pixels(imago_png *reader, uint8_t *pixels, size_t stride, int
     // stream, a chunk out of order), and a damaged file fails as a whole, whatever
     // rows came before the damage. Data that ends early keeps the rows it gave.
     if (failed) return -1;
-    if (push.complete) {
-        if (!push.ended) *partial = IMAGO_PNG_ENDS_AFTER_ROWS;
+    if (push->complete) {
+        if (!push->ended) *partial = IMAGO_PNG_ENDS_AFTER_ROWS;
         return 0;
     }
-    if (!push.rows_seen) {
+    if (!push->rows_seen) {
         snprintf(reader->message, sizeof reader->message, "the data ends before the image does");
         reader->message_is_own = 1;
         return -1;
     }
     *partial = IMAGO_PNG_PARTIAL;
     return 0;
+}
+
+int imago_png_read_pixels(imago_png *reader, uint8_t *pixels, size_t stride, int *partial) {
+    png_uint_32 height = png_get_image_height(reader->png, reader->info);
+    // Rows that never arrive stay transparent.
+    memset(pixels, 0, stride * height);
+    reader->rows = malloc(sizeof(png_bytep) * height);
+    if (reader->rows == NULL) {
+        snprintf(reader->message, sizeof reader->message, "out of memory for row pointers");
+        reader->message_is_own = 1;
+        return -1;
+    }
+    for (png_uint_32 y = 0; y < height; y++) reader->rows[y] = pixels + (size_t)y * stride;
+    imago_png_push push = { .rows = reader->rows };
+    return imago_png_run(reader, &push, partial);
+}
+
+int imago_png_read_rows(imago_png *reader, imago_png_row_sink sink, void *context, int *partial) {
+    if (png_get_interlace_type(reader->png, reader->info) != PNG_INTERLACE_NONE) {
+        snprintf(reader->message, sizeof reader->message, "an interlaced image has no rows in order");
+        reader->message_is_own = 1;
+        return -1;
+    }
+    imago_png_push push = { .sink = sink, .context = context };
+    return imago_png_run(reader, &push, partial);
 }
 #endif

@@ -21,7 +21,7 @@ let benchCommand = Command(
         .value("--pillow", "SCRIPT", "the Pillow baseline, Benchmarks/pillow_thumbnails.py"),
         .value("--libjpeg", "BINARY", "the libjpeg-turbo baseline, built from Benchmarks/tj_decode.c"),
         .flag("--json", "print one JSON record per measure after a record describing the run"),
-        .flag("--child-memory", "internal: decode FILE... on all cores in a fresh process, print seconds and its peak RSS"),
+        .flag("--child-memory", "internal: decode FILE... on all cores in a fresh process, print seconds and its peak RSS (the peak alone if one fails)"),
         .value("--thumbnail", "PX", "internal, with --child-memory: decode to thumbnails of PX"),
     ],
     run: runBench)
@@ -238,7 +238,9 @@ private func runChildMemory(_ arguments: Arguments) -> Int32 {
         Output.line(String(format: "seconds=%.6f files=%d peak_rss_kb=%d", seconds, arguments.positionals.count, ownPeakRSSKilobytes()))
         return ExitStatus.success
     } catch {
+        // What a refusal cost is a figure too.
         Output.error("\(error)")
+        Output.line(String(format: "failed=1 peak_rss_kb=%d", ownPeakRSSKilobytes()))
         return ExitStatus.someFailed
     }
 }

@@ -158,6 +158,18 @@ import Testing
         }
     }
 
+    /// A fit whose centred region starts a hair before the first row (1000×700 to
+    /// 64 px: 45 rows of 15.56 each) averages only the image's own pixels: a flat
+    /// colour stays exact on the edge rows too, and nothing before the pixels is read.
+    @Test func aRegionStartingBeforeTheFirstRowReadsOnlyTheImage() {
+        let flat = Bitmap(width: 1000, height: 700, pixels: [UInt8]((0..<1000 * 700).flatMap { _ in [60, 120, 30, 200] }))
+        for target in [TargetSize.thumbnail(64), .thumbnail(7), TargetSize(width: 100, height: 100, contentMode: .aspectFill)] {
+            let fitted = flat.fitted(to: target)
+            #expect(Set(stride(from: 0, to: fitted.pixels.count, by: 4).map { fitted.pixels[$0 + 1] }) == [120], "\(target)")
+            #expect(fitted[0, 0] == (60, 120, 30, 200) && fitted[fitted.width - 1, fitted.height - 1] == (60, 120, 30, 200))
+        }
+    }
+
     /// The filter in 16-bit fixed point against the same filter in doubles, written
     /// the plain way: at most one level apart, for sources smaller than the filter,
     /// odd and even sizes, reductions and enlargements, with and without alpha.

@@ -6,6 +6,11 @@
 
 #ifdef __linux__
 
+/// Non-zero once `deadline`, in nanoseconds on CLOCK_MONOTONIC, has come; 0 means
+/// no deadline. The codecs below check it as they work, so a decode made to be slow
+/// stops in the middle.
+int imago_deadline_passed(uint64_t deadline);
+
 /// A libjpeg decompressor whose errors come back as return codes.
 ///
 /// libjpeg reports fatal errors through a callback that must not return; the default
@@ -47,6 +52,13 @@ const char *imago_jpeg_message(const imago_jpeg *jpeg);
 /// Non-zero when that message is this wrapper's own (the data holds no image, no
 /// scanline could be read) rather than libjpeg's.
 int imago_jpeg_message_is_own(const imago_jpeg *jpeg);
+
+/// Stops the decode with an error once `deadline` (as for `imago_deadline_passed`)
+/// has come: libjpeg's progress monitor checks it between rows of every scan and of
+/// the output. `imago_jpeg_timed_out` then says so.
+void imago_jpeg_set_deadline(imago_jpeg *jpeg, uint64_t deadline);
+/// Non-zero when the last error was the deadline.
+int imago_jpeg_timed_out(const imago_jpeg *jpeg);
 
 /// Reads the markers up to the first scan: size, colour space and EXIF, no pixels.
 int imago_jpeg_read_header(imago_jpeg *jpeg, imago_jpeg_info *info);
@@ -112,6 +124,22 @@ enum {
 /// transparent (for Adam7, the passes received, each pixel widened over its block);
 /// `*partial` says how much there was. Data that ends before the first row is an error.
 int imago_png_read_pixels(imago_png *png, uint8_t *pixels, size_t stride, int *partial);
+
+/// Receives one decoded row: `width` pixels of 8-bit RGBA with straight alpha,
+/// converted as `imago_png_read_pixels` converts them, valid only during the call.
+typedef void (*imago_png_row_sink)(void *context, const uint8_t *row, uint32_t number);
+
+/// Decodes a non-interlaced image a row at a time, top to bottom, handing each to
+/// `sink` instead of keeping it: memory for one row, whatever the height. Rows the
+/// data does not hold are never handed; `*partial` as for `imago_png_read_pixels`.
+/// An interlaced image is refused (its rows come in seven passes).
+int imago_png_read_rows(imago_png *png, imago_png_row_sink sink, void *context, int *partial);
+
+/// Stops the decode with an error once `deadline` (as for `imago_deadline_passed`)
+/// has come, checked at every row; `imago_png_timed_out` then says so.
+void imago_png_set_deadline(imago_png *png, uint64_t deadline);
+/// Non-zero when the last error was the deadline.
+int imago_png_timed_out(const imago_png *png);
 
 /// JPEG compression. How to compress; the policy (which subsampling for which quality) is the Swift
 /// caller's, so this stays a plain pass-through to libjpeg.

@@ -14,12 +14,26 @@ public struct DecodingOptions: Sendable, Hashable {
     /// fastest rate browsers play. Longer files are crafted, not drawn.
     public static let defaultMaximumFrameCount = 10_000
 
+    /// The default limit on a JPEG's scans: 200. A progressive photo has about ten
+    /// (a few dozen at most from any encoder); each scan passes over the whole image,
+    /// so a small file of thousands of empty scans would hold a core for minutes.
+    public static let defaultMaximumScanCount = 200
+
     /// The most pixels one image (an animation's canvas) may have; checked from the
     /// header before any pixel buffer exists.
     public var maximumPixelCount: Int
     /// The most frames an animation may have; checked from a scan of the file,
     /// before any frame is decoded.
     public var maximumFrameCount: Int
+    /// The most scans a JPEG may have; counted from the file, before any is decoded.
+    public var maximumScanCount: Int
+    /// The most seconds one decode may take, on the wall clock; nil (the default) for
+    /// no limit. The codecs whose work a small file can make long check it as they
+    /// work (libjpeg between rows of every scan, libpng at each row, libtiff between
+    /// the strips of a thumbnail), so a file made to be slow fails with
+    /// `decodingTimedOut` in about this time rather than holding a core. A loader
+    /// sets it to its `loadingTimeout`.
+    public var timeout: Double?
     /// Turn photos upright according to their EXIF orientation (the default).
     public var appliesOrientation: Bool
     /// Decode to this size (orientation is applied first) instead of the full size;
@@ -35,8 +49,12 @@ public struct DecodingOptions: Sendable, Hashable {
     ) {
         self.maximumPixelCount = maximumPixelCount
         self.maximumFrameCount = maximumFrameCount
+        self.maximumScanCount = Self.defaultMaximumScanCount
         self.appliesOrientation = appliesOrientation
     }
+
+    /// When a decode started now must stop, from `timeout`.
+    func deadline() -> DecodeDeadline { DecodeDeadline(seconds: timeout) }
 
     /// Throws `imageTooLarge` unless `width × height` is within the pixel limit, and
     /// `tooManyFrames` unless `frames` is within the frame limit. Decoders call this

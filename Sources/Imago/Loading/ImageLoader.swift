@@ -75,7 +75,8 @@ public final class ImageLoader: Sendable {
 
     /// The most seconds one transfer may take, disk look-up, network and retries
     /// together, counted from when it starts running (60 by default, as in
-    /// AsyncImageView); `.infinity` for no limit.
+    /// AsyncImageView); `.infinity` for no limit. Decoding the bytes then has as long
+    /// again (`DecodingOptions.timeout`), failing with `decodingTimedOut` past it.
     public var loadingTimeout: Double {
         get { pipeline.lock.withLock { pipeline.loadingTimeout } }
         set { pipeline.lock.withLock { pipeline.loadingTimeout = newValue.isNaN ? 60 : max(0.001, newValue) } }

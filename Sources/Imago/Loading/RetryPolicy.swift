@@ -106,7 +106,8 @@ public struct RetryPolicy: Sendable {
         case .httpStatus(let status, _):
             return status == 429 || ((500...599).contains(status) && status != 501 && status != 505)
         case .timedOut, .cancelled, .invalidURL, .invalidRequest, .redirectRefused, .responseTooLarge,
-             .unsupportedFormat, .decodingFailed, .imageTooLarge, .tooManyFrames, .encodingFailed, .fileError:
+             .unsupportedFormat, .decodingFailed, .imageTooLarge, .tooManyFrames, .tooManyScans,
+             .decodingTimedOut, .encodingFailed, .fileError:
             return false
         }
     }

@@ -192,7 +192,7 @@ extension Pipeline {
         guard policy.storesOriginals, let record = disk.record(forKey: ImageCacheKey.originalDiskKey(request.imageKey)) else {
             return nil
         }
-        let options = DecodingOptions(targetSize: key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
+        let options = decodingOptions(targetSize: key.targetSize)
         guard let image = try? configuration.decoders.decode(record.data, options: options), !image.isPartial else { return nil }
         let decoded = ContinuousClock.now
         metrics.decode = (decoded - start).seconds
@@ -216,7 +216,7 @@ extension Pipeline {
             return
         }
         let start = ContinuousClock.now
-        let options = DecodingOptions(targetSize: work.key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
+        let options = decodingOptions(targetSize: work.key.targetSize)
         let result = Result { () throws(ImagoError) in
             guard let data = original.bytes.load() else {
                 let path = work.originals?.fileURL(forKey: ImageCacheKey.originalDiskKey(work.request.imageKey)).path
@@ -260,6 +260,15 @@ extension Pipeline {
         })
     }
 
+    /// The options a decode of an original runs with: the size wanted, the pixel
+    /// limit, and the load's timeout as the decode's own (a file made to be slow to
+    /// decode must not hold a core past the time its transfer was allowed).
+    private func decodingOptions(targetSize: TargetSize?) -> DecodingOptions {
+        var options = DecodingOptions(targetSize: targetSize, maximumPixelCount: configuration.maximumPixelCount)
+        options.timeout = lock.withLock { loadingTimeout }
+        return options
+    }
+
     private func process(_ input: ImageResponse, for stage: Stage<ImageResponse>, work: ImageWork, waited: Double) {
         if answerWithConfirmedVariant(stage, work: work, source: input.source, metrics: input.metrics, metadata: input.httpMetadata) {
             return
@@ -301,7 +310,7 @@ extension Pipeline {
     /// Decodes the bytes so far as a preview at the stage's size.
     private func decodePreview(_ data: Data, for stage: Stage<ImageResponse>, work: ImageWork) {
         previewDecodes.add(1, ordering: .relaxed)
-        let options = DecodingOptions(targetSize: work.key.targetSize, maximumPixelCount: configuration.maximumPixelCount)
+        let options = decodingOptions(targetSize: work.key.targetSize)
         guard let image = try? configuration.decoders.decode(data, options: options) else { return }
         let preview = ImageResponse(
             image: image.isPartial ? image : image.markedPartial, url: work.request.url, source: .network, metrics: ImageMetrics())

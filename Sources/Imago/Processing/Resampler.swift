@@ -45,64 +45,11 @@ enum Resampler {
     }
 
     /// Resamples `region` of pixels in place (a codec's canvas), reading them
-    /// without a copy.
+    /// without a copy, a row at a time through a `Stream`.
     static func resample(_ source: Pixels, region: Region, width: Int, height: Int) -> Bitmap {
-        precondition(width > 0 && height > 0, "resampling to an empty size")
-        // Area-average by whole factors while the reduction stays above 2× after it,
-        // leaving the filter a ratio between 2 and 4: the cost of the filter no longer
-        // grows with the reduction, and the box average loses nothing at that ratio.
-        let factorX = max(1, Int(region.width / Double(width) / 2))
-        let factorY = max(1, Int(region.height / Double(height) / 2))
-        guard factorX > 1 || factorY > 1 else { return filtered(source, region: region, width: width, height: height) }
-        let x0 = Int(region.x.rounded(.down)), y0 = Int(region.y.rounded(.down))
-        let x1 = min(source.width, Int((region.x + region.width).rounded(.up)))
-        let y1 = min(source.height, Int((region.y + region.height).rounded(.up)))
-        let reduced = boxReduced(source, x0: x0, y0: y0, x1: x1, y1: y1, factorX: factorX, factorY: factorY)
-        let reducedRegion = Region(
-            x: (region.x - Double(x0)) / Double(factorX), y: (region.y - Double(y0)) / Double(factorY),
-            width: region.width / Double(factorX), height: region.height / Double(factorY))
-        return reduced.pixels.withUnsafeBufferPointer { pixels in
-            filtered(Pixels(base: pixels.baseAddress!, width: reduced.width, height: reduced.height, bytesPerRow: reduced.bytesPerRow),
-                     region: reducedRegion, width: width, height: height)
-        }
-    }
-
-    /// The exact average of each `factorX` × `factorY` block of the pixels in
-    /// [x0, x1) × [y0, y1); blocks cut by the edge average what they hold.
-    static func boxReduced(_ source: Pixels, x0: Int, y0: Int, x1: Int, y1: Int, factorX: Int, factorY: Int) -> Bitmap {
-        let width = (x1 - x0 + factorX - 1) / factorX
-        let height = (y1 - y0 + factorY - 1) / factorY
-        return try! Bitmap.make(width: width, height: height) { out in
-            let destination = out.bindMemory(to: UInt8.self)
-            var sums = [UInt32](repeating: 0, count: width * 4)
-            do {
-                let pixels = source.base
-                for oy in 0..<height {
-                    for i in sums.indices { sums[i] = 0 }
-                    let rowStart = y0 + oy * factorY, rowEnd = min(y1, rowStart + factorY)
-                    for y in rowStart..<rowEnd {
-                        var s = y * source.bytesPerRow + x0 * 4
-                        for ox in 0..<width {
-                            let count = min(factorX, x1 - x0 - ox * factorX)
-                            var r: UInt32 = 0, g: UInt32 = 0, b: UInt32 = 0, a: UInt32 = 0
-                            for _ in 0..<count {
-                                r &+= UInt32(pixels[s]); g &+= UInt32(pixels[s + 1])
-                                b &+= UInt32(pixels[s + 2]); a &+= UInt32(pixels[s + 3])
-                                s += 4
-                            }
-                            sums[ox * 4] &+= r; sums[ox * 4 + 1] &+= g
-                            sums[ox * 4 + 2] &+= b; sums[ox * 4 + 3] &+= a
-                        }
-                    }
-                    let rows = UInt32(rowEnd - rowStart)
-                    for ox in 0..<width {
-                        let n = rows * UInt32(min(factorX, x1 - x0 - ox * factorX))
-                        let d = (oy * width + ox) * 4
-                        for c in 0..<4 { destination[d + c] = UInt8((sums[ox * 4 + c] + n / 2) / n) }
-                    }
-                }
-            }
-        }
+        let stream = Stream(sourceWidth: source.width, sourceHeight: source.height, region: region, width: width, height: height)
+        for y in stream.sourceRows { stream.append(row: y, source.base + y &* source.bytesPerRow) }
+        return stream.finish()
     }
 
     /// Which source pixels, with which weights, make each output pixel along one axis.
@@ -194,103 +141,6 @@ enum Resampler {
             padded.starts.append(starts.last!)
             padded.weights.append(contentsOf: repeatElement(.zero, count: pairs))
             return padded
-        }
-    }
-
-    /// The separable filter, in 16-bit fixed point: each multiply-add instruction does
-    /// two taps of all four channels (SSE2's `pmaddwd`), which made it more than twice
-    /// as fast as the same filter in floats (320×213 → 256×171 in 258 µs, not 575).
-    /// Horizontal sums keep 6 fractional bits between the passes, so the only rounding
-    /// that shows is the final one (at most one level off the exact filter).
-    static func filtered(_ source: Pixels, region: Region, width: Int, height: Int) -> Bitmap {
-        let horizontal = Contributions(start: region.x, length: region.width, limit: source.width, outputs: width).paddedToEven()
-        let vertical = Contributions(start: region.y, length: region.height, limit: source.height, outputs: height)
-        let rowWidth = horizontal.starts.count  // `width` rounded up to even
-        let firstRow = vertical.starts.min() ?? 0
-        // Rows the vertical pass reads: real ones up to the last weighted one, then
-        // zero rows for the padding taps.
-        let rows = (vertical.starts.max() ?? 0) + 2 * vertical.pairs - firstRow
-        let realRows = min(vertical.end, source.height) - firstRow
-        let firstColumn = horizontal.starts.min() ?? 0
-        let lastColumn = min(horizontal.end, source.width)
-
-        // The horizontal pass writes every element of the real rows; only the padding
-        // rows are zeroed (zeroing it all was a tenth of a small thumbnail's resampling).
-        var intermediate = [SIMD4<Int16>](unsafeUninitializedCapacity: rows * rowWidth) { buffer, count in
-            (buffer.baseAddress! + realRows * rowWidth).initialize(repeating: .zero, count: (rows - realRows) * rowWidth)
-            count = rows * rowWidth
-        }
-        // Each source pixel widened to 16 bits and interleaved with its right
-        // neighbour, channel by channel, as the multiply-add wants them; zeros past
-        // the last pixel read.
-        var paired = [SIMD8<Int16>](repeating: .zero, count: source.width + 2 * horizontal.pairs + 1)
-        intermediate.withUnsafeMutableBufferPointer { inter in
-            paired.withUnsafeMutableBufferPointer { paired in
-                horizontal.withUnsafeBuffers { starts, weights, pairs in
-                    withPairCount(pairs) { pairs in
-                        // The last pixel has no right neighbour to pair with.
-                        let lastPair = min(lastColumn, source.width - 1)
-                        for row in 0..<realRows {
-                            let raw = UnsafeRawPointer(source.base + (firstRow + row) &* source.bytesPerRow)
-                            for x in firstColumn..<lastPair {
-                                let two = raw.loadUnaligned(fromByteOffset: x &* 4, as: SIMD8<UInt8>.self)
-                                paired[x] = SIMD8<Int16>(truncatingIfNeeded: SIMD8<UInt8>(
-                                    two[0], two[4], two[1], two[5], two[2], two[6], two[3], two[7]))
-                            }
-                            if lastPair < lastColumn {
-                                let one = SIMD4<Int16>(truncatingIfNeeded: raw.loadUnaligned(fromByteOffset: lastPair &* 4, as: SIMD4<UInt8>.self))
-                                paired[lastPair] = SIMD8(one[0], 0, one[1], 0, one[2], 0, one[3], 0)
-                            }
-                            let out = UnsafeMutableRawPointer(inter.baseAddress! + row &* rowWidth)
-                            var x = 0
-                            while x < rowWidth {
-                                let left = Self.sum(paired.baseAddress! + starts[x], step: 2, weights.baseAddress! + x &* pairs, pairs: pairs, rounding: 1 << 7)
-                                let right = Self.sum(paired.baseAddress! + starts[x + 1], step: 2, weights.baseAddress! + (x + 1) &* pairs, pairs: pairs, rounding: 1 << 7)
-                                out.storeBytes(of: SIMD8(lowHalf: saturated(left &>> 8), highHalf: saturated(right &>> 8)),
-                                               toByteOffset: x &* 8, as: SIMD8<Int16>.self)
-                                x &+= 2
-                            }
-                        }
-                    }
-                }
-            }
-        }
-
-        return try! Bitmap.make(width: width, height: height) { out in
-            let destination = out.baseAddress!
-            intermediate.withUnsafeBufferPointer { inter in
-                vertical.withUnsafeBuffers { starts, weights, pairs in
-                    withPairCount(pairs) { pairs in
-                        for y in 0..<height {
-                            let top = UnsafeRawPointer(inter.baseAddress! + (starts[y] - firstRow) &* rowWidth)
-                            let taps = weights.baseAddress! + y &* pairs
-                            let rowBytes = rowWidth &* 8
-                            var x = 0
-                            while x < width {
-                                // Two neighbouring output pixels, from the same rows and
-                                // weights: each pair of rows interleaved lane by lane.
-                                var left = SIMD4<Int32>(repeating: 1 << 19), right = left
-                                var above = top + x &* 8
-                                for pair in 0..<pairs {
-                                    let a = above.loadUnaligned(as: SIMD8<Int16>.self)
-                                    let b = above.loadUnaligned(fromByteOffset: rowBytes, as: SIMD8<Int16>.self)
-                                    let w = taps[pair]
-                                    left &+= multiplyAdd(SIMD8(a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3]), w)
-                                    right &+= multiplyAdd(SIMD8(a[4], b[4], a[5], b[5], a[6], b[6], a[7], b[7]), w)
-                                    above += rowBytes &* 2
-                                }
-                                let pixels = finished(left &>> 20, right &>> 20)
-                                if x + 1 < width {
-                                    UnsafeMutableRawPointer(destination + (y &* width &+ x) &* 4).storeBytes(of: pixels, as: SIMD8<UInt8>.self)
-                                } else {
-                                    UnsafeMutableRawPointer(destination + (y &* width &+ x) &* 4).storeBytes(of: pixels.lowHalf, as: SIMD4<UInt8>.self)
-                                }
-                                x &+= 2
-                            }
-                        }
-                    }
-                }
-            }
         }
     }
 }
@@ -394,13 +244,7 @@ extension Bitmap {
                 x: (width - layout.outputWidth) / 2, y: (height - layout.outputHeight) / 2,
                 width: layout.outputWidth, height: layout.outputHeight)
         }
-        let scaleX = Double(layout.scaledWidth) / Double(width)
-        let scaleY = Double(layout.scaledHeight) / Double(height)
-        let regionWidth = Double(layout.outputWidth) / scaleX
-        let regionHeight = Double(layout.outputHeight) / scaleY
-        let region = Resampler.Region(
-            x: (Double(width) - regionWidth) / 2, y: (Double(height) - regionHeight) / 2,
-            width: regionWidth, height: regionHeight)
+        let region = layout.sourceRegion(sourceWidth: width, sourceHeight: height)
         return Resampler.resample(self, region: region, width: layout.outputWidth, height: layout.outputHeight)
     }
 }
@@ -419,14 +263,34 @@ extension Resampler {
                 }
             }
         }
-        let scaleX = Double(layout.scaledWidth) / Double(source.width)
-        let scaleY = Double(layout.scaledHeight) / Double(source.height)
-        let regionWidth = Double(layout.outputWidth) / scaleX
-        let regionHeight = Double(layout.outputHeight) / scaleY
-        let region = Region(
-            x: (Double(source.width) - regionWidth) / 2, y: (Double(source.height) - regionHeight) / 2,
-            width: regionWidth, height: regionHeight)
+        let region = layout.sourceRegion(sourceWidth: source.width, sourceHeight: source.height)
         return resample(source, region: region, width: layout.outputWidth, height: layout.outputHeight)
+    }
+
+    /// A stream that fits a source of `sourceWidth` × `sourceHeight`, given a row at
+    /// a time, to `target` as `Bitmap.fitted(to:)` would; nil when fitting does not
+    /// scale (the image already fits, or is only cropped).
+    static func stream(fitting target: TargetSize, sourceWidth: Int, sourceHeight: Int) -> Stream? {
+        let layout = target.layout(sourceWidth: sourceWidth, sourceHeight: sourceHeight)
+        guard layout.scaledWidth != sourceWidth || layout.scaledHeight != sourceHeight else { return nil }
+        return Stream(
+            sourceWidth: sourceWidth, sourceHeight: sourceHeight,
+            region: layout.sourceRegion(sourceWidth: sourceWidth, sourceHeight: sourceHeight),
+            width: layout.outputWidth, height: layout.outputHeight)
+    }
+}
+
+extension TargetSize.Layout {
+    /// The part of the source the output shows, in source pixels: all of it for a
+    /// fit, the centre for a fill.
+    func sourceRegion(sourceWidth: Int, sourceHeight: Int) -> Resampler.Region {
+        let scaleX = Double(scaledWidth) / Double(sourceWidth)
+        let scaleY = Double(scaledHeight) / Double(sourceHeight)
+        let regionWidth = Double(outputWidth) / scaleX
+        let regionHeight = Double(outputHeight) / scaleY
+        return Resampler.Region(
+            x: (Double(sourceWidth) - regionWidth) / 2, y: (Double(sourceHeight) - regionHeight) / 2,
+            width: regionWidth, height: regionHeight)
     }
 }
 

@@ -32,6 +32,12 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
     /// The animation has more frames than allowed (`DecodingOptions.maximumFrameCount`);
     /// refused from a scan of the file, before any frame was decoded.
     case tooManyFrames(count: Int, limit: Int)
+    /// The JPEG has more scans than allowed (`DecodingOptions.maximumScanCount`);
+    /// refused from a count of its scan headers, before any scan was decoded.
+    case tooManyScans(count: Int, limit: Int)
+    /// The decode took longer than allowed (`DecodingOptions.timeout`, a loader's
+    /// `loadingTimeout`) and was stopped where it stood.
+    case decodingTimedOut(format: ImageFormat, seconds: Double)
     /// Turning pixels back into a file failed; `reason` and `codec` as for
     /// `decodingFailed`.
     case encodingFailed(format: ImageFormat, reason: String, codec: CodecMessage?)
@@ -139,6 +145,10 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
             return "image is too large to decode: \(size) exceeds the limit of \(limit) pixels"
         case .tooManyFrames(let count, let limit):
             return "the animation has too many frames to decode: \(count) exceeds the limit of \(limit)"
+        case .tooManyScans(let count, let limit):
+            return "the JPEG has too many scans to decode: \(count) exceeds the limit of \(limit)"
+        case .decodingTimedOut(let format, let seconds):
+            return "\(format.name) decoding stopped: not done within \(seconds.formatted()) s"
         case .encodingFailed(let format, let reason, let codec):
             return "\(format.name) encoding failed: \(reason)\(Self.attribution(codec, reason: reason))"
         case .fileError(let path, let reason, _):

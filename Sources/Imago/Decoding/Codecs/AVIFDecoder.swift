@@ -161,10 +161,20 @@ final class AVIFFrameCursor: FrameProducing {
     func nextFrame() throws(ImagoError) -> Bitmap? {
         guard index < durations.count else { return nil }
         let number = index + 1
+        // libavif scales a frame whose coded size differs from the container's
+        // claim to the claim before handing it over: 64×64 of AV1 under an `ispe`
+        // of 11000² became 484 MB of pixels, and more inside libavif. Its scaler
+        // refuses a target wider or taller than the dimension limit, which nothing
+        // else checks once the container is parsed (the size limit, which dav1d
+        // checks too, stays): a limit one short of the claim refuses exactly that.
+        decoder.pointee.imageDimensionLimit = UInt32(clamping: max(width, height) - 1)
         let result = avif.decoderNextImage(decoder)
         guard result == AVIF_RESULT_OK, let image = decoder.pointee.image else {
-            throw Self.fail(avif, decoder, result, result == AVIF_RESULT_TRUNCATED_DATA
+            let error = Self.fail(avif, decoder, result, result == AVIF_RESULT_TRUNCATED_DATA
                 ? "the data ends before the image does" : "frame \(number) could not be decoded")
+            guard error.codecMessage?.message.contains("avifImageScale") == true else { throw error }
+            throw AVIFDecoder.failure(
+                "frame \(number) is not the \(width)×\(height) the container claims", error.codecMessage?.message)
         }
         // Every frame of a sequence has the size the header gave; a file whose
         // frames disagree is refused rather than trusted.

@@ -21,7 +21,10 @@ import Foundation
 ///
 /// Only the first frame is decoded up front. A scan of the records (LZW data skipped,
 /// not decoded) gives the frame count, durations and loop count; the other frames
-/// are decoded in order as they are played (`AnimatedFrames`).
+/// are decoded in order as they are played (`AnimatedFrames`). A thumbnail of a
+/// logical screen over `ScaledCanvas.largestFullCanvas` is composited at its own
+/// scale, each frame's rows resampled as they are decoded, unless a frame is
+/// interlaced (its rows out of order).
 public struct GIFDecoder: ImageDecoding {
     /// Makes the decoder; it holds no state.
     public init() {}
@@ -48,7 +51,7 @@ public struct GIFDecoder: ImageDecoding {
         if scan.frameCount > options.maximumFrameCount {
             throw .tooManyFrames(count: scan.frameCount, limit: options.maximumFrameCount)
         }
-        let cursor = try GIFFrameCursor(bytes, options: options, truncated: scan.truncated)
+        let cursor = try GIFFrameCursor(bytes, options: options, scan: scan)
         guard let first = try cursor.nextFrame() else { throw Self.failure("the file has no frames") }
         let loopCount = Self.loopCount(repetitions: scan.repetitions)
         let firstFrame = DecodedImage.Frame(bitmap: first, duration: scan.durations.first ?? 0.1)
@@ -61,7 +64,7 @@ public struct GIFDecoder: ImageDecoding {
             frameCount: scan.frameCount, durations: scan.durations, loopCount: loopCount,
             width: first.width, height: first.height, retainedCost: pinned.count,
             open: { () throws(ImagoError) in
-                try GIFFrameCursor(pinned.buffer, options: options, truncated: scan.truncated, keeping: pinned)
+                try GIFFrameCursor(pinned.buffer, options: options, scan: scan, keeping: pinned)
             })
         return DecodedImage(firstFrame: firstFrame, animation: animation, loopCount: loopCount, format: .gif, isPartial: partial)
     }
@@ -188,6 +191,9 @@ struct GIFReader {
     /// The scan found that the data ends early: the frame it ends in decodes the rows
     /// that are there rather than being refused for claiming more than it holds.
     let truncated: Bool
+    /// The frames' rows all come in order (none is interlaced), so a thumbnail of a
+    /// large screen can be composited at its own scale.
+    let streamsRows: Bool
 
     /// How many frames have been produced.
     var frameIndex = 0
@@ -204,17 +210,21 @@ struct GIFReader {
     fileprivate var control = GraphicsControl()
     /// Made at the first image, so a file without one allocates nothing.
     var canvas: Canvas?
+    /// The canvas at the thumbnail's scale, instead of `canvas`, for a thumbnail of a
+    /// screen over `ScaledCanvas.largestFullCanvas` whose rows stream.
+    var scaledCanvas: ScaledCanvas?
     /// The disposal the last frame asked for, and the area it covers.
     fileprivate var pendingDisposal: (Disposal, Rect) = (.keep, Rect())
     /// A 256-entry palette and one row of indices, reused from frame to frame.
     var palette = [UInt32](repeating: 0, count: 256)
     var row: [UInt8] = []
 
-    init(file: UnsafeMutablePointer<GifFileType>, source: UnsafeMutablePointer<GIFByteSource>, options: DecodingOptions, truncated: Bool) {
+    init(file: UnsafeMutablePointer<GifFileType>, source: UnsafeMutablePointer<GIFByteSource>, options: DecodingOptions, scan: GIFScan) {
         self.file = file
         self.source = source
         self.options = options
-        self.truncated = truncated
+        truncated = scan.truncated
+        streamsRows = !scan.hasInterlacedFrame
     }
 
     var screenWidth: Int { Int(file.pointee.SWidth) }
@@ -329,14 +339,32 @@ struct GIFReader {
         guard let colorMap = image.ColorMap ?? file.pointee.SColorMap else {
             throw GIFDecoder.failure("frame \(number) has no colour table, and the file has no global one")
         }
-        guard let canvas = self.canvas ?? Canvas(width: screenWidth, height: screenHeight) else {
-            throw GIFDecoder.failure("out of memory for a \(screenWidth)×\(screenHeight) canvas")
+        if scaledCanvas == nil, canvas == nil, streamsRows, let target = options.targetSize,
+           screenWidth * screenHeight > ScaledCanvas.largestFullCanvas {
+            scaledCanvas = ScaledCanvas(width: screenWidth, height: screenHeight, target: target)
         }
-        self.canvas = canvas
+        let canvas: Canvas?
+        if scaledCanvas == nil {
+            guard let made = self.canvas ?? Canvas(width: screenWidth, height: screenHeight) else {
+                throw GIFDecoder.failure("out of memory for a \(screenWidth)×\(screenHeight) canvas")
+            }
+            canvas = made
+            self.canvas = made
+        } else {
+            canvas = nil
+        }
+        // A rectangle of the screen on the scaled canvas; an empty one stays empty.
+        func scaled(_ rect: Rect) -> ScaledCanvas.Rectangle? {
+            rect.isEmpty ? nil : scaledCanvas?.rectangle(x: rect.x, y: rect.y, width: rect.width, height: rect.height)
+        }
 
         switch pendingDisposal {
-        case (.clear, let rect): canvas.clear(rect)
-        case (.restore, let rect): canvas.restore(rect)
+        case (.clear, let rect):
+            canvas?.clear(rect)
+            if let area = scaled(rect) { scaledCanvas?.clear(area) }
+        case (.restore, let rect):
+            canvas?.restore(rect)
+            if let area = scaled(rect) { scaledCanvas?.restore(area) }
         case (.keep, _): break
         }
 
@@ -348,14 +376,21 @@ struct GIFReader {
             visible = Rect(x: left, y: top, width: min(width, screenWidth - left), height: min(height, screenHeight - top))
         }
         if visible.isEmpty { visible = Rect() }
-        if control.disposal == .restore { canvas.save(visible) }
+        let area = scaled(visible)
+        if control.disposal == .restore {
+            canvas?.save(visible)
+            if let area { scaledCanvas?.save(area) }
+        }
 
+        // On a scaled canvas the frame's rows go through the resampler to its
+        // scaled rectangle, then onto the canvas.
+        let target: any GIFRowTarget = canvas ?? GIFFrameRows(visible: visible, scaledTo: area)
         fillPalette(colorMap.pointee, transparentIndex: control.transparentIndex)
         do throws(ImagoError) {
             if let wide {
-                try readWidePixels(codeSize: wide, width: width, height: height, interlaced: image.Interlace, visible: visible, into: canvas)
+                try readWidePixels(codeSize: wide, width: width, height: height, interlaced: image.Interlace, visible: visible, into: target)
             } else {
-                try readPixels(width: width, height: height, interlaced: image.Interlace, visible: visible, into: canvas)
+                try readPixels(width: width, height: height, interlaced: image.Interlace, visible: visible, into: target)
             }
         } catch {
             // The data ended inside the frame: the rows that arrived are drawn, the
@@ -368,6 +403,12 @@ struct GIFReader {
         frameIndex += 1
         pendingDisposal = (control.disposal, visible)
         control = GraphicsControl()
+        guard let canvas else {
+            let scaledCanvas = scaledCanvas!
+            // Transparent pixels leave the canvas as it is: the frame goes over it.
+            if let area, let frame = (target as? GIFFrameRows)?.finish() { scaledCanvas.draw(frame, in: area, blending: true) }
+            return scaledCanvas.output()
+        }
         guard let target = options.targetSize else { return try canvas.snapshot() }
         // A thumbnail is scaled straight from the canvas: no full-size copy.
         let pixels = UnsafeRawPointer(canvas.pixels.baseAddress!).assumingMemoryBound(to: UInt8.self)
@@ -397,7 +438,7 @@ struct GIFReader {
 
     /// Decodes the frame's rows into the visible part of the canvas, then skips what
     /// is left of its LZW data.
-    mutating func readPixels(width: Int, height: Int, interlaced: Bool, visible: Rect, into canvas: Canvas) throws(ImagoError) {
+    mutating func readPixels(width: Int, height: Int, interlaced: Bool, visible: Rect, into canvas: any GIFRowTarget) throws(ImagoError) {
         let rows = GIFDecoder.rowsNeeded(height: height, interlaced: interlaced, visibleRows: visible.height)
         if rows > 0 {
             // No LZW code emits more than 4096 pixels, and codes are 12 bits wide

@@ -15,8 +15,9 @@ final class GIFFrameCursor: FrameProducing {
     private let storage: PinnedBytes?
 
     /// Opens `bytes`, which must stay valid for the cursor's life (they are `keeping`'s
-    /// when given). `truncated` is the scan's word that the data ends early.
-    init(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, truncated: Bool, keeping storage: PinnedBytes? = nil) throws(ImagoError) {
+    /// when given). `scan` says whether the data ends early and whether rows come in
+    /// order.
+    init(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, scan: GIFScan, keeping storage: PinnedBytes? = nil) throws(ImagoError) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { throw GIFDecoder.failure("no data") }
         self.storage = storage
         // giflib pulls bytes through a callback; its cursor lives here, reached from
@@ -43,7 +44,7 @@ final class GIFFrameCursor: FrameProducing {
         }
         self.source = source
         self.file = file
-        reader = GIFReader(file: file, source: source, options: options, truncated: truncated)
+        reader = GIFReader(file: file, source: source, options: options, scan: scan)
     }
 
     deinit {
@@ -62,11 +63,50 @@ final class GIFFrameCursor: FrameProducing {
     }
 }
 
+/// Where a frame's rows of palette indices are drawn.
+protocol GIFRowTarget: AnyObject {
+    /// Draws one row of palette indices at screen row `y` from column `x`; a palette
+    /// entry of 0 (transparent or undefined) draws nothing.
+    func draw(_ indices: UnsafeBufferPointer<UInt8>, x: Int, y: Int, palette: UnsafeBufferPointer<UInt32>)
+}
+
+/// A frame's rows, in order, resampled to its rectangle on a `ScaledCanvas`: one row
+/// of pixels at a time, never the frame.
+final class GIFFrameRows: GIFRowTarget {
+    private let visible: Rect
+    private let stream: Resampler.Stream?
+    private var row: [UInt32]
+
+    /// Rows of the `visible` part of a frame, made `area`'s size (nil for a frame
+    /// with nothing visible).
+    init(visible: Rect, scaledTo area: ScaledCanvas.Rectangle?) {
+        self.visible = visible
+        stream = area.map {
+            Resampler.Stream(
+                sourceWidth: visible.width, sourceHeight: visible.height,
+                region: .init(x: 0, y: 0, width: Double(visible.width), height: Double(visible.height)),
+                width: $0.width, height: $0.height)
+        }
+        row = [UInt32](repeating: 0, count: visible.width)
+    }
+
+    func draw(_ indices: UnsafeBufferPointer<UInt8>, x: Int, y: Int, palette: UnsafeBufferPointer<UInt32>) {
+        guard let stream else { return }
+        row.withUnsafeMutableBufferPointer { row in
+            for i in 0..<indices.count { row[i] = palette[Int(indices[i])] }
+            stream.append(row: y - visible.y, UnsafeRawPointer(row.baseAddress!).assumingMemoryBound(to: UInt8.self))
+        }
+    }
+
+    /// The frame at its scaled size, rows that never came transparent.
+    func finish() -> Bitmap? { stream?.finish() }
+}
+
 /// The RGBA canvas frames are composited on, kept between frames.
 ///
 /// Pixels are held as `UInt32` so that a palette entry is copied in one store; each
 /// holds the bytes R, G, B, A in memory order.
-final class Canvas {
+final class Canvas: GIFRowTarget {
     let width: Int
     let height: Int
     let pixels: UnsafeMutableBufferPointer<UInt32>

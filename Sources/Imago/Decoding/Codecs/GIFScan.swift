@@ -16,6 +16,8 @@ struct GIFScan {
     private(set) var repetitions: Int?
     /// Whether the data ended before the trailer or a stray byte ended the file.
     private(set) var truncated = false
+    /// Whether any frame is interlaced (its rows stored out of order).
+    private(set) var hasInterlacedFrame = false
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) {
         var offset = 13
@@ -80,6 +82,7 @@ struct GIFScan {
                     return
                 }
                 let local = bytes[offset + 8]
+                if local & 0x40 != 0 { hasInterlacedFrame = true }
                 offset += 9
                 if local & 0x80 != 0 { offset += 3 << (Int(local & 7) + 1) }
                 // The code size byte: giflib reads it with the descriptor, so a

@@ -19,7 +19,7 @@ extension GIFReader {
     /// clear code set by the larger size. As in Chrome and Firefox, a literal code's
     /// pixel is its low 8 bits (palettes have at most 256 entries).
     mutating func readWidePixels(
-        codeSize: Int, width: Int, height: Int, interlaced: Bool, visible: Rect, into canvas: Canvas
+        codeSize: Int, width: Int, height: Int, interlaced: Bool, visible: Rect, into canvas: any GIFRowTarget
     ) throws(ImagoError) {
         let number = frameIndex + 1
         func corrupt(_ reason: String) -> ImagoError { GIFDecoder.failure("frame \(number): \(reason)") }

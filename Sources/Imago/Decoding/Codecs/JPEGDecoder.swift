@@ -17,9 +17,11 @@ public struct JPEGDecoder: ImageDecoding {
         format == .jpeg
     }
 
-    /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
-    /// buffer exists, and `decodingFailed` for corrupt data, with libjpeg-turbo's
-    /// message as the codec's word where libjpeg-turbo refused it.
+    /// Decodes the image. Throws `imageTooLarge` from the header and `tooManyScans`
+    /// from a count of the scans, before any pixel buffer exists; `decodingTimedOut`
+    /// once `options.timeout` has passed, wherever libjpeg-turbo then is; and
+    /// `decodingFailed` for corrupt data, with libjpeg-turbo's message as the codec's
+    /// word where libjpeg-turbo refused it.
     ///
     /// Data that ends early decodes as far as it goes, as browsers show it: the rows
     /// received of a baseline file (the rest grey, as libjpeg fills it), the scans
@@ -30,6 +32,13 @@ public struct JPEGDecoder: ImageDecoding {
     }
 
     private func decode(_ whole: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        let deadline = options.deadline()
+        // libjpeg passes over every block of the image for each scan, data or not:
+        // 65,535 empty scans in 918 KB held a core for four minutes at 8192².
+        let scans = JPEGStructure.scanHeaderCount(whole)
+        if scans > options.maximumScanCount {
+            throw .tooManyScans(count: scans, limit: options.maximumScanCount)
+        }
         var bytes = whole
         var endsEarly = false
         // A whole file ends with EOI; only a file that does not is walked, to be cut
@@ -48,7 +57,9 @@ public struct JPEGDecoder: ImageDecoding {
             throw .decodingFailed(format: .jpeg, reason: "no data", codec: nil)
         }
         defer { imago_jpeg_destroy(jpeg) }
+        imago_jpeg_set_deadline(jpeg, deadline.nanoseconds)
         func fail() -> ImagoError {
+            if imago_jpeg_timed_out(jpeg) != 0 { return .decodingTimedOut(format: .jpeg, seconds: deadline.seconds) }
             let message = String(cString: imago_jpeg_message(jpeg))
             guard imago_jpeg_message_is_own(jpeg) == 0 else {
                 return .decodingFailed(format: .jpeg, reason: message, codec: nil)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The marker structure of a JPEG file, walked without decoding: where a file that
 /// ends early can be cut so that libjpeg meets its end between two markers or inside
 /// scan data, never inside a marker segment (where it would read the missing bytes as
@@ -68,6 +70,21 @@ struct JPEGStructure: Equatable {
             i = j
         }
         usableLength = n
+    }
+
+    /// Counts the scan headers (SOS, `FF DA`) in a whole file, at memory speed. It
+    /// can count more scans than libjpeg would decode (an EXIF thumbnail's, the pair
+    /// by chance inside a marker segment), never fewer: each scan starts with one.
+    static func scanHeaderCount(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        guard let start = bytes.baseAddress else { return 0 }
+        let end = start + bytes.count
+        var p = start, count = 0
+        while p < end, let found = memchr(p, 0xFF, end - p) {
+            let byte = UnsafePointer(found.assumingMemoryBound(to: UInt8.self))
+            if byte + 1 < end && byte[1] == 0xDA { count += 1 }
+            p = byte + 1
+        }
+        return count
     }
 
     /// Counts the SOS markers (`FF DA`) in `bytes`; `previous` is the byte before

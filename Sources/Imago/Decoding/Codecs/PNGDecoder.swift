@@ -64,9 +64,11 @@ public struct PNGDecoder: ImageDecoding {
             throw .decodingFailed(format: .png, reason: "no data", codec: nil)
         }
         defer { imago_png_destroy(png) }
+        let deadline = options.deadline()
         // libpng's messages are precise ("IHDR: CRC error"), so they are the reason
         // as they stand.
         func fail() -> ImagoError {
+            if imago_png_timed_out(png) != 0 { return .decodingTimedOut(format: .png, seconds: deadline.seconds) }
             let message = String(cString: imago_png_message(png))
             let codec = imago_png_message_is_own(png) == 0 ? ImagoError.CodecMessage(library: "libpng", message: message) : nil
             return .decodingFailed(format: .png, reason: message, codec: codec)
@@ -79,20 +81,60 @@ public struct PNGDecoder: ImageDecoding {
         let orientation = info.exif.map {
             ImageOrientation(exif: UnsafeBufferPointer(start: $0, count: info.exif_length))
         } ?? nil
+        let applied = options.appliesOrientation ? orientation ?? .up : .up
+        imago_png_set_deadline(png, deadline.nanoseconds)
         var partial: Int32 = Int32(IMAGO_PNG_WHOLE)
-        let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
-            guard imago_png_read_pixels(png, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), width * 4, &partial) == 0 else {
-                throw fail()
+        let upright: Bitmap
+        if info.interlaced == 0, applied == .up,
+           let stream = options.targetSize.flatMap({ Resampler.stream(fitting: $0, sourceWidth: width, sourceHeight: height) }) {
+            // Rows go through the resampler as libpng makes them: a thumbnail of an
+            // 11000² image holds its own pixels and a few rows, not the 484 MB canvas.
+            let rows = PNGRowSink(stream: stream, width: width, premultiplies: info.has_alpha != 0)
+            let status = withExtendedLifetime(rows) {
+                imago_png_read_rows(png, { context, row, number in
+                    Unmanaged<PNGRowSink>.fromOpaque(context!).takeUnretainedValue().take(row!, number: Int(number))
+                }, Unmanaged.passUnretained(rows).toOpaque(), &partial)
             }
-            // Rows that did not arrive are zeros, premultiplied already.
-            if info.has_alpha != 0 { pixels.premultiplyRGBA(count: width * height) }
+            guard status == 0 else { throw fail() }
+            upright = stream.finish()
+        } else {
+            let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+                guard imago_png_read_pixels(png, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), width * 4, &partial) == 0 else {
+                    throw fail()
+                }
+                // Rows that did not arrive are zeros, premultiplied already.
+                if info.has_alpha != 0 { pixels.premultiplyRGBA(count: width * height) }
+            }
+            upright = bitmap.applying(applied)
         }
         if partial != IMAGO_PNG_WHOLE && !allowsPartial {
             throw .decodingFailed(format: .png, reason: "the data ends before the image does", codec: nil)
         }
-        let upright = options.appliesOrientation ? bitmap.applying(orientation ?? .up) : bitmap
         let image = DecodedImage(bitmap: upright, format: .png, orientation: orientation ?? .up, isPartial: partial == IMAGO_PNG_PARTIAL)
         return (image, partial != IMAGO_PNG_WHOLE)
+    }
+}
+
+/// Where libpng's rows go for a thumbnail: premultiplied (when the image has alpha)
+/// in one row of scratch, then into the resampler.
+private final class PNGRowSink {
+    let stream: Resampler.Stream
+    let premultiplies: Bool
+    let scratch: UnsafeMutableRawBufferPointer
+
+    init(stream: Resampler.Stream, width: Int, premultiplies: Bool) {
+        self.stream = stream
+        self.premultiplies = premultiplies
+        scratch = .allocate(byteCount: width * 4, alignment: 16)
+    }
+
+    deinit { scratch.deallocate() }
+
+    func take(_ row: UnsafePointer<UInt8>, number: Int) {
+        guard premultiplies else { return stream.append(row: number, row) }
+        scratch.copyMemory(from: UnsafeRawBufferPointer(start: row, count: scratch.count))
+        scratch.premultiplyRGBA(count: scratch.count / 4)
+        stream.append(row: number, scratch.baseAddress!.assumingMemoryBound(to: UInt8.self))
     }
 }
 #endif

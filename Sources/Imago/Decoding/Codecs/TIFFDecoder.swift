@@ -105,6 +105,14 @@ public struct TIFFDecoder: ImageDecoding {
             throw .decodingFailed(format: .tiff, reason: "libtiff cannot show this layout", codec: .init(library: "libtiff", message: reason))
         }
 
+        let applied = options.appliesOrientation ? orientation : .up
+        if applied == .up,
+           let stream = options.targetSize.flatMap({ Resampler.stream(fitting: $0, sourceWidth: Int(width), sourceHeight: Int(height)) }) {
+            guard try readBands(tiff, width: width, height: height, orientation: orientation, into: stream, deadline: options.deadline()) else {
+                throw fail(source.pointee.ranOut ? "the data ends before the image does" : "the image data is corrupt")
+            }
+            return DecodedImage(bitmap: stream.finish(), format: .tiff, orientation: orientation)
+        }
         let bitmap = try Bitmap.make(width: Int(width), height: Int(height)) { pixels throws(ImagoError) in
             // Asked for the file's own orientation, libtiff leaves the rows as stored,
             // top row first; the turn is done below for all eight orientations (libtiff
@@ -119,8 +127,49 @@ public struct TIFFDecoder: ImageDecoding {
             for i in 0..<words.count { words[i] = words[i].byteSwapped }
             #endif
         }
-        let upright = options.appliesOrientation ? bitmap.applying(orientation) : bitmap
+        let upright = bitmap.applying(applied)
         return DecodedImage(bitmap: upright, format: .tiff, orientation: orientation)
+    }
+
+    /// Reads the page a band of rows at a time (a strip's or a tile row's worth, as
+    /// libtiff decodes them) into `stream`: a thumbnail holds one band, not the page.
+    /// The rows come as stored, as `TIFFReadRGBAImageOriented` gives them with the
+    /// file's own orientation. False when libtiff fails; `decodingTimedOut` past the
+    /// deadline, checked between bands.
+    private func readBands(
+        _ tiff: OpaquePointer, width: UInt32, height: UInt32, orientation: ImageOrientation, into stream: Resampler.Stream,
+        deadline: DecodeDeadline
+    ) throws(ImagoError) -> Bool {
+        var band: UInt32 = 0
+        if TIFFIsTiled(tiff) != 0 {
+            if !field(tiff, TIFFTAG_TILELENGTH, &band) { band = 0 }
+        } else if !field(tiff, TIFFTAG_ROWSPERSTRIP, &band) {
+            band = height
+        }
+        band = min(max(band, 1), height)
+        var message = [CChar](repeating: 0, count: 1024)
+        var image = TIFFRGBAImage()
+        guard TIFFRGBAImageBegin(&image, tiff, 1, &message) != 0 else { return false }
+        defer { TIFFRGBAImageEnd(&image) }
+        image.req_orientation = UInt16(orientation.rawValue)
+        let raster = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: Int(width) * Int(band))
+        defer { raster.deallocate() }
+        var top: UInt32 = 0
+        while top < height {
+            try deadline.check(.tiff)
+            let rows = min(band, height - top)
+            image.row_offset = Int32(top)
+            guard TIFFRGBAImageGet(&image, raster.baseAddress, width, rows) != 0 else { return false }
+            let bytes = UnsafeRawPointer(raster.baseAddress!).assumingMemoryBound(to: UInt8.self)
+            for row in 0..<Int(rows) {
+                #if _endian(big)
+                for i in row * Int(width)..<(row + 1) * Int(width) { raster[i] = raster[i].byteSwapped }
+                #endif
+                stream.append(row: Int(top) + row, bytes + row * Int(width) * 4)
+            }
+            top += rows
+        }
+        return true
     }
 
     /// Reads one scalar tag of the current directory; false when absent.

@@ -74,7 +74,10 @@ extension WebPDecoder {
 
         let pinned = PinnedBytes(bytes)
         let open = { @Sendable () throws(ImagoError) -> any FrameProducing in
-            try WebPFrameCursor(pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget)
+            if let storedTarget, width * height > ScaledCanvas.largestFullCanvas {
+                return try ScaledWebPFrameCursor(pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget)
+            }
+            return try WebPFrameCursor(pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget)
         }
         guard let first = try open().nextFrame() else { throw Self.failure("the animation has no frames") }
         let animation = AnimatedFrames(
@@ -144,6 +147,68 @@ final class WebPFrameCursor: FrameProducing {
             out.copyMemory(from: UnsafeRawBufferPointer(start: canvas, count: out.count))
         }
         return bitmap.applying(orientation)
+    }
+}
+
+/// An animation's frames composited on a `ScaledCanvas`, for a canvas too large to
+/// hold: each frame is decoded by libwebp straight to its scaled rectangle (its
+/// rescaler keeps a few rows), then blended and disposed as WebPAnimDecoder does.
+final class ScaledWebPFrameCursor: FrameProducing {
+    private let storage: PinnedBytes
+    private let demux: OpaquePointer
+    private let frameCount: Int
+    private let orientation: ImageOrientation
+    private let canvas: ScaledCanvas
+    /// The previous frame's rectangle when it is disposed to the background.
+    private var disposed: ScaledCanvas.Rectangle?
+    private var index = 0
+
+    init(
+        _ storage: PinnedBytes, width: Int, height: Int, frameCount: Int, orientation: ImageOrientation, target: TargetSize
+    ) throws(ImagoError) {
+        self.storage = storage
+        self.frameCount = frameCount
+        self.orientation = orientation
+        canvas = ScaledCanvas(width: width, height: height, target: target)
+        var data = WebPData(bytes: storage.base, size: storage.count)
+        guard let demux = WebPDemux(&data) else { throw WebPDecoder.failure("the animation is malformed") }
+        self.demux = demux
+    }
+
+    deinit { WebPDemuxDelete(demux) }
+
+    func nextFrame() throws(ImagoError) -> Bitmap? {
+        guard index < frameCount else { return nil }
+        index += 1
+        var iterator = WebPIterator()
+        guard WebPDemuxGetFrame(demux, Int32(index), &iterator) != 0, let start = iterator.fragment.bytes else {
+            throw WebPDecoder.failure("the animation is malformed")
+        }
+        defer { WebPDemuxReleaseIterator(&iterator) }
+        if let disposed { canvas.clear(disposed) }
+        let rectangle = canvas.rectangle(
+            x: Int(iterator.x_offset), y: Int(iterator.y_offset), width: Int(iterator.width), height: Int(iterator.height))
+
+        let fragment = UnsafeBufferPointer(start: start, count: iterator.fragment.size)
+        var config = WebPDecoderConfig()
+        guard WebPInitDecoderConfig(&config) != 0 else {
+            throw WebPDecoder.failure("the libwebp library does not match the headers Imago was built with")
+        }
+        try WebPDecoder.check(WebPGetFeatures(fragment.baseAddress, fragment.count, &config.input))
+        if (rectangle.width, rectangle.height) != (Int(iterator.width), Int(iterator.height)) {
+            config.options.use_scaling = 1
+            config.options.scaled_width = Int32(rectangle.width)
+            config.options.scaled_height = Int32(rectangle.height)
+        }
+        let frame: Bitmap
+        do throws(ImagoError) {
+            frame = try WebPDecoder().decodeStill(fragment, config: &config, width: rectangle.width, height: rectangle.height)
+        } catch {
+            throw WebPDecoder.failure("corrupt bitstream in frame \(index)")
+        }
+        canvas.draw(frame, in: rectangle, blending: iterator.blend_method == WEBP_MUX_BLEND && iterator.has_alpha != 0)
+        disposed = iterator.dispose_method == WEBP_MUX_DISPOSE_BACKGROUND ? rectangle : nil
+        return canvas.output().applying(orientation)
     }
 }
 #endif
