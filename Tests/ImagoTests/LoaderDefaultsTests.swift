@@ -23,16 +23,6 @@ import FoundationNetworking
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// Waits until `condition` holds, for at most a minute.
-    private func until(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition() {
-            if ContinuousClock.now > deadline { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
-    }
-
     private func load(_ loader: ImageLoader, _ request: ImageRequest) async -> Result<ImageResponse, ImagoError> {
         let task = loader.task(with: request)
         return await withTimeLimit(120) { await task.value } ?? .failure(.cancelled)

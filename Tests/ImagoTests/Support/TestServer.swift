@@ -133,13 +133,15 @@ final class TestServer: Sendable {
     /// Closes the listener and every connection, and waits (at most 10 s) for the
     /// server's threads to end.
     func stop() {
-        let connections = state.withLock { state -> Set<Int32> in
-            state.stopping = true
-            return state.connections
-        }
         // shutdown, not close: each thread closes its own descriptor, so a number is
-        // never closed twice or reused under a thread still holding it.
-        for fd in connections { shutdown(fd, Int32(SHUT_RDWR)) }
+        // never closed twice or reused under a thread still holding it. And under the
+        // lock a thread closes its descriptor with: once closed, the number may be
+        // another test's socket at once (a curl loader's, say), which a shutdown
+        // would cut.
+        state.withLock { state in
+            state.stopping = true
+            for fd in state.connections { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
         _ = threads.wait(timeout: .now() + 10)
     }
 
