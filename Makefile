@@ -34,7 +34,7 @@ GTK_RUN = if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then env GSK_RENDERER=cairo $(
 DOCC ?= $(dir $(realpath $(shell command -v $(SWIFT))))docc
 DOCS_BUILD := .build/docs-build
 
-.PHONY: all deps build test docs demo gallery fuzz bench sanitize soak clean
+.PHONY: all deps build test check-apple docs demo gallery fuzz bench sanitize soak clean
 
 all: build
 
@@ -64,10 +64,18 @@ test: deps
 	@scripts/run-tests.sh $(SWIFT)
 	@echo "==> Compiling every Swift example in README.md, in a package made from its Package.swift"
 	@SWIFT=$(SWIFT) scripts/check-readme-examples.sh
+	@$(MAKE) --no-print-directory check-apple
 	@echo "==> Building the GTK 4 view and its tests (release: one test times frames of optimised code)"
 	@cd $(GTK_DIR) && $(SWIFT) build -c release --build-tests $(SWIFT_FLAGS)
 	@echo "==> Running the GTK tests in real windows$$([ -n "$$DISPLAY$$WAYLAND_DISPLAY" ] || echo ' (under xvfb-run: no display)')"
 	@cd $(GTK_DIR) && $(call GTK_RUN,$(SWIFT) test -c release --skip-build --disable-swift-testing)
+
+# The Apple-only code (UIKit, AppKit, SwiftUI, ImageIO) type-checked for iOS, macOS,
+# tvOS, visionOS and watchOS against declarations of the SDK surface it uses
+# (scripts/apple-check/SDK); no Apple SDK is needed. Part of `make test`.
+check-apple:
+	@echo "==> Type-checking the Apple-only code for iOS, macOS, tvOS, visionOS and watchOS against the SDK declarations in scripts/apple-check"
+	@SWIFT=$(SWIFT) scripts/check-apple.sh
 
 # The DocC documentation (Sources/Imago/Imago.docc and every doc comment) into
 # .build/docs, a static site. The symbol graph comes from a build of its own, so the

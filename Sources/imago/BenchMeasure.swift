@@ -62,6 +62,9 @@ func pillowSeconds(_ script: String, photos: String, full: Bool, ext: String = "
 
 /// Runs a program that prints `key=value` lines and returns the last line's values.
 private func runReporting(_ command: [String]) throws -> [String: String] {
+    // Foundation's Process exists on macOS and Linux only; iOS, tvOS, watchOS and
+    // visionOS start no programs.
+    #if os(macOS) || os(Linux)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = command
@@ -80,6 +83,9 @@ private func runReporting(_ command: [String]) throws -> [String: String] {
         throw BenchError(message: "\(command.joined(separator: " ")) printed no result line")
     }
     return keyValues(last)
+    #else
+    throw BenchError(message: "cannot run \(command.joined(separator: " ")): this platform starts no programs")
+    #endif
 }
 
 /// `seconds=0.95 files=300` as a dictionary.

@@ -2,7 +2,7 @@
 // shared code decided (placeholder, image, transition); every decision is made, and
 // tested, in platform-neutral code. Not compiled on Linux.
 
-#if canImport(UIKit)
+#if canImport(UIKit) && !os(watchOS)
 import UIKit
 
 extension UIImageView: ImageDisplaying {

@@ -1,0 +1,74 @@
+// The part of AppKit that Imago uses, declared as the SDK declares it (actor
+// isolation, availability), for scripts/check-apple.sh. macOS only.
+@_exported import CoreGraphics
+@_exported import QuartzCore
+
+@available(macOS 10.0, *)
+open class NSImage: NSObject, @unchecked Sendable {
+    public typealias Name = String
+
+    public init?(named name: NSImage.Name) {}
+    public init(cgImage: CGImage, size: NSSize) {}
+    public init(size: NSSize) {}
+    open var size: NSSize = .zero
+    open var representations: [NSImageRep] { [] }
+    open func addRepresentation(_ imageRep: NSImageRep) {}
+    open func cgImage(
+        forProposedRect proposedDestRect: UnsafeMutablePointer<NSRect>?, context referenceContext: NSGraphicsContext?,
+        hints: [NSImageRep.HintKey: Any]?
+    ) -> CGImage? { nil }
+}
+
+open class NSImageRep: NSObject, @unchecked Sendable {
+    public struct HintKey: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+    }
+    open var size: NSSize = .zero
+    open var pixelsWide: Int { 0 }
+    open var pixelsHigh: Int { 0 }
+}
+
+open class NSBitmapImageRep: NSImageRep, @unchecked Sendable {
+    public init(cgImage: CGImage) {}
+    open var cgImage: CGImage? { nil }
+}
+
+open class NSGraphicsContext: NSObject {}
+
+@MainActor
+open class NSResponder: NSObject {}
+
+@MainActor
+open class NSWindow: NSResponder {
+    open var backingScaleFactor: CGFloat { 2 }
+}
+
+open class NSScreen: NSObject {
+    @MainActor open class var main: NSScreen? { nil }
+    @MainActor open var backingScaleFactor: CGFloat { 2 }
+}
+
+@MainActor
+open class NSView: NSResponder {
+    public init(frame frameRect: NSRect) {}
+    public required init?(coder: NSCoder) {}
+    open var bounds: NSRect = .zero
+    open var window: NSWindow? { nil }
+    open var wantsLayer = false
+    open var layer: CALayer?
+}
+
+public enum NSImageScaling: UInt, Sendable {
+    case scaleProportionallyDown = 0, scaleAxesIndependently, scaleNone, scaleProportionallyUpOrDown
+}
+
+@MainActor
+open class NSControl: NSView {}
+
+@MainActor
+open class NSImageView: NSControl {
+    open var image: NSImage?
+    open var imageScaling: NSImageScaling = .scaleProportionallyDown
+    open var animates = true
+}

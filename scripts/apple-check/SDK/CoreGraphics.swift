@@ -1,0 +1,60 @@
+// The part of Core Graphics (and of Core Foundation, which it re-exports) that Imago
+// uses, declared as the SDK declares it, for scripts/check-apple.sh. Core Foundation's
+// types are toll-free bridged to Foundation's on Apple platforms; here they are
+// Foundation's own classes, so that `data as CFData` type-checks as it does there; CGFloat and the
+// geometry types are Foundation's on Linux, as they are Core Graphics' there.
+@_exported import Foundation
+
+public typealias CFData = NSData
+public typealias CFMutableData = NSMutableData
+public typealias CFDictionary = NSDictionary
+public typealias CFString = NSString
+public typealias CFTimeInterval = Double
+
+public final class CGColorSpace: @unchecked Sendable {
+    nonisolated(unsafe) public static let sRGB: CFString = "kCGColorSpaceSRGB"
+    public init?(name: CFString) {}
+}
+
+public enum CGImageAlphaInfo: UInt32, Sendable {
+    case none = 0, premultipliedLast, premultipliedFirst, last, first, noneSkipLast, noneSkipFirst, alphaOnly
+}
+
+public struct CGBitmapInfo: OptionSet, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    public static let alphaInfoMask = CGBitmapInfo(rawValue: 0x1F)
+    public static let byteOrder32Little = CGBitmapInfo(rawValue: 2 << 12)
+    public static let byteOrder32Big = CGBitmapInfo(rawValue: 4 << 12)
+}
+
+public enum CGColorRenderingIntent: Int32, Sendable {
+    case defaultIntent, absoluteColorimetric, relativeColorimetric, perceptual, saturation
+}
+
+public final class CGDataProvider: @unchecked Sendable {
+    public init?(data: CFData) {}
+}
+
+public final class CGImage: @unchecked Sendable {
+    public init?(
+        width: Int, height: Int, bitsPerComponent: Int, bitsPerPixel: Int, bytesPerRow: Int,
+        space: CGColorSpace, bitmapInfo: CGBitmapInfo, provider: CGDataProvider,
+        decode: UnsafePointer<CGFloat>?, shouldInterpolate: Bool, intent: CGColorRenderingIntent
+    ) {}
+    public var width: Int { 0 }
+    public var height: Int { 0 }
+}
+
+public final class CGContext {
+    public init?(
+        data: UnsafeMutableRawPointer?, width: Int, height: Int, bitsPerComponent: Int, bytesPerRow: Int,
+        space: CGColorSpace, bitmapInfo: UInt32
+    ) {}
+    public func draw(_ image: CGImage, in rect: CGRect, byTiling: Bool = false) {}
+    public var interpolationQuality: CGInterpolationQuality = .default
+}
+
+public enum CGInterpolationQuality: Int32, Sendable {
+    case `default`, none, low, medium, high
+}

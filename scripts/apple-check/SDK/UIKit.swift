@@ -1,0 +1,134 @@
+// The part of UIKit that Imago uses, declared as the SDK declares it (actor
+// isolation, availability), for scripts/check-apple.sh. What watchOS lacks (every
+// view, layout and trait class) is left out of its configuration, as it is
+// unavailable there.
+@_exported import CoreGraphics
+#if !os(watchOS)
+@_exported import QuartzCore
+#endif
+
+@available(iOS 2.0, tvOS 9.0, watchOS 2.0, visionOS 1.0, *)
+open class UIImage: NSObject, @unchecked Sendable {
+    public enum Orientation: Int, Sendable {
+        case up, down, left, right, upMirrored, downMirrored, leftMirrored, rightMirrored
+    }
+
+    public init?(named name: String) {}
+    public init(cgImage: CGImage) {}
+    public init(cgImage: CGImage, scale: CGFloat, orientation: UIImage.Orientation) {}
+    open var cgImage: CGImage? { nil }
+    open var size: CGSize { .zero }
+    open var scale: CGFloat { 1 }
+    open var imageOrientation: UIImage.Orientation { .up }
+    open var images: [UIImage]? { nil }
+    open var duration: TimeInterval { 0 }
+    open class func animatedImage(with images: [UIImage], duration: TimeInterval) -> UIImage? { nil }
+}
+
+#if !os(watchOS)
+@available(iOS 2.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class UIResponder: NSObject {}
+
+@available(iOS 8.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class UITraitCollection: NSObject {
+    open var displayScale: CGFloat { 0 }
+}
+
+@available(iOS 2.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class UIView: UIResponder {
+    public enum ContentMode: Int, Sendable {
+        case scaleToFill, scaleAspectFit, scaleAspectFill, redraw, center, top, bottom, left, right
+        case topLeft, topRight, bottomLeft, bottomRight
+    }
+
+    public struct AnimationOptions: OptionSet, Sendable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        public static let allowUserInteraction = AnimationOptions(rawValue: 1 << 1)
+        public static let beginFromCurrentState = AnimationOptions(rawValue: 1 << 2)
+        public static let transitionCrossDissolve = AnimationOptions(rawValue: 5 << 20)
+    }
+
+    public init(frame: CGRect) {}
+    public required init?(coder: NSCoder) {}
+    public override convenience init() { self.init(frame: .zero) }
+    open var bounds: CGRect = .zero
+    open var frame: CGRect = .zero
+    open var contentMode: UIView.ContentMode = .scaleToFill
+    open var traitCollection: UITraitCollection { UITraitCollection() }
+    open var layer: CALayer { CALayer() }
+    open var translatesAutoresizingMaskIntoConstraints = true
+    open var centerXAnchor: NSLayoutXAxisAnchor { NSLayoutXAxisAnchor() }
+    open var centerYAnchor: NSLayoutYAxisAnchor { NSLayoutYAxisAnchor() }
+    open func addSubview(_ view: UIView) {}
+    open func bringSubviewToFront(_ view: UIView) {}
+    open class func transition(
+        with view: UIView, duration: TimeInterval, options: UIView.AnimationOptions = [],
+        animations: (@MainActor () -> Void)?, completion: (@MainActor (Bool) -> Void)? = nil
+    ) {}
+}
+
+@available(iOS 2.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class UIImageView: UIView {
+    public init(image: UIImage?) { super.init(frame: .zero) }
+    public override init(frame: CGRect) { super.init(frame: frame) }
+    public required init?(coder: NSCoder) { super.init(coder: coder) }
+    open var image: UIImage?
+    open var animationImages: [UIImage]?
+    open var animationDuration: TimeInterval = 0
+    open var animationRepeatCount = 0
+    open func startAnimating() {}
+    open func stopAnimating() {}
+    open var isAnimating: Bool { false }
+}
+
+@available(iOS 2.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class UIActivityIndicatorView: UIView {
+    public enum Style: Int, Sendable {
+        @available(iOS 13.0, tvOS 13.0, visionOS 1.0, *) case medium = 100
+        @available(iOS 13.0, tvOS 13.0, visionOS 1.0, *) case large = 101
+    }
+
+    public init(style: UIActivityIndicatorView.Style) { super.init(frame: .zero) }
+    public required init?(coder: NSCoder) { super.init(coder: coder) }
+    open var style: UIActivityIndicatorView.Style = .medium
+    open var hidesWhenStopped = true
+    open func startAnimating() {}
+    open func stopAnimating() {}
+    open var isAnimating: Bool { false }
+}
+
+@available(iOS 6.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class NSLayoutConstraint: NSObject {
+    open class func activate(_ constraints: [NSLayoutConstraint]) {}
+}
+
+@available(iOS 9.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class NSLayoutAnchor<AnchorType: AnyObject>: NSObject {
+    open func constraint(equalTo anchor: NSLayoutAnchor<AnchorType>) -> NSLayoutConstraint { NSLayoutConstraint() }
+}
+
+@available(iOS 9.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class NSLayoutXAxisAnchor: NSLayoutAnchor<NSLayoutXAxisAnchor> {}
+
+@available(iOS 9.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class NSLayoutYAxisAnchor: NSLayoutAnchor<NSLayoutYAxisAnchor> {}
+#endif

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Type-checks Imago's Apple-only code on Linux, once per Apple platform, against
+# hand-written declarations of the SDK surface it uses (scripts/apple-check/SDK:
+# CoreGraphics, ImageIO, QuartzCore, UIKit, AppKit, SwiftUI, each signature, actor
+# isolation and availability as Apple's SDK declares it).
+#
+# No Apple SDK runs here and the Linux compiler has no Apple standard library, so the
+# code is compiled for Linux with the platform conditions rewritten: every `os(X)` and
+# `targetEnvironment(macCatalyst)` in an `#if` becomes a flag (IMAGO_OS_X) that each
+# configuration sets as that platform would, and only the stub frameworks that exist
+# on the platform are on the import path, so `canImport(UIKit)` is true on iOS, tvOS,
+# visionOS and watchOS and false on macOS, `canImport(AppKit)` only on macOS. Every
+# file of the Imago module is compiled (the Linux-only ones drop out as on an Apple
+# build), then the README's Apple example against the module.
+#
+# Usage: scripts/check-apple.sh [platform...]   (default: iOS macOS tvOS visionOS watchOS)
+set -eu
+cd "$(dirname "$0")/.."
+root="$(pwd)"
+swiftc="${SWIFTC:-$(dirname "$(command -v "${SWIFT:-swift}")")/swiftc}"
+out="$root/.build/apple-check"
+sdk="$root/scripts/apple-check/SDK"
+platforms="${*:-iOS macOS tvOS visionOS watchOS}"
+mkdir -p "$out"
+rm -f "$out"/*.log "$out"/*.status
+
+# The frameworks each platform's SDK has, in dependency order.
+frameworks() {
+  case "$1" in
+    iOS|tvOS|visionOS) echo CoreGraphics ImageIO QuartzCore UIKit SwiftUI ;;
+    macOS) echo CoreGraphics ImageIO QuartzCore AppKit SwiftUI ;;
+    watchOS) echo CoreGraphics ImageIO UIKit SwiftUI ;;
+    *) echo "unknown platform $1" >&2; exit 2 ;;
+  esac
+}
+
+# `os(X)` and `targetEnvironment(...)` in compiler conditions become flags; every
+# other line is kept, so that messages point at the file's own lines.
+rewrite() {
+  sed -E '/^[[:space:]]*#(if|elseif)/ { s/\bos\(([A-Za-z]+)\)/IMAGO_OS_\1/g; s/\btargetEnvironment\(([A-Za-z]+)\)/IMAGO_TARGET_\1/g; }' "$1"
+}
+
+check() {
+  local platform="$1" dir="$out/$1" readme="" flags=(-swift-version 6 -D "IMAGO_OS_$1" -warnings-as-errors)
+  rm -rf "$dir"; mkdir -p "$dir/modules" "$dir/sdk" "$dir/Imago" "$dir/readme"
+  for framework in $(frameworks "$platform"); do
+    rewrite "$sdk/$framework.swift" > "$dir/sdk/$framework.swift"
+    "$swiftc" -parse-as-library -wmo -emit-module -module-name "$framework" -I "$dir/modules" "${flags[@]}" \
+      -emit-module-path "$dir/modules/$framework.swiftmodule" "$dir/sdk/$framework.swift" || return 1
+  done
+  # The module's files under their own names in a tree of the same shape.
+  (cd Sources/Imago && find . -name '*.swift') | while read -r file; do
+    mkdir -p "$(dirname "$dir/Imago/$file")"
+    rewrite "Sources/Imago/$file" > "$dir/Imago/$file"
+  done
+  find "$dir/Imago" -name '*.swift' | sort > "$dir/files"
+  "$swiftc" -parse-as-library -wmo -emit-module -module-name Imago -I "$dir/modules" "${flags[@]}" \
+    -emit-module-path "$dir/modules/Imago.swiftmodule" @"$dir/files" 2>&1 | sed "s#$dir/Imago/#Sources/Imago/#g"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+  # The README's Apple example, for the platforms its imports exist on.
+  awk -v dir="$dir/readme" '/^```swift[ \t]*$/ { file = sprintf("%s/README-%05d.swift", dir, NR + 1); next }
+       /^```/ { file = ""; next } file != "" { print > file }' README.md
+  for block in "$dir"/readme/*.swift; do
+    head -n 1 "$block" | grep -q '^// Apple platforms only' || rm "$block"
+  done
+  for block in "$dir"/readme/*.swift; do
+    [ -e "$block" ] || continue
+    local missing="" start=$((10#$(basename "$block" .swift | tr -dc 0-9)))
+    for module in $(sed -nE 's/^import ([A-Za-z]+).*/\1/p' "$block"); do
+      [ "$module" = Imago ] || [ "$module" = Foundation ] || [ -e "$dir/modules/$module.swiftmodule" ] || missing="$module"
+    done
+    # UIKit on watchOS has no views, which is what the README's UIKit examples show.
+    if [ "$platform" = watchOS ] && grep -q '^import UIKit' "$block"; then missing=UIKit; fi
+    [ -z "$missing" ] || continue
+    mkdir -p "$block.d"; cp "$block" "$block.d/main.swift"
+    "$swiftc" -typecheck -I "$dir/modules" "${flags[@]}" "$block.d/main.swift" 2>&1 \
+      | awk -v file="$block.d/main.swift:" -v start="$start" '{
+          while ((i = index($0, file)) > 0) {
+            rest = substr($0, i + length(file)); match(rest, /^[0-9]+/)
+            $0 = substr($0, 1, i - 1) "README.md:" (start + substr(rest, 1, RLENGTH) - 1) substr(rest, RLENGTH + 1)
+          }
+          print }'
+    [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+    readme=" and README.md's example at line $start"
+  done
+  echo "    $platform: $(wc -l < "$dir/files") files of Imago type-check${readme:-}"
+}
+
+# The platforms side by side, their messages in order.
+for platform in $platforms; do
+  (check "$platform" > "$out/$platform.log" 2>&1; echo $? > "$out/$platform.status") &
+done
+wait
+status=0
+for platform in $platforms; do
+  cat "$out/$platform.log"
+  [ "$(cat "$out/$platform.status")" -eq 0 ] || { echo "check-apple: $platform does not type-check" >&2; status=1; }
+done
+exit $status
