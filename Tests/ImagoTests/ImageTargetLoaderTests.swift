@@ -110,6 +110,67 @@ import FoundationNetworking
         #expect(await network.until { $0.cancelled == [Self.url(1).absoluteString] })
     }
 
+    /// Nothing pins a bound target's address (an Objective-C object's is free for the
+    /// next allocation as soon as it is deallocated, whatever holds it weakly or
+    /// unowned): a new object born where a bound one died must get none of its record.
+    @MainActor @Test func anObjectAtADeadTargetsAddressInheritsNothingOfIts() async throws {
+        let old = Self.url(1), new = Self.url(2)
+        var found: (view: TargetView, deadTask: ImageTask)?
+        // The allocator hands the chunk just freed to the next object of its size; a
+        // few tries cover anything else allocated in between.
+        for _ in 0..<1_000 where found == nil {
+            var address: ObjectIdentifier?
+            var deadTask: ImageTask?
+            do {
+                let dead = TargetView()
+                address = ObjectIdentifier(dead)
+                deadTask = targets.loadImage(with: old, target: dead, success: { _, _ in }, failure: { _, _ in })
+            }
+            let next = TargetView()
+            if ObjectIdentifier(next) == address, let deadTask { found = (next, deadTask) } else { deadTask?.cancel() }
+        }
+        guard let (view, deadTask) = found else { Issue.record("no object was born at a dead target's address"); return }
+        #expect(targets.url(for: view) == nil, "the new object inherited the dead one's URL")
+
+        let delivered = Locked<[URL]>([])
+        let task = targets.loadImage(with: new, target: view, success: { _, response in
+            delivered.withLock { $0.append(response.url) }
+        }, failure: { _, _ in })
+        #expect(targets.url(for: view) == new)
+        // The dead object's load went with its record.
+        guard case .failure(.cancelled) = await deadTask.value else { Issue.record("the dead object's load went on"); return }
+        // A sweep forgets nothing of the new object's; its load goes on.
+        #expect(targets.sweep(), "the live target's load does not keep the sweeper on")
+        var events = targets.events.makeAsyncIterator()
+        #expect(await network.until { $0.started.contains(new.absoluteString) })
+        network.release(new, with: ok(new))
+        guard case .success = await task.value else { Issue.record("the new object's load was cancelled"); return }
+        #expect(await events.next()?.url == new)
+        #expect(delivered.withLock { $0 } == [new])
+        _ = view
+    }
+
+    @MainActor @Test func theSweeperRunsOnlyWhileALiveTargetHasALoad() async throws {
+        func sweeping() -> Bool { targets.registry.withLock { $0.isSweeping } }
+        #expect(!sweeping())
+        let view = TargetView()
+        let url = Self.url(1)
+        var events = targets.events.makeAsyncIterator()
+        targets.loadImage(with: url, target: view, success: { _, _ in }, failure: { _, _ in })
+        #expect(sweeping())
+        #expect(targets.sweep(), "a live target's unfinished load stops the sweeper")
+        #expect(await network.until { $0.started.contains(url.absoluteString) })
+        network.release(url, with: ok(url))
+        #expect(await events.next()?.url == url)
+        // The load has delivered: the sweeper's next turn is its last. The wait is a
+        // hang guard only.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while sweeping(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!sweeping(), "the sweeper went on with no load left")
+        #expect(!targets.sweep())
+        _ = view
+    }
+
     /// What an observer saw of one notification.
     struct Seen: Sendable {
         let name: Notification.Name

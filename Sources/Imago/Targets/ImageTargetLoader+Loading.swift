@@ -72,25 +72,30 @@ extension ImageTargetLoader {
     func rebind(
         _ target: AnyObject, action: String?, to url: URL?, initialImage: () -> DecodedImage? = { nil }
     ) -> (generation: Int, initialImage: DecodedImage?) {
-        func advance(_ record: TargetRegistry.Record, _ registry: inout TargetRegistry) -> (Int, DecodedImage?, TargetRegistry.Binding.Load?) {
+        func advance(_ record: TargetRegistry.Record, _ registry: inout TargetRegistry) -> (Int, DecodedImage?, [TargetRegistry.Binding.Load]) {
             let generation = registry.nextGeneration()
             let previous = record[action].load
             record[action] = TargetRegistry.Binding(generation: generation, load: nil)
             record.latestURL = url
-            return (generation, record.initialImage, previous)
+            return (generation, record.initialImage, previous.map { [$0] } ?? [])
         }
         var outcome = registry.withLock { registry in registry.record(of: target).map { advance($0, &registry) } }
         if outcome == nil {
             // The first binding of this target: what it shows now is asked outside the lock.
             let image = initialImage()
             outcome = registry.withLock { registry in
-                let record = registry.record(of: target) ?? TargetRegistry.Record(target: target, initialImage: image)
+                if let record = registry.record(of: target) { return advance(record, &registry) }
+                // A record left under this address by an object that has gone: its
+                // loads are cancelled, and nothing of it passes to the new target.
+                let stale = registry.targets[ObjectIdentifier(target)]?.loads.map(\.load) ?? []
+                let record = TargetRegistry.Record(target: target, initialImage: image)
                 registry.targets[ObjectIdentifier(target)] = record
-                return advance(record, &registry)
+                let (generation, image, previous) = advance(record, &registry)
+                return (generation, image, previous + stale)
             }
         }
         guard let (generation, image, previous) = outcome else { preconditionFailure("a record was just made") }
-        if let previous { endCancelled([previous]) }
+        endCancelled(previous)
         return (generation, image)
     }
 

@@ -92,13 +92,10 @@ struct TargetRegistry {
     final class Record: @unchecked Sendable {
         /// Held directly, not in a `WeakReference`: reading a weak reference kept in a
         /// struct copies it first, which costs more than the rest of a memory hit.
+        /// Nothing pins the target's address: an Objective-C object's is free for the
+        /// next object as soon as it is deallocated, so the record is the target's only
+        /// while this still reads as that very object (`TargetRegistry.record(of:)`).
         weak var target: AnyObject?
-        /// Never read. An unowned reference keeps the target's memory allocated after
-        /// it ends, until the record goes, so no later object can take its address:
-        /// the table's `ObjectIdentifier` key names this target alone, and finding a
-        /// live target's record needs no weak load (the costliest step of a view's
-        /// memory hit otherwise).
-        private unowned let addressPin: AnyObject
         /// The binding of the calls without an action. Apart from `byAction`, so that
         /// the views' common case hashes no optional key.
         var withoutAction = Binding()
@@ -111,7 +108,6 @@ struct TargetRegistry {
 
         init(target: AnyObject, initialImage: DecodedImage?) {
             self.target = target
-            addressPin = target
             self.initialImage = initialImage
         }
 
@@ -160,10 +156,12 @@ struct TargetRegistry {
     var eventStreams: [Int: AsyncStream<ImageTargetLoader.Event>.Continuation] = [:]
     var lastStream = 0
 
-    /// The record of `target`, if it has one: a record pins its target's address, so
-    /// the one under its identifier is its own.
+    /// The record of `target`, if it has one. The table is keyed by address, and an
+    /// address may have belonged to an object that has gone since: the record under it
+    /// is `target`'s only if it still holds `target` itself, never a dead object's.
     func record(of target: AnyObject) -> Record? {
-        targets[ObjectIdentifier(target)]
+        guard let record = targets[ObjectIdentifier(target)], record.target === target else { return nil }
+        return record
     }
 
     /// The next generation.
