@@ -13,7 +13,20 @@ import Testing
         displayTargetSize = size
     }
 
-    func display(_ content: ImageDisplayContent) { shown.append(content) }
+    /// What a loading view (AsyncImageView, the GTK view) would render.
+    let state = ImageLoadingState(now: { 0 })
+    /// How often the view heard that a load of its ended cancelled.
+    var cancellations = 0
+
+    func display(_ content: ImageDisplayContent) {
+        shown.append(content)
+        state.apply(content)
+    }
+
+    func imageLoadDidCancel() {
+        cancellations += 1
+        state.endLoading()
+    }
 
     /// Declared here so that subclasses can override it: a protocol's default is not
     /// dispatched to a subclass's method.
@@ -49,6 +62,39 @@ import Testing
             // A nil URL loads nothing and calls no completion.
             if url == nil, !completed.withLock({ $0 }) { continuation.resume(returning: nil) }
         }
+    }
+
+    /// A cancelled load displays nothing, but the view hears that it ended: a loading
+    /// view's indicator stops, its image stays. A cancel by URL reaching the main
+    /// actor after a newer call of the view leaves that call's indicator running.
+    @Test func aCancelledLoadEndsTheViewsLoading() async throws {
+        let view = RecordingView(targets)
+        view.setImage(with: Self.url(1), placeholder: placeholder)
+        #expect(view.state.isLoading && view.state.isActivityIndicatorVisible)
+        view.cancelImageLoad()
+        #expect(view.cancellations == 1 && !view.state.isLoading && !view.state.isActivityIndicatorVisible)
+        #expect(view.shown.map(\.phase) == [.loading] && view.state.image?.bitmap[0, 0].r == 1)
+
+        // Replaced by a newer call, the load ends; the newer one shows its indicator.
+        view.setImage(with: Self.url(2), placeholder: placeholder)
+        view.setImage(with: Self.url(3), placeholder: placeholder) { _ in }
+        #expect(view.cancellations == 2 && view.state.isLoading && view.state.isActivityIndicatorVisible)
+
+        // Cancelled by URL: the view hears of it on the main actor later, after a newer call.
+        let heard = Locked(false)
+        view.setImage(with: Self.url(3), placeholder: placeholder) { result in
+            if case .failure(.cancelled) = result { heard.withLock { $0 = true } }
+        }
+        targets.cancelLoading(url: Self.url(3))
+        view.setImage(with: Self.url(4), placeholder: placeholder)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !heard.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(heard.withLock { $0 })
+        #expect(view.cancellations == 3 && view.state.isActivityIndicatorVisible, "a late cancel stopped a newer load's indicator")
+
+        targets.cancelLoading(url: Self.url(4))
+        while view.cancellations == 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(view.cancellations == 4 && !view.state.isLoading && !view.state.isActivityIndicatorVisible)
     }
 
     @Test func thePlaceholderShowsWhileLoadingThenTheImageFadesIn() async throws {

@@ -79,6 +79,12 @@ open class AsyncImageView: UIImageView {
         renderIndicator()
     }
 
+    /// Shows that the load ended without an image (it was cancelled).
+    func renderEndOfLoading() {
+        loadingState.endLoading()
+        renderIndicator()
+    }
+
     private func renderIndicator() {
         if loadingState.isActivityIndicatorVisible {
             bringSubviewToFront(indicator)

@@ -49,6 +49,11 @@ extension UIImageView: ImageDisplaying {
     public var displayedImage: DecodedImage? {
         image.flatMap(DecodedImage.init(platformImage:))
     }
+
+    /// An `AsyncImageView` stops its indicator; the image stays.
+    public func imageLoadDidCancel() {
+        (self as? AsyncImageView)?.renderEndOfLoading()
+    }
 }
 
 #elseif canImport(AppKit)

@@ -33,6 +33,12 @@ public protocol ImageDisplaying: AnyObject {
     /// placeholder for every later load that names none, as the original
     /// `setImageWithURL:` kept the view's first image. Nil by default.
     var displayedImage: DecodedImage? { get }
+    /// Told when the view's load was cancelled (`cancelImageLoad()`, any
+    /// `cancelLoading` of the target loader) and nothing else loads for it: the load
+    /// ended without an image, and `display` hears nothing more of it. What the view
+    /// shows stays; a loading view stops its indicator here
+    /// (`ImageLoadingState.endLoading()`). Nothing by default.
+    func imageLoadDidCancel()
 }
 
 /// What a view shows at one moment.
@@ -140,6 +146,8 @@ extension ImageDisplaying {
 
     public var displayedImage: DecodedImage? { nil }
 
+    public func imageLoadDidCancel() {}
+
     /// Loads `url` into the view, as SDWebImage's `setImageWithURL:placeholderImage:`:
     /// the view's previous load is cancelled, the placeholder is shown, an image in
     /// the memory cache is shown before this returns, and a nil URL shows the
@@ -209,8 +217,16 @@ extension ImageDisplaying {
                     phase: .loading, image: response.image, showsActivityIndicator: false, transition: .none))
             }
         }
-        var cancelled: (@MainActor @Sendable () -> Void)?
-        if let completion { cancelled = { completion(.failure(.cancelled)) } }
+        // A cancelled load displays nothing, so the view hears of its end apart: unless
+        // a newer call of its own has a load running by the time this runs (a cancel
+        // by URL reaches the main actor later).
+        let handle = WeakReference(self)
+        let cancelled: @MainActor @Sendable () -> Void = {
+            if let view = handle.object as? any ImageDisplaying, !targets.isLoading(view, action: nil) {
+                view.imageLoadDidCancel()
+            }
+            completion?(.failure(.cancelled))
+        }
         return targets.start(
             request, target: self, action: nil, generation: generation, cancelled: cancelled,
             preview: preview,

@@ -63,6 +63,13 @@ public final class ImageLoadingState {
         }
     }
 
+    /// The load ended without an image (it was cancelled): the indicator stops, and
+    /// the image shown stays.
+    public func endLoading() {
+        isLoading = false
+        isActivityIndicatorVisible = false
+    }
+
     /// How far the new image has faded in, from 0 to 1 (1 when no crossfade runs).
     public var crossfadeProgress: Double {
         guard let crossfade, crossfade.duration > 0 else { return 1 }

@@ -288,6 +288,11 @@ extension ImageTargetLoader {
         registry.withLock { $0.record(of: target)?.byAction[action.name]?.load?.url }
     }
 
+    /// Whether `target`'s binding for `action` has an unfinished load.
+    @MainActor func isLoading(_ target: AnyObject, action: String?) -> Bool {
+        registry.withLock { $0.record(of: target)?[action].load != nil }
+    }
+
     /// The latest URL set on `target`, loading or loaded; nil after a nil URL. A
     /// view's `imageURL`.
     @MainActor public func url(for target: AnyObject) -> URL? {
