@@ -68,7 +68,7 @@ open class AsyncImageView: UIImageView {
     /// Shows what the loading state makes of `content`.
     func render(_ content: ImageDisplayContent) {
         loadingState.apply(content)
-        let image = loadingState.image?.platformImage
+        let image = loadingState.image?.platformImage(scale: displayScale)
         if loadingState.isCrossfading, case .crossfade(let seconds) = content.transition {
             UIView.transition(
                 with: self, duration: seconds, options: [.transitionCrossDissolve, .allowUserInteraction]

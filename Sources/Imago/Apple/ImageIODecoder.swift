@@ -1,5 +1,8 @@
 // Apple platforms only: the system codecs through ImageIO, behind the same
-// `ImageDecoding` protocol and the same size guard as the Linux decoders.
+// `ImageDecoding` protocol, size guard and rules as the Linux decoders: which image of
+// a file is shown (`ImageSourceRules.selection`), how large it is decoded
+// (`ImageSourceRules.decodedLongestSide`), frame delays. This file only reads what
+// ImageIO reports and asks it for pixels.
 #if canImport(ImageIO)
 import CoreGraphics
 import Foundation
@@ -15,38 +18,93 @@ public struct ImageIODecoder: ImageDecoding {
         format != nil && format != .svg
     }
 
-    /// Decodes every frame, refusing an image over the size limit from its header.
-    /// Throws `decodingFailed` with ImageIO's status as the codec's word when it
-    /// cannot read the data.
+    /// Decodes the image the file shows: one image, or an animation's first frame and
+    /// the rest on demand. Each image is refused from its header when over the size
+    /// limit, and decoded at the target size where there is one (ImageIO's
+    /// thumbnails), never in full first. Throws `decodingFailed` with ImageIO's status
+    /// as the codec's word when it cannot read the data.
     public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         let format = ImageFormat.detect(data) ?? .jpeg
-        let sourceOptions = [kCGImageSourceShouldCache: false] as CFDictionary
-        let source = CGImageSourceCreateWithData(data as CFData, sourceOptions)
-        guard let source, CGImageSourceGetCount(source) > 0,
-              let properties = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
-              let width = properties[kCGImagePropertyPixelWidth] as? Int,
-              let height = properties[kCGImagePropertyPixelHeight] as? Int
-        else {
+        let source = Self.source(data)
+        guard let source, CGImageSourceGetCount(source) > 0 else {
             throw .decodingFailed(
-                format: format, reason: "ImageIO cannot read the data",
-                codec: source.map { Self.codecMessage(CGImageSourceGetStatus($0)) })
+                format: format, reason: "ImageIO cannot read the data", codec: source.map { Self.codecMessage(CGImageSourceGetStatus($0)) })
         }
         let count = CGImageSourceGetCount(source)
-        try options.checkSize(width: width, height: height, frames: count)
-        let orientation = (properties[kCGImagePropertyOrientation] as? Int).flatMap(ImageOrientation.init(rawValue:)) ?? .up
-
-        var frames: [DecodedImage.Frame] = []
-        for index in 0..<count {
-            guard let image = CGImageSourceCreateImageAtIndex(source, index, sourceOptions) else {
-                throw .decodingFailed(
-                    format: format, reason: "frame \(index) is damaged",
-                    codec: Self.codecMessage(CGImageSourceGetStatusAtIndex(source, index)))
-            }
-            var bitmap = try Bitmap.drawing(image, format: format)
-            if options.appliesOrientation { bitmap = bitmap.applying(orientation) }
-            frames.append(.init(bitmap: bitmap, duration: Self.duration(source, index)))
+        let file = CGImageSourceCopyProperties(source, nil) as? [CFString: Any] ?? [:]
+        let sequence = file[kCGImagePropertyHEICSDictionary] ?? file[kCGImagePropertyAVISDictionary]
+        let selection = ImageSourceRules.selection(
+            format: format, count: count, primaryIndex: CGImageSourceGetPrimaryImageIndex(source), isSequence: sequence != nil,
+            target: options.targetSize) { Self.entry(source, $0) }
+        guard case .animation = selection else {
+            guard case .still(let index) = selection else { preconditionFailure("a selection is a still or an animation") }
+            let (bitmap, orientation) = try Self.frame(source, index, format: format, options: options)
+            return DecodedImage(bitmap: bitmap, format: format, orientation: orientation)
         }
-        return DecodedImage(frames: frames, loopCount: 0, format: format, orientation: orientation)
+        try options.checkSize(width: 1, height: 1, frames: count)
+        for index in 0..<count {
+            guard let entry = Self.entry(source, index) else { throw Self.damaged(source, index, format: format) }
+            try options.checkSize(width: entry.width, height: entry.height)
+        }
+        let (first, orientation) = try Self.frame(source, 0, format: format, options: options)
+        let durations = (0..<count).map { Self.duration(source, $0) }
+        let loopCount = Self.loopCount(file)
+        let animation = AnimatedFrames(
+            frameCount: count, durations: durations, loopCount: loopCount, width: first.width, height: first.height,
+            retainedCost: data.count
+        ) { () throws(ImagoError) -> any FrameProducing in
+            guard let source = Self.source(data) else { throw .decodingFailed(format: format, reason: "ImageIO cannot read the data", codec: nil) }
+            return ImageIOFrames(source: source, count: count, format: format, options: options)
+        }
+        return DecodedImage(
+            firstFrame: .init(bitmap: first, duration: durations[0]), animation: animation, loopCount: loopCount,
+            format: format, orientation: orientation)
+    }
+
+    private static func source(_ data: Data) -> CGImageSource? {
+        CGImageSourceCreateWithData(data as CFData, [kCGImageSourceShouldCache: false] as CFDictionary)
+    }
+
+    /// The image at `index` as its header describes it; nil when there is no header.
+    private static func entry(_ source: CGImageSource, _ index: Int) -> ImageSourceRules.Entry? {
+        guard let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any],
+              let width = properties[kCGImagePropertyPixelWidth] as? Int,
+              let height = properties[kCGImagePropertyPixelHeight] as? Int
+        else { return nil }
+        return .init(width: width, height: height, depth: properties[kCGImagePropertyDepth] as? Int ?? 8)
+    }
+
+    /// Decodes the image at `index`, upright unless the options say otherwise, at the
+    /// size the target asks for: refused from its header when over the size limit.
+    static func frame(
+        _ source: CGImageSource, _ index: Int, format: ImageFormat, options: DecodingOptions
+    ) throws(ImagoError) -> (Bitmap, ImageOrientation) {
+        guard let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any],
+              let width = properties[kCGImagePropertyPixelWidth] as? Int,
+              let height = properties[kCGImagePropertyPixelHeight] as? Int
+        else { throw damaged(source, index, format: format) }
+        try options.checkSize(width: width, height: height)
+        let orientation = (properties[kCGImagePropertyOrientation] as? Int).flatMap(ImageOrientation.init(rawValue:)) ?? .up
+        let upright = options.appliesOrientation && orientation.swapsDimensions ? (height, width) : (width, height)
+        if let side = ImageSourceRules.decodedLongestSide(width: upright.0, height: upright.1, target: options.targetSize) {
+            let thumbnailOptions: [CFString: Any] = [
+                kCGImageSourceCreateThumbnailFromImageAlways: true, kCGImageSourceThumbnailMaxPixelSize: side,
+                kCGImageSourceCreateThumbnailWithTransform: options.appliesOrientation, kCGImageSourceShouldCacheImmediately: true,
+            ]
+            guard let image = CGImageSourceCreateThumbnailAtIndex(source, index, thumbnailOptions as CFDictionary) else {
+                throw damaged(source, index, format: format)
+            }
+            return (try Bitmap.drawing(image, format: format), orientation)
+        }
+        guard let image = CGImageSourceCreateImageAtIndex(source, index, [kCGImageSourceShouldCache: false] as CFDictionary) else {
+            throw damaged(source, index, format: format)
+        }
+        let bitmap = try Bitmap.drawing(image, format: format)
+        return (options.appliesOrientation ? bitmap.applying(orientation) : bitmap, orientation)
+    }
+
+    static func damaged(_ source: CGImageSource, _ index: Int, format: ImageFormat) -> ImagoError {
+        .decodingFailed(format: format, reason: "image \(index) is damaged", codec: codecMessage(CGImageSourceGetStatusAtIndex(source, index)))
     }
 
     /// ImageIO's word on a source or frame: it has no messages, only a status, whose
@@ -64,19 +122,55 @@ public struct ImageIODecoder: ImageDecoding {
         return .init(library: "ImageIO", message: name)
     }
 
-    /// A frame's delay from the GIF, PNG or WebP dictionary, clamped like browsers do.
+    /// The dictionaries of the animated formats, each with its delay keys (unclamped
+    /// first) and its loop-count key.
+    private static var animationDictionaries: [(dictionary: CFString, delays: [CFString], loopCount: CFString)] { [
+        (kCGImagePropertyGIFDictionary, [kCGImagePropertyGIFUnclampedDelayTime, kCGImagePropertyGIFDelayTime], kCGImagePropertyGIFLoopCount),
+        (kCGImagePropertyPNGDictionary, [kCGImagePropertyAPNGUnclampedDelayTime, kCGImagePropertyAPNGDelayTime], kCGImagePropertyAPNGLoopCount),
+        (kCGImagePropertyWebPDictionary, [kCGImagePropertyWebPUnclampedDelayTime, kCGImagePropertyWebPDelayTime], kCGImagePropertyWebPLoopCount),
+        (kCGImagePropertyHEICSDictionary, [kCGImagePropertyHEICSUnclampedDelayTime, kCGImagePropertyHEICSDelayTime], kCGImagePropertyHEICSLoopCount),
+        (kCGImagePropertyAVISDictionary, [kCGImagePropertyAVISUnclampedDelayTime, kCGImagePropertyAVISDelayTime], kCGImagePropertyAVISLoopCount),
+    ] }
+
+    /// A frame's delay from its format's dictionary, as browsers play it.
     private static func duration(_ source: CGImageSource, _ index: Int) -> Double {
-        guard let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any] else { return 0.1 }
-        let dictionaries = [kCGImagePropertyGIFDictionary, kCGImagePropertyPNGDictionary, kCGImagePropertyWebPDictionary]
-        for key in dictionaries {
-            guard let entry = properties[key] as? [CFString: Any] else { continue }
-            let delay = (entry[kCGImagePropertyGIFUnclampedDelayTime] as? Double)
-                ?? (entry[kCGImagePropertyGIFDelayTime] as? Double)
-                ?? (entry[kCGImagePropertyAPNGUnclampedDelayTime] as? Double)
-                ?? (entry[kCGImagePropertyWebPUnclampedDelayTime] as? Double) ?? 0
-            return delay <= 0.01 ? 0.1 : delay
+        let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any] ?? [:]
+        for (dictionary, delays, _) in animationDictionaries {
+            guard let entry = properties[dictionary] as? [CFString: Any] else { continue }
+            return ImageSourceRules.frameDelay(delays.lazy.compactMap { entry[$0] as? Double }.first)
         }
-        return 0.1
+        return ImageSourceRules.frameDelay(nil)
+    }
+
+    /// How many times the animation plays (0: forever), from the file's dictionary.
+    private static func loopCount(_ file: [CFString: Any]) -> Int {
+        for (dictionary, _, key) in animationDictionaries {
+            if let entry = file[dictionary] as? [CFString: Any] { return max(0, entry[key] as? Int ?? 0) }
+        }
+        return 0
+    }
+}
+
+/// An animation's frames decoded one at a time as it plays, each as the first was
+/// (size, orientation): memory follows what is shown, not the frame count.
+private final class ImageIOFrames: FrameProducing {
+    private let source: CGImageSource
+    private let count: Int
+    private let format: ImageFormat
+    private let options: DecodingOptions
+    private var index = 0
+
+    init(source: CGImageSource, count: Int, format: ImageFormat, options: DecodingOptions) {
+        self.source = source
+        self.count = count
+        self.format = format
+        self.options = options
+    }
+
+    func nextFrame() throws(ImagoError) -> Bitmap? {
+        guard index < count else { return nil }
+        defer { index += 1 }
+        return try ImageIODecoder.frame(source, index, format: format, options: options).0
     }
 }
 #endif

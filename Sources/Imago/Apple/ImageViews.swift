@@ -13,7 +13,7 @@ extension UIImageView: ImageDisplaying {
             view.render(content)
             return
         }
-        let image = content.image?.platformImage
+        let image = content.image?.platformImage(scale: displayScale)
         switch content.transition {
         case .crossfade(let seconds):
             UIView.transition(with: self, duration: seconds, options: [.transitionCrossDissolve, .allowUserInteraction]) {
@@ -24,14 +24,16 @@ extension UIImageView: ImageDisplaying {
         }
     }
 
-    /// The view's bounds in pixels, filled or fitted as its content mode says; nil
-    /// before layout gives it a size.
+    /// The screen's pixels per point, 3 while UIKit does not know it yet.
+    var displayScale: Double { ViewGeometry.displayScale(Double(traitCollection.displayScale)) }
+
+    /// The view's bounds in pixels, covered, filled or fitted as its content mode
+    /// says; nil before layout gives it a size, or when the mode shows images at their
+    /// own size.
     public var displayTargetSize: TargetSize? {
-        guard bounds.width > 0, bounds.height > 0 else { return nil }
-        let fills = contentMode == .scaleAspectFill || contentMode == .scaleToFill
-        return TargetSize(
-            points: Double(bounds.width), Double(bounds.height), scale: Double(traitCollection.displayScale),
-            contentMode: fills ? .aspectFill : .aspectFit)
+        ViewGeometry.targetSize(
+            width: Double(bounds.width), height: Double(bounds.height), reportedScale: Double(traitCollection.displayScale),
+            contentMode: ViewGeometry.contentMode(uiViewContentMode: contentMode.rawValue))
     }
 
     /// The bundle image from UIKit's named-image cache.
@@ -60,29 +62,31 @@ extension UIImageView: ImageDisplaying {
 import AppKit
 
 extension NSImageView: ImageDisplaying {
-    /// Shows the content's image, fading it in when the content says so.
+    /// Shows the content's image, fading it in when the content says so, if the view
+    /// is layer-backed (the fade is Core Animation's); a fade still running from the
+    /// previous image is removed first.
     public func display(_ content: ImageDisplayContent) {
-        let image = content.image?.platformImage
-        guard case .crossfade(let seconds) = content.transition else {
-            self.image = image
-            return
+        layer?.removeAnimation(forKey: "imago.crossfade")
+        if case .crossfade(let seconds) = content.transition, let layer {
+            let fade = CATransition()
+            fade.type = .fade
+            fade.duration = seconds
+            layer.add(fade, forKey: "imago.crossfade")
         }
-        let fade = CATransition()
-        fade.type = .fade
-        fade.duration = seconds
-        wantsLayer = true
-        layer?.add(fade, forKey: "imago.crossfade")
-        self.image = image
+        image = content.image?.platformImage(scale: displayScale)
     }
 
-    /// The view's bounds in pixels at its window's scale; nil before layout.
+    /// The window's pixels per point, else the main screen's.
+    var displayScale: Double {
+        ViewGeometry.displayScale(Double(window?.backingScaleFactor ?? NSScreen.main?.backingScaleFactor ?? 0))
+    }
+
+    /// The view's bounds in pixels at its window's scale, fitted or covered as its
+    /// image scaling says; nil before layout, or for `.scaleNone`.
     public var displayTargetSize: TargetSize? {
-        guard bounds.width > 0, bounds.height > 0 else { return nil }
-        let scale = window?.backingScaleFactor ?? NSScreen.main?.backingScaleFactor ?? 2
-        let fills = imageScaling == .scaleAxesIndependently
-        return TargetSize(
-            points: Double(bounds.width), Double(bounds.height), scale: Double(scale),
-            contentMode: fills ? .aspectFill : .aspectFit)
+        ViewGeometry.targetSize(
+            width: Double(bounds.width), height: Double(bounds.height), reportedScale: displayScale,
+            contentMode: ViewGeometry.contentMode(nsImageScaling: imageScaling.rawValue))
     }
 
     /// The bundle image from AppKit's named-image cache.

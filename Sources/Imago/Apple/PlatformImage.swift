@@ -46,21 +46,29 @@ import UIKit
 public typealias PlatformImage = UIImage
 
 extension DecodedImage {
-    /// The image for UIKit: an animated `UIImage` for animations, which holds every
-    /// frame (UIKit has no frame source to decode on demand).
-    public var platformImage: PlatformImage? {
+    /// The image for UIKit at `scale` pixels per point (`ViewGeometry.displayScale`),
+    /// so that it measures in points what it was decoded for. An animation becomes an
+    /// animated `UIImage` holding every frame (UIKit has no frame source to decode on
+    /// demand), each shown for its own delay on a uniform timeline
+    /// (`UniformFrameTimeline`).
+    public func platformImage(scale: Double) -> PlatformImage? {
         // `frames` decodes an animation's frames each time it is read: once here.
         let frames = self.frames
-        let images = frames.compactMap { $0.bitmap.makeCGImage().map { UIImage(cgImage: $0) } }
+        let images = frames.compactMap { frame in
+            frame.bitmap.makeCGImage().map { UIImage(cgImage: $0, scale: CGFloat(scale), orientation: .up) }
+        }
         guard images.count == frames.count, let first = images.first else { return nil }
         if images.count == 1 { return first }
-        return UIImage.animatedImage(with: images, duration: frames.reduce(0) { $0 + $1.duration })
+        let timeline = UniformFrameTimeline(durations: frames.map(\.duration))
+        return UIImage.animatedImage(with: timeline.frames.map { images[$0] }, duration: timeline.duration)
     }
 
-    /// The pixels of a UIKit image (its first frame), drawn once into a bitmap.
+    /// The pixels of a UIKit image (its first frame), drawn once into a bitmap and
+    /// turned upright as its `imageOrientation` says.
     public init?(platformImage image: PlatformImage) {
         guard let cgImage = image.cgImage, let bitmap = try? Bitmap.drawing(cgImage, format: .png) else { return nil }
-        self.init(bitmap: bitmap, format: .png)
+        let orientation = ViewGeometry.orientation(uiImageOrientation: image.imageOrientation.rawValue) ?? .up
+        self.init(bitmap: bitmap.applying(orientation), format: .png, orientation: orientation)
     }
 }
 #elseif canImport(AppKit)
@@ -70,9 +78,11 @@ import AppKit
 public typealias PlatformImage = NSImage
 
 extension DecodedImage {
-    /// The image for AppKit (the first frame of an animation).
-    public var platformImage: PlatformImage? {
-        bitmap.makeCGImage().map { NSImage(cgImage: $0, size: NSSize(width: width, height: height)) }
+    /// The image for AppKit at `scale` pixels per point (`ViewGeometry.displayScale`),
+    /// so that it measures in points what it was decoded for; the first frame of an
+    /// animation.
+    public func platformImage(scale: Double) -> PlatformImage? {
+        bitmap.makeCGImage().map { NSImage(cgImage: $0, size: NSSize(width: Double(width) / scale, height: Double(height) / scale)) }
     }
 
     /// The pixels of an AppKit image, drawn once into a bitmap.

@@ -22,9 +22,11 @@ public struct RemoteImage<Content: View, Placeholder: View>: View {
     private let content: (Image) -> Content
     private let placeholder: () -> Placeholder
     @State private var model = RemoteImageModel()
+    @Environment(\.displayScale) private var displayScale
 
     /// A view of `url`'s image, loaded with `options` (size, processors, priority,
-    /// crossfade).
+    /// crossfade). Without a size in `options`, the image is decoded to fill the
+    /// view's own frame at the screen's scale.
     public init(
         url: URL?, options: ImageDisplayOptions = ImageDisplayOptions(),
         @ViewBuilder content: @escaping (Image) -> Content, @ViewBuilder placeholder: @escaping () -> Placeholder
@@ -44,9 +46,32 @@ public struct RemoteImage<Content: View, Placeholder: View>: View {
             }
         }
         .animation(model.fade.map { .easeInOut(duration: $0) }, value: model.generation)
-        .onAppear { model.setImage(with: url, options: options) }
-        .onChange(of: url) { _, newURL in model.setImage(with: newURL, options: options) }
-        .onDisappear { model.cancelImageLoad() }
+        .onGeometryChange(for: CGSize.self, of: { $0.size }) { size in
+            model.size = size
+            load(url)
+        }
+        .onAppear { if model.size != .zero { load(url) } }
+        .onChange(of: url) { _, newURL in load(newURL) }
+        .onDisappear {
+            model.cancelImageLoad()
+            model.loadedURL = nil
+        }
+    }
+
+    /// Loads `url` at the view's size, once: the geometry and the URL both call it.
+    private func load(_ url: URL?) {
+        var options = options
+        if options.targetSize == nil {
+            // SwiftUI's `.fill` sizing is the common case; a fill box also covers a fit.
+            options.targetSize = ViewGeometry.targetSize(
+                width: Double(model.size.width), height: Double(model.size.height), reportedScale: Double(displayScale),
+                contentMode: .aspectFill)
+        }
+        model.scale = ViewGeometry.displayScale(Double(displayScale))
+        guard url != model.loadedURL || options.targetSize != model.loadedSize else { return }
+        model.loadedURL = url
+        model.loadedSize = options.targetSize
+        model.setImage(with: url, options: options)
     }
 }
 
@@ -58,13 +83,20 @@ final class RemoteImageModel: ImageDisplaying {
     private(set) var fade: Double?
     /// Counts the changes, so that each one animates.
     private(set) var generation = 0
+    /// The view's frame in points, and the screen's pixels per point.
+    @ObservationIgnored var size = CGSize.zero
+    @ObservationIgnored var scale = 3.0
+    /// What the latest load asked for, so that a layout pass at the same size loads
+    /// nothing again.
+    @ObservationIgnored var loadedURL: URL?
+    @ObservationIgnored var loadedSize: TargetSize?
 
     func display(_ content: ImageDisplayContent) {
         if case .crossfade(let seconds) = content.transition { fade = seconds } else { fade = nil }
         #if canImport(UIKit)
-        image = content.image?.platformImage.map { Image(uiImage: $0) }
+        image = content.image?.platformImage(scale: scale).map { Image(uiImage: $0) }
         #else
-        image = content.image?.platformImage.map { Image(nsImage: $0) }
+        image = content.image?.platformImage(scale: scale).map { Image(nsImage: $0) }
         #endif
         generation += 1
     }

@@ -2,7 +2,7 @@
 /// frames to decode on demand, with what the file said about them.
 ///
 /// This is the platform-neutral result of every decoder. On Apple platforms
-/// `platformImage` (in the Apple adapters) turns it into a `UIImage` or `NSImage`.
+/// `platformImage(scale:)` (in the Apple adapters) turns it into a `UIImage` or `NSImage`.
 ///
 /// An animation holds its first frame (the poster, `bitmap`) and an `AnimatedFrames`
 /// that keeps the compressed data and decodes the rest in order when asked: play it

@@ -10,6 +10,10 @@ public struct TargetSize: Sendable, Hashable, Codable, CustomStringConvertible {
         case aspectFit
         /// The box filled exactly; what sticks out is cropped, evenly on both sides.
         case aspectFill
+        /// The box covered, nothing cropped: the aspect ratio kept, each side at least
+        /// the box's, for views that stretch the image to the box's shape (UIKit's
+        /// `.scaleToFill`, AppKit's `.scaleAxesIndependently`).
+        case scaleToFill
     }
 
     /// The box width in pixels.
@@ -44,9 +48,15 @@ public struct TargetSize: Sendable, Hashable, Codable, CustomStringConvertible {
         TargetSize(width: pixels, height: pixels, contentMode: .aspectFit)
     }
 
-    /// A stable text form, part of cache keys: `fit-256x256`, `fill-100x50-up`.
+    /// A stable text form, part of cache keys: `fit-256x256`, `fill-100x50-up`,
+    /// `cover-64x32`.
     public var description: String {
-        (contentMode == .aspectFit ? "fit" : "fill") + "-\(width)x\(height)" + (allowsUpscaling ? "-up" : "")
+        let mode = switch contentMode {
+        case .aspectFit: "fit"
+        case .aspectFill: "fill"
+        case .scaleToFill: "cover"
+        }
+        return mode + "-\(width)x\(height)" + (allowsUpscaling ? "-up" : "")
     }
 
     /// Where an upright source of `sourceWidth` × `sourceHeight` pixels ends up.

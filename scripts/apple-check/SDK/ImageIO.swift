@@ -37,6 +37,7 @@ nonisolated(unsafe) public let kCGImageDestinationLossyCompressionQuality: CFStr
 nonisolated(unsafe) public let kCGImagePropertyPixelWidth: CFString = "PixelWidth"
 nonisolated(unsafe) public let kCGImagePropertyPixelHeight: CFString = "PixelHeight"
 nonisolated(unsafe) public let kCGImagePropertyOrientation: CFString = "Orientation"
+nonisolated(unsafe) public let kCGImagePropertyDepth: CFString = "Depth"
 nonisolated(unsafe) public let kCGImagePropertyJFIFDictionary: CFString = "{JFIF}"
 nonisolated(unsafe) public let kCGImagePropertyJFIFIsProgressive: CFString = "IsProgressive"
 

@@ -122,22 +122,9 @@ public struct ICODecoder: ImageDecoding {
         }
         guard !entries.isEmpty else { throw firstProblem ?? failure("the icon has no usable image") }
 
-        func better(_ a: Entry, than b: Entry, preferSmaller: Bool) -> Bool {
-            let areaA = a.width * a.height, areaB = b.width * b.height
-            if areaA != areaB { return preferSmaller ? areaA < areaB : areaA > areaB }
-            return a.bitCount > b.bitCount
-        }
-        let largest = entries.dropFirst().reduce(entries[0]) { better($1, than: $0, preferSmaller: false) ? $1 : $0 }
-        guard let target = options.targetSize else { return largest }
-        // Asked with upscaling allowed, the layout says how large the target wants an
-        // entry to be; an entry at least that large needs no upscaling.
-        let wanted = TargetSize(width: target.width, height: target.height, contentMode: target.contentMode, allowsUpscaling: true)
-        let covering = entries.filter { entry in
-            let layout = wanted.layout(sourceWidth: entry.width, sourceHeight: entry.height)
-            return layout.scaledWidth <= entry.width && layout.scaledHeight <= entry.height
-        }
-        guard let first = covering.first else { return largest }
-        return covering.dropFirst().reduce(first) { better($1, than: $0, preferSmaller: true) ? $1 : $0 }
+        let sizes = entries.map { ImageSourceRules.Entry(width: $0.width, height: $0.height, depth: $0.bitCount) }
+        guard let best = ImageSourceRules.bestEntry(sizes, for: options.targetSize) else { throw failure("the icon has no usable image") }
+        return entries[best]
     }
 }
 

@@ -1,0 +1,29 @@
+/// An animation's frames on one fixed tick, for players that give every frame the
+/// same time (UIKit's animated `UIImage`): each frame repeated for as many ticks as
+/// its own delay lasts, so that per-frame delays survive.
+public struct UniformFrameTimeline: Sendable, Equatable {
+    /// How long each entry of `frames` stays on screen, in seconds.
+    public let tick: Double
+    /// The frame to show at each tick, by index.
+    public let frames: [Int]
+
+    /// The timeline of frames lasting `durations` seconds: the tick is the largest
+    /// that divides every delay (to the millisecond), made longer while the timeline
+    /// would hold more than `maximumTicks` entries (each frame then at least one
+    /// tick, its delay rounded to ticks).
+    public init(durations: [Double], maximumTicks: Int = 1_000) {
+        let milliseconds = durations.map { max(1, Int(($0 * 1000).rounded())) }
+        func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+        var tick = milliseconds.reduce(0, gcd)
+        let total = milliseconds.reduce(0, +)
+        if tick > 0, total / tick > maximumTicks { tick = (total + maximumTicks - 1) / maximumTicks }
+        tick = max(tick, 1)
+        self.tick = Double(tick) / 1000
+        frames = milliseconds.enumerated().flatMap { index, delay in
+            Array(repeating: index, count: max(1, Int((Double(delay) / Double(tick)).rounded())))
+        }
+    }
+
+    /// How long one play lasts, in seconds.
+    public var duration: Double { tick * Double(frames.count) }
+}
