@@ -218,6 +218,10 @@ import Testing
         #expect(view.asked == ["icons/star.png"] && view.shown.map(\.phase) == [.success] && view.shade == 33)
         #expect(response?.source == .local && view.imageURL == url)
         #expect(network.started.isEmpty && loader.cache?.image(forKey: ImageRequest(url: url).cacheKey) == nil)
+        // The imageURL setter takes the same way: from the named-image cache, not the pipeline.
+        let other = Bundle.main.bundleURL.appendingPathComponent("icons/moon.png")
+        view.imageURL = other
+        #expect(view.asked.last == "icons/moon.png" && view.shown.last?.phase == .success && network.started.isEmpty)
         // Not in the bundle's cache: loaded as any file.
         let missing = Bundle.main.bundleURL.appendingPathComponent("missing.png")
         view.setImage(with: missing)

@@ -68,13 +68,13 @@ open class AsyncImageView: UIImageView {
     /// Shows what the loading state makes of `content`.
     func render(_ content: ImageDisplayContent) {
         loadingState.apply(content)
-        let image = loadingState.image?.platformImage(scale: displayScale)
+        let image = loadingState.image
         if loadingState.isCrossfading, case .crossfade(let seconds) = content.transition {
             UIView.transition(
                 with: self, duration: seconds, options: [.transitionCrossDissolve, .allowUserInteraction]
-            ) { self.image = image }
+            ) { self.show(image) }
         } else {
-            self.image = image
+            show(image)
         }
         renderIndicator()
     }

@@ -13,14 +13,31 @@ extension UIImageView: ImageDisplaying {
             view.render(content)
             return
         }
-        let image = content.image?.platformImage(scale: displayScale)
         switch content.transition {
         case .crossfade(let seconds):
             UIView.transition(with: self, duration: seconds, options: [.transitionCrossDissolve, .allowUserInteraction]) {
-                self.image = image
+                self.show(content.image)
             }
         case .none:
-            self.image = image
+            show(content.image)
+        }
+    }
+
+    /// Shows `image` at the screen's scale. An animated `UIImage` loops for ever, so
+    /// an animation that plays a set number of times goes through `animationImages`
+    /// instead, ending on its last frame.
+    func show(_ image: DecodedImage?) {
+        let platform = image?.platformImage(scale: displayScale)
+        stopAnimating()
+        if let image, image.loopCount > 0, let platform, let frames = platform.images {
+            animationImages = frames
+            animationDuration = platform.duration
+            animationRepeatCount = image.loopCount
+            self.image = frames.last
+            startAnimating()
+        } else {
+            animationImages = nil
+            self.image = platform
         }
     }
 
