@@ -10,7 +10,11 @@ swift="${1:-swift}"
 shift || true
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
-"$swift" test --skip-build --disable-xctest "$@" 2>&1 | tee "$log"
+# At most eight test cases at once. Started all together, the suite's CPU-bound cases
+# (corpus decodes, encoders' round trips) hold both threads of a 2-core machine's
+# concurrency pool for over a minute, and the loads of every other test wait behind
+# them past their hang guards; eight keep the run as short and let the loads through.
+"$swift" test --skip-build --disable-xctest --experimental-maximum-parallelization-width 8 "$@" 2>&1 | tee "$log"
 status=$?
 # Skips look like: ➜ Test name() skipped: "reason" (colours removed first).
 sed -e 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^[^ ]+ Test .* skipped(: ".*")?$' \

@@ -3,7 +3,8 @@ import Foundation
 import Synchronization
 import Testing
 
-/// Runs `operation` in its own task and waits at most `seconds` for it.
+/// Runs `operation` in its own task and waits at most `seconds` for it (of time the
+/// concurrency pool let pass).
 ///
 /// A task group cannot bound a hang: leaving the group waits for every child, hung
 /// ones included. Here the operation runs unstructured and the caller resumes on
@@ -29,7 +30,18 @@ func withTimeLimit<T: Sendable>(
             work.withLock { $0 = Task { finish(await operation()) } }
             timer.withLock {
                 $0 = Task {
-                    try? await Task.sleep(for: .seconds(seconds))
+                    // As with `until`: only time the pool let pass counts, a second a
+                    // look at most, five times `seconds` in all, so that a suite
+                    // holding the pool does not fail a load that had no chance to run.
+                    let clock = ContinuousClock()
+                    let giveUp = clock.now + .seconds(seconds * 5)
+                    var waited = Duration.zero
+                    while waited < .seconds(seconds), clock.now < giveUp {
+                        let before = clock.now
+                        try? await Task.sleep(for: .milliseconds(100))
+                        if Task.isCancelled { return }
+                        waited += min(clock.now - before, .seconds(1))
+                    }
                     finish(nil)
                 }
             }
