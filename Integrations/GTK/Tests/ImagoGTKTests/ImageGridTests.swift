@@ -49,8 +49,8 @@ final class ImageGridTests: XCTestCase {
         return ImageTargetLoader(loader: loader)
     }
 
-    /// A grid that really recycles: four columns, so GTK keeps about a hundred cells
-    /// for 2,000 items and binds each many times over while it scrolls down and back,
+    /// A grid that really recycles: four columns (the 200-point window holds four
+    /// 40-point cells), so GTK keeps about a hundred and thirty cells for 2,000 items and binds each many times over while it scrolls down and back,
     /// the server answering after random delays and one frame in twenty held up, so
     /// that images land on cells already rebound. Every image a cell is given is
     /// checked against the item it is bound to at that moment, and the cells on screen
@@ -72,7 +72,6 @@ final class ImageGridTests: XCTestCase {
             let decoder = ThreadRecordingDecoder()
             let urls = (0..<2000).map { server.url("/img/\($0 % 200)?item=\($0)") }
             let grid = ImageGrid(urls: urls, cellSize: 40, targetLoader: Self.loader(decoder: decoder))
-            gtk_grid_view_set_max_columns(grid.gridView.opaque, 4)
             grid.options.crossfadeDuration = 0.2
 
             // Which item each cell is bound to, how often each was bound, and every
@@ -103,16 +102,19 @@ final class ImageGridTests: XCTestCase {
             defer { window.close() }
             let gaps = Self.scrollDownAndBack(grid, pixelsPerSecond: 3000, busyTicks: 0.05)
             let cellCount = binds.count, mostBinds = binds.values.max() ?? 0
+            XCTAssertEqual(grid.columns, 4, "as many columns as the width holds")
             XCTAssertLessThan(cellCount, 400, "the grid recycles: \(cellCount) cells for 2,000 items")
             XCTAssertGreaterThanOrEqual(mostBinds, 5, "cells are bound again and again as the grid scrolls")
 
-            // Settled: every bound cell has its image, fully faded in.
+            // Settled: every cell on screen has its image, fully faded in (cells bound
+            // off screen load only when they scroll near).
             let settled = GTK.run(until: {
-                grid.statistics.inFlight == 0 && grid.boundCells.allSatisfy {
+                let visible = grid.visibleRange
+                return grid.statistics.inFlight == 0 && grid.boundCells.filter { visible.contains($0.index) }.allSatisfy {
                     $0.view.loadingState.image != nil && !$0.view.loadingState.isCrossfading
                 }
             }, timeout: 30)
-            XCTAssertTrue(settled, "every bound cell finished loading: \(grid.statistics)")
+            XCTAssertTrue(settled, "every cell on screen finished loading: \(grid.statistics)")
             GTK.run(for: 0.1)
             let captureStarted = monotonicSeconds()
             let capture = try GTK.capture(window.widget)
@@ -144,10 +146,37 @@ final class ImageGridTests: XCTestCase {
         }
     }
 
-    /// Scrolled down and left there, the grid has asked for the rows below the last
-    /// bound cell, at low priority, before any cell shows them; far beyond them,
-    /// nothing. (GTK 4.8 keeps about thirty rows of cells bound around the view.)
-    func testTheRowsAheadOfTheScrollArePrefetched() throws {
+    /// Columns from the width and the cell size, square cells of the size asked for,
+    /// and only the rows about the screen bound.
+    func testColumnsComeFromTheWidthAndCellsAreSquare() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            let png = try Pixels.png(Pixels.solid(width: 24, height: 24, 10, 20, 30))
+            server.route("/item", data: png, headers: ["Content-Type": "image/png"])
+            let urls = (0..<5200).map { server.url("/item?n=\($0)") }
+            let grid = ImageGrid(urls: urls, cellSize: 160, targetLoader: Self.loader(decoder: ThreadRecordingDecoder()))
+            let window = GTK.window(width: 900, height: 640, child: grid.widget)
+            defer { window.close() }
+            XCTAssertTrue(GTK.run(until: { grid.columns == 5 && grid.statistics.inFlight == 0 && !grid.boundCells.isEmpty }, timeout: 30))
+            GTK.run(for: 0.2)
+            let bound = grid.boundCells
+            // GTK binds about thirty rows of the most columns it may show.
+            XCTAssertLessThanOrEqual(bound.count, 5 * 40, "\(bound.count) cells bound for 5,200 items")
+            for (index, view) in bound where gtk_widget_get_mapped(view.widget) != 0 {
+                XCTAssertEqual(gtk_widget_get_width(view.widget), 160, "cell \(index) is 160 wide")
+                XCTAssertEqual(gtk_widget_get_height(view.widget), 160, "cell \(index) is 160 high")
+            }
+            XCTAssertEqual(grid.visibleRange, 0..<20, "four rows of five show in 640 points")
+        }
+    }
+
+    /// Bound is not loaded: scrolled down and left there, the grid has loaded the rows
+    /// on screen and asked for the rows below them at low priority, and nothing for
+    /// the cells GTK keeps bound beyond them.
+    func testOnlyTheRowsOnScreenLoadAndTheRowsAheadArePrefetched() throws {
         try MainActor.assumeIsolated {
             try GTK.initialize()
             let server = TestServer()
@@ -160,18 +189,83 @@ final class ImageGridTests: XCTestCase {
             let grid = ImageGrid(urls: urls, cellSize: 40, targetLoader: Self.loader(decoder: ThreadRecordingDecoder()))
             let window = GTK.window(width: 400, height: 300, child: grid.widget)
             defer { window.close() }
-            XCTAssertTrue(GTK.run(until: { !grid.boundCells.isEmpty && grid.statistics.inFlight == 0 }, timeout: 30))
+            XCTAssertTrue(GTK.run(until: {
+                !grid.boundCells.isEmpty && grid.statistics.inFlight == 0 && gtk_grid_view_get_max_columns(grid.gridView.opaque) > 1
+            }, timeout: 30))
+            GTK.run(for: 0.1)
+            // A little, then far down. (GTK 4.8's grid may leave its cells where they
+            // are after the first move of a grid that has not scrolled yet.)
             let adjustment = grid.verticalAdjustment
-            gtk_adjustment_set_value(adjustment, gtk_adjustment_get_upper(adjustment) / 3)
+            gtk_adjustment_set_value(adjustment, 100)
+            GTK.run(for: 0.2)
             XCTAssertTrue(GTK.run(until: { grid.statistics.inFlight == 0 }, timeout: 30))
-            let last = try XCTUnwrap(grid.boundCells.map(\.index).max())
-            XCTAssertLessThan(last, count - 200, "the grid recycles: not every item is bound")
-            let next = (last + 1)..<(last + 9)
-            let requested = GTK.run(until: { next.allSatisfy { server.count(for: "/item/\($0)") == 1 } }, timeout: 30)
-            XCTAssertTrue(requested, "the row after the last bound cell (\(last)) was fetched ahead")
-            let columns = 400 / 40
-            let far = last + 1 + grid.prefetchRows * columns + 100
-            XCTAssertEqual(server.count(for: "/item/\(far)"), 0, "item \(far), far beyond the rows ahead, was not asked for")
+            let countsBefore = (0..<count).map { server.count(for: "/item/\($0)") }
+            gtk_adjustment_set_value(adjustment, gtk_adjustment_get_upper(adjustment) / 3)
+            XCTAssertTrue(GTK.run(until: {
+                let bound = Set(grid.boundCells.map(\.index))
+                return !grid.visibleRange.isEmpty && grid.visibleRange.allSatisfy(bound.contains) && grid.statistics.inFlight == 0
+            }, timeout: 30))
+            let columns = grid.columns
+            let visible = grid.visibleRange
+            XCTAssertFalse(visible.isEmpty)
+            XCTAssertTrue(visible.allSatisfy { server.count(for: "/item/\($0)") == 1 }, "the cells on screen loaded, once")
+            // One row either side loads as if on screen; the rows after it are prefetched.
+            let ahead = (visible.upperBound + columns)..<(visible.upperBound + columns * (1 + grid.prefetchRows))
+            let requested = GTK.run(until: { ahead.allSatisfy { server.count(for: "/item/\($0)") == 1 } }, timeout: 30)
+            XCTAssertTrue(requested, "the rows after those on screen (\(visible)) were fetched ahead")
+            GTK.run(for: 0.3)
+            let beyond = visible.upperBound + columns * (1 + grid.prefetchRows)
+            let boundBeyond = grid.boundCells.map(\.index).filter { $0 >= beyond }
+            XCTAssertGreaterThan(boundBeyond.count, columns * 4, "GTK keeps cells bound beyond the rows ahead")
+            for index in boundBeyond {
+                XCTAssertEqual(server.count(for: "/item/\(index)"), 0, "item \(index), bound off screen, was not asked for")
+            }
+            let above = grid.boundCells.map(\.index).filter { $0 < visible.lowerBound - columns }
+            for index in above {
+                XCTAssertEqual(server.count(for: "/item/\(index)"), countsBefore[index], "item \(index), above the screen, was not asked for")
+            }
+        }
+    }
+
+    /// After a jump to the end, the cells on screen load before anything queued
+    /// earlier: the loads of the cells that left the screen are cancelled.
+    func testAfterAJumpTheCellsOnScreenAreNextInLine() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            let png = try Pixels.png(Pixels.solid(width: 24, height: 24, 10, 20, 30))
+            // Slow enough that the first screen is still loading at the jump.
+            for n in 0..<2000 {
+                server.route("/slow/\(n)") { _ in
+                    Thread.sleep(forTimeInterval: 0.3)
+                    return .ok(png, headers: ["Content-Type": "image/png"])
+                }
+            }
+            let urls = (0..<2000).map { server.url("/slow/\($0)") }
+            let targetLoader = Self.loader(decoder: ThreadRecordingDecoder())
+            targetLoader.loader.concurrentLoads = 2
+            let grid = ImageGrid(urls: urls, cellSize: 40, targetLoader: targetLoader)
+            let window = GTK.window(width: 400, height: 300, child: grid.widget)
+            defer { window.close() }
+            XCTAssertTrue(GTK.run(until: { grid.statistics.inFlight > 20 }, timeout: 30), "the first screen is loading")
+            func counts() -> [Int] { (0..<2000).map { server.count(for: "/slow/\($0)") } }
+            let atJump = counts()
+            let adjustment = grid.verticalAdjustment
+            gtk_adjustment_set_value(adjustment, gtk_adjustment_get_upper(adjustment) - gtk_adjustment_get_page_size(adjustment))
+            GTK.run(for: 0.1)
+            let visible = grid.visibleRange
+            XCTAssertEqual(visible.upperBound, 2000)
+            XCTAssertTrue(GTK.run(until: {
+                grid.boundCells.filter { visible.contains($0.index) }.allSatisfy { $0.view.loadingState.image != nil }
+            }, timeout: 60), "the cells at the end loaded")
+            // Two transfers at a time: what was already on the wire finishes, then the
+            // end of the grid; nothing else queued at the top goes before it.
+            let near = (visible.lowerBound - grid.columns)..<2000
+            let now = counts()
+            let elsewhere = (0..<2000).filter { !near.contains($0) && now[$0] > atJump[$0] }
+            XCTAssertLessThanOrEqual(elsewhere.count, 2, "items requested after the jump away from the end: \(elsewhere)")
         }
     }
 
