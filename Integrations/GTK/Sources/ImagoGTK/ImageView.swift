@@ -54,6 +54,12 @@ public final class ImageView: ImageDisplaying {
     private var animation = AnimationClock()
     private var tickID: UInt32 = 0
     private var isMapped = false
+    /// The URL whose load took its size from the view, and that size (nil when the
+    /// view had none yet): when the view grows past it, or its scale changes, the
+    /// image is asked for again at the new size.
+    private var sizedLoad: (url: URL?, size: TargetSize?)?
+    /// Whether a look at the new size is already queued.
+    private var resizeQueued = false
 
     /// A view loading through `targetLoader`, fitting or filling its images as
     /// `contentMode` says, `width` × `height` pixels when given (else as big as its
@@ -79,6 +85,11 @@ public final class ImageView: ImageDisplaying {
         // shows an image fading out.
         gtk_overlay_set_measure_overlay(overlay.opaque, front, 1)
         gtk_overlay_add_overlay(overlay.opaque, spinner)
+        // A drawing area draws nothing: it is there for its resize signal, which tells
+        // the view its allocation changed (GTK 4 widgets have no such signal of their own).
+        let sizeProbe = gtk_drawing_area_new()!
+        gtk_widget_set_can_target(sizeProbe, 0)
+        gtk_overlay_add_overlay(overlay.opaque, sizeProbe)
         gtk_widget_set_halign(spinner, GTK_ALIGN_CENTER)
         gtk_widget_set_valign(spinner, GTK_ALIGN_CENTER)
         gtk_widget_set_size_request(spinner, 24, 24)
@@ -98,6 +109,8 @@ public final class ImageView: ImageDisplaying {
         let handle = WeakImageView(self)
         connectSignal(overlay.object, "map") { _ in handle.view?.mappingChanged(true) }
         connectSignal(overlay.object, "unmap") { _ in handle.view?.mappingChanged(false) }
+        connectSignal(sizeProbe.object, "resize") { _ in handle.view?.sizeChanged() }
+        connectSignal(overlay.object, "notify::scale-factor") { _ in handle.view?.sizeChanged() }
     }
 
     // MARK: - ImageDisplaying
@@ -144,8 +157,19 @@ public final class ImageView: ImageDisplaying {
     public var displayedImage: DecodedImage? { image }
 
     /// The view's size in pixels (its allocation, else its size request, times the
-    /// scale factor) with its content mode; nil while it has neither.
+    /// scale factor) with its content mode; nil while it has neither. A load that
+    /// takes its size from here (one whose options name none) is asked for again
+    /// when the view grows past that size or its scale factor changes, so a view
+    /// given its URL before its first layout shows its image at its real size. (The
+    /// image is asked for again as a new load of the same URL: a completion handler of
+    /// the earlier one, if it is still running, is told `.cancelled`.)
     public var displayTargetSize: TargetSize? {
+        let size = currentTargetSize
+        sizedLoad = (imageTargetLoader.url(for: self), size)
+        return size
+    }
+
+    private var currentTargetSize: TargetSize? {
         var width = gtk_widget_get_width(widget), height = gtk_widget_get_height(widget)
         if width <= 0 || height <= 0 {
             gtk_widget_get_size_request(widget, &width, &height)
@@ -154,6 +178,30 @@ public final class ImageView: ImageDisplaying {
         return TargetSize(
             points: Double(width), Double(height), scale: Double(gtk_widget_get_scale_factor(widget)),
             contentMode: contentMode)
+    }
+
+    /// Told during layout: the new size is looked at once the layout is over, since
+    /// showing another image queues a layout of its own.
+    private func sizeChanged() {
+        guard sizedLoad != nil, !resizeQueued else { return }
+        resizeQueued = true
+        DispatchQueue.main.async { [weak self] in
+            MainActor.assumeIsolated {
+                self?.resizeQueued = false
+                self?.askAgainIfGrown()
+            }
+        }
+    }
+
+    private func askAgainIfGrown() {
+        guard let sizedLoad, let url = sizedLoad.url, url == imageURL, let size = currentTargetSize else { return }
+        // In pixels: a larger scale factor is a larger size. A view that shrank keeps
+        // its sharper image.
+        if let asked = sizedLoad.size, asked.width >= size.width, asked.height >= size.height { return }
+        // What is shown stays until the sharper image replaces it, with no spinner.
+        var options = imageDisplayOptions
+        if image != nil { options.showsActivityIndicator = false }
+        setImage(with: url, placeholder: image, options: options)
     }
 
     // MARK: - Rendering

@@ -4,10 +4,15 @@ extension Bitmap {
     /// A GDK texture of the pixels (a new reference, for the caller to release).
     ///
     /// Imago's bitmaps are already what GDK's `R8G8B8A8_PREMULTIPLIED` memory format
-    /// describes, row stride included, so the bytes are handed over as they are: one
-    /// copy into `GBytes`, since GDK keeps them past any Swift array's lifetime.
+    /// describes, row stride included, so the texture is made on the bitmap's own
+    /// pixels, not a copy: the `GBytes` keeps the array alive until GDK lets go, and
+    /// an image in the memory cache and on screen is held once. (`pixels` is a
+    /// constant, so its buffer never moves or changes while the texture holds it.)
     public func makeTexture() -> OpaquePointer {
-        let bytes = pixels.withUnsafeBytes { g_bytes_new($0.baseAddress, gsize(bytesPerRow * height)) }
+        let kept = Unmanaged.passRetained(PixelsBox(pixels))
+        let bytes = kept.takeUnretainedValue().pixels.withUnsafeBytes { buffer in
+            g_bytes_new_with_free_func(buffer.baseAddress, gsize(bytesPerRow * height), releasePixels, kept.toOpaque())
+        }
         defer { g_bytes_unref(bytes) }
         return gdk_memory_texture_new(
             Int32(width), Int32(height), GDK_MEMORY_R8G8B8A8_PREMULTIPLIED, bytes, gsize(bytesPerRow))
@@ -18,6 +23,19 @@ extension Bitmap {
     var storageIdentity: UnsafeRawPointer? {
         pixels.withUnsafeBytes { $0.baseAddress }
     }
+}
+
+/// A bitmap's pixel array, kept alive for as long as a texture is made on it.
+///
+/// `@unchecked Sendable`: it only holds an immutable array, and GLib may release it
+/// on whichever thread drops the texture's last reference.
+private final class PixelsBox: @unchecked Sendable {
+    let pixels: [UInt8]
+    init(_ pixels: [UInt8]) { self.pixels = pixels }
+}
+
+private let releasePixels: GDestroyNotify = { data in
+    if let data { Unmanaged<PixelsBox>.fromOpaque(data).release() }
 }
 
 /// Renders widgets to pixels through the window's own renderer, as the screen shows

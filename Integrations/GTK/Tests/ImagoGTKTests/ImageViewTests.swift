@@ -157,6 +157,36 @@ final class ImageViewTests: XCTestCase {
         }
     }
 
+    /// A view with no size of its own, given its URL before its first layout, shows
+    /// its image at the size it is given, and asks again when it grows.
+    func testAViewWithoutASizeLoadsAtItsAllocatedSizeAndAgainWhenItGrows() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            let photo = Pixels.solid(width: 1600, height: 1200, 40, 120, 200)
+            server.route("/photo.png", data: try Pixels.png(photo), headers: ["Content-Type": "image/png"])
+            let view = ImageView(targetLoader: Self.targetLoader())
+            XCTAssertNil(view.displayTargetSize, "no size before layout")
+            view.setImage(with: server.url("/photo.png"), options: ImageDisplayOptions(crossfadeDuration: 0))
+            let window = GTK.window(width: 400, height: 300, child: view.widget)
+            defer { window.close() }
+            let atWindowSize = GTK.run(until: {
+                guard let image = view.loadingState.image else { return false }
+                return image.width == 400 && image.height == 300
+            }, timeout: 30)
+            XCTAssertTrue(atWindowSize, "decoded at the view's size, not 1600×1200: \(String(describing: view.loadingState.image))")
+
+            // Grown to 800×600: asked again, at the new size.
+            gtk_widget_set_size_request(view.widget, 800, 600)
+            let grown = GTK.run(until: { view.loadingState.image?.width == 800 }, timeout: 30)
+            XCTAssertTrue(grown, "asked again at 800×600: \(String(describing: view.loadingState.image))")
+            XCTAssertEqual(view.loadingState.image?.height, 600)
+            XCTAssertEqual(view.imageURL, server.url("/photo.png"))
+        }
+    }
+
     func testAnimatedGIFPlaysAtItsFrameDelaysAndStopsWhenUnmapped() throws {
         try MainActor.assumeIsolated {
             try GTK.initialize()
