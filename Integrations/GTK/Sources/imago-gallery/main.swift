@@ -6,21 +6,26 @@ import Imago
 import ImagoGTK
 
 let usage = """
-    usage: imago-gallery URL... | --input FILE [--size PX] [--screenshot PNG]
+    usage: imago-gallery (URL | PATH)... | --input FILE [--size PX] [--screenshot PNG]
 
-    Shows the images at the URLs (http, https, file, data) as a grid of thumbnails,
-    loaded through Imago's memory and disk caches; scrolling prefetches the rows
-    ahead. Click a thumbnail to open the full image: the thumbnail at once, then the
+    Shows the images at the URLs (http, https, file, data), the image files and the
+    images in the folders given, as a grid of thumbnails, loaded through Imago's
+    memory and disk caches; the rows on screen load first, and scrolling prefetches
+    the rows ahead. The thumbnails are kept on disk apart from the full images, so
+    a relaunch shows them from disk however many full images were opened. A failed
+    thumbnail shows a broken-picture sign, and why it failed when the pointer rests
+    on it. Click a thumbnail to open the full image: the thumbnail at once, then the
     full image, a progressive JPEG or interlaced PNG sharpening in place as it
     arrives. The status line counts loaded, failed and in-flight images and cache
     hits.
 
     options:
-      --input FILE       read URLs from FILE, one a line ('-' for standard input;
-                         blank lines and lines starting with # are skipped)
+      --input FILE       read URLs or paths from FILE, one a line ('-' for standard
+                         input; blank lines and lines starting with # are skipped)
       --size PX          the thumbnail cells' side, 16 to 1024 (default 128)
       --screenshot PNG   save the window to PNG once the visible thumbnails have
-                         loaded (or after 30 s), then quit
+                         loaded (or after 30 s), then quit; exit status 1 when it
+                         cannot be written
       -h, --help         show this help
 
     """
@@ -69,17 +74,37 @@ func parse(_ arguments: [String]) -> Options {
             lines.append(argument)
         }
     }
-    for line in lines {
-        guard let url = URL(string: line), let scheme = url.scheme?.lowercased(),
-            ["http", "https", "file", "data"].contains(scheme)
-        else { badUsage("not an http, https, file or data URL: '\(line)'") }
-        options.urls.append(url)
-    }
+    for line in lines { options.urls += urls(for: line) }
     if options.urls.isEmpty { badUsage("no images given") }
     return options
 }
 
-/// One colour, for the placeholder and failure images.
+/// The file extensions of the images a folder is searched for.
+let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "gif", "webp", "avif", "bmp", "ico", "tif", "tiff"]
+
+/// The URL an argument names: a URL as it is, a file as its file URL, a folder as
+/// the images in it (sorted by name, not looking into subfolders).
+func urls(for argument: String) -> [URL] {
+    var isFolder: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: argument, isDirectory: &isFolder) else {
+        guard let url = URL(string: argument), let scheme = url.scheme?.lowercased() else {
+            badUsage("no such file or folder: '\(argument)'")
+        }
+        guard ["http", "https", "file", "data"].contains(scheme) else {
+            badUsage("not an http, https, file or data URL: '\(argument)'")
+        }
+        return [url]
+    }
+    let url = URL(fileURLWithPath: argument, isDirectory: isFolder.boolValue).standardizedFileURL
+    guard isFolder.boolValue else { return [url] }
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: url.path) else {
+        badUsage("cannot read the folder '\(argument)'")
+    }
+    return names.filter { imageExtensions.contains(($0 as NSString).pathExtension.lowercased()) }.sorted()
+        .map { url.appendingPathComponent($0, isDirectory: false) }
+}
+
+/// One colour, for the placeholder.
 func square(_ side: Int, _ r: UInt8, _ g: UInt8, _ b: UInt8) -> DecodedImage {
     var pixels = [UInt8](repeating: 255, count: side * side * 4)
     for i in stride(from: 0, to: pixels.count, by: 4) {
@@ -101,9 +126,44 @@ gtk_window_set_default_size(window.cast(GtkWindow.self), 900, 640)
 var running = true
 connectSignal(window.object, "destroy") { _ in running = false }
 
-let grid = ImageGrid(urls: options.urls, cellSize: options.size)
+/// A broken picture: a grey card with a dark frame and a red cross, for a thumbnail
+/// that could not be loaded.
+func brokenPicture(_ side: Int) -> DecodedImage {
+    var pixels = [UInt8](repeating: 255, count: side * side * 4)
+    let frame = side / 4, thickness = max(2, side / 32)
+    for y in 0..<side {
+        for x in 0..<side {
+            let i = (y * side + x) * 4
+            var rgb: (UInt8, UInt8, UInt8) = (225, 225, 225)
+            let inside = (frame..<(side - frame)).contains(x) && (frame..<(side - frame)).contains(y)
+            let onFrame = inside && (x < frame + thickness || x >= side - frame - thickness || y < frame + thickness || y >= side - frame - thickness)
+            let onCross = inside && (abs(x - y) < thickness || abs(x + y - side + 1) < thickness)
+            if onFrame { rgb = (110, 110, 110) } else if onCross { rgb = (200, 50, 50) }
+            (pixels[i], pixels[i + 1], pixels[i + 2]) = rgb
+        }
+    }
+    return DecodedImage(bitmap: Bitmap(width: side, height: side, pixels: pixels), format: .png)
+}
+
+/// The gallery keeps its thumbnails on disk apart from full images, each in a cache
+/// of its own beside Imago's default one: opening large photos never pushes the
+/// thumbnails out, so a relaunch shows the grid from disk. Thumbnails are stored as
+/// made (small), full images as the server sent them.
+let cacheRoot = DiskCache.defaultDirectory.deletingLastPathComponent().appendingPathComponent("imago-gallery", isDirectory: true)
+let thumbnailLoader = ImageTargetLoader(loader: ImageLoader(configuration: .init(
+    diskCache: DiskCache(directory: cacheRoot.appendingPathComponent("thumbnails", isDirectory: true), sizeLimit: 256 << 20),
+    diskCachePolicy: .processed, concurrentLoads: 6)))
+let fullImageLoader = ImageTargetLoader(loader: ImageLoader(configuration: .init(
+    diskCache: DiskCache(directory: cacheRoot.appendingPathComponent("originals", isDirectory: true), sizeLimit: 512 << 20),
+    diskCachePolicy: .originals)))
+
+let grid = ImageGrid(urls: options.urls, cellSize: options.size, targetLoader: thumbnailLoader)
 grid.placeholder = square(8, 225, 225, 225)
-grid.options.failureImage = square(8, 190, 70, 70)
+grid.options.failureImage = brokenPicture(64)
+grid.didBind = { cell, _ in gtk_widget_set_tooltip_text(cell.widget, nil) }
+grid.didFail = { cell, index, error in
+    gtk_widget_set_tooltip_text(cell.widget, "\(options.urls[index].lastPathComponent): \(error)")
+}
 
 let status = gtk_label_new("")!
 gtk_label_set_xalign(status.opaque, 0)
@@ -130,14 +190,14 @@ grid.didActivate = { index, _ in
     gtk_window_set_title(detail.cast(GtkWindow.self), options.urls[index].lastPathComponent)
     gtk_window_set_default_size(detail.cast(GtkWindow.self), 800, 600)
     gtk_window_set_transient_for(detail.cast(GtkWindow.self), window.cast(GtkWindow.self))
-    let view = ImageView(contentMode: .aspectFit)
+    let view = ImageView(targetLoader: fullImageLoader, contentMode: .aspectFit)
     gtk_window_set_child(detail.cast(GtkWindow.self), view.widget)
     detailViews[detail.object] = view
     connectSignal(detail.object, "destroy") { _ in detailViews[detail.object] = nil }
     // The thumbnail, already in memory, stands in at once; the full image (at the
     // window's size) replaces it, sharpening in place as its scans or passes arrive
     // when it is a progressive JPEG or an interlaced PNG.
-    let thumbnail = ImageTargetLoader.shared.loader.cachedImage(for: grid.request(for: index))
+    let thumbnail = thumbnailLoader.loader.cachedImage(for: grid.request(for: index))
     let scale = Double(gtk_widget_get_scale_factor(window))
     view.setImage(
         with: options.urls[index], placeholder: thumbnail,
@@ -148,6 +208,7 @@ grid.didActivate = { index, _ in
 
 gtk_window_present(window.cast(GtkWindow.self))
 
+var screenshotFailed = false
 if let screenshot = options.screenshot {
     let started = monotonicSeconds()
     var settledAt: Double?
@@ -158,10 +219,12 @@ if let screenshot = options.screenshot {
         if !settled { settledAt = nil }
         // Past the crossfades of the last images, or out of patience.
         guard settledAt.map({ time - $0 > 0.6 }) == true || time - started > 30 else { return true }
-        if !WidgetCapture.savePNG(of: window, to: screenshot) {
+        if WidgetCapture.savePNG(of: window, to: screenshot) {
+            print("saved \(screenshot)")
+        } else {
             FileHandle.standardError.write(Data("imago-gallery: could not write \(screenshot)\n".utf8))
+            screenshotFailed = true
         }
-        print("saved \(screenshot)")
         gtk_window_destroy(window.cast(GtkWindow.self))
         return false
     }
@@ -170,3 +233,4 @@ if let screenshot = options.screenshot {
 while running {
     g_main_context_iteration(nil, 1)
 }
+if screenshotFailed { exit(1) }

@@ -269,6 +269,45 @@ final class ImageGridTests: XCTestCase {
         }
     }
 
+    /// A missing image is not asked for again while its failure is remembered
+    /// (the loader's `RecentFailures`), however often its cell is bound again as the
+    /// grid scrolls; the cell is told why it failed.
+    func testAMissingImageIsNotAskedForAgainWhenItsCellIsRebound() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let server = TestServer()
+            try server.start()
+            defer { server.stop() }
+            let png = try Pixels.png(Pixels.solid(width: 24, height: 24, 10, 20, 30))
+            let count = 520
+            let missing = Set(stride(from: 3, to: count, by: 8))
+            for n in 0..<count where !missing.contains(n) {
+                server.route("/item/\(n)", data: png, headers: ["Content-Type": "image/png"])
+            }
+            let urls = (0..<count).map { server.url("/item/\($0)") }
+            let grid = ImageGrid(urls: urls, cellSize: 40, targetLoader: Self.loader(decoder: ThreadRecordingDecoder()))
+            var failures: [Int: ImagoError] = [:]
+            grid.didFail = { _, index, error in failures[index] = error }
+            let window = GTK.window(width: 200, height: 300, child: grid.widget)
+            defer { window.close() }
+
+            _ = Self.scrollDownAndBack(grid, pixelsPerSecond: 3000)
+            XCTAssertTrue(GTK.run(until: { grid.statistics.inFlight == 0 }, timeout: 30))
+            XCTAssertFalse(failures.isEmpty, "cells of missing images were told")
+            for (index, error) in failures {
+                XCTAssertTrue(missing.contains(index), "only missing images fail: item \(index)")
+                if case .httpStatus(let status, _) = error { XCTAssertEqual(status, 404) } else { XCTFail("item \(index): \(error)") }
+            }
+            let seen = failures.keys.map { server.count(for: "/item/\($0)") }
+            _ = Self.scrollDownAndBack(grid, pixelsPerSecond: 3000)
+            XCTAssertTrue(GTK.run(until: { grid.statistics.inFlight == 0 }, timeout: 30))
+            let again = zip(failures.keys, seen).filter { server.count(for: "/item/\($0.0)") != $0.1 }.map(\.0)
+            XCTAssertEqual(again, [], "no failed image was asked for again on the second pass")
+            let total = missing.map { server.count(for: "/item/\($0)") }.reduce(0, +)
+            print("missing images: \(missing.count), asked for \(total) times over two passes; \(failures.count) failures told")
+        }
+    }
+
     func testTheMainLoopStaysResponsiveWhileColdImagesDecode() throws {
         try MainActor.assumeIsolated {
             try GTK.initialize()
