@@ -26,6 +26,10 @@ let usage = """
       --screenshot PNG   save the window to PNG once the visible thumbnails have
                          loaded (or after 30 s), then quit; exit status 1 when it
                          cannot be written
+      --benchmark N      once the first screen has loaded, scroll to the end and
+                         back N times at 3,000 points a second, checking every
+                         cell on screen by its pixels, then print the figures
+                         (first frame, first screen, frame gaps, peak memory) and quit
       -h, --help         show this help
 
     """
@@ -40,6 +44,7 @@ struct Options {
     var urls: [URL] = []
     var size = 128
     var screenshot: String?
+    var benchmarkPasses: Int?
 }
 
 func parse(_ arguments: [String]) -> Options {
@@ -68,6 +73,10 @@ func parse(_ arguments: [String]) -> Options {
             options.size = size
         case "--screenshot":
             options.screenshot = value(for: argument)
+        case "--benchmark":
+            let text = value(for: argument)
+            guard let passes = Int(text), passes > 0 else { badUsage("--benchmark wants a number of passes, not '\(text)'") }
+            options.benchmarkPasses = passes
         case let option where option.hasPrefix("-") && option.count > 1:
             badUsage("unknown option '\(option)'")
         default:
@@ -113,6 +122,7 @@ func square(_ side: Int, _ r: UInt8, _ g: UInt8, _ b: UInt8) -> DecodedImage {
     return DecodedImage(bitmap: Bitmap(width: side, height: side, pixels: pixels), format: .png)
 }
 
+let started = monotonicSeconds()
 let options = parse(Array(CommandLine.arguments.dropFirst()))
 guard gtk_init_check() != 0 else {
     FileHandle.standardError.write(Data("imago-gallery: cannot open a display (is DISPLAY set? try xvfb-run)\n".utf8))
@@ -206,6 +216,10 @@ grid.didActivate = { index, _ in
     gtk_window_present(detail.cast(GtkWindow.self))
 }
 
+// Before the window shows: its first layout binds the first cells.
+if let passes = options.benchmarkPasses {
+    runBenchmark(grid: grid, window: window, loader: thumbnailLoader.loader, passes: passes, started: started)
+}
 gtk_window_present(window.cast(GtkWindow.self))
 
 var screenshotFailed = false
