@@ -5,9 +5,10 @@
 # distinct URLs by scripts/gallery-bench.py on 127.0.0.1. Each run has a disk cache
 # of its own (XDG_CACHE_HOME), fresh unless it is the warm relaunch.
 set -e
-gallery=$1; corpus=$2; out=$3
+gallery=$1; corpus=$2
 [ -d "$corpus/photos/kodak" ] || { echo "bench-gallery: the shared corpus is missing ($corpus/photos/kodak)"; exit 1; }
-mkdir -p "$out"
+# Absolute: a relative XDG_CACHE_HOME is ignored, as the XDG specification says.
+mkdir -p "$3"; out=$(cd "$3" && pwd)
 python3 scripts/gallery-bench.py photos "$corpus/photos/kodak" "$out/photos" 104
 rm -f "$out/port"
 python3 scripts/gallery-bench.py serve "$out/photos" "$out/port" & server=$!

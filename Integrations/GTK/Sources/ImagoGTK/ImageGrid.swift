@@ -5,9 +5,9 @@ import Imago
 /// `ImageView`s, square cells of `cellSize` points, as many columns as the width holds.
 ///
 /// Binding a cell is cheap: it only loads when its row is on screen (or next to it),
-/// and a cell scrolled away before its image arrived has its load cancelled, so what
-/// is on screen is always next in line, after a jump (End, a scrollbar drag) as much as
-/// while scrolling. The rows just ahead in the direction of scrolling are prefetched at
+/// and a cell scrolled away before its image arrived has its load put behind all
+/// others (cancelled once GTK unbinds it), so what is on screen is always next in
+/// line, after a jump (End, a scrollbar drag) as much as while scrolling. The rows just ahead in the direction of scrolling are prefetched at
 /// low priority, so they are usually in the memory cache by the time they scroll in.
 /// A reused cell can never show an image of the item it showed before.
 @MainActor
@@ -191,6 +191,8 @@ public final class ImageGrid {
         var index: Int?
         /// Whether the bound item's load is running.
         var loading = false
+        /// The bound item's load, while it runs (nil for a memory hit).
+        var task: ImageTask?
         /// Whether the bound item's load has ended (its image or failure shown).
         var done = false
         /// Counts bindings and loads, so that a completion of an earlier one is told apart.
@@ -246,9 +248,10 @@ public final class ImageGrid {
         statistics.inFlight += 1
         var options = options
         options.targetSize = cellTargetSize
-        cell.view.setImage(with: urls[index], placeholder: placeholder, options: options) { [weak self, weak cell] result in
+        let task = cell.view.setImage(with: urls[index], placeholder: placeholder, options: options) { [weak self, weak cell] result in
             guard let self, let cell, cell.binding == binding, cell.loading else { return }
             cell.loading = false
+            cell.task = nil
             var statistics = self.statistics
             statistics.inFlight -= 1
             switch result {
@@ -267,14 +270,16 @@ public final class ImageGrid {
             }
             self.statistics = statistics
         }
+        if cell.loading, cell.binding == binding { cell.task = task }
     }
 
-    /// Stops the load of a cell that scrolled away before its image came.
+    /// Stops the load of a cell that GTK rebinds or unbinds before its image came.
     private func stopLoading(_ cell: Cell) {
         guard cell.loading else { return }
         // Counted first: the cancelled load's completion, told at once, is then one
         // of an earlier binding and counts nothing.
         cell.loading = false
+        cell.task = nil
         cell.binding += 1
         statistics.inFlight -= 1
         cell.view.cancelImageLoad()
@@ -292,16 +297,18 @@ public final class ImageGrid {
 
     // MARK: - Visible first
 
-    /// Starts the loads of the bound cells near the screen that have none, and stops
-    /// those of cells that left it, so that what is on screen is next in line.
+    /// Starts the loads of the bound cells near the screen that have none, and puts
+    /// those of cells that left it behind everything else (`veryLow`), so that what is
+    /// on screen is next in line; a transfer under way is not thrown away, since the
+    /// cell may well come back before GTK unbinds it (which cancels the load).
     private func updateLoads() {
         let near = rows(extendedBy: Self.nearRows)
         for cell in cells.values {
             guard let index = cell.index, !cell.done else { continue }
             if near.contains(index) {
-                if !cell.loading { load(cell, index: index) }
+                if !cell.loading { load(cell, index: index) } else { cell.task?.priority = options.priority }
             } else {
-                stopLoading(cell)
+                cell.task?.priority = .veryLow
             }
         }
     }

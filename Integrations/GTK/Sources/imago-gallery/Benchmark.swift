@@ -60,7 +60,8 @@ func runBenchmark(
         guard let capture = WidgetCapture.bitmap(of: window) else { return }
         var viewport = graphene_rect_t()
         guard gtk_widget_compute_bounds(grid.widget, window, &viewport) != 0 else { return }
-        let scale = Double(gtk_widget_get_scale_factor(window))
+        // The capture's pixels per point (the renderer's, not necessarily the screen's).
+        let scale = Double(capture.width) / Double(max(1, gtk_widget_get_width(window)))
         for (index, view) in grid.boundCells where shownIndex[ObjectIdentifier(view)] == index {
             var bounds = graphene_rect_t()
             guard gtk_widget_get_mapped(view.widget) != 0, gtk_widget_compute_bounds(view.widget, window, &bounds) != 0,
