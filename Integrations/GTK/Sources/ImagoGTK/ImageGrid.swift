@@ -326,10 +326,13 @@ public final class ImageGrid {
         let wanted = downwards
             ? Set(near.upperBound..<min(urls.count, near.upperBound + ahead))
             : Set(max(0, near.lowerBound - ahead)..<near.lowerBound)
-        let stale = prefetched.subtracting(wanted)
+        // A prefetch whose row has come near goes on: its cell, bound in the coming
+        // layout, joins its transfer rather than starting the request over.
+        let kept = prefetched.filter(near.contains)
+        let stale = prefetched.subtracting(wanted).subtracting(kept)
         let fresh = wanted.subtracting(prefetched)
         if !stale.isEmpty { prefetcher.stopPrefetching(with: stale.map(request(for:))) }
         if !fresh.isEmpty { prefetcher.startPrefetching(with: fresh.sorted().map(request(for:))) }
-        prefetched = wanted
+        prefetched = wanted.union(kept)
     }
 }

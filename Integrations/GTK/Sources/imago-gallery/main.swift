@@ -165,7 +165,7 @@ let cacheRoot = DiskCache.defaultDirectory.deletingLastPathComponent().appending
 /// disk, so the process stays as small for 5,000 images as for 500.
 let thumbnailLoader = ImageTargetLoader(loader: ImageLoader(
     configuration: .init(
-        diskCache: DiskCache(directory: cacheRoot.appendingPathComponent("thumbnails", isDirectory: true), sizeLimit: 256 << 20),
+        diskCache: DiskCache(directory: cacheRoot.appendingPathComponent("thumbnails", isDirectory: true), sizeLimit: 512 << 20),
         diskCachePolicy: .processed, concurrentLoads: 6),
     cache: ImageCache(costLimit: 64 << 20)))
 let fullImageLoader = ImageTargetLoader(loader: ImageLoader(configuration: .init(
