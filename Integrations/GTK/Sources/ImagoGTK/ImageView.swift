@@ -156,6 +156,13 @@ public final class ImageView: ImageDisplaying {
     /// placeholder of the loads that name none.
     public var displayedImage: DecodedImage? { image }
 
+    /// A cancelled load shows nothing new, but the view is no longer loading: the
+    /// spinner stops and the picture stays.
+    public func imageLoadDidCancel() {
+        loadingState.endLoading()
+        render()
+    }
+
     /// The view's size in pixels (its allocation, else its size request, times the
     /// scale factor) with its content mode; nil while it has neither. A load that
     /// takes its size from here (one whose options name none) is asked for again

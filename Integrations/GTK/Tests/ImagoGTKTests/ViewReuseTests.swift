@@ -57,7 +57,8 @@ final class ViewReuseTests: XCTestCase {
     }
 
     /// Setting `imageURL` on an empty view shows the spinner, as `setImage(with:)`
-    /// does, over the view's first image, which stands in as its placeholder.
+    /// does, over the view's first image, which stands in as its placeholder; a
+    /// cancel stops the spinner.
     func testImageURLShowsTheSpinnerOverTheViewsFirstImage() throws {
         try MainActor.assumeIsolated {
             try GTK.initialize()
@@ -75,6 +76,12 @@ final class ViewReuseTests: XCTestCase {
             GTK.run(for: 0.3)
             let shown = try GTK.capture(view.widget)
             XCTAssertEqual(shown[2, 2].g, 200, "the view's first image stays while its URL loads")
+            // A cancel ends the loading: no spinner left turning, the picture as it was.
+            view.cancelImageLoad()
+            XCTAssertFalse(view.loadingState.isActivityIndicatorVisible, "a cancel stops the spinner")
+            GTK.run(for: 0.1)
+            XCTAssertEqual(try GTK.capture(view.widget)[24, 24].g, 200)
+            view.imageURL = server.url("/slow.png")
             view.imageURL = nil
             XCTAssertFalse(view.loadingState.isActivityIndicatorVisible)
         }
