@@ -263,12 +263,10 @@ public final class DiskCache: Sendable {
         }
         switch outcome {
         case .missing:
-            state.withLock { $0.misses += 1 }
+            noteMissing()
             return nil
         case .invalid(let identity, let expired):
-            // Only the file read is deleted: another process may have replaced it since.
-            if FileIdentity(path: filePath(name)) == identity { unlink(filePath(name)) }
-            state.withLock { $0.noteInvalidFile(name, expired: expired) }
+            dropInvalidFile(name, identity: identity, expired: expired)
             return nil
         case .hit(let record, let size):
             deleteFiles(state.withLock { $0.noteHit(name, size: size, at: time) })
@@ -299,15 +297,25 @@ public final class DiskCache: Sendable {
         }
         switch outcome {
         case .missing:
-            state.withLock { $0.misses += 1 }
+            noteMissing()
             return nil
         case .invalid(let identity, let expired):
-            if FileIdentity(path: filePath(name)) == identity { unlink(filePath(name)) }
-            state.withLock { $0.noteInvalidFile(name, expired: expired) }
+            dropInvalidFile(name, identity: identity, expired: expired)
             return nil
         case .head(let metadata, let bodyCount):
             return (metadata, bodyCount)
         }
+    }
+
+    private func noteMissing() {
+        state.withLock { $0.misses += 1 }
+    }
+
+    /// Deletes a damaged, foreign or expired file found under `name`, if it is still
+    /// the one read (`identity`): another process may have replaced it since.
+    private func dropInvalidFile(_ name: String, identity: FileIdentity, expired: Bool) {
+        if FileIdentity(path: filePath(name)) == identity { unlink(filePath(name)) }
+        state.withLock { $0.noteInvalidFile(name, expired: expired) }
     }
 
     // MARK: - Writing
