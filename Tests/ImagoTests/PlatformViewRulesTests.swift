@@ -86,4 +86,70 @@ import Testing
         #expect(odd.frames.count <= 110 && Set(odd.frames) == [0, 1, 2])
         #expect(UniformFrameTimeline(durations: [0.1, 0.1]).frames == [0, 1])
     }
+
+    /// An animation of `frames` frames of 4×4 pixels.
+    private static func animation(frames: Int) -> DecodedImage {
+        let frame = DecodedImage.Frame(bitmap: Bitmap(width: 4, height: 4, pixels: [UInt8](repeating: 255, count: 64)), duration: 0.1)
+        return DecodedImage(frames: Array(repeating: frame, count: frames), format: .gif)
+    }
+
+    private final class Built {}
+
+    @Test @MainActor func anAnimationIsBuiltOncePerScaleAndFoundAgain() {
+        let cache = BuiltAnimationCache<Built>(capacity: 1 << 20)
+        var builds = 0
+        func show(_ image: DecodedImage, scale: Double = 2) -> Built? {
+            cache.image(for: image, scale: scale) { builds += 1; return Built() }
+        }
+        let image = Self.animation(frames: 3)
+        let first = show(image)
+        #expect(show(image) === first && builds == 1)
+        // A copy of the value shares its animation: found, not built.
+        let copy = image
+        #expect(show(copy) === first && builds == 1)
+        #expect(show(image, scale: 3) !== first && builds == 2)
+        // Another animation with the same pixels is another object: built.
+        #expect(show(Self.animation(frames: 3)) !== first && builds == 3)
+        // A still is never kept.
+        let still = DecodedImage(bitmap: image.bitmap, format: .png)
+        _ = show(still); _ = show(still)
+        #expect(builds == 5)
+        #expect(cache.image(for: image, scale: 4) { nil } == nil)
+    }
+
+    @Test @MainActor func anAnimationThatIsGoneIsNeverFoundAgain() {
+        let cache = BuiltAnimationCache<Built>(capacity: 1 << 20)
+        var builds = 0
+        do {
+            let gone = Self.animation(frames: 2)
+            _ = cache.image(for: gone, scale: 2) { builds += 1; return Built() }
+            #expect(cache.count == 1)
+        }
+        // The dead animation's entry goes at the next build; what is built now is the new one's.
+        let next = Self.animation(frames: 2)
+        let built = cache.image(for: next, scale: 2) { builds += 1; return Built() }
+        #expect(builds == 2 && cache.count == 1)
+        #expect(cache.image(for: next, scale: 2) { builds += 1; return Built() } === built && builds == 2)
+    }
+
+    @Test @MainActor func theLeastRecentlyShownAnimationGoesFirstBeyondTheCapacity() {
+        // Each 3-frame animation of 4×4 pixels costs 192 bytes: two fit in 400.
+        let cache = BuiltAnimationCache<Built>(capacity: 400)
+        var builds = 0
+        func show(_ image: DecodedImage) -> Built? {
+            cache.image(for: image, scale: 1) { builds += 1; return Built() }
+        }
+        let a = Self.animation(frames: 3), b = Self.animation(frames: 3), c = Self.animation(frames: 3)
+        _ = show(a); _ = show(b); _ = show(a)
+        _ = show(c)
+        #expect(cache.count == 2 && cache.cost == 384 && builds == 3)
+        _ = show(a)
+        #expect(builds == 3)
+        _ = show(b)
+        #expect(builds == 4)
+        // Larger than the whole capacity: built every time, never kept.
+        let huge = Self.animation(frames: 10)
+        _ = show(huge); _ = show(huge)
+        #expect(builds == 6 && cache.count == 2)
+    }
 }

@@ -45,13 +45,22 @@ import UIKit
 /// The image type of the platform's UI toolkit.
 public typealias PlatformImage = UIImage
 
+/// Animated images already built, so that showing one again does not decode and copy
+/// its frames again.
+@MainActor let builtAnimations = BuiltAnimationCache<UIImage>(capacity: 64 << 20)
+
 extension DecodedImage {
     /// The image for UIKit at `scale` pixels per point (`ViewGeometry.displayScale`),
     /// so that it measures in points what it was decoded for. An animation becomes an
     /// animated `UIImage` holding every frame (UIKit has no frame source to decode on
     /// demand), each shown for its own delay on a uniform timeline
-    /// (`UniformFrameTimeline`).
+    /// (`UniformFrameTimeline`), built once and then found in `builtAnimations`.
+    @MainActor
     public func platformImage(scale: Double) -> PlatformImage? {
+        builtAnimations.image(for: self, scale: scale) { buildPlatformImage(scale: scale) }
+    }
+
+    private func buildPlatformImage(scale: Double) -> PlatformImage? {
         // `frames` decodes an animation's frames each time it is read: once here.
         let frames = self.frames
         let images = frames.compactMap { frame in
