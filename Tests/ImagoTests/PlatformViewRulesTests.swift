@@ -87,6 +87,16 @@ import Testing
         #expect(UniformFrameTimeline(durations: [0.1, 0.1]).frames == [0, 1])
     }
 
+    @Test func aTimerPlaysTheTimelineForItsLoopsAndEndsOnTheLastFrame() {
+        let timeline = UniformFrameTimeline(durations: [0.1, 0.2])
+        #expect(timeline.frames == [0, 1, 1])
+        let twice = (0..<8).map { timeline.frame(atTick: $0, loopCount: 2) }
+        #expect(twice.map(\.index) == [0, 1, 1, 0, 1, 1, 1, 1])
+        #expect(twice.map(\.isLast) == [false, false, false, false, false, true, true, true])
+        let forever = (0..<7).map { timeline.frame(atTick: $0, loopCount: 0) }
+        #expect(forever.map(\.index) == [0, 1, 1, 0, 1, 1, 0] && forever.allSatisfy { !$0.isLast })
+    }
+
     /// An animation of `frames` frames of 4×4 pixels.
     private static func animation(frames: Int) -> DecodedImage {
         let frame = DecodedImage.Frame(bitmap: Bitmap(width: 4, height: 4, pixels: [UInt8](repeating: 255, count: 64)), duration: 0.1)

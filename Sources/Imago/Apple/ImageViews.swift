@@ -90,7 +90,13 @@ extension NSImageView: ImageDisplaying {
             fade.duration = seconds
             layer.add(fade, forKey: "imago.crossfade")
         }
-        image = content.image?.platformImage(scale: displayScale)
+        AnimationTimer.stop(in: self)
+        if let animation = content.image?.appKitAnimation(scale: displayScale) {
+            image = animation.frames[animation.timeline.frames[0]]
+            AnimationTimer.play(animation, in: self)
+        } else {
+            image = content.image?.platformImage(scale: displayScale)
+        }
     }
 
     /// The window's pixels per point, else the main screen's.
@@ -114,6 +120,61 @@ extension NSImageView: ImageDisplaying {
     /// The view's `image`, the placeholder of loads that name none.
     public var displayedImage: DecodedImage? {
         image.flatMap(DecodedImage.init(platformImage:))
+    }
+}
+
+/// Plays an `AppKitAnimation` in an image view, one tick of its timeline at a time:
+/// the view's next display stops it, and so do the view going away, another image set
+/// in it, or the last loop ending (on its last frame).
+@MainActor
+private final class AnimationTimer {
+    /// The timer playing in each view, by the view's identity: a new view at a dead
+    /// one's address at most ends the dead one's timer, which had nothing to play.
+    private static var playing: [ObjectIdentifier: AnimationTimer] = [:]
+
+    private weak var view: NSImageView?
+    private let key: ObjectIdentifier
+    private let animation: AppKitAnimation
+    /// The frame this timer put in the view last.
+    private var shown: NSImage?
+    private var tick = 0
+    private var timer: Timer?
+
+    private init(_ animation: AppKitAnimation, in view: NSImageView) {
+        self.animation = animation
+        self.view = view
+        key = ObjectIdentifier(view)
+        shown = view.image
+    }
+
+    static func play(_ animation: AppKitAnimation, in view: NSImageView) {
+        let player = AnimationTimer(animation, in: view)
+        playing[ObjectIdentifier(view)] = player
+        player.timer = Timer.scheduledTimer(withTimeInterval: animation.timeline.tick, repeats: true) { _ in
+            MainActor.assumeIsolated { player.advance() }
+        }
+    }
+
+    static func stop(in view: NSImageView) {
+        playing.removeValue(forKey: ObjectIdentifier(view))?.end()
+    }
+
+    private func advance() {
+        guard let view, view.image === shown else {
+            end()
+            return
+        }
+        tick += 1
+        let (index, isLast) = animation.timeline.frame(atTick: tick, loopCount: animation.loopCount)
+        shown = animation.frames[index]
+        view.image = shown
+        if isLast { end() }
+    }
+
+    private func end() {
+        timer?.invalidate()
+        timer = nil
+        if Self.playing[key] === self { Self.playing[key] = nil }
     }
 }
 #endif

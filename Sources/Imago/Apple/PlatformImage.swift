@@ -86,12 +86,55 @@ import AppKit
 /// The image type of the platform's UI toolkit.
 public typealias PlatformImage = NSImage
 
+/// An animation's frames as AppKit images, each entry of `timeline` naming the frame
+/// shown for one tick. AppKit animates only GIF data read by `NSBitmapImageRep`, not
+/// frames Imago decoded, so `NSImageView` plays these on a timer (`play(_:)`).
+public final class AppKitAnimation: Sendable {
+    /// The frames, in order.
+    public let frames: [NSImage]
+    /// Which frame shows at each tick, and how long a tick lasts.
+    public let timeline: UniformFrameTimeline
+    /// How many times the animation plays; 0 means forever.
+    public let loopCount: Int
+
+    init(frames: [NSImage], timeline: UniformFrameTimeline, loopCount: Int) {
+        self.frames = frames
+        self.timeline = timeline
+        self.loopCount = loopCount
+    }
+}
+
+/// Animations already built, so that showing one again does not decode and copy its
+/// frames again.
+@MainActor let builtAnimations = BuiltAnimationCache<AppKitAnimation>(capacity: 64 << 20)
+
 extension DecodedImage {
     /// The image for AppKit at `scale` pixels per point (`ViewGeometry.displayScale`),
     /// so that it measures in points what it was decoded for; the first frame of an
-    /// animation.
+    /// animation, which `appKitAnimation(scale:)` plays.
     public func platformImage(scale: Double) -> PlatformImage? {
-        bitmap.makeCGImage().map { NSImage(cgImage: $0, size: NSSize(width: Double(width) / scale, height: Double(height) / scale)) }
+        Self.nsImage(bitmap, scale: scale)
+    }
+
+    /// An animation's frames for AppKit at `scale`, built once and then found in
+    /// `builtAnimations`; nil for a still image.
+    @MainActor
+    public func appKitAnimation(scale: Double) -> AppKitAnimation? {
+        guard isAnimated else { return nil }
+        return builtAnimations.image(for: self, scale: scale) {
+            // `frames` decodes an animation's frames each time it is read: once here.
+            let frames = self.frames
+            let images = frames.compactMap { Self.nsImage($0.bitmap, scale: scale) }
+            guard images.count == frames.count else { return nil }
+            return AppKitAnimation(
+                frames: images, timeline: UniformFrameTimeline(durations: frames.map(\.duration)), loopCount: loopCount)
+        }
+    }
+
+    private static func nsImage(_ bitmap: Bitmap, scale: Double) -> NSImage? {
+        bitmap.makeCGImage().map {
+            NSImage(cgImage: $0, size: NSSize(width: Double(bitmap.width) / scale, height: Double(bitmap.height) / scale))
+        }
     }
 
     /// The pixels of an AppKit image, drawn once into a bitmap.

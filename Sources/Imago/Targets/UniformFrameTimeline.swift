@@ -26,4 +26,13 @@ public struct UniformFrameTimeline: Sendable, Equatable {
 
     /// How long one play lasts, in seconds.
     public var duration: Double { tick * Double(frames.count) }
+
+    /// The frame to show at tick `tick` of playback (counting across loops) for an
+    /// animation that plays `loopCount` times, 0 meaning forever, and whether it is
+    /// the last: a finite animation stays on its last frame once its loops are done.
+    public func frame(atTick tick: Int, loopCount: Int) -> (index: Int, isLast: Bool) {
+        precondition(tick >= 0, "a tick is not negative")
+        if loopCount > 0, tick >= frames.count * loopCount - 1 { return (frames[frames.count - 1], true) }
+        return (frames[tick % frames.count], false)
+    }
 }
