@@ -95,6 +95,9 @@ import Testing
         #expect(twice.map(\.isLast) == [false, false, false, false, false, true, true, true])
         let forever = (0..<7).map { timeline.frame(atTick: $0, loopCount: 0) }
         #expect(forever.map(\.index) == [0, 1, 1, 0, 1, 1, 0] && forever.allSatisfy { !$0.isLast })
+        // Entries laid out one a tick: position in the list, not frame number.
+        let laidOut = (0..<4).map { UniformFrameTimeline.entry(atTick: $0, of: 3, loopCount: 1) }
+        #expect(laidOut.map(\.entry) == [0, 1, 2, 2] && laidOut.map(\.isLast) == [false, false, true, true])
     }
 
     /// An animation of `frames` frames of 4×4 pixels.

@@ -44,6 +44,22 @@ extension MainThreadSuites {
             }
         }
 
+        /// Each preview replaces the one before at once; the final image fades in over
+        /// the last preview, as views crossfade from a preview to the image.
+        @Test func theFinalImageFadesInOverThePreviews() async throws {
+            defer { server.stop() }
+            let view = RecordingView(targets)
+            let options = ImageDisplayOptions(crossfadeDuration: 0.3, showsProgressivePreviews: true)
+            _ = await withCheckedContinuation { continuation in
+                view.setImage(with: server.url("/progressive.jpg"), placeholder: placeholder, options: options) {
+                    continuation.resume(returning: $0)
+                }
+            }
+            try #require(view.shown.count >= 3 && view.shown[1].image?.isPartial == true)
+            #expect(view.shown.dropLast().allSatisfy { $0.transition == .none })
+            #expect(view.shown.last?.phase == .success && view.shown.last?.transition == .crossfade(seconds: 0.3))
+        }
+
         @Test func previewsAreOffUnlessAskedFor() async throws {
             defer { server.stop() }
             let view = RecordingView(targets)

@@ -10,7 +10,8 @@ import SwiftUI
 
 /// Shows the image at `url`: `placeholder` until it loads (or when it fails), then
 /// `content` with the image, faded in over `crossfadeDuration` unless it came from
-/// the memory cache.
+/// the memory cache (from a progressive preview too); an animation plays, each
+/// frame for its own delay, as many times as the file says.
 ///
 /// ```swift
 /// RemoteImage(url: avatarURL) { $0.resizable().scaledToFill() } placeholder: { Color.gray }
@@ -39,8 +40,9 @@ public struct RemoteImage<Content: View, Placeholder: View>: View {
 
     public var body: some View {
         ZStack {
-            if let image = model.image {
-                content(image).transition(.opacity)
+            if let frames = model.frames {
+                // A new identity for each image, so that the old fades out as the new fades in.
+                PlayedFrames(frames: frames, content: content).id(model.generation).transition(.opacity)
             } else {
                 placeholder()
             }
@@ -75,10 +77,60 @@ public struct RemoteImage<Content: View, Placeholder: View>: View {
     }
 }
 
+/// An image's frames as SwiftUI shows them: one a tick of its uniform timeline
+/// (`UniformFrameTimeline`), one for a still, played from `start`.
+struct RemoteFrames {
+    let images: [Image]
+    let tick: Double
+    let loopCount: Int
+    let start: Date
+
+    /// Whether there is more than one frame to play.
+    var isAnimated: Bool { images.count > 1 && tick > 0 }
+
+    /// The frame on screen at `date`.
+    func image(at date: Date) -> Image {
+        guard isAnimated else { return images[0] }
+        let tick = Int(max(0, date.timeIntervalSince(start)) / self.tick)
+        return images[UniformFrameTimeline.entry(atTick: tick, of: images.count, loopCount: loopCount).entry]
+    }
+}
+
+/// The ticks of an animation's play: for ever, or until its last loop ends, so that a
+/// finished animation no longer redraws.
+struct FrameSchedule: TimelineSchedule {
+    let frames: RemoteFrames
+
+    func entries(from startDate: Date, mode: TimelineScheduleMode) -> UnfoldSequence<Date, Int> {
+        let frames = frames
+        let first = max(0, Int(startDate.timeIntervalSince(frames.start) / frames.tick))
+        let end = frames.loopCount > 0 ? frames.images.count * frames.loopCount : Int.max
+        return sequence(state: first) { tick in
+            guard tick < end else { return nil }
+            defer { tick += 1 }
+            return frames.start.addingTimeInterval(frames.tick * Double(tick))
+        }
+    }
+}
+
+/// A still as it is; an animation redrawn at each tick of its schedule.
+struct PlayedFrames<Content: View>: View {
+    let frames: RemoteFrames
+    let content: (Image) -> Content
+
+    var body: some View {
+        if frames.isAnimated {
+            TimelineView(FrameSchedule(frames: frames)) { context in content(frames.image(at: context.date)) }
+        } else {
+            content(frames.images[0])
+        }
+    }
+}
+
 /// The binding's target behind a `RemoteImage`.
 @MainActor @Observable
 final class RemoteImageModel: ImageDisplaying {
-    private(set) var image: Image?
+    private(set) var frames: RemoteFrames?
     /// How long the latest change fades, nil for at once.
     private(set) var fade: Double?
     /// Counts the changes, so that each one animates.
@@ -93,12 +145,30 @@ final class RemoteImageModel: ImageDisplaying {
 
     func display(_ content: ImageDisplayContent) {
         if case .crossfade(let seconds) = content.transition { fade = seconds } else { fade = nil }
-        #if canImport(UIKit)
-        image = content.image?.platformImage(scale: scale).map { Image(uiImage: $0) }
-        #else
-        image = content.image?.platformImage(scale: scale).map { Image(nsImage: $0) }
-        #endif
+        frames = content.image.flatMap(frames(of:))
         generation += 1
+    }
+
+    /// The image's frames at the screen's scale, built once for an animation
+    /// (`builtAnimations`).
+    private func frames(of image: DecodedImage) -> RemoteFrames? {
+        #if canImport(UIKit)
+        guard let platform = image.platformImage(scale: scale) else { return nil }
+        // An animated `UIImage` holds its frames already laid out one a tick.
+        let images = platform.images ?? [platform]
+        return RemoteFrames(
+            images: images.map { Image(uiImage: $0) }, tick: platform.duration / Double(images.count),
+            loopCount: image.loopCount, start: Date())
+        #else
+        if let animation = image.appKitAnimation(scale: scale) {
+            return RemoteFrames(
+                images: animation.timeline.frames.map { Image(nsImage: animation.frames[$0]) },
+                tick: animation.timeline.tick, loopCount: animation.loopCount, start: Date())
+        }
+        return image.platformImage(scale: scale).map {
+            RemoteFrames(images: [Image(nsImage: $0)], tick: 0, loopCount: 0, start: Date())
+        }
+        #endif
     }
 }
 #endif

@@ -31,8 +31,17 @@ public struct UniformFrameTimeline: Sendable, Equatable {
     /// animation that plays `loopCount` times, 0 meaning forever, and whether it is
     /// the last: a finite animation stays on its last frame once its loops are done.
     public func frame(atTick tick: Int, loopCount: Int) -> (index: Int, isLast: Bool) {
-        precondition(tick >= 0, "a tick is not negative")
-        if loopCount > 0, tick >= frames.count * loopCount - 1 { return (frames[frames.count - 1], true) }
-        return (frames[tick % frames.count], false)
+        let (entry, isLast) = Self.entry(atTick: tick, of: frames.count, loopCount: loopCount)
+        return (frames[entry], isLast)
+    }
+
+    /// The entry of a timeline of `count` entries, one a tick, to show at tick `tick`
+    /// (counting across loops) when it plays `loopCount` times, 0 meaning forever, and
+    /// whether it is the last: a finite play stays on its last entry once done. For
+    /// players given the entries already laid out, as an animated `UIImage`'s `images`.
+    public static func entry(atTick tick: Int, of count: Int, loopCount: Int) -> (entry: Int, isLast: Bool) {
+        precondition(tick >= 0 && count > 0, "a tick is not negative and a timeline not empty")
+        if loopCount > 0, tick >= count * loopCount - 1 { return (count - 1, true) }
+        return (tick % count, false)
     }
 }

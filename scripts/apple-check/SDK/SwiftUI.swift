@@ -143,3 +143,36 @@ extension View {
 public struct GeometryProxy {
     public var size: CGSize { .zero }
 }
+
+extension View {
+    public func id<ID: Hashable>(_ id: ID) -> some View { self }
+}
+
+@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
+public enum TimelineScheduleMode: Sendable {
+    case normal
+    case lowFrequency
+}
+
+@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
+public protocol TimelineSchedule {
+    typealias Mode = TimelineScheduleMode
+    associatedtype Entries: Sequence where Entries.Element == Date
+    func entries(from startDate: Date, mode: Mode) -> Entries
+}
+
+@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
+public struct TimelineViewDefaultContext {
+    public let date: Date
+}
+
+@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
+public struct TimelineView<Schedule: TimelineSchedule, Content> {
+    public typealias Context = TimelineViewDefaultContext
+}
+
+@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
+extension TimelineView: View where Content: View {
+    public init(_ schedule: Schedule, @ViewBuilder content: @escaping (TimelineView<Schedule, Content>.Context) -> Content) {}
+    public var body: Never { fatalError() }
+}
