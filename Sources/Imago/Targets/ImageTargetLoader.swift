@@ -104,7 +104,7 @@ struct TargetRegistry {
         var latestURL: URL?
         /// What the view showed when it was first bound: shown again while each later
         /// load runs, unless the call names a placeholder of its own.
-        var initialImage: DecodedImage?
+        let initialImage: DecodedImage?
 
         init(target: AnyObject, initialImage: DecodedImage?) {
             self.target = target

@@ -7,8 +7,9 @@ import Imago
 /// Binding a cell is cheap: it only loads when its row is on screen (or next to it),
 /// and a cell scrolled away before its image arrived has its load put behind all
 /// others (cancelled once GTK unbinds it), so what is on screen is always next in
-/// line, after a jump (End, a scrollbar drag) as much as while scrolling. The rows just ahead in the direction of scrolling are prefetched at
-/// low priority, so they are usually in the memory cache by the time they scroll in.
+/// line, after a jump (End, a scrollbar drag) as much as while scrolling. The rows
+/// just ahead in the direction of scrolling are prefetched at low priority, so they
+/// are usually in the memory cache by the time they scroll in.
 /// A reused cell can never show an image of the item it showed before.
 @MainActor
 public final class ImageGrid {
@@ -35,8 +36,8 @@ public final class ImageGrid {
     /// Each cell's side, in points.
     public let cellSize: Int
     /// How cells load: the target size, in points, is the cell's, filled (cells
-    /// decode at it times the screen's scale factor); crossfade and the rest are the defaults unless changed before the grid
-    /// is shown.
+    /// decode at it times the screen's scale factor); crossfade and the rest are the
+    /// defaults unless changed before the grid is shown.
     public var options: ImageDisplayOptions
     /// Shown in a cell until its image arrives.
     public var placeholder: DecodedImage?

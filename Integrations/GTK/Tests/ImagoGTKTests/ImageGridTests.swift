@@ -8,10 +8,10 @@ import XCTest
 /// delays.
 final class ImageGridTests: XCTestCase {
     /// Scrolls `grid` to the bottom and back to the top at `pixelsPerSecond`, on the
-    /// frame clock; returns the gaps between frames, in seconds.
+    /// frame clock; returns the gaps between frames, in seconds. With `busyTicks`,
+    /// that share of the frames is held up 5–15 ms first, as a layout pass elsewhere
+    /// in the window would.
     @MainActor
-    /// With `busyTicks`, that share of the frames is held up 5–15 ms first, as a
-    /// layout pass elsewhere in the window would.
     private static func scrollDownAndBack(_ grid: ImageGrid, pixelsPerSecond: Double, busyTicks: Double = 0) -> [Double] {
         let adjustment = grid.verticalAdjustment
         var gaps: [Double] = []
