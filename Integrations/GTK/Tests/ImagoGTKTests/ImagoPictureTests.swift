@@ -1,0 +1,352 @@
+import CImagoGTKTestSupport
+import Foundation
+import Imago
+import ImagoGTK
+import Synchronization
+import Testing
+
+/// ImagoPicture as GTK programs use it: made by GtkBuilder from a `.ui` file or by C
+/// code, driven through its GObject properties, in real windows (under Xvfb in CI),
+/// loading from a real HTTP server on 127.0.0.1; what it shows is checked on
+/// captures of the window's rendering, pixel by pixel.
+@MainActor @Suite(
+    .serialized,
+    .enabled(if: ProcessInfo.processInfo.environment["DISPLAY"] != nil
+        || ProcessInfo.processInfo.environment["WAYLAND_DISPLAY"] != nil, "no display: run under xvfb-run (make test does)"))
+struct ImagoPictureTests {
+    let server = TestServer()
+
+    init() throws {
+        try GTK.initialize()
+        ImagoPicture.register()
+        try server.start()
+    }
+
+    /// Runs the GLib main loop, and between its turns the main actor's jobs (a test
+    /// is itself one, so they run only while it awaits), until `condition` holds or a
+    /// minute passes; returns whether it holds.
+    func wait(until condition: () -> Bool, timeout: Double = 60) async -> Bool {
+        let deadline = monotonicSeconds() + timeout
+        while !condition() {
+            if monotonicSeconds() > deadline { return false }
+            var turns = 0
+            while turns < 100, g_main_context_iteration(nil, 0) != 0 { turns += 1 }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return true
+    }
+
+    /// Lets the main loop and the main actor run for `seconds`.
+    func settle(_ seconds: Double = 0.1) async {
+        _ = await wait(until: { false }, timeout: seconds)
+    }
+
+    /// A 64×32 picture of four upright stripes, 16 pixels each: where each stripe
+    /// lands tells how the picture was fitted.
+    static let stripes: [(r: UInt8, g: UInt8, b: UInt8)] = [(220, 30, 30), (30, 200, 40), (40, 60, 220), (230, 210, 40)]
+
+    static func stripedPicture() -> Bitmap {
+        var pixels = [UInt8](repeating: 255, count: 64 * 32 * 4)
+        for y in 0..<32 {
+            for x in 0..<64 {
+                let i = (y * 64 + x) * 4, colour = stripes[x / 16]
+                (pixels[i], pixels[i + 1], pixels[i + 2]) = (colour.r, colour.g, colour.b)
+            }
+        }
+        return Bitmap(width: 64, height: 32, pixels: pixels)
+    }
+
+    /// Whether `pixel` is stripe `index`'s colour, give or take Cairo's rounding.
+    static func isStripe(_ pixel: (r: UInt8, g: UInt8, b: UInt8, a: UInt8), _ index: Int) -> Bool {
+        let c = stripes[index]
+        return max(abs(Int(pixel.r) - Int(c.r)), abs(Int(pixel.g) - Int(c.g)), abs(Int(pixel.b) - Int(c.b))) <= 3
+    }
+
+    /// Sets a GObject string property, as `g_object_set` does from C.
+    static func set(_ object: UnsafeMutableRawPointer, _ name: String, string: String?) {
+        var value = GValue()
+        g_value_init(&value, g_type_from_name("gchararray"))
+        g_value_set_string(&value, string)
+        g_object_set_property(object.assumingMemoryBound(to: GObject.self), name, &value)
+        g_value_unset(&value)
+    }
+
+    /// A GObject string property, as `g_object_get` reads it from C.
+    static func string(_ object: UnsafeMutableRawPointer, _ name: String) -> String? {
+        var value = GValue()
+        g_value_init(&value, g_type_from_name("gchararray"))
+        defer { g_value_unset(&value) }
+        g_object_get_property(object.assumingMemoryBound(to: GObject.self), name, &value)
+        return g_value_get_string(&value).map { String(cString: $0) }
+    }
+
+    /// A window built by GtkBuilder from `ui`, presented; its object `picture`.
+    static func build(_ ui: String) throws -> (window: GTK.Window, picture: UnsafeMutablePointer<GtkWidget>) {
+        let builder = gtk_builder_new_from_string(ui, -1)
+        defer { g_object_unref(UnsafeMutableRawPointer(builder)) }
+        let window = try #require(gtk_builder_get_object(builder, "window"))
+        let picture = try #require(gtk_builder_get_object(builder, "picture"))
+        let windowWidget = UnsafeMutableRawPointer(window).assumingMemoryBound(to: GtkWidget.self)
+        let pictureWidget = UnsafeMutableRawPointer(picture).assumingMemoryBound(to: GtkWidget.self)
+        gtk_window_present(windowWidget.cast(GtkWindow.self))
+        GTK.run(until: { gtk_widget_get_mapped(pictureWidget) != 0 && gtk_widget_get_width(pictureWidget) > 0 }, timeout: 60)
+        return (GTK.Window(widget: windowWidget), pictureWidget)
+    }
+
+    static func ui(width: Int, height: Int, picture properties: String) -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <interface>
+          <object class="GtkWindow" id="window">
+            <property name="default-width">\(width)</property>
+            <property name="default-height">\(height)</property>
+            <child>
+              <object class="ImagoPicture" id="picture">
+                \(properties)
+              </object>
+            </child>
+          </object>
+        </interface>
+        """
+    }
+
+    /// Waits until the picture shows a loaded image, faded in, and has drawn its
+    /// last frame of the crossfade.
+    func waitForImage(_ view: ImageView) async -> Bool {
+        let shown = await wait(until: {
+            view.image != nil && !view.loadingState.isLoading && !view.loadingState.isCrossfading
+        })
+        await settle()
+        return shown
+    }
+
+    /// Where a capture has nothing drawn (captures are of the widget alone).
+    static func isNothing(_ pixel: (r: UInt8, g: UInt8, b: UInt8, a: UInt8)) -> Bool {
+        pixel.a == 0
+    }
+
+    // MARK: - GtkBuilder and properties
+
+    @Test func aPictureFromAUIFileLoadsTheURLItIsGivenAsAProperty() async throws {
+        defer { server.stop() }
+        let picture = Self.stripedPicture()
+        server.route("/stripes.png", data: try Pixels.png(picture), headers: ["Content-Type": "image/png"])
+        let (window, widget) = try Self.build(Self.ui(width: 64, height: 32, picture: """
+            <property name="content-fit">fill</property>
+            <property name="alternative-text">Four stripes</property>
+            """))
+        defer { window.close() }
+        let view = ImageView(picture: widget)
+        #expect(view.contentFit == GTK_CONTENT_FIT_FILL, "content-fit from the .ui file")
+
+        Self.set(widget.object, "url", string: server.url("/stripes.png").absoluteString)
+        #expect(Self.string(widget.object, "url") == server.url("/stripes.png").absoluteString)
+        #expect(await waitForImage(view), "the image loaded")
+        let shown = try GTK.capture(widget)
+        #expect(Pixels.maximumDifference(shown, picture) <= 2, "the picture shows the image, pixel for pixel")
+    }
+
+    @Test func theAlternativeTextIsTheAccessibleLabel() throws {
+        defer { server.stop() }
+        let (window, widget) = try Self.build(Self.ui(width: 32, height: 32, picture: """
+            <property name="alternative-text">A lighthouse at dusk</property>
+            """))
+        defer { window.close() }
+        #expect(gtk_test_accessible_has_role(OpaquePointer(widget), GTK_ACCESSIBLE_ROLE_IMG) != 0)
+        func mismatch(_ label: String) -> String? {
+            guard let text = imago_test_accessible_label_mismatch(widget.object, label) else { return nil }
+            defer { g_free(text) }
+            return String(cString: text)
+        }
+        #expect(mismatch("A lighthouse at dusk") == nil)
+        Self.set(widget.object, "alternative-text", string: "A harbour")
+        #expect(mismatch("A harbour") == nil)
+        #expect(mismatch("A lighthouse at dusk") != nil, "the label follows the property")
+        #expect(ImageView(picture: widget).alternativeText == "A harbour")
+    }
+
+    /// Each content fit, by where the stripes of a 64×32 image land in a 128×128
+    /// picture.
+    @Test func contentFitPlacesTheImageAsGtkPictureDoes() async throws {
+        defer { server.stop() }
+        server.route("/stripes.png", data: try Pixels.png(Self.stripedPicture()), headers: ["Content-Type": "image/png"])
+        for fit in ["fill", "contain", "cover", "scale-down"] {
+            let (window, widget) = try Self.build(Self.ui(width: 128, height: 128, picture: """
+                <property name="content-fit">\(fit)</property>
+                """))
+            defer { window.close() }
+            let view = ImageView(picture: widget)
+            Self.set(widget.object, "url", string: server.url("/stripes.png?fit=\(fit)").absoluteString)
+            #expect(await waitForImage(view), "\(fit): loaded")
+            let shown = try GTK.capture(widget)
+            #expect(shown.width == 128 && shown.height == 128)
+            func stripe(_ x: Int, _ y: Int) -> Int? { (0..<4).first { Self.isStripe(shown[x, y], $0) } }
+            switch fit {
+            case "fill":
+                // Stretched to the square: four stripes 32 wide, top to bottom.
+                for y in [1, 64, 126] { #expect([16, 48, 80, 112].map { stripe($0, y) } == [0, 1, 2, 3], "fill, row \(y)") }
+            case "contain":
+                // Whole, 128×64, centred: bands above and below.
+                #expect([16, 48, 80, 112].map { stripe($0, 64) } == [0, 1, 2, 3], "contain, middle row")
+                #expect(Self.isNothing(shown[64, 16]) && Self.isNothing(shown[64, 112]), "contain leaves the bands empty")
+            case "cover":
+                // Covering the square, the sides cropped: the two middle stripes, 64 wide.
+                for y in [1, 126] { #expect([8, 56, 72, 120].map { stripe($0, y) } == [1, 1, 2, 2], "cover, row \(y)") }
+            default:
+                // At its own size, 64×32, in the middle.
+                #expect([40, 56, 72, 88].map { stripe($0, 64) } == [0, 1, 2, 3], "scale-down, middle row")
+                #expect(Self.isNothing(shown[20, 64]) && Self.isNothing(shown[108, 64]) && Self.isNothing(shown[64, 40]))
+            }
+        }
+    }
+
+    /// Before the image comes: the placeholder icon in the middle, or the placeholder
+    /// paintable fitted as an image would be; then the image in their place.
+    @Test func thePlaceholderShowsBeforeTheImage() async throws {
+        defer { server.stop() }
+        let released = Mutex(false)
+        let picture = Pixels.solid(width: 96, height: 96, 40, 120, 200)
+        let png = try Pixels.png(picture)
+        server.route("/slow.png") { _ in
+            while !released.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.01) }
+            return .ok(png, headers: ["Content-Type": "image/png"])
+        }
+        let (window, widget) = try Self.build(Self.ui(width: 96, height: 96, picture: """
+            <property name="placeholder-icon-name">image-missing</property>
+            """))
+        defer { window.close() }
+        let view = ImageView(picture: widget)
+        view.loadingState.showsActivityIndicator = false
+        Self.set(widget.object, "url", string: server.url("/slow.png").absoluteString)
+        await settle(0.3)
+        #expect(view.loadingState.isLoading)
+        let loading = try GTK.capture(widget)
+        var iconPixels = 0
+        for y in 24..<72 { for x in 24..<72 where !Self.isNothing(loading[x, y]) { iconPixels += 1 } }
+        #expect(iconPixels > 200, "the icon is drawn in the middle (\(iconPixels) pixels)")
+        #expect(Self.isNothing(loading[4, 4]) && Self.isNothing(loading[91, 91]), "at its own size, not stretched")
+
+        // A paintable takes the icon's place, fitted as the image will be.
+        let grey = Pixels.solid(width: 8, height: 8, 128, 128, 128).makeTexture()
+        defer { g_object_unref(UnsafeMutableRawPointer(grey)) }
+        var value = GValue()
+        g_value_init(&value, gdk_paintable_get_type())
+        g_value_set_object(&value, UnsafeMutableRawPointer(grey))
+        g_object_set_property(widget.object.assumingMemoryBound(to: GObject.self), "placeholder-paintable", &value)
+        g_value_unset(&value)
+        await settle()
+        let placeholder = try GTK.capture(widget)
+        #expect(Pixels.maximumDifference(placeholder, Pixels.solid(width: 96, height: 96, 128, 128, 128)) <= 2)
+
+        released.withLock { $0 = true }
+        #expect(await waitForImage(view))
+        #expect(Pixels.maximumDifference(try GTK.capture(widget), picture) <= 2, "the image replaces the placeholder")
+    }
+
+    // MARK: - Lifetime and size
+
+    /// The widget's loads are the widget's: a Swift face dropped while the reply is
+    /// still on its way stops nothing.
+    @Test func droppingEverySwiftReferenceStillCompletesTheLoad() async throws {
+        defer { server.stop() }
+        let released = Mutex(false)
+        let picture = Pixels.solid(width: 48, height: 48, 200, 60, 20)
+        let png = try Pixels.png(picture)
+        server.route("/later.png") { _ in
+            while !released.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.01) }
+            return .ok(png, headers: ["Content-Type": "image/png"])
+        }
+        weak var face: ImageView?
+        let widget: UnsafeMutablePointer<GtkWidget>
+        let window: GTK.Window
+        do {
+            let view = ImageView(width: 48, height: 48)
+            face = view
+            widget = view.widget
+            window = GTK.window(width: 48, height: 48, child: view.widget)
+            view.imageURL = server.url("/later.png")
+            #expect(view.loadingState.isLoading)
+        }
+        defer { window.close() }
+        #expect(face == nil, "no Swift reference is left")
+        #expect(await wait(until: { server.count(for: "/later.png") > 0 }))
+        released.withLock { $0 = true }
+        var shown: Bitmap?
+        let arrived = await wait(until: {
+            shown = WidgetCapture.bitmap(of: widget)
+            return shown.map { Pixels.maximumDifference($0, picture) <= 2 } ?? false
+        })
+        #expect(arrived, "the image reached the widget with no Swift object holding it")
+    }
+
+    /// A picture with no size of its own, given its URL by GtkBuilder before its
+    /// first layout, loads at its allocated size (never the whole 800×600 image),
+    /// and again at the new size when it grows.
+    @Test func aPictureLoadsAtItsAllocatedSizeAndAgainWhenItGrows() async throws {
+        defer { server.stop() }
+        let photo = Pixels.solid(width: 800, height: 600, 40, 120, 200)
+        server.route("/photo.png", data: try Pixels.png(photo), headers: ["Content-Type": "image/png"])
+        let (window, widget) = try Self.build(Self.ui(width: 200, height: 150, picture: """
+            <property name="url">\(server.url("/photo.png").absoluteString)</property>
+            """))
+        defer { window.close() }
+        let view = ImageView(picture: widget)
+        var sizes: [String] = []
+        view.didDisplay = { content in
+            if let image = content.image { sizes.append("\(image.width)×\(image.height)") }
+        }
+        if let image = view.image { sizes.append("\(image.width)×\(image.height)") }
+        #expect(await wait(until: { sizes.contains("200×150") }), "decoded at the picture's size: \(sizes)")
+        gtk_widget_set_size_request(widget, 400, 300)
+        #expect(await wait(until: { sizes.contains("400×300") }), "asked again at 400×300: \(sizes)")
+        #expect(!sizes.contains("800×600"), "never decoded whole: \(sizes)")
+        #expect(view.imageURL == server.url("/photo.png"))
+    }
+
+    // MARK: - C and settings
+
+    /// A picture made by C code with imago_picture_new() and g_object_set.
+    @Test func aPictureSetUpFromCShowsItsImage() async throws {
+        defer { server.stop() }
+        server.route("/stripes.png", data: try Pixels.png(Self.stripedPicture()), headers: ["Content-Type": "image/png"])
+        let url = server.url("/stripes.png").absoluteString
+        let picture = try #require(imago_test_picture_from_c(url, Int32(GTK_CONTENT_FIT_COVER.rawValue)))
+        let widget = picture.assumingMemoryBound(to: GtkWidget.self)
+        let window = GTK.window(width: 64, height: 64, child: widget)
+        defer { window.close() }
+        let read = try #require(imago_test_picture_url_from_c(picture))
+        defer { g_free(read) }
+        #expect(String(cString: read) == url)
+        let view = ImageView(picture: widget)
+        #expect(view.contentMode == .aspectFill)
+        #expect(await waitForImage(view))
+        // Covering the square: the two middle stripes, 32 wide each.
+        let shown = try GTK.capture(widget)
+        #expect(Self.isStripe(shown[8, 32], 1) && Self.isStripe(shown[56, 32], 2), "\(shown[8, 32]), \(shown[56, 32])")
+    }
+
+    /// With GTK's animations off, a loaded image appears at once, with no crossfade.
+    @Test func noCrossfadeWhenAnimationsAreOff() async throws {
+        defer { server.stop() }
+        server.route("/plain.png", data: try Pixels.png(Pixels.solid(width: 16, height: 16, 9, 9, 9)), headers: ["Content-Type": "image/png"])
+        let settings = UnsafeMutableRawPointer(gtk_settings_get_default()!).assumingMemoryBound(to: GObject.self)
+        func setAnimations(_ on: Bool) {
+            var value = GValue()
+            g_value_init(&value, g_type_from_name("gboolean"))
+            g_value_set_boolean(&value, on ? 1 : 0)
+            g_object_set_property(settings, "gtk-enable-animations", &value)
+            g_value_unset(&value)
+        }
+        setAnimations(false)
+        defer { setAnimations(true) }
+        let view = ImageView(width: 16, height: 16)
+        let window = GTK.window(width: 16, height: 16, child: view.widget)
+        defer { window.close() }
+        var crossfades: [ImageTransition] = []
+        view.didDisplay = { content in if content.phase == .success { crossfades.append(content.transition) } }
+        view.imageURL = server.url("/plain.png")
+        #expect(await wait(until: { !crossfades.isEmpty }))
+        #expect(crossfades == [.none])
+        #expect(!view.loadingState.isCrossfading)
+    }
+}
