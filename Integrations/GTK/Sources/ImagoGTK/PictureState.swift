@@ -159,6 +159,7 @@ final class PictureState: ImageDisplaying {
         default:
             icon = nil
             gtk_widget_queue_resize(widget)
+            gtk_widget_queue_draw(widget)
         }
     }
 
@@ -166,6 +167,7 @@ final class PictureState: ImageDisplaying {
     /// size once it has one, so a widget given its URL before its first layout (from
     /// a `.ui` file, say) waits for it rather than decoding the image whole.
     private func loadURLProperty() {
+        guard !isDetached else { return }
         guard imago_picture_get_url(picture) != nil else {
             pendingURL = nil
             setImage(with: nil)
@@ -197,6 +199,8 @@ final class PictureState: ImageDisplaying {
         _ url: URL?, placeholder: DecodedImage?, options: ImageDisplayOptions?,
         completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)?
     ) -> ImageTask? {
+        // A disposed widget loads nothing more; its faces may still be held.
+        guard !isDetached else { return nil }
         pendingURL = nil
         imago_picture_store_url(picture, url.map { $0.isFileURL ? $0.path : $0.absoluteString })
         return setImage(with: url, placeholder: placeholder, options: options, completion: completion)
@@ -330,8 +334,6 @@ final class PictureState: ImageDisplaying {
         _ orientation: GtkOrientation, forSize: Int32, minimum: UnsafeMutablePointer<Int32>?,
         natural: UnsafeMutablePointer<Int32>?
     ) {
-        var spinnerMinimum: Int32 = 0
-        gtk_widget_measure(spinner, orientation, -1, &spinnerMinimum, nil, nil, nil)
         minimum?.pointee = 0
         // Its natural size is the image's, in points: it was decoded for this scale.
         let scale = Double(max(1, gtk_widget_get_scale_factor(widget)))
