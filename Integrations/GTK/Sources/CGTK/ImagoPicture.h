@@ -50,6 +50,8 @@ typedef enum {
     IMAGO_PICTURE_PROP_PLACEHOLDER_PAINTABLE,
 } ImagoPictureProperty;
 
+// What follows is ImagoGTK's own: the bridge between the type and its Swift side.
+
 /// What the widget does, in Swift: installed once, before the first picture is made.
 /// `state` is the picture's Swift state, made by `init` and released by `dispose`.
 typedef struct {

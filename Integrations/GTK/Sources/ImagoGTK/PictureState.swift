@@ -87,6 +87,8 @@ final class PictureState: ImageDisplaying {
     private var measuredImageSize: (width: Int, height: Int)?
     /// The placeholder icon, looked up once per name, size and scale.
     private var icon: (key: String, paintable: ObjectReference)?
+    /// The placeholder paintable whose changes redraw the widget, and its handlers.
+    private var watchedPlaceholder: (paintable: ObjectReference, handlers: [UInt])?
 
     /// The state of `picture` (an ImagoPicture being made).
     init(_ picture: OpaquePointer) {
@@ -118,6 +120,7 @@ final class PictureState: ImageDisplaying {
             tickID = 0
         }
         gtk_widget_unparent(spinner)
+        unwatchPlaceholder()
         current = nil
         previous = nil
         icon = nil
@@ -156,9 +159,11 @@ final class PictureState: ImageDisplaying {
             sizeChanged()
         case IMAGO_PICTURE_PROP_ALTERNATIVE_TEXT:
             updateAccessibleLabel()
+        case IMAGO_PICTURE_PROP_PLACEHOLDER_PAINTABLE:
+            watchPlaceholder()
+            gtk_widget_queue_resize(widget)
         default:
             icon = nil
-            gtk_widget_queue_resize(widget)
             gtk_widget_queue_draw(widget)
         }
     }
@@ -204,6 +209,28 @@ final class PictureState: ImageDisplaying {
         pendingURL = nil
         imago_picture_store_url(picture, url.map { $0.isFileURL ? $0.path : $0.absoluteString })
         return setImage(with: url, placeholder: placeholder, options: options, completion: completion)
+    }
+
+    /// A placeholder that changes (an animation, a media stream) redraws or resizes
+    /// the widget, as GtkPicture's paintable does.
+    private func watchPlaceholder() {
+        unwatchPlaceholder()
+        guard let placeholder = imago_picture_get_placeholder_paintable(picture) else { return }
+        let paintable = ObjectReference(retaining: UnsafeMutableRawPointer(placeholder))
+        let handle = WeakPictureState(self)
+        let redraw = connectSignal(paintable.pointer, "invalidate-contents") { _ in
+            handle.state.map { gtk_widget_queue_draw($0.widget) }
+        }
+        let resize = connectSignal(paintable.pointer, "invalidate-size") { _ in
+            handle.state.map { gtk_widget_queue_resize($0.widget) }
+        }
+        watchedPlaceholder = (paintable, [redraw, resize])
+    }
+
+    private func unwatchPlaceholder() {
+        guard let watched = watchedPlaceholder else { return }
+        for handler in watched.handlers { g_signal_handler_disconnect(watched.paintable.pointer, gulong(handler)) }
+        watchedPlaceholder = nil
     }
 
     private func updateAccessibleLabel() {
