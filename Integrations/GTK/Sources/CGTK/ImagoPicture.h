@@ -14,6 +14,8 @@ G_BEGIN_DECLS
 /// Properties: "url" (string), "content-fit" (GtkContentFit, "contain" by default),
 /// "alternative-text" (string, the accessible label), "placeholder-icon-name" (string)
 /// and "placeholder-paintable" (GdkPaintable), shown while there is no image.
+/// Signal: "load-failed" (void handler(ImagoPicture *, const char *message, gpointer)),
+/// emitted when a load fails, with Imago's sentence saying why.
 #define IMAGO_TYPE_PICTURE (imago_picture_get_type())
 G_DECLARE_FINAL_TYPE(ImagoPicture, imago_picture, IMAGO, PICTURE, GtkWidget)
 
@@ -69,6 +71,8 @@ typedef struct {
 GType imago_picture_install(const ImagoPictureBehaviour *behaviour);
 /// The Swift state of a picture, or NULL once it is disposed.
 void *imago_picture_get_state(ImagoPicture *self);
+/// Emits "load-failed" with `message`.
+void imago_picture_emit_load_failed(ImagoPicture *self, const char *message);
 /// Tells listeners of "notify::url" of a change made by the picture itself (a load
 /// started from Swift), without starting another load.
 void imago_picture_store_url(ImagoPicture *self, const char *url);

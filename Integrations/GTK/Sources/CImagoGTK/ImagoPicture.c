@@ -17,6 +17,7 @@ G_DEFINE_FINAL_TYPE(ImagoPicture, imago_picture, GTK_TYPE_WIDGET)
 static ImagoPictureBehaviour behaviour;
 static gboolean installed;
 static GParamSpec *properties[IMAGO_PICTURE_PROP_PLACEHOLDER_PAINTABLE + 1];
+static guint load_failed;
 
 GType imago_picture_install(const ImagoPictureBehaviour *given) {
     if (!installed) {
@@ -151,6 +152,8 @@ static void imago_picture_class_init(ImagoPictureClass *klass) {
         "placeholder-paintable", "Placeholder paintable", "What is shown while there is no image",
         GDK_TYPE_PAINTABLE, flags);
     g_object_class_install_properties(object_class, G_N_ELEMENTS(properties), properties);
+    load_failed = g_signal_new("load-failed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                               G_TYPE_NONE, 1, G_TYPE_STRING);
 
     gtk_widget_class_set_css_name(widget_class, "imago-picture");
     gtk_widget_class_set_accessible_role(widget_class, GTK_ACCESSIBLE_ROLE_IMG);
@@ -168,6 +171,11 @@ void imago_picture_set_url(ImagoPicture *self, const char *url) {
 void imago_picture_store_url(ImagoPicture *self, const char *url) {
     g_return_if_fail(IMAGO_IS_PICTURE(self));
     if (replace(&self->url, url)) g_object_notify_by_pspec(G_OBJECT(self), properties[IMAGO_PICTURE_PROP_URL]);
+}
+
+void imago_picture_emit_load_failed(ImagoPicture *self, const char *message) {
+    g_return_if_fail(IMAGO_IS_PICTURE(self));
+    g_signal_emit(self, load_failed, 0, message);
 }
 
 const char *imago_picture_get_url(ImagoPicture *self) {

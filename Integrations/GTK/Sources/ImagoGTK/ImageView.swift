@@ -120,6 +120,14 @@ public final class ImageView {
         set { state.didChangeFrame = newValue }
     }
 
+    /// Called when a load of the widget fails (not when it is cancelled), whoever
+    /// started it: a `url` that is no URL is `.invalidURL`. The widget's
+    /// "load-failed" signal tells GTK code the same, as a sentence.
+    public var didFail: (@MainActor (ImagoError) -> Void)? {
+        get { state.didFail }
+        set { state.didFail = newValue }
+    }
+
     /// The frame of the image shown (0 for a still image).
     public var frameIndex: Int { state.frameIndex }
 

@@ -60,6 +60,7 @@ final class PictureState: ImageDisplaying {
     var imageTargetLoader: ImageTargetLoader = .shared
     var didDisplay: (@MainActor (ImageDisplayContent) -> Void)?
     var didChangeFrame: (@MainActor (Int) -> Void)?
+    var didFail: (@MainActor (ImagoError) -> Void)?
     private(set) var frameIndex = 0
     var heldFrameTextureCount: Int { current?.textureCount ?? 0 }
 
@@ -173,9 +174,9 @@ final class PictureState: ImageDisplaying {
     /// a `.ui` file, say) waits for it rather than decoding the image whole.
     private func loadURLProperty() {
         guard !isDetached else { return }
-        guard imago_picture_get_url(picture) != nil else {
+        guard let string = imago_picture_get_url(picture).map({ String(cString: $0) }) else {
             pendingURL = nil
-            setImage(with: nil)
+            start(nil)
             return
         }
         guard let url else {
@@ -183,6 +184,7 @@ final class PictureState: ImageDisplaying {
             pendingURL = nil
             cancelImageLoad()
             display(ImageDisplayContent(phase: .failure, image: nil, showsActivityIndicator: false, transition: .none))
+            failed(.invalidURL(string))
             return
         }
         if !isAllocated, currentTargetSize == nil {
@@ -194,7 +196,7 @@ final class PictureState: ImageDisplaying {
             return
         }
         pendingURL = nil
-        setImage(with: url)
+        start(url)
     }
 
     /// A load asked for in Swift (`ImageView.setImage(with:)`): its URL becomes the
@@ -208,7 +210,29 @@ final class PictureState: ImageDisplaying {
         guard !isDetached else { return nil }
         pendingURL = nil
         imago_picture_store_url(picture, url.map { $0.isFileURL ? $0.path : $0.absoluteString })
-        return setImage(with: url, placeholder: placeholder, options: options, completion: completion)
+        return start(url, placeholder: placeholder, options: options, completion: completion)
+    }
+
+    /// Every load of the widget: `setImage(with:)`, telling of a failure as well
+    /// as `completion`.
+    @discardableResult
+    private func start(
+        _ url: URL?, placeholder: DecodedImage? = nil, options: ImageDisplayOptions? = nil,
+        completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)? = nil
+    ) -> ImageTask? {
+        let handle = WeakPictureState(self)
+        return setImage(with: url, placeholder: placeholder, options: options) { result in
+            if case .failure(let error) = result {
+                if case .cancelled = error {} else { handle.state?.failed(error) }
+            }
+            completion?(result)
+        }
+    }
+
+    /// Tells of a failed load: `didFail`, then the "load-failed" signal.
+    private func failed(_ error: ImagoError) {
+        didFail?(error)
+        imago_picture_emit_load_failed(picture, String(describing: error))
     }
 
     /// A placeholder that changes (an animation, a media stream) redraws or resizes
@@ -332,7 +356,7 @@ final class PictureState: ImageDisplaying {
                 self.resizeQueued = false
                 if let url = self.pendingURL {
                     self.pendingURL = nil
-                    self.setImage(with: url)
+                    self.start(url)
                 } else {
                     self.askAgainIfGrown()
                 }
@@ -352,7 +376,7 @@ final class PictureState: ImageDisplaying {
         // What is shown stays until the sharper image replaces it, with no spinner.
         var options = imageDisplayOptions
         if loadingState.image != nil { options.showsActivityIndicator = false }
-        setImage(with: url, placeholder: loadingState.image, options: options)
+        start(url, placeholder: loadingState.image, options: options)
     }
 
     // MARK: - Layout and drawing

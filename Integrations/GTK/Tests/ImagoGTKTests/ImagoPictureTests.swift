@@ -243,6 +243,38 @@ struct ImagoPictureTests {
         #expect(Pixels.maximumDifference(try GTK.capture(widget), picture) <= 2, "the image replaces the placeholder")
     }
 
+    /// A load that fails says why: to Swift as a typed error, to GTK code through the
+    /// "load-failed" signal; a `url` that is no URL is an error too.
+    @Test func aFailedLoadIsToldAsATypedErrorAndBySignal() async throws {
+        defer { server.stop() }
+        server.route("/missing.png") { _ in .text("gone", status: 404) }
+        let (window, widget) = try Self.build(Self.ui(width: 32, height: 32, picture: ""))
+        defer { window.close() }
+        let view = ImageView(picture: widget)
+        var errors: [ImagoError] = []
+        var messages: [String] = []
+        view.didFail = { errors.append($0) }
+        connectSignal(widget.object, "load-failed") { message in
+            messages.append(message.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "")
+        }
+        Self.set(widget.object, "url", string: server.url("/missing.png").absoluteString)
+        #expect(await wait(until: { !errors.isEmpty }))
+        guard case .httpStatus(404, _)? = errors.first else {
+            Issue.record("a 404, not \(errors)")
+            return
+        }
+        #expect(messages == [String(describing: errors[0])])
+
+        Self.set(widget.object, "url", string: "http://[::1")
+        #expect(await wait(until: { errors.count == 2 }))
+        guard case .invalidURL("http://[::1")? = errors.last else {
+            Issue.record("an invalid URL, not \(errors)")
+            return
+        }
+        #expect(messages.count == 2)
+        #expect(!view.loadingState.isLoading)
+    }
+
     // MARK: - Lifetime and size
 
     /// The widget's loads are the widget's: a Swift face dropped while the reply is
