@@ -65,11 +65,9 @@ struct InputURL: Sendable {
     let text: String
     let line: Int?
 
-    /// The URL, or nil when the text is not one (reported as `ImagoError.invalidURL`).
-    var url: URL? {
-        guard let url = URL(string: text), url.scheme != nil else { return nil }
-        return url
-    }
+    /// The URL, or nil when the text is not one (reported as `ImagoError.invalidURL`,
+    /// as the loader reports a URL its data loader does not take).
+    var url: URL? { URL(string: text) }
 }
 
 /// The URLs of the command line, then those of `--input` (a file, or '-' for
@@ -228,13 +226,13 @@ struct LoaderOptions {
     /// open as many connections to one host as the command runs loads at once: the
     /// user chose that number, and a list of URLs often has a single host.
     func makeDataLoader() -> DefaultDataLoader {
-        let settings = URLSessionDataLoader.Configuration(httpMaximumConnectionsPerHost: max(6, concurrency))
+        let settings = HTTPLoaderConfiguration(httpMaximumConnectionsPerHost: max(6, concurrency))
         switch network {
         case "urlsession":
             return DefaultDataLoader(network: URLSessionDataLoader(configuration: settings))
         #if os(Linux)
         case "curl":
-            return DefaultDataLoader(network: CurlDataLoader(configuration: .init(settings)))
+            return DefaultDataLoader(network: CurlDataLoader(configuration: settings))
         #endif
         default:
             return DefaultDataLoader(configuration: settings)

@@ -14,7 +14,7 @@ import Testing
     /// parallel and count requests and connections exactly.
     static func withServer(
         _ kind: LoaderKind,
-        _ configuration: URLSessionDataLoader.Configuration = .init(),
+        _ configuration: HTTPLoaderConfiguration = .init(),
         _ body: (TestServer, any DataLoading) async throws -> Void
     ) async throws {
         let server = TestServer()
@@ -87,7 +87,7 @@ import Testing
     }
 
     @Test(arguments: LoaderKind.all) func customHeadersReachTheServer(_ kind: LoaderKind) async throws {
-        let configuration = URLSessionDataLoader.Configuration(httpAdditionalHeaders: ["X-Imago-Client": "tests"])
+        let configuration = HTTPLoaderConfiguration(httpAdditionalHeaders: ["X-Imago-Client": "tests"])
         try await Self.withServer(kind, configuration) { server, loader in
             server.route("/h", data: Data("ok".utf8))
             _ = try await Self.load(loader, server.url("/h"), headers: ["Authorization": "Bearer secret", "If-None-Match": "\"v1\""]).get()
@@ -757,7 +757,7 @@ extension DataLoadingTests {
             ("", nil),
         ]
         for (message, code) in cases {
-            #expect(URLSessionDataLoader.tlsCode(libcurlMessage: message) == code, "\(message)")
+            #expect(TransferFailure.tlsCode(libcurlMessage: message) == code, "\(message)")
         }
     }
 }

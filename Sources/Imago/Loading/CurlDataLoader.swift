@@ -21,72 +21,8 @@ import FoundationNetworking
 /// from the process's descriptor limit (`RLIMIT_NOFILE`), leaving room for the rest
 /// of the process, so that loads beyond it wait for a connection instead of failing.
 public final class CurlDataLoader: DataLoading {
-    /// Settings fixed for the loader's lifetime; the same as a URLSession loader's,
-    /// plus the connection budget.
-    public struct Configuration: Sendable {
-        /// The largest body accepted, in bytes; see
-        /// `URLSessionDataLoader.Configuration.maximumResponseSize`.
-        public var maximumResponseSize: Int
-        /// How many redirects one load may follow.
-        public var maximumRedirects: Int
-        /// Whether a redirect from `https` to `http` is followed (off: it would hand a
-        /// request made over TLS to anyone on the path).
-        public var allowsHTTPSDowngrade: Bool
-        /// Headers sent with every request of this loader, whatever the host. Per-request
-        /// `Authorization` and `Cookie` headers are dropped when a redirect leaves
-        /// the original origin; these are not, so put no credentials here. Without a
-        /// `User-Agent` here or on the request, `ImageLoader.defaultUserAgent` is sent.
-        public var httpAdditionalHeaders: [String: String]
-        /// Connections open at once to one host; transfers beyond it wait for one of
-        /// them. Six by default, as browsers and URLSession do.
-        public var httpMaximumConnectionsPerHost: Int
-        /// Seconds a connection attempt or a transfer may go without progress before
-        /// it fails with `ImagoError.network`, code `.timedOut`: an idle timer, not a
-        /// bound on the whole load (the image loader keeps that). Whole seconds, at
-        /// least 1, as libcurl's low-speed timer counts them.
-        public var idleTimeout: Double
-        /// Connections open at once, over every host; nil sizes it from the process's
-        /// file descriptor limit (see `CurlDataLoader.connectionBudget`).
-        public var maximumConnections: Int?
-
-        /// Makes a configuration; every argument has a documented default.
-        public init(
-            maximumResponseSize: Int = URLSessionDataLoader.Configuration.defaultMaximumResponseSize,
-            maximumRedirects: Int = 10,
-            allowsHTTPSDowngrade: Bool = false,
-            httpAdditionalHeaders: [String: String] = [:],
-            httpMaximumConnectionsPerHost: Int = 6,
-            idleTimeout: Double = 60,
-            maximumConnections: Int? = nil
-        ) {
-            self.maximumResponseSize = maximumResponseSize
-            self.maximumRedirects = maximumRedirects
-            self.allowsHTTPSDowngrade = allowsHTTPSDowngrade
-            self.httpAdditionalHeaders = httpAdditionalHeaders
-            self.httpMaximumConnectionsPerHost = httpMaximumConnectionsPerHost
-            self.idleTimeout = idleTimeout
-            self.maximumConnections = maximumConnections
-        }
-
-        /// The same settings as a URLSession loader's, so either loader can be put
-        /// behind one configuration.
-        public init(_ configuration: URLSessionDataLoader.Configuration) {
-            self.init(
-                maximumResponseSize: configuration.maximumResponseSize,
-                maximumRedirects: configuration.maximumRedirects,
-                allowsHTTPSDowngrade: configuration.allowsHTTPSDowngrade,
-                httpAdditionalHeaders: configuration.httpAdditionalHeaders,
-                httpMaximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
-                idleTimeout: configuration.idleTimeout)
-        }
-
-        var redirectPolicy: RedirectPolicy {
-            RedirectPolicy(maximumRedirects: maximumRedirects, allowsHTTPSDowngrade: allowsHTTPSDowngrade)
-        }
-    }
-
     /// The settings this loader was made with.
-    public let configuration: Configuration
+    public let configuration: HTTPLoaderConfiguration
     /// Connections this loader opens at most, over every host: the configured
     /// maximum, or the budget left by the descriptor limit when the loader was made.
     /// Fewer once the process runs short of descriptors while it loads: a socket that
@@ -105,10 +41,12 @@ public final class CurlDataLoader: DataLoading {
 
     private let driverSlot = Locked(DriverSlot())
 
-    /// Makes a loader; its thread starts with the first load.
-    public init(configuration: Configuration = Configuration()) {
+    /// Makes a loader; its thread starts with the first load. `maximumConnections`
+    /// bounds the connections open at once over every host; nil sizes it from the
+    /// process's file descriptor limit (`connectionBudget()`).
+    public init(configuration: HTTPLoaderConfiguration = HTTPLoaderConfiguration(), maximumConnections: Int? = nil) {
         self.configuration = configuration
-        connectionLimit = max(1, configuration.maximumConnections ?? Self.connectionBudget())
+        connectionLimit = max(1, maximumConnections ?? Self.connectionBudget())
     }
 
     deinit {
@@ -162,8 +100,8 @@ public final class CurlDataLoader: DataLoading {
     var unfinishedTaskCount: Int { driverSlot.withLock { $0.driver }?.unfinishedCount ?? 0 }
 
     /// Whether this loader takes `url`: `http` or `https` with a host.
-    public static func canLoad(_ url: URL) -> Bool {
-        URLSessionDataLoader.canLoad(url)
+    public func canLoad(_ url: URL) -> Bool {
+        HTTPLoaderConfiguration.takes(url)
     }
 
     /// Loads `request`; a non-2xx status is returned, not thrown.
@@ -179,7 +117,7 @@ public final class CurlDataLoader: DataLoading {
         for request: URLRequest, options: DataLoadingOptions,
         progress: @escaping @Sendable (DataLoadingProgress) -> Void
     ) async throws(ImagoError) -> DataResponse {
-        guard var url = request.url, Self.canLoad(url) else {
+        guard var url = request.url, canLoad(url) else {
             throw .invalidURL(request.url?.absoluteString ?? "")
         }
         if let normalized = url.withLowercasedScheme { url = normalized }
@@ -191,17 +129,7 @@ public final class CurlDataLoader: DataLoading {
             request: request, url: url, headers: headers, limit: configuration.maximumResponseSize,
             policy: configuration.redirectPolicy, options: options, progress: progress)
         guard let driver = startedDriver() else { throw Self.outOfDescriptors(url: url) }
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                transfer.install(continuation)
-                driver.start(transfer)
-            }
-        } onCancel: {
-            // The caller is resumed at once; the driver thread drops the transfer
-            // when it next wakes.
-            if transfer.finish(.failure(.cancelled)) { driver.stop(transfer) }
-        }
-        return try result.get()
+        return try await transfer.outcome.run { driver.start(transfer) } stop: { driver.stop(transfer) }
     }
 }
 #endif

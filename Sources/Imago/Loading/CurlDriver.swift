@@ -36,7 +36,7 @@ final class CurlEasy {
 
     /// Sets every option of `transfer`'s current hop, from a clean handle; its
     /// sockets are opened and closed through `sockets`.
-    func configure(for transfer: CurlTransfer, settings: CurlDataLoader.Configuration, sockets: CurlSockets) {
+    func configure(for transfer: CurlTransfer, settings: HTTPLoaderConfiguration, sockets: CurlSockets) {
         curl_easy_reset(handle)
         curl_slist_free_all(headerList)
         headerList = nil
@@ -58,7 +58,7 @@ final class CurlEasy {
         // Idle timers only: a connection that cannot be made, or a transfer that
         // receives nothing for this long, fails. The whole load's deadline is the
         // image loader's, which cancels.
-        let idle = max(1, Int(settings.idleTimeout.rounded(.up)))
+        let idle = settings.idleSeconds
         setLong(CURLOPT_CONNECTTIMEOUT, idle)
         setLong(CURLOPT_LOW_SPEED_LIMIT, 1)
         setLong(CURLOPT_LOW_SPEED_TIME, idle)
@@ -143,7 +143,7 @@ final class CurlDriver: @unchecked Sendable {
     // thread and which is called under the inbox lock so it never races the cleanup.
 
     private let multi: UnsafeMutableRawPointer
-    private let settings: CurlDataLoader.Configuration
+    private let settings: HTTPLoaderConfiguration
     /// Connections open at once at most; lowered when the process runs short of
     /// descriptors (driver thread only, after `init`).
     private var connectionLimit: Int
@@ -168,7 +168,7 @@ final class CurlDriver: @unchecked Sendable {
         _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
     }()
 
-    init(settings: CurlDataLoader.Configuration, connectionLimit: Int) {
+    init(settings: HTTPLoaderConfiguration, connectionLimit: Int) {
         _ = Self.globalInit
         self.settings = settings
         self.connectionLimit = connectionLimit

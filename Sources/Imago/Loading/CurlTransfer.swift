@@ -6,22 +6,18 @@ import FoundationNetworking
 #endif
 
 /// One load through the curl loader: the request of the current hop, the response
-/// as its header lines arrive, the body, and the continuation resumed exactly once.
+/// as its header lines arrive, the body, and the outcome.
 ///
-/// Two kinds of state live here. The outcome and the continuation are shared (the
-/// caller's cancellation and the driver thread race to set them) and sit behind a
-/// lock. Everything else is touched only by the driver thread, from libcurl's
-/// callbacks and between transfers, so it needs no lock: that is what makes
-/// `@unchecked Sendable` sound.
+/// Two kinds of state live here. The outcome is shared (the caller's cancellation
+/// and the driver thread race to set it) and keeps its own lock. Everything else is
+/// touched only by the driver thread, from libcurl's callbacks and between
+/// transfers, so it needs no lock: that is what makes `@unchecked Sendable` sound.
 final class CurlTransfer: @unchecked Sendable {
-    typealias Outcome = Result<DataResponse, ImagoError>
-
     /// The URL the caller asked for; credentials stay within its origin.
     let originalURL: URL
-    let limit: Int
     let policy: RedirectPolicy
-    let options: DataLoadingOptions
     let progress: @Sendable (DataLoadingProgress) -> Void
+    let outcome = TransferOutcome()
 
     // MARK: Driver-thread state
 
@@ -43,8 +39,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var headComplete = false
     private var responseHeaders: [(name: String, value: String)] = []
     private var contentLengths: [String] = []
-    private var expected: Int64?
-    private var data = Data()
+    /// The final response's body.
+    private var received: TransferBody
     /// Set when the current response is a redirect the policy allowed: its body is
     /// read and dropped, and the next hop starts when it ends.
     private var redirectTarget: URL?
@@ -60,16 +56,6 @@ final class CurlTransfer: @unchecked Sendable {
     /// descriptors left: its connection failure is not the server's.
     var descriptorsRefused = false
 
-    // MARK: Shared state
-
-    private struct Shared {
-        var continuation: CheckedContinuation<Outcome, Never>?
-        /// Set once; resumes the continuation now or when it is installed.
-        var outcome: Outcome?
-    }
-
-    private let shared = Locked(Shared())
-
     init(
         request: URLRequest, url: URL, headers: [(name: String, value: String)], limit: Int,
         policy: RedirectPolicy, options: DataLoadingOptions, progress: @escaping @Sendable (DataLoadingProgress) -> Void
@@ -79,38 +65,19 @@ final class CurlTransfer: @unchecked Sendable {
         method = request.httpMethod?.uppercased() ?? "GET"
         body = request.httpBody
         self.headers = headers
-        self.limit = limit
+        received = TransferBody(limit: limit, options: options)
         self.policy = policy
-        self.options = options
         self.progress = progress
         seen = [url]
     }
 
     // MARK: Ending
 
-    /// Hands over the continuation; resumes it at once if the transfer already ended.
-    func install(_ continuation: CheckedContinuation<Outcome, Never>) {
-        let ready = shared.withLock { shared -> Outcome? in
-            if shared.outcome == nil { shared.continuation = continuation }
-            return shared.outcome
-        }
-        if let ready { continuation.resume(returning: ready) }
-    }
-
     /// Ends the transfer with `outcome` unless it already ended; true if this call did.
     @discardableResult
-    func finish(_ outcome: Outcome) -> Bool {
-        let (first, continuation) = shared.withLock { shared -> (Bool, CheckedContinuation<Outcome, Never>?) in
-            guard shared.outcome == nil else { return (false, nil) }
-            shared.outcome = outcome
-            defer { shared.continuation = nil }
-            return (true, shared.continuation)
-        }
-        continuation?.resume(returning: outcome)
-        return first
-    }
+    func finish(_ outcome: TransferOutcome.Outcome) -> Bool { self.outcome.finish(outcome) }
 
-    var isFinished: Bool { shared.withLock { $0.outcome != nil } }
+    var isFinished: Bool { outcome.isFinished }
 
     // MARK: libcurl's callbacks (driver thread)
 
@@ -135,8 +102,8 @@ final class CurlTransfer: @unchecked Sendable {
         }
         if headComplete { return true }
         headerBytes += bytes.count
-        if headerBytes > Transfer.maximumHeaderBytes {
-            finish(.failure(Transfer.headersTooLarge(url: url, detail: "over \(Transfer.maximumHeaderBytes >> 10) KiB")))
+        if headerBytes > TransferFailure.maximumHeaderBytes {
+            finish(.failure(TransferFailure.headersTooLarge("over \(TransferFailure.maximumHeaderBytes >> 10) KiB").error(url: url)))
             return false
         }
         if line.isEmpty { return headersEnded() }
@@ -161,18 +128,9 @@ final class CurlTransfer: @unchecked Sendable {
     private func headersEnded() -> Bool {
         guard status >= 200 else { return true }  // 100 Continue, 103 Early Hints: the real one follows
         headComplete = true
-        if !contentLengths.isEmpty {
-            let length = contentLengths.joined(separator: ", ")
-            guard Transfer.isValidContentLength(length) else {
-                // libcurl ignores a length it cannot represent and reads to the close,
-                // and takes the last of several; either way the body is not what the
-                // server claimed.
-                let shown = length.count > 40 ? length.prefix(40) + "…" : Substring(length)
-                finish(.failure(.network(
-                    url: url.absoluteString, reason: "the server sent an invalid Content-Length (\(shown))",
-                    code: .cannotParseResponse, errno: nil)))
-                return false
-            }
+        if !contentLengths.isEmpty, let invalid = TransferFailure.contentLengthFailure(contentLengths.joined(separator: ", ")) {
+            finish(.failure(invalid.error(url: url)))
+            return false
         }
         if [301, 302, 303, 307, 308].contains(status), let location = header("location") {
             // Decided here, before the body, so a refused target is never requested
@@ -192,21 +150,15 @@ final class CurlTransfer: @unchecked Sendable {
             return true
         }
         redirectTarget = nil
-        // A 304, a 204 and the answer to a HEAD have no body, whatever length they
-        // declare (a 304's is the stored resource's).
-        let hasBody = status != 304 && status != 204 && method != "HEAD"
-        let declared = hasBody ? contentLengths.first.flatMap { Int64($0) } : nil
-        if let declared, declared > Int64(limit) {
-            finish(.failure(.responseTooLarge(url: url.absoluteString, limit: limit)))
+        let encoding = header("content-encoding")?.lowercased() ?? ""
+        guard let report = received.start(
+            status: status, method: method, declaredLength: contentLengths.first.flatMap { Int64($0) },
+            isEncoded: !encoding.isEmpty && encoding != "identity")
+        else {
+            finish(.failure(received.tooLarge(url)))
             return false
         }
-        let encoding = header("content-encoding")?.lowercased() ?? ""
-        // libcurl decompresses, so the length of the compressed bytes says nothing
-        // about what arrives.
-        expected = encoding.isEmpty || encoding == "identity" ? declared : nil
-        data = Data()
-        if let expected { data.reserveCapacity(Int(min(expected, 8 << 20))) }
-        progress(DataLoadingProgress(received: 0, expected: expected, chunk: options.reportsChunks ? Data() : nil))
+        progress(report)
         return true
     }
 
@@ -215,19 +167,18 @@ final class CurlTransfer: @unchecked Sendable {
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         if redirectTarget != nil {
             discarded += bytes.count
-            if discarded > limit {
-                finish(.failure(.responseTooLarge(url: url.absoluteString, limit: limit)))
+            if discarded > received.limit {
+                finish(.failure(received.tooLarge(url)))
                 return false
             }
             return true
         }
-        guard data.count + bytes.count <= limit else {
-            finish(.failure(.responseTooLarge(url: url.absoluteString, limit: limit)))
+        if isFinished { return false }
+        guard let report = received.append(bytes) else {
+            finish(.failure(received.tooLarge(url)))
             return false
         }
-        if isFinished { return false }
-        data.append(contentsOf: bytes)
-        progress(DataLoadingProgress(received: Int64(data.count), expected: expected, chunk: options.reportsChunks ? Data(bytes) : nil))
+        progress(report)
         return true
     }
 
@@ -251,7 +202,7 @@ final class CurlTransfer: @unchecked Sendable {
         guard code == CURLE_OK else {
             finish(.failure(CurlDataLoader.map(
                 code, message: message, errno: errno, url: url,
-                received: redirectTarget == nil ? Int64(data.count) : nil, expected: expected)))
+                received: redirectTarget == nil ? Int64(received.data.count) : nil, expected: received.expected)))
             return .done
         }
         if let target = redirectTarget {
@@ -260,13 +211,10 @@ final class CurlTransfer: @unchecked Sendable {
         }
         let status = responseCode != 0 ? responseCode : self.status
         guard status != 0 else {
-            finish(.failure(.network(
-                url: url.absoluteString, reason: "the server sent no response", code: .badServerResponse, errno: nil)))
+            finish(.failure(TransferFailure.noResponse.error(url: url)))
             return .done
         }
-        let response = DataResponse(data: data, url: url, statusCode: status, headers: fields, redirects: redirects)
-        data = Data()
-        finish(.success(response))
+        finish(.success(received.response(url: url, status: status, headers: fields, redirects: redirects)))
         return .done
     }
 
@@ -277,10 +225,8 @@ final class CurlTransfer: @unchecked Sendable {
         let status = responseCode != 0 ? responseCode : self.status
         let short = [CURLE_PARTIAL_FILE, CURLE_RECV_ERROR, CURLE_HTTP2_STREAM].contains(code)
             && !message.localizedCaseInsensitiveContains("chunked")
-        guard options.acceptsTruncatedBody, short, redirectTarget == nil, (200..<300).contains(status), !data.isEmpty,
-              expected.map({ Int64(data.count) < $0 }) ?? true else { return nil }
-        defer { data = Data() }
-        return DataResponse(data: data, url: url, statusCode: status, headers: fields, redirects: redirects, isTruncated: true)
+        guard short, redirectTarget == nil, received.endsTruncated(status: status) else { return nil }
+        return received.response(url: url, status: status, headers: fields, redirects: redirects, isTruncated: true)
     }
 
     /// The response headers received so far, one value a name (repeated fields
@@ -313,7 +259,6 @@ final class CurlTransfer: @unchecked Sendable {
         responseHeaders = []
         contentLengths = []
         headComplete = false
-        expected = nil
     }
 
     private func header(_ name: String) -> String? {

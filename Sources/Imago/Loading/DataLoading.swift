@@ -92,7 +92,11 @@ public struct DataLoadingProgress: Sendable {
 }
 
 /// Fetches the bytes behind a URL request: the seam between the loader and the
-/// network (URLSession by default), which tests and benchmarks replace.
+/// network (`DefaultDataLoader`), which tests and benchmarks replace, and through
+/// which an app serves URLs of its own (a scheme of its own, say).
+///
+/// The loader asks `canLoad(_:)` before anything else: a request whose URL the data
+/// loader does not take fails at once with `ImagoError.invalidURL`.
 ///
 /// A conforming type must stop promptly and throw `ImagoError.cancelled` when the
 /// calling task is cancelled, report progress as bytes arrive, and throw only
@@ -104,6 +108,12 @@ public struct DataLoadingProgress: Sendable {
 /// first, so a data loader written for counts alone still works: it never returns a
 /// truncated body (it fails instead) and reports no chunks (no previews).
 public protocol DataLoading: Sendable {
+    /// Whether this data loader takes `url`. By default what `DefaultDataLoader`
+    /// takes (`http`, `https`, `file` and `data` URLs), so a loader that stands in
+    /// for it, a wrapper or a test double, need not say; a loader of other URLs says
+    /// which.
+    func canLoad(_ url: URL) -> Bool
+
     /// Loads `request`, calling `progress` with the bytes received so far and the
     /// expected total when the server said it.
     func loadData(
@@ -120,6 +130,12 @@ public protocol DataLoading: Sendable {
 }
 
 extension DataLoading {
+    /// What `DefaultDataLoader` takes: `http` and `https` URLs with a host, `file`
+    /// and `data` URLs.
+    public func canLoad(_ url: URL) -> Bool {
+        HTTPLoaderConfiguration.takes(url) || LocalDataLoader.takes(url)
+    }
+
     /// Loads with counts only, never truncated, through the first requirement.
     public func loadData(
         for request: URLRequest, options: DataLoadingOptions,

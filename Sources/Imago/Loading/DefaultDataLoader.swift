@@ -3,16 +3,17 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The data loader Imago uses unless told otherwise: `http` and `https` go to the
-/// network loader, `file` and `data` to a `LocalDataLoader`, and any other URL fails
-/// with `ImagoError.invalidURL` before any I/O.
+/// The data loader Imago uses unless told otherwise: the URLs its `LocalDataLoader`
+/// takes (`file` and `data`) go there, those its network loader takes (`http` and
+/// `https`) go there, and any other URL fails with `ImagoError.invalidURL` before
+/// any I/O.
 ///
 /// The network loader is the platform's best: `CurlDataLoader` on Linux, where it
 /// moved the same images with a quarter of URLSession's CPU time and made cold
 /// thumbnail loads end to end faster (BENCHMARKS.md), and `URLSessionDataLoader` on
 /// Apple platforms, where URLSession is the system's own client.
 public final class DefaultDataLoader: DataLoading {
-    /// Loads `http` and `https` URLs.
+    /// Loads the URLs its `canLoad(_:)` takes that are not local: `http` and `https`.
     public let network: any DataLoading
     /// Loads `file` and `data` URLs.
     public let local: LocalDataLoader
@@ -26,21 +27,26 @@ public final class DefaultDataLoader: DataLoading {
 
     /// Makes a loader whose network loader, the platform's, has the settings of
     /// `configuration`.
-    public convenience init(configuration: URLSessionDataLoader.Configuration) {
+    public convenience init(configuration: HTTPLoaderConfiguration) {
         self.init(network: DefaultDataLoader.makeNetworkLoader(configuration))
     }
 
     /// The platform's network loader with `configuration`'s settings: libcurl's
     /// multi interface on Linux, URLSession elsewhere.
-    public static func makeNetworkLoader(_ configuration: URLSessionDataLoader.Configuration = .init()) -> any DataLoading {
+    public static func makeNetworkLoader(_ configuration: HTTPLoaderConfiguration = .init()) -> any DataLoading {
         #if canImport(CCurl)
-        CurlDataLoader(configuration: CurlDataLoader.Configuration(configuration))
+        CurlDataLoader(configuration: configuration)
         #else
         URLSessionDataLoader(configuration: configuration)
         #endif
     }
 
-    /// Routes `request` by its URL's scheme.
+    /// Whether the local loader or the network one takes `url`.
+    public func canLoad(_ url: URL) -> Bool {
+        local.canLoad(url) || network.canLoad(url)
+    }
+
+    /// Routes `request` to the half that takes its URL.
     public func loadData(
         for request: URLRequest,
         progress: @escaping @Sendable (_ received: Int64, _ expected: Int64?) -> Void
@@ -48,17 +54,19 @@ public final class DefaultDataLoader: DataLoading {
         try await loadData(for: request, options: DataLoadingOptions()) { progress($0.received, $0.expected) }
     }
 
-    /// Routes `request` by its URL's scheme, with `options` passed on.
+    /// Routes `request` to the half that takes its URL, with `options` passed on.
     public func loadData(
         for request: URLRequest, options: DataLoadingOptions,
         progress: @escaping @Sendable (DataLoadingProgress) -> Void
     ) async throws(ImagoError) -> DataResponse {
         guard let url = request.url else { throw .invalidURL("") }
-        if URLSessionDataLoader.canLoad(url) {
-            return try await network.loadData(for: request, options: options, progress: progress)
-        }
-        if LocalDataLoader.canLoad(url) {
+        // Local first: a network loader that stands in for the platform's need not
+        // say that it takes no files.
+        if local.canLoad(url) {
             return try await local.loadData(for: request, options: options, progress: progress)
+        }
+        if network.canLoad(url) {
+            return try await network.loadData(for: request, options: options, progress: progress)
         }
         throw .invalidURL(url.absoluteString)
     }

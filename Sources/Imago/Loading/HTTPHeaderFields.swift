@@ -14,7 +14,38 @@ extension ImageLoader {
     public static let defaultUserAgent = "Imago/\(version)"
 }
 
-/// The request header fields a data loader sends, checked before anything is sent.
+extension ImageLoader.Configuration {
+    /// The URL request a load hands its data loader, prepared in one place: the
+    /// request's own fields, the validators of a conditional request over them,
+    /// the configuration's `headers` where the request has none of the name, the
+    /// formats this build decodes as `Accept` (so a negotiating server never picks
+    /// one it cannot), then the `requestModifier`. The HTTP loaders add their own
+    /// fields and the User-Agent beneath these (`HTTPHeaderFields.merge`).
+    ///
+    /// The fields added here are checked as given (`HTTPHeaderFields.check`), before
+    /// Foundation sees them: Foundation on Linux drops a value with a line break
+    /// without a word, which would send the request without it. The request as it
+    /// will be sent is checked by the HTTP loader, with the same check; either way
+    /// a bad field throws `ImagoError.invalidRequest` before any I/O.
+    func urlRequest(for request: ImageRequest, validators: [String: String] = [:]) throws(ImagoError) -> URLRequest {
+        var urlRequest = request.urlRequest
+        let url = request.url
+        for (name, value) in validators { try HTTPHeaderFields.check(name, value, url: url) }
+        for (name, value) in headers { try HTTPHeaderFields.check(name, value, url: url) }
+        for (name, value) in validators { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        for (name, value) in headers where urlRequest.value(forHTTPHeaderField: name) == nil {
+            urlRequest.setValue(value, forHTTPHeaderField: name)
+        }
+        if urlRequest.value(forHTTPHeaderField: "Accept") == nil {
+            urlRequest.setValue(ImageFormat.acceptHeader, forHTTPHeaderField: "Accept")
+        }
+        if let requestModifier { urlRequest = requestModifier(urlRequest) }
+        return urlRequest
+    }
+}
+
+/// The request header fields an HTTP loader sends, and the one check every field
+/// passes before anything is sent.
 enum HTTPHeaderFields {
     /// A data loader's own fields, with Imago's User-Agent added unless they set one.
     static func withDefaultUserAgent(_ fields: [String: String]) -> [String: String] {
@@ -23,31 +54,33 @@ enum HTTPHeaderFields {
     }
 
     /// The loader's own fields with the request's laid over them (a request's field
-    /// replaces the loader's of the same name, whatever its case), loader's first.
-    ///
-    /// Throws `ImagoError.network` with code `.badURL`, before any I/O, for a name
-    /// that is not an HTTP token or a name or value with a CR, LF or NUL in it: those
-    /// would end the field early on the wire, and whatever follows would reach the
-    /// server as fields (or a whole request) the caller never meant to send.
+    /// replaces the loader's of the same name, whatever its case), loader's first,
+    /// each checked (`check`).
     static func merge(
         _ fields: [String: String], over defaults: [String: String], url: URL
     ) throws(ImagoError) -> [(name: String, value: String)] {
         let own = Set(fields.keys.map { $0.lowercased() })
         let merged = defaults.filter { !own.contains($0.key.lowercased()) }.sorted { $0.key < $1.key }
             + fields.sorted { $0.key < $1.key }
-        for (name, value) in merged {
-            guard !name.isEmpty, name.unicodeScalars.allSatisfy(isTokenCharacter) else {
-                throw refusal(url, "the request header name '\(shown(name))' is not a valid field name")
-            }
-            guard !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
-                throw refusal(url, "the value of request header '\(name)' contains a line break or NUL")
-            }
-        }
+        for (name, value) in merged { try check(name, value, url: url) }
         return merged.map { (name: $0.key, value: $0.value) }
     }
 
+    /// Throws `ImagoError.invalidRequest` for a name that is not an HTTP token, or a
+    /// value with a CR, LF or NUL in it: those would end the field early on the
+    /// wire, and whatever follows would reach the server as fields (or a whole
+    /// request) the caller never meant to send.
+    static func check(_ name: String, _ value: String, url: URL) throws(ImagoError) {
+        guard !name.isEmpty, name.unicodeScalars.allSatisfy(isTokenCharacter) else {
+            throw refusal(url, "the header name '\(shown(name))' is not a valid field name")
+        }
+        guard !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+            throw refusal(url, "the header \(name.debugDescription) holds a line break or NUL")
+        }
+    }
+
     private static func refusal(_ url: URL, _ reason: String) -> ImagoError {
-        .network(url: url.absoluteString, reason: reason + " and was not sent", code: .badURL, errno: nil)
+        .invalidRequest(url: url.absoluteString, reason: reason + "; the request was not sent")
     }
 
     /// RFC 9110 §5.6.2: visible ASCII except delimiters.

@@ -168,8 +168,7 @@ public final class ImageLoader: Sendable {
         _ request: ImageRequest, completion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?
     ) -> ImageTask {
         let task = ImageTask(request: request, pipeline: pipeline, onCompletion: completion)
-        let scheme = request.url.scheme?.lowercased() ?? ""
-        guard ["http", "https", "file", "data"].contains(scheme), request.urlRequest.url != nil else {
+        guard request.urlRequest.url != nil, configuration.dataLoader.canLoad(request.url) else {
             task.complete(.failure(.invalidURL(request.url.absoluteString)))
             return task
         }

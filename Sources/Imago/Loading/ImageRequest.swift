@@ -47,8 +47,20 @@ public struct ImageRequest: Sendable {
         public static let progressivePreviews = Options(rawValue: 1 << 1)
     }
 
-    /// The URL request sent (headers, method, …).
-    public var urlRequest: URLRequest
+    /// Where the bytes come from: a request the data loader sends, or bytes at hand.
+    public enum Resource: Sendable {
+        /// Fetched by the loader's data loader with this URL request (its headers,
+        /// method, …): `http` and `https` URLs by default, or whatever URLs a
+        /// custom `DataLoading` takes. The disk tier keeps what the server lets it.
+        case remote(URLRequest)
+        /// Bytes already on this machine, a file or a `data:` URL: read through the
+        /// data loader where they are, never copied into the disk tier.
+        case local(URL)
+    }
+
+    /// Where the bytes come from: `.local` for a `file:` or `data:` URL, else
+    /// `.remote` with the URL request as given.
+    public var resource: Resource
     /// Decode to this size; nil for the full size.
     public var targetSize: TargetSize?
     /// Applied in order after decoding.
@@ -62,7 +74,20 @@ public struct ImageRequest: Sendable {
     public var options: Options
 
     /// The URL loaded.
-    public var url: URL { urlRequest.url ?? URL(fileURLWithPath: "/") }
+    public var url: URL {
+        switch resource {
+        case .remote(let urlRequest): urlRequest.url ?? URL(fileURLWithPath: "/")
+        case .local(let url): url
+        }
+    }
+
+    /// The URL request handed to the data loader.
+    var urlRequest: URLRequest {
+        switch resource {
+        case .remote(let urlRequest): urlRequest
+        case .local(let url): URLRequest(url: url)
+        }
+    }
 
     /// A request for `url`.
     public init(url: URL, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
@@ -76,7 +101,11 @@ public struct ImageRequest: Sendable {
                 priority: Priority = .normal, imageKey: String? = nil, options: Options = []) {
         var urlRequest = urlRequest
         if let url = urlRequest.url, let normalized = url.withLowercasedScheme { urlRequest.url = normalized }
-        self.urlRequest = urlRequest
+        if let url = urlRequest.url, LocalDataLoader.takes(url) {
+            resource = .local(url)
+        } else {
+            resource = .remote(urlRequest)
+        }
         self.targetSize = targetSize
         self.processors = processors
         self.priority = priority
@@ -106,9 +135,9 @@ public enum ImageSource: String, Sendable, Codable {
     /// `304 Not Modified` to a conditional request): one round trip, no body, and a
     /// stored thumbnail is used as it is, not made again from its original.
     case revalidated
-    /// The network (http or https).
+    /// The data loader, for a remote resource (`ImageRequest.Resource.remote`).
     case network
-    /// A `file:` or `data:` URL.
+    /// A local resource (`ImageRequest.Resource.local`): a file or a `data:` URL.
     case local
 }
 
@@ -149,17 +178,4 @@ public struct ImageResponse: Sendable {
     /// The HTTP freshness of the original the image was made from, when known: the
     /// disk tier keeps sized and processed variants with it, so they expire with it.
     var httpMetadata: HTTPCacheMetadata?
-}
-
-extension URL {
-    /// The URL with its scheme in lower case (`HTTP://host/a` → `http://host/a`); nil
-    /// when it already is. Schemes are case-insensitive (RFC 3986 §3.1), but URLSession
-    /// on Linux sends an upper-case one to libcurl, which then fails, and one image
-    /// should have one key however its scheme is written.
-    var withLowercasedScheme: URL? {
-        guard let scheme, scheme.contains(where: \.isUppercase),
-              var components = URLComponents(url: self, resolvingAgainstBaseURL: true) else { return nil }
-        components.scheme = scheme.lowercased()
-        return components.url
-    }
 }

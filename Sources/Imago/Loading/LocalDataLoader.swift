@@ -24,12 +24,18 @@ public struct LocalDataLoader: DataLoading {
     public var maximumSize: Int
 
     /// Makes a loader.
-    public init(maximumSize: Int = URLSessionDataLoader.Configuration.defaultMaximumResponseSize) {
+    public init(maximumSize: Int = HTTPLoaderConfiguration.defaultMaximumResponseSize) {
         self.maximumSize = maximumSize
     }
 
     /// Whether this loader takes `url`: a `file:` or `data:` URL.
-    public static func canLoad(_ url: URL) -> Bool {
+    public func canLoad(_ url: URL) -> Bool {
+        Self.takes(url)
+    }
+
+    /// Whether `url` names bytes at hand, a `file:` or `data:` URL: what this loader
+    /// takes, and what `ImageRequest` counts as a local resource.
+    static func takes(_ url: URL) -> Bool {
         let scheme = url.scheme?.lowercased()
         return scheme == "file" || scheme == "data"
     }
@@ -83,7 +89,7 @@ public struct LocalDataLoader: DataLoading {
     /// directory, a device (`/dev/zero`), a FIFO or a file over `limit` bytes is
     /// refused with a typed error that says which, before anything is read.
     public static func contentsOfFile(
-        atPath path: String, limit: Int = URLSessionDataLoader.Configuration.defaultMaximumResponseSize
+        atPath path: String, limit: Int = HTTPLoaderConfiguration.defaultMaximumResponseSize
     ) throws(ImagoError) -> Data {
         try read(path: path, limit: limit, cancelled: CancellationFlag()).get()
     }

@@ -6,81 +6,50 @@ import FoundationNetworking
 // MARK: - Errors
 
 extension URLSessionDataLoader {
-    /// Translates URLSession's errors into Imago's, keeping URLSession's code and the
-    /// socket error beneath it.
+    /// Translates URLSession's errors into the loaders' shared failures
+    /// (`TransferFailure`), keeping URLSession's code and the socket error beneath it.
     static func map(_ error: Error, url: URL) -> ImagoError {
         let nsError = error as NSError
-        let address = url.absoluteString
         let errno = socketErrno(of: nsError)
-        func network(_ code: URLError.Code, _ reason: String) -> ImagoError {
-            .network(url: address, reason: reason, code: code, errno: errno)
-        }
+        let message = nsError.localizedDescription
         guard nsError.domain == NSURLErrorDomain else {
-            return network(.unknown, nsError.localizedDescription)
+            return .network(url: url.absoluteString, reason: message, code: .unknown, errno: errno)
         }
-        if let refused = Transfer.refusedResponse(libcurlMessage: nsError.localizedDescription, url: url) {
-            return refused
-        }
+        if let refused = TransferFailure.refusedResponse(libcurlMessage: message) { return refused.error(url: url) }
         // Optional on purpose: the initialiser is failable on Linux (where `Code` is
         // an enum of the known codes) and not on Apple platforms.
         let known: URLError.Code? = URLError.Code(rawValue: nsError.code)
         var code = known ?? .unknown
-        if code == .unknown, let tls = tlsCode(libcurlMessage: nsError.localizedDescription) {
-            code = tls
-        }
+        if code == .unknown, let tls = TransferFailure.tlsCode(libcurlMessage: message) { code = tls }
+        let failure: TransferFailure
         switch code {
-        case .cancelled:
-            return .cancelled
-        case .timedOut:
-            // URLSession's timeout is only an idle timer here; the whole-load
-            // deadline (ImagoError.timedOut) belongs to the image loader.
-            return network(code, "the server stopped responding")
-        case .cannotConnectToHost:
-            let reason = switch errno {
-            case ECONNREFUSED: "the server refused the connection"
-            case EHOSTUNREACH, ENETUNREACH: "the server is unreachable"
-            default: "could not connect to the server (connection refused or unreachable)"
-            }
-            return network(code, reason)
-        case .networkConnectionLost:
-            return network(code, "the connection was lost before the response was complete")
-        case .cannotFindHost, .dnsLookupFailed:
-            return network(code, "the server's host name could not be resolved")
-        case .notConnectedToInternet:
-            return network(code, "there is no network connection")
+        case .cancelled: return .cancelled
+        case .timedOut: failure = .stoppedResponding
+        case .cannotConnectToHost: failure = .cannotConnect(detail: "connection refused or unreachable")
+        case .networkConnectionLost: failure = .connectionEnded(lost: true, received: nil, expected: nil)
+        case .cannotFindHost, .dnsLookupFailed: failure = .hostNotFound
+        case .notConnectedToInternet: failure = .notConnectedToInternet
         case .badServerResponse, .cannotParseResponse, .cannotDecodeRawData, .cannotDecodeContentData:
-            if errno == ECONNRESET { return network(code, "the server reset the connection before its response was complete") }
-            return network(code, "the server sent a malformed response")
-        case .zeroByteResource:
-            return network(code, "the server sent an empty response")
+            failure = .malformedResponse
+        case .zeroByteResource: failure = .emptyResponse
         case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
              .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot,
              .clientCertificateRejected, .clientCertificateRequired:
-            return network(code, "the secure connection failed: \(nsError.localizedDescription)")
-        case .httpTooManyRedirects:
-            return .redirectRefused(url: address, reason: "too many redirects")
-        case .redirectToNonExistentLocation:
-            return .redirectRefused(url: address, reason: "the redirect has no target")
+            failure = .secureConnection(message)
+        case .httpTooManyRedirects: return .redirectRefused(url: url.absoluteString, reason: "too many redirects")
+        case .redirectToNonExistentLocation: return .redirectRefused(url: url.absoluteString, reason: "the redirect has no target")
         case .dataLengthExceedsMaximum:
-            return network(code, "the response is larger than URLSession accepts")
-        case .unsupportedURL:
-            // The URL was checked before the transfer, so this is libcurl refusing
-            // the reply: a server that does not speak HTTP (or speaks HTTP/0.9).
-            return network(code, "the server's reply is not HTTP")
-        case .badURL:
-            return .invalidURL(address)
+            return .network(url: url.absoluteString, reason: "the response is larger than URLSession accepts", code: code, errno: errno)
+        case .unsupportedURL: failure = .notHTTP
+        case .badURL: return .invalidURL(url.absoluteString)
         default:
-            // Broken chunking does not pass on its own: not worth a retry.
-            if nsError.localizedDescription.localizedCaseInsensitiveContains("chunked") {
-                return network(.cannotParseResponse, "the server's chunked encoding is broken: \(nsError.localizedDescription)")
+            if message.localizedCaseInsensitiveContains("chunked") {
+                return TransferFailure.brokenChunking(message).error(url: url, errno: errno)
             }
-            // libcurl's own message is usually the most precise thing to say
-            // ("transfer closed with 6000 bytes remaining to read").
-            let message = nsError.localizedDescription
-            let detail = message.isEmpty || message.hasPrefix("The operation could not be completed")
-                ? "URL error \(nsError.code)" : message
-            return network(code, "the transfer failed: \(detail)")
+            let detail = message.isEmpty || message.hasPrefix("The operation could not be completed") ? "URL error \(nsError.code)" : message
+            failure = .other(detail)
         }
+        return failure.error(url: url, code: code, errno: errno)
     }
 
     /// The socket error beneath a URLSession failure, when the platform reports it.
@@ -116,29 +85,4 @@ extension URLSessionDataLoader {
         ECONNREFUSED, ECONNRESET, ECONNABORTED, ENETRESET, EPIPE, ETIMEDOUT,
         ENETDOWN, ENETUNREACH, EHOSTDOWN, EHOSTUNREACH, ENOTCONN,
     ].map { ($0, String(cString: strerror($0))) }
-
-    /// The `URLError.Code` of a TLS failure that URLSession on Linux reports as
-    /// `.unknown` with libcurl's message ("SSL certificate problem: self-signed
-    /// certificate", "OpenSSL/3.0.19: error:0A00010B:SSL routines::wrong version
-    /// number"): the code Apple's URLSession gives the same failure. Nil for a
-    /// message that is not about TLS.
-    static func tlsCode(libcurlMessage message: String) -> URLError.Code? {
-        let text = message.lowercased()
-        if text.hasPrefix("ssl certificate problem") {
-            if text.contains("expired") { return .serverCertificateHasBadDate }
-            if text.contains("not yet valid") { return .serverCertificateNotYetValid }
-            if text.contains("self-signed") || text.contains("self signed") || text.contains("issuer certificate") {
-                return .serverCertificateHasUnknownRoot
-            }
-            return .serverCertificateUntrusted
-        }
-        // A certificate for another host name.
-        if text.contains("certificate subject name") { return .serverCertificateUntrusted }
-        let tlsLibraries = ["ssl", "openssl", "tls", "gnutls", "wolfssl", "mbedtls", "rustls", "schannel", "bearssl"]
-        let firstWord = text.prefix { $0.isLetter }
-        if tlsLibraries.contains(String(firstWord)) || text.contains("ssl certificate") {
-            return .secureConnectionFailed
-        }
-        return nil
-    }
 }

@@ -17,66 +17,8 @@ import FoundationNetworking
 /// without stored credentials never completes, and timeouts are whole-second idle
 /// timers. Each workaround is at the place it applies.
 public final class URLSessionDataLoader: DataLoading {
-    /// Settings fixed for the loader's lifetime (they shape its URLSession).
-    public struct Configuration: Sendable {
-        /// 64 MiB: room for the largest originals an app meets (a 100-megapixel JPEG
-        /// is 30–50 MB) while capping what one hostile or misconfigured server can make
-        /// a single load hold in memory. Decoding has its own pixel limit; this one
-        /// bounds the bytes before decoding starts.
-        public static let defaultMaximumResponseSize = 64 << 20
-
-        /// The largest body accepted, in bytes. A response whose Content-Length says
-        /// more is stopped when its headers arrive; one without a length is stopped
-        /// when it grows past the limit. Either way the load throws
-        /// `ImagoError.responseTooLarge`.
-        public var maximumResponseSize: Int
-        /// How many redirects one load may follow before it fails with
-        /// `ImagoError.redirectRefused`.
-        public var maximumRedirects: Int
-        /// Whether a redirect from `https` to `http` is followed. Off by default: it
-        /// would hand a request the caller made over TLS to anyone on the path.
-        public var allowsHTTPSDowngrade: Bool
-        /// Headers sent with every request of this loader (and every redirect of it,
-        /// whatever its host). Put credentials on the request instead: per-request
-        /// `Authorization` and `Cookie` headers are dropped when a redirect leaves
-        /// the original origin. Without a `User-Agent` here or on the request,
-        /// `ImageLoader.defaultUserAgent` is sent.
-        public var httpAdditionalHeaders: [String: String]
-        /// Connections open at once to one host. Six, as browsers do: enough to keep a
-        /// grid of thumbnails flowing without being a burden on the server.
-        public var httpMaximumConnectionsPerHost: Int
-        /// Seconds a transfer may receive nothing before it fails with
-        /// `ImagoError.network`, code `.timedOut`. This is an idle timer, not a bound on the whole load
-        /// (the image loader enforces that by cancelling); it only stops a connection
-        /// that has gone silent from lingering when nobody set a deadline. Rounded up
-        /// to whole seconds, at least 1, because URLSession on Linux truncates
-        /// fractions (0.5 s would fire at once).
-        public var idleTimeout: Double
-
-        /// Makes a configuration; every argument has a documented default.
-        public init(
-            maximumResponseSize: Int = Configuration.defaultMaximumResponseSize,
-            maximumRedirects: Int = 10,
-            allowsHTTPSDowngrade: Bool = false,
-            httpAdditionalHeaders: [String: String] = [:],
-            httpMaximumConnectionsPerHost: Int = 6,
-            idleTimeout: Double = 60
-        ) {
-            self.maximumResponseSize = maximumResponseSize
-            self.maximumRedirects = maximumRedirects
-            self.allowsHTTPSDowngrade = allowsHTTPSDowngrade
-            self.httpAdditionalHeaders = httpAdditionalHeaders
-            self.httpMaximumConnectionsPerHost = httpMaximumConnectionsPerHost
-            self.idleTimeout = idleTimeout
-        }
-
-        var redirectPolicy: RedirectPolicy {
-            RedirectPolicy(maximumRedirects: maximumRedirects, allowsHTTPSDowngrade: allowsHTTPSDowngrade)
-        }
-    }
-
     /// The settings this loader was made with.
-    public let configuration: Configuration
+    public let configuration: HTTPLoaderConfiguration
 
     private let session: URLSession
     private let delegate: SessionDelegate
@@ -90,14 +32,14 @@ public final class URLSessionDataLoader: DataLoading {
     #endif
 
     /// Makes a loader with its own URLSession.
-    public init(configuration: Configuration = Configuration()) {
+    public init(configuration: HTTPLoaderConfiguration = HTTPLoaderConfiguration()) {
         self.configuration = configuration
         let sessionConfiguration = Self.ephemeralConfiguration()
         sessionConfiguration.urlCache = nil
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
         // No stored credentials: a 401 is an answer for the caller, not a prompt.
         sessionConfiguration.urlCredentialStorage = nil
-        sessionConfiguration.timeoutIntervalForRequest = max(1, configuration.idleTimeout.rounded(.up))
+        sessionConfiguration.timeoutIntervalForRequest = Double(configuration.idleSeconds)
         sessionConfiguration.httpMaximumConnectionsPerHost = max(1, configuration.httpMaximumConnectionsPerHost)
         // A request's own header replaces the session's of the same name, so the
         // default User-Agent goes here, under the request's.
@@ -147,9 +89,8 @@ public final class URLSessionDataLoader: DataLoading {
     var unfinishedTaskCount: Int { delegate.unfinishedTaskCount }
 
     /// Whether this loader takes `url`: `http` or `https` with a host.
-    public static func canLoad(_ url: URL) -> Bool {
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
-        return url.host.map { !$0.isEmpty } ?? false
+    public func canLoad(_ url: URL) -> Bool {
+        HTTPLoaderConfiguration.takes(url)
     }
 
     /// Loads `request`; a non-2xx status is returned, not thrown.
@@ -165,14 +106,14 @@ public final class URLSessionDataLoader: DataLoading {
         for request: URLRequest, options: DataLoadingOptions,
         progress: @escaping @Sendable (DataLoadingProgress) -> Void
     ) async throws(ImagoError) -> DataResponse {
-        guard var url = request.url, Self.canLoad(url) else {
+        guard var url = request.url, canLoad(url) else {
             throw .invalidURL(request.url?.absoluteString ?? "")
         }
         #if canImport(CCurl)
         if url.host?.contains(":") == true {
             let loader = literalIPv6Loader.withLock { loader in
                 if let loader { return loader }
-                let made = CurlDataLoader(configuration: .init(configuration))
+                let made = CurlDataLoader(configuration: configuration)
                 loader = made
                 return made
             }
@@ -198,18 +139,7 @@ public final class URLSessionDataLoader: DataLoading {
         let handle = TaskHandle(task)
         delegate.register(transfer, for: task.taskIdentifier)
 
-        // The awaiting task is resumed by whichever comes first: the transfer's end or
-        // the caller's cancellation. Waiting for URLSession to acknowledge a cancel is
-        // not needed (and on Linux it takes a trip through its serial work queue).
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                transfer.install(continuation)
-                task.resume()
-            }
-        } onCancel: {
-            if transfer.finish(.failure(.cancelled)) { delegate.stop(handle) }
-        }
-        return try result.get()
+        return try await transfer.outcome.run { task.resume() } stop: { [delegate] in delegate.stop(handle) }
     }
 }
 
@@ -224,9 +154,9 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     /// callback (on Linux, `cancel()` waits on URLSession's work queue and can
     /// deadlock there), and serially, so 10,000 cancels cost one thread, not 10,000.
     private let cancelQueue = DispatchQueue(label: "Imago.URLSessionDataLoader.cancel")
-    private let configuration: URLSessionDataLoader.Configuration
+    private let configuration: HTTPLoaderConfiguration
 
-    init(configuration: URLSessionDataLoader.Configuration) {
+    init(configuration: HTTPLoaderConfiguration) {
         self.configuration = configuration
     }
 

@@ -261,23 +261,7 @@ extension Pipeline {
     private func fetch(
         _ request: ImageRequest, stage: Stage<OriginalData>, extraHeaders: [String: String] = [:]
     ) async throws(ImagoError) -> (DataResponse, Int) {
-        var urlRequest = request.urlRequest
-        for (name, value) in extraHeaders { urlRequest.setValue(value, forHTTPHeaderField: name) }
-        for (name, value) in configuration.headers where urlRequest.value(forHTTPHeaderField: name) == nil {
-            urlRequest.setValue(value, forHTTPHeaderField: name)
-        }
-        // The formats this build decodes, so a negotiating server never picks one it cannot.
-        if urlRequest.value(forHTTPHeaderField: "Accept") == nil {
-            urlRequest.setValue(ImageFormat.acceptHeader, forHTTPHeaderField: "Accept")
-        }
-        if let modifier = configuration.requestModifier { urlRequest = modifier(urlRequest) }
-        // Checked on the request as it will be sent, whatever added the header, and
-        // on the configured headers as given: Foundation on Linux drops such a value
-        // without a word, which would send the request without it.
-        let fields = Array(configuration.headers) + Array(urlRequest.allHTTPHeaderFields ?? [:])
-        if let field = fields.first(where: { Self.smuggles($0.key) || Self.smuggles($0.value) }) {
-            throw .invalidRequest(url: request.url.absoluteString, reason: "the header \(field.key.debugDescription) holds a line break or NUL")
-        }
+        let urlRequest = try configuration.urlRequest(for: request, validators: extraHeaders)
         // Whether to pass on the bytes as they arrive is settled when the transfer
         // starts: a request wanting previews that joins later gets them only if one
         // already did. A revalidation in the background (its stage has finished)
@@ -322,11 +306,6 @@ extension Pipeline {
     /// of the confirmation counts, so the record is always written then.
     func rewritesAfterRevalidation(_ updated: HTTPCacheMetadata, stored: HTTPCacheMetadata) -> Bool {
         configuration.diskFreshnessPolicy != .httpHeaders || !updated.confirms(stored)
-    }
-
-    /// Whether header text would break out of its line on the wire.
-    static func smuggles(_ text: String) -> Bool {
-        text.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
     }
 }
 

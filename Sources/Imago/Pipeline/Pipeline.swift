@@ -223,11 +223,11 @@ final class Pipeline: @unchecked Sendable {
         return stage
     }
 
-    /// The disk tier for `request`: http(s) images only (local files are on disk
+    /// The disk tier for `request`: remote images only (local ones are at hand
     /// already), and none with caching off. Called with the lock held.
     func diskCache(for request: ImageRequest) -> DiskCache? {
-        let scheme = request.url.scheme?.lowercased()
-        return cache != nil && (scheme == "http" || scheme == "https") ? configuration.diskCache : nil
+        guard cache != nil, case .remote = request.resource else { return nil }
+        return configuration.diskCache
     }
 
     /// The image stage of `key`, made and started from `request` if none is in flight.

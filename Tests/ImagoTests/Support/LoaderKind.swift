@@ -19,13 +19,13 @@ enum LoaderKind: String, Sendable, CustomStringConvertible {
     var description: String { rawValue }
 
     /// A loader of this kind with `configuration`'s settings.
-    func make(_ configuration: URLSessionDataLoader.Configuration = .init()) -> any DataLoading {
+    func make(_ configuration: HTTPLoaderConfiguration = .init()) -> any DataLoading {
         switch self {
         case .urlSession:
             return URLSessionDataLoader(configuration: configuration)
         case .curl:
             #if os(Linux)
-            return CurlDataLoader(configuration: CurlDataLoader.Configuration(configuration))
+            return CurlDataLoader(configuration: configuration)
             #else
             fatalError("the curl loader exists on Linux only")
             #endif

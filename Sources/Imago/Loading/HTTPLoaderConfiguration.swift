@@ -1,0 +1,88 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Settings of an HTTP data loader, fixed for its lifetime: the same for
+/// `CurlDataLoader` and `URLSessionDataLoader`, so either can stand behind one
+/// configuration and each behaves as the other does.
+public struct HTTPLoaderConfiguration: Sendable {
+    /// 64 MiB: room for the largest originals an app meets (a 100-megapixel JPEG
+    /// is 30–50 MB) while capping what one hostile or misconfigured server can make
+    /// a single load hold in memory. Decoding has its own pixel limit; this one
+    /// bounds the bytes before decoding starts.
+    public static let defaultMaximumResponseSize = 64 << 20
+
+    /// The largest body accepted, in bytes. A response whose Content-Length says
+    /// more is stopped when its headers arrive; one without a length is stopped
+    /// when it grows past the limit. Either way the load throws
+    /// `ImagoError.responseTooLarge`.
+    public var maximumResponseSize: Int
+    /// How many redirects one load may follow before it fails with
+    /// `ImagoError.redirectRefused`.
+    public var maximumRedirects: Int
+    /// Whether a redirect from `https` to `http` is followed. Off by default: it
+    /// would hand a request the caller made over TLS to anyone on the path.
+    public var allowsHTTPSDowngrade: Bool
+    /// Headers sent with every request of this loader (and every redirect of it,
+    /// whatever its host), under the request's own. Put credentials on the request
+    /// instead: per-request `Authorization` and `Cookie` headers are dropped when a
+    /// redirect leaves the original origin. Without a `User-Agent` here or on the
+    /// request, `ImageLoader.defaultUserAgent` is sent.
+    public var httpAdditionalHeaders: [String: String]
+    /// Connections open at once to one host; transfers beyond it wait for one of
+    /// them. Six, as browsers do: enough to keep a grid of thumbnails flowing
+    /// without being a burden on the server.
+    public var httpMaximumConnectionsPerHost: Int
+    /// Seconds a connection attempt or a transfer may go without progress before it
+    /// fails with `ImagoError.network`, code `.timedOut`. An idle timer, not a bound
+    /// on the whole load (the image loader enforces that by cancelling); it only
+    /// stops a connection that has gone silent from lingering when nobody set a
+    /// deadline. Rounded up to whole seconds, at least 1: libcurl's low-speed timer
+    /// counts whole seconds, and URLSession on Linux truncates fractions (0.5 s
+    /// would fire at once).
+    public var idleTimeout: Double
+
+    /// Makes a configuration; every argument has a documented default.
+    public init(
+        maximumResponseSize: Int = HTTPLoaderConfiguration.defaultMaximumResponseSize,
+        maximumRedirects: Int = 10,
+        allowsHTTPSDowngrade: Bool = false,
+        httpAdditionalHeaders: [String: String] = [:],
+        httpMaximumConnectionsPerHost: Int = 6,
+        idleTimeout: Double = 60
+    ) {
+        self.maximumResponseSize = maximumResponseSize
+        self.maximumRedirects = maximumRedirects
+        self.allowsHTTPSDowngrade = allowsHTTPSDowngrade
+        self.httpAdditionalHeaders = httpAdditionalHeaders
+        self.httpMaximumConnectionsPerHost = httpMaximumConnectionsPerHost
+        self.idleTimeout = idleTimeout
+    }
+
+    var redirectPolicy: RedirectPolicy {
+        RedirectPolicy(maximumRedirects: maximumRedirects, allowsHTTPSDowngrade: allowsHTTPSDowngrade)
+    }
+
+    /// The idle timeout as both clients count it: whole seconds, at least one.
+    var idleSeconds: Int { max(1, Int(idleTimeout.rounded(.up))) }
+
+    /// Whether an HTTP loader takes `url`: `http` or `https` with a host.
+    static func takes(_ url: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        return url.host.map { !$0.isEmpty } ?? false
+    }
+}
+
+extension URL {
+    /// The URL with its scheme in lower case (`HTTP://host/a` → `http://host/a`); nil
+    /// when it already is. Schemes are case-insensitive (RFC 3986 §3.1), but URLSession
+    /// on Linux sends an upper-case one to libcurl, which then fails, and one image
+    /// should have one key however its scheme is written.
+    var withLowercasedScheme: URL? {
+        guard let scheme, scheme.contains(where: \.isUppercase),
+              var components = URLComponents(url: self, resolvingAgainstBaseURL: true) else { return nil }
+        components.scheme = scheme.lowercased()
+        return components.url
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+@testable import Imago
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The data loader decides which URLs it takes: one of an app's own serves a scheme
+/// Imago has never heard of, through the whole loader.
+@Suite struct CustomSchemeTests {
+    /// Serves `demo://NAME` from images it holds; takes no other URL.
+    struct DemoLoader: DataLoading {
+        let images: [String: Data]
+
+        func canLoad(_ url: URL) -> Bool { url.scheme == "demo" }
+
+        func loadData(
+            for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void
+        ) async throws(ImagoError) -> DataResponse {
+            guard let url = request.url, canLoad(url), let data = images[url.host ?? ""] else {
+                throw .invalidURL(request.url?.absoluteString ?? "")
+            }
+            progress(Int64(data.count), Int64(data.count))
+            return DataResponse(data: data, url: url)
+        }
+    }
+
+    @Test func aLoaderOfItsOwnSchemeWorksEndToEnd() async throws {
+        let demo = DemoLoader(images: ["red": pngData(200, width: 6, height: 4)])
+        let loader = ImageLoader(configuration: .init(dataLoader: demo), cache: ImageCache())
+        let url = try #require(URL(string: "demo://red"))
+        guard case .remote = ImageRequest(url: url).resource else {
+            Issue.record("a URL of a scheme of its own is fetched by the data loader")
+            return
+        }
+        let response = try await loader.image(for: ImageRequest(url: url, targetSize: .thumbnail(3)))
+        #expect(response.image.width == 3 && response.image.height == 2)
+        #expect(response.image.bitmap[0, 0].r == 200)
+        let again = try await loader.image(for: ImageRequest(url: url, targetSize: .thumbnail(3)))
+        #expect(again.source == .memory)
+        // What the demo loader does not take fails before any I/O.
+        for other in ["https://example.com/a.png", "demo-not://red"] {
+            let task = loader.task(with: ImageRequest(url: try #require(URL(string: other))))
+            guard case .failure(.invalidURL) = await task.value else {
+                Issue.record("\(other) was not refused as a URL the data loader does not take")
+                continue
+            }
+        }
+    }
+
+    @Test func theDefaultLoaderTakesWhatItsHalvesTake() async throws {
+        let loader = DefaultDataLoader(network: DemoLoader(images: [:]))
+        #expect(loader.canLoad(try #require(URL(string: "demo://red"))))
+        #expect(loader.canLoad(URL(fileURLWithPath: "/tmp/a.png")))
+        #expect(!loader.canLoad(try #require(URL(string: "https://example.com/a.png"))))
+        #expect(DefaultDataLoader().canLoad(try #require(URL(string: "https://example.com/a.png"))))
+        guard case .local = ImageRequest(url: URL(fileURLWithPath: "/tmp/a.png")).resource,
+              case .local = ImageRequest(url: try #require(URL(string: "data:,x"))).resource else {
+            Issue.record("files and data: URLs are local resources")
+            return
+        }
+    }
+}
