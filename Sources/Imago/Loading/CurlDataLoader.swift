@@ -15,16 +15,17 @@ import FoundationNetworking
 /// as soon as loads spread over several origins, and fails with "Couldn't connect"
 /// (or crashes inside libdispatch) when the process runs out of file descriptors.
 ///
-/// This loader behaves as `URLSessionDataLoader` does (the same size limit, redirect
-/// policy, errors and progress) and adds what those problems need: idle connections
-/// are kept for every origin up to the connection budget, and the budget is sized
-/// from the process's descriptor limit (`RLIMIT_NOFILE`), leaving room for the rest
-/// of the process, so that loads beyond it wait for a connection instead of failing.
+/// This loader behaves as `URLSessionDataLoader` does (one configuration, one
+/// transfer core for the size limit, truncation and progress, one set of failures)
+/// and adds what those problems need: idle connections are kept for every origin
+/// up to the connection budget, and the budget is sized from the process's
+/// descriptor limit (`RLIMIT_NOFILE`), leaving room for the rest of the process, so
+/// that loads beyond it wait for a connection instead of failing.
 public final class CurlDataLoader: DataLoading {
     /// The settings this loader was made with.
     public let configuration: HTTPLoaderConfiguration
-    /// Connections this loader opens at most, over every host: the configured
-    /// maximum, or the budget left by the descriptor limit when the loader was made.
+    /// Connections this loader opens at most, over every host: the
+    /// `maximumConnections` it was made with, or the budget left by the descriptor limit when the loader was made.
     /// Fewer once the process runs short of descriptors while it loads: a socket that
     /// would leave fewer than three free is refused, and the limit comes down to the
     /// connections held, so later loads wait for one of them (`CurlSockets`).

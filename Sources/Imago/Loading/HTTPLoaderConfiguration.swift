@@ -69,7 +69,10 @@ public struct HTTPLoaderConfiguration: Sendable {
 
     /// Whether an HTTP loader takes `url`: `http` or `https` with a host.
     static func takes(_ url: URL) -> Bool {
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        guard let scheme = url.scheme else { return false }
+        // Most schemes are in lower case already: no new string for them.
+        let lowered = scheme.contains(where: \.isUppercase) ? scheme.lowercased() : scheme
+        guard lowered == "http" || lowered == "https" else { return false }
         return url.host.map { !$0.isEmpty } ?? false
     }
 }

@@ -6,8 +6,9 @@ import FoundationNetworking
 extension ImageLoader {
     /// Settings fixed when a loader is made.
     public struct Configuration: Sendable {
-        /// Fetches the bytes: URLSession for http(s), the file system for `file:`,
-        /// the URL itself for `data:`.
+        /// Fetches the bytes, and decides which URLs can be loaded at all
+        /// (`DataLoading.canLoad(_:)`): by default the platform's HTTP client for
+        /// `http` and `https`, the file system for `file:`, the URL itself for `data:`.
         public var dataLoader: any DataLoading
         /// Decoders.
         public var decoders: ImageDecoderRegistry
@@ -15,11 +16,13 @@ extension ImageLoader {
         public var retryPolicy: RetryPolicy
         /// The largest image decoded (pixels; an animation's canvas counts once).
         public var maximumPixelCount: Int
-        /// Headers added to every request (authorization, say).
+        /// Headers added to every request that has none of the name (authorization,
+        /// say); the HTTP loader's own `HTTPLoaderConfiguration.httpAdditionalHeaders`
+        /// go beneath these.
         public var headers: [String: String]
         /// Changes each URL request just before it is sent.
         public var requestModifier: (@Sendable (URLRequest) -> URLRequest)?
-        /// The disk tier for http(s) images; nil for none. `ImageLoader.shared` uses
+        /// The disk tier for remote images (`ImageRequest.Resource.remote`); nil for none. `ImageLoader.shared` uses
         /// `DiskCache.shared`; other loaders have none unless given one, so that a
         /// loader made for a test or a job never shares files by surprise.
         public var diskCache: DiskCache?

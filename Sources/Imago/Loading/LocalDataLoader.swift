@@ -36,8 +36,11 @@ public struct LocalDataLoader: DataLoading {
     /// Whether `url` names bytes at hand, a `file:` or `data:` URL: what this loader
     /// takes, and what `ImageRequest` counts as a local resource.
     static func takes(_ url: URL) -> Bool {
-        let scheme = url.scheme?.lowercased()
-        return scheme == "file" || scheme == "data"
+        guard let scheme = url.scheme else { return false }
+        // Every request is asked as it is made; most schemes are in lower case
+        // already: no new string for them.
+        let lowered = scheme.contains(where: \.isUppercase) ? scheme.lowercased() : scheme
+        return lowered == "file" || lowered == "data"
     }
 
     /// Reads the file or decodes the `data:` URL. Progress is reported once, when the
