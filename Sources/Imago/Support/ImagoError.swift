@@ -48,8 +48,9 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
     /// `EISDIR`, the error reading one gives; other files that are not regular files
     /// (devices, FIFOs) are refused before any call fails, with nil.
     case fileError(path: String, reason: String, errno: Int32?)
-    /// The URL is malformed or its scheme is not one Imago loads (http, https,
-    /// file, data); found before any I/O.
+    /// The URL is malformed or the data loader does not take it
+    /// (`DataLoading.canLoad(_:)`; by default http, https, file and data); found
+    /// before any I/O.
     case invalidURL(String)
     /// The request cannot be sent as it is: a header name or value carries a line
     /// break or a NUL, which would let it smuggle headers of its own; found before
@@ -154,7 +155,7 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
         case .fileError(let path, let reason, _):
             return "\(path): \(reason)"
         case .invalidURL(let url):
-            return "'\(url)' is not a URL Imago can load (http, https, file or data)"
+            return "'\(url)' is not a URL Imago can load (the data loader does not take it)"
         case .invalidRequest(let url, let reason):
             return "\(url): the request cannot be sent: \(reason)"
         case .httpStatus(let status, let url):
