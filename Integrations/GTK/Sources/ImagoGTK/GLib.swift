@@ -65,6 +65,39 @@ public func connectSignal(
         releaseBox, G_CONNECT_SWAPPED))
 }
 
+/// A Swift closure taking a signal's unsigned argument (a position), kept alive for as
+/// long as GLib holds its callback.
+///
+/// `@unchecked Sendable`: the closure is only ever called on the main thread, by GTK.
+private final class PositionCallbackBox: @unchecked Sendable {
+    let call: @MainActor (UInt32) -> Void
+    init(_ call: @escaping @MainActor (UInt32) -> Void) { self.call = call }
+}
+
+/// Swapped, a handler of a signal with one `guint` argument gets its user data, the
+/// argument, then the instance.
+private let positionTrampoline: @convention(c) (UnsafeMutableRawPointer?, UInt32, UnsafeMutableRawPointer?) -> Void = { data, position, _ in
+    guard let data else { return }
+    let box = Unmanaged<PositionCallbackBox>.fromOpaque(data).takeUnretainedValue()
+    onMainActor { box.call(position) }
+}
+
+private let releasePositionBox: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<GClosure>?) -> Void = { data, _ in
+    if let data { Unmanaged<PositionCallbackBox>.fromOpaque(data).release() }
+}
+
+/// Connects `handler` to `signal` of `instance`, a signal whose one argument is a
+/// `guint` (a list or grid view's `activate`, say) and whose handlers return nothing.
+@MainActor @discardableResult
+public func connectPositionSignal(
+    _ instance: UnsafeMutableRawPointer, _ signal: String, _ handler: @escaping @MainActor (_ position: UInt32) -> Void
+) -> UInt {
+    let box = Unmanaged.passRetained(PositionCallbackBox(handler)).toOpaque()
+    return UInt(g_signal_connect_data(
+        instance, signal, unsafeBitCast(positionTrampoline, to: GCallback.self), box,
+        releasePositionBox, G_CONNECT_SWAPPED))
+}
+
 /// Makes the GLib main loop run the main actor's jobs (see `imago_gtk_attach_main_queue`):
 /// `Task { @MainActor in … }` and Imago's view updates reach widgets only through it.
 /// `ImageView` calls it; a program that awaits on the main actor before making one

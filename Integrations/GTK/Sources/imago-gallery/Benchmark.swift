@@ -24,7 +24,7 @@ func runBenchmark(
             shownIndex[ObjectIdentifier(cell)] = index
             // The image shown must be the one the memory cache holds for this item.
             if content.phase == .success, let image = content.image,
-                let expected = loader.cachedImage(for: grid.request(for: index)), expected.bitmap.pixels != image.bitmap.pixels
+                let request = grid.request(for: index), let expected = loader.cachedImage(for: request), expected.bitmap.pixels != image.bitmap.pixels
             {
                 wrongDeliveries += 1
             }
@@ -65,7 +65,8 @@ func runBenchmark(
         for (index, view) in grid.boundCells where shownIndex[ObjectIdentifier(view)] == index {
             var bounds = graphene_rect_t()
             guard gtk_widget_get_mapped(view.widget) != 0, gtk_widget_compute_bounds(view.widget, window, &bounds) != 0,
-                graphene_rect_contains_rect(&viewport, &bounds), let expected = loader.cachedImage(for: grid.request(for: index)),
+                graphene_rect_contains_rect(&viewport, &bounds), let request = grid.request(for: index),
+                let expected = loader.cachedImage(for: request),
                 !view.loadingState.isCrossfading
             else { continue }
             let x = Int(Double(bounds.origin.x + bounds.size.width / 2) * scale)
@@ -128,18 +129,18 @@ func runBenchmark(
         let s = grid.statistics
         print(String(
             format: "benchmark: %d images, %d columns, scale %d; first frame %.2f s, first screen loaded %.2f s",
-            grid.urls.count, grid.columns, Int(gtk_widget_get_scale_factor(window)), firstFrame ?? -1, firstScreen ?? -1))
+            grid.count, grid.columns, Int(gtk_widget_get_scale_factor(window)), firstFrame ?? -1, firstScreen ?? -1))
         print(String(
             format: "benchmark: %d passes end to end at 3000 pt/s: %d frames, gaps median %.1f ms, p99 %.1f ms, max %.1f ms",
             passes, sorted.count, percentile(0.5), percentile(0.99), (sorted.last ?? 0) * 1000))
         print("benchmark: cells on screen checked by pixels \(checked), wrong \(wrongPixels); deliveries not the item's own \(wrongDeliveries)")
         print("benchmark: loaded \(s.loaded), failed \(s.failed), memory hits \(s.memoryHits), disk hits \(s.diskHits); peak RSS \(Int(peak).map { "\($0 / 1024) MB" } ?? peak)")
         if let (index, view) = grid.boundCells.first(where: { grid.visibleRange.contains($0.index) }), let shown = view.image,
-            let target = grid.request(for: index).targetSize
+            let request = grid.request(for: index), let target = request.targetSize
         {
             // The same photo decoded straight at the cell's pixel size, with no cache.
             let direct = ImageLoader(configuration: .init(recentOriginals: nil, recentFailures: nil), cache: nil)
-            let url = grid.urls[index]
+            let url = request.url
             Task { @MainActor in
                 let fresh = try? await direct.image(for: ImageRequest(url: url, targetSize: target)).image
                 var difference = -1

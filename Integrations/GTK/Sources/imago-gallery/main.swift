@@ -177,7 +177,7 @@ grid.placeholder = square(8, 225, 225, 225)
 grid.options.failureImage = brokenPicture(64)
 grid.didBind = { cell, _ in gtk_widget_set_tooltip_text(cell.widget, nil) }
 grid.didFail = { cell, index, error in
-    gtk_widget_set_tooltip_text(cell.widget, "\(options.urls[index].lastPathComponent): \(error)")
+    gtk_widget_set_tooltip_text(cell.widget, "\(grid.accessibleLabel(at: index) ?? ""): \(error)")
 }
 
 let status = gtk_label_new("")!
@@ -201,8 +201,9 @@ gtk_window_set_child(window.cast(GtkWindow.self), box)
 var detailViews: [UnsafeMutableRawPointer: ImageView] = [:]
 
 grid.didActivate = { index, _ in
+    guard let url = grid.url(at: index), let request = grid.request(for: index) else { return }
     let detail = gtk_window_new()!
-    gtk_window_set_title(detail.cast(GtkWindow.self), options.urls[index].lastPathComponent)
+    gtk_window_set_title(detail.cast(GtkWindow.self), grid.accessibleLabel(at: index) ?? url.absoluteString)
     gtk_window_set_default_size(detail.cast(GtkWindow.self), 800, 600)
     gtk_window_set_transient_for(detail.cast(GtkWindow.self), window.cast(GtkWindow.self))
     let view = ImageView(targetLoader: fullImageLoader, contentMode: .aspectFit)
@@ -212,10 +213,10 @@ grid.didActivate = { index, _ in
     // The thumbnail, already in memory, stands in at once; the full image (at the
     // window's size) replaces it, sharpening in place as its scans or passes arrive
     // when it is a progressive JPEG or an interlaced PNG.
-    let thumbnail = thumbnailLoader.loader.cachedImage(for: grid.request(for: index))
+    let thumbnail = thumbnailLoader.loader.cachedImage(for: request)
     let scale = Double(gtk_widget_get_scale_factor(window))
     view.setImage(
-        with: options.urls[index], placeholder: thumbnail,
+        with: url, placeholder: thumbnail,
         options: ImageDisplayOptions(
             targetSize: TargetSize(points: 800, 600, scale: scale, contentMode: .aspectFit), showsProgressivePreviews: true))
     gtk_window_present(detail.cast(GtkWindow.self))
