@@ -1,0 +1,191 @@
+import Foundation
+import Imago
+import ImagoGTK
+import XCTest
+
+/// The grid over a `GListModel` in a real window, against a real server: items spliced
+/// in and out while it is shown, captions, accessible labels, activation.
+///
+/// XCTest, not Swift Testing: GTK must be driven from the process's main thread, where
+/// the main actor's jobs run inside the GLib loop. Swift Testing on Linux parks the main
+/// thread in `dispatchMain()` and runs main-actor tests on a worker thread serving the
+/// main queue, where neither holds.
+final class ImageGridModelTests: XCTestCase {
+    /// A server with a 24×24 PNG of colour `k` at `/img/<k>` for each `k` below 216.
+    @MainActor
+    private static func colourServer() throws -> TestServer {
+        let server = TestServer()
+        try server.start()
+        for k in 0..<216 {
+            let c = Pixels.colour(k)
+            server.route("/img/\(k)", data: try Pixels.png(Pixels.solid(width: 24, height: 24, c.r, c.g, c.b)), headers: ["Content-Type": "image/png"])
+        }
+        return server
+    }
+
+    @MainActor
+    private static func loader() -> ImageTargetLoader {
+        ImageTargetLoader(loader: ImageLoader(configuration: .init(), cache: ImageCache(memoryPressure: nil)))
+    }
+
+    /// The colour index a URL of `colourServer()` stands for.
+    @MainActor
+    private static func colour(of url: URL?) -> Int? {
+        url.flatMap { Int($0.lastPathComponent) }
+    }
+
+    /// What `widget` draws, once it has drawn.
+    @MainActor
+    private static func capture(_ widget: UnsafeMutablePointer<GtkWidget>) throws -> Bitmap {
+        var bitmap: Bitmap?
+        GTK.run(until: { bitmap = WidgetCapture.bitmap(of: widget); return bitmap != nil }, timeout: 60)
+        return try XCTUnwrap(bitmap, "the window drew")
+    }
+
+    /// Whether every cell on screen shows its item's image, faded in.
+    @MainActor
+    private static func settled(_ grid: ImageGrid) -> Bool {
+        let visible = grid.visibleRange
+        let shown = grid.boundCells.filter { visible.contains($0.index) }
+        return !visible.isEmpty && grid.statistics.inFlight == 0 && shown.count == visible.count
+            && shown.allSatisfy { $0.view.loadingState.image != nil && !$0.view.loadingState.isCrossfading }
+    }
+
+    /// The cells on screen, each its item's index and the middle pixel it draws.
+    @MainActor
+    private static func pixelsOnScreen(_ grid: ImageGrid, in window: GTK.Window) throws -> [(index: Int, pixel: (r: UInt8, g: UInt8, b: UInt8, a: UInt8))] {
+        let capture = try capture(window.widget)
+        var viewport = graphene_rect_t()
+        XCTAssertNotEqual(gtk_widget_compute_bounds(grid.widget, window.widget, &viewport), 0)
+        return grid.boundCells.compactMap { index, view in
+            var bounds = graphene_rect_t()
+            guard gtk_widget_get_mapped(view.widget) != 0, gtk_widget_compute_bounds(view.widget, window.widget, &bounds) != 0,
+                graphene_rect_contains_rect(&viewport, &bounds)
+            else { return nil }
+            return (index, capture[Int(bounds.origin.x + bounds.size.width / 2), Int(bounds.origin.y + bounds.size.height / 2)])
+        }
+    }
+
+    /// Items spliced into and out of the model while the grid shows it: cells follow
+    /// their items, new items load, and no cell ever shows an image other than that
+    /// of the item it shows at that moment, before or after the splices.
+    func testCellsFollowTheModelAsItemsAreAddedAndRemoved() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let server = try Self.colourServer()
+            defer { server.stop() }
+            let list = gtk_string_list_new(nil)!
+            defer { g_object_unref(UnsafeMutableRawPointer(list)) }
+            for k in 0..<60 { gtk_string_list_append(list, server.url("/img/\(k)").absoluteString) }
+            let grid = ImageGrid(model: list, cellSize: 40, targetLoader: Self.loader())
+            grid.options.crossfadeDuration = 0
+
+            // Every image shown is checked against the item its cell shows at that moment.
+            var wrong: [String] = []
+            var shown = 0
+            grid.didBind = { view, _ in
+                view.didDisplay = { [unowned view] content in
+                    guard content.phase == .success, let image = content.image else { return }
+                    shown += 1
+                    let found = Pixels.index(of: image.bitmap[image.width / 2, image.height / 2])
+                    guard let index = grid.boundCells.first(where: { $0.view === view })?.index else {
+                        wrong.append("a cell with no item showed colour \(found.index)")
+                        return
+                    }
+                    if found.index != Self.colour(of: grid.url(at: index)) || found.distance > 6 {
+                        wrong.append("item \(index) (\(grid.url(at: index)?.lastPathComponent ?? "-")) showed colour \(found.index)")
+                    }
+                }
+            }
+            let window = GTK.window(width: 200, height: 300, child: grid.widget)
+            defer { window.close() }
+            XCTAssertTrue(GTK.run(until: { grid.columns == 4 && Self.settled(grid) }, timeout: 60), "the first screen loaded: \(grid.statistics)")
+
+            // Eight items out at 2, five new ones in their place; then the first item out,
+            // and two more at the end of the screen.
+            let added = (100..<105).map { server.url("/img/\($0)").absoluteString }
+            added.withCStringArray { gtk_string_list_splice(list, 2, 8, $0) }
+            gtk_string_list_remove(list, 0)
+            [150, 151].map { server.url("/img/\($0)").absoluteString }.withCStringArray { gtk_string_list_splice(list, 20, 0, $0) }
+            XCTAssertEqual(grid.count, 60 - 8 + 5 - 1 + 2)
+            let expected = [1] + Array(100..<105) + Array(10..<24) + [150, 151] + Array(24..<60)
+            XCTAssertEqual((0..<grid.count).map { Self.colour(of: grid.url(at: $0)) }, expected)
+
+            XCTAssertTrue(GTK.run(until: { Self.settled(grid) }, timeout: 60), "the screen loaded again: \(grid.statistics)")
+            GTK.run(for: 0.2)
+            let cells = try Self.pixelsOnScreen(grid, in: window)
+            XCTAssertGreaterThanOrEqual(cells.count, 16, "the window shows several rows of cells")
+            for (index, pixel) in cells {
+                let found = Pixels.index(of: pixel)
+                XCTAssertTrue(found.index == expected[index] && found.distance <= 6, "the cell of item \(index) draws its own image, colour \(expected[index]), not \(found.index)")
+            }
+            XCTAssertGreaterThan(shown, 0)
+            XCTAssertEqual(wrong, [], "no cell showed another item's image")
+            for k in 100..<105 { XCTAssertEqual(server.count(for: "/img/\(k)"), 1, "the new item \(k) was asked for once") }
+        }
+    }
+
+    /// Items of any model, their URLs and captions read by closures: each cell shows
+    /// its caption under its image and has it as its accessible label; Enter on a
+    /// focused cell activates it as a click does, with its item's index.
+    func testCaptionsAccessibleLabelsAndActivation() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            let server = try Self.colourServer()
+            defer { server.stop() }
+            // The items are names; the closures make them URLs and captions.
+            let names = (0..<30).map { String(($0 * 7) % 216) }
+            let list = gtk_string_list_new(nil)!
+            defer { g_object_unref(UnsafeMutableRawPointer(list)) }
+            for name in names { gtk_string_list_append(list, name) }
+            let name = ImageGrid.stringProperty("string")
+            let grid = ImageGrid(
+                model: list, cellSize: 48, targetLoader: Self.loader(),
+                url: { item in name(item).map { server.url("/img/\($0)") } },
+                caption: { item in name(item).map { "Colour \($0)" } })
+            var activated: [(Int, ImageView)] = []
+            grid.didActivate = { index, view in activated.append((index, view)) }
+            let window = GTK.window(width: 300, height: 300, child: grid.widget)
+            defer { window.close() }
+            XCTAssertTrue(GTK.run(until: { Self.settled(grid) }, timeout: 60), "the first screen loaded: \(grid.statistics)")
+
+            XCTAssertEqual(grid.accessibleLabel(at: 3), "Colour \(names[3])")
+            XCTAssertEqual(grid.url(at: 3), server.url("/img/\(names[3])"))
+            let bound = grid.boundCells.filter { grid.visibleRange.contains($0.index) }
+            XCTAssertGreaterThanOrEqual(bound.count, 8)
+            for (index, view) in bound {
+                let label = gtk_widget_get_next_sibling(view.widget)
+                XCTAssertEqual(label.map { String(cString: gtk_label_get_text($0.opaque)) }, "Colour \(names[index])", "item \(index)'s caption")
+                // The focusable list item's widget carries the label for screen readers.
+                let item = try XCTUnwrap(gtk_widget_get_parent(gtk_widget_get_parent(view.widget)))
+                XCTAssertNotEqual(gtk_test_accessible_has_property(OpaquePointer(item), GTK_ACCESSIBLE_PROPERTY_LABEL), 0)
+            }
+
+            // Enter on a focused cell: GTK's key binding for it is the list item's activate signal.
+            let (index, view) = try XCTUnwrap(bound.first { $0.index == 5 })
+            let item = try XCTUnwrap(gtk_widget_get_parent(gtk_widget_get_parent(view.widget)))
+            XCTAssertNotEqual(gtk_widget_grab_focus(item), 0, "the cell takes the focus")
+            XCTAssertNotEqual(gtk_widget_activate(item), 0, "the cell has an activation")
+            GTK.run(for: 0.1)
+            XCTAssertEqual(activated.count, 1)
+            XCTAssertEqual(activated.first?.0, index)
+            XCTAssertTrue(activated.first?.1 === view)
+
+            // A model without captions: the label is the last part of the URL's path.
+            let plain = ImageGrid(urls: [server.url("/img/4"), server.url("/photos/beach.jpg?size=2")], cellSize: 40, targetLoader: Self.loader())
+            XCTAssertEqual(plain.accessibleLabel(at: 1), "beach.jpg")
+            XCTAssertNil(plain.caption(at: 1))
+            XCTAssertNil(plain.url(at: 2))
+        }
+    }
+}
+
+extension Array where Element == String {
+    /// The strings as a NULL-terminated C array, for the duration of `body`.
+    fileprivate func withCStringArray<R>(_ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+        let copies = map { strdup($0) }
+        defer { for copy in copies { free(copy) } }
+        let array = copies.map { UnsafePointer($0) } + [nil]
+        return array.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}
