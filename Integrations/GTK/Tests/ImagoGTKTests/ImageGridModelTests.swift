@@ -178,6 +178,56 @@ final class ImageGridModelTests: XCTestCase {
             XCTAssertNil(plain.url(at: 2))
         }
     }
+
+    /// A cell unbound before its image came lets its load go on: a jump far down while
+    /// the first screen loads, and back, asks for each item of the first screen once,
+    /// however many of their cells GTK unbound in between; with no loads kept, the
+    /// items whose transfers were cut off are asked for again.
+    func testLoadsOfUnboundCellsGoOnAndScrollingBackAsksNothingAgain() throws {
+        try MainActor.assumeIsolated {
+            try GTK.initialize()
+            @MainActor func run(keeping limit: Int) throws -> (once: Int, again: Int) {
+                let server = TestServer()
+                try server.start()
+                defer { server.stop() }
+                let png = try Pixels.png(Pixels.solid(width: 24, height: 24, 10, 20, 30))
+                for n in 0..<2000 {
+                    server.route("/slow/\(n)") { _ in
+                        Thread.sleep(forTimeInterval: 0.2)
+                        return .ok(png, headers: ["Content-Type": "image/png"])
+                    }
+                }
+                let targets = Self.loader()
+                let grid = ImageGrid(urls: (0..<2000).map { server.url("/slow/\($0)") }, cellSize: 40, targetLoader: targets)
+                grid.keptLoadLimit = limit
+                let window = GTK.window(width: 400, height: 300, child: grid.widget)
+                defer { window.close() }
+                XCTAssertTrue(GTK.run(until: { grid.statistics.inFlight > 20 }, timeout: 60), "the first screen is loading")
+                // A little first: GTK 4.8's grid may leave its cells where they are after
+                // the first move of a grid that has not scrolled yet.
+                let adjustment = grid.verticalAdjustment
+                gtk_adjustment_set_value(adjustment, 50)
+                GTK.run(for: 0.1)
+                let firstScreen = grid.visibleRange
+                // Far enough that GTK unbinds the first screen's cells.
+                gtk_adjustment_set_value(adjustment, gtk_adjustment_get_upper(adjustment) / 2)
+                XCTAssertTrue(GTK.run(until: {
+                    !grid.boundCells.contains { firstScreen.contains($0.index) } && Self.settled(grid)
+                }, timeout: 60), "the middle of the grid loaded")
+                // Every kept load has landed by now: the last ones queued behind the middle.
+                XCTAssertTrue(GTK.run(until: { targets.loader.queuedCount == 0 }, timeout: 60))
+                GTK.run(for: 0.6)
+                gtk_adjustment_set_value(adjustment, 50)
+                XCTAssertTrue(GTK.run(until: { grid.visibleRange == firstScreen && Self.settled(grid) }, timeout: 60), "back at the top")
+                let counts = firstScreen.map { server.count(for: "/slow/\($0)") }
+                return (counts.filter { $0 == 1 }.count, counts.filter { $0 > 1 }.count)
+            }
+            let kept = try run(keeping: 200)
+            XCTAssertEqual(kept.again, 0, "with loads kept, nothing of the first screen was asked for twice: \(kept)")
+            let cancelled = try run(keeping: 0)
+            XCTAssertGreaterThan(cancelled.again, 0, "without, the cut-off transfers are asked for again: \(cancelled)")
+        }
+    }
 }
 
 extension Array where Element == String {

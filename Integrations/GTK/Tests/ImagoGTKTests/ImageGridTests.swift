@@ -228,7 +228,7 @@ final class ImageGridTests: XCTestCase {
     }
 
     /// After a jump to the end, the cells on screen load before anything queued
-    /// earlier: the loads of the cells that left the screen are cancelled.
+    /// earlier: the loads of the cells that left the screen are put behind them.
     func testAfterAJumpTheCellsOnScreenAreNextInLine() throws {
         try MainActor.assumeIsolated {
             try GTK.initialize()
