@@ -64,9 +64,11 @@ public final class ImageGrid {
     public var placeholder: DecodedImage?
     /// How many rows ahead of the scroll position are prefetched (3 by default).
     public var prefetchRows = 3
-    /// How many loads of cells that GTK unbound before their images came are let go
-    /// on, at the lowest priority, so their images land in the caches (32 by
-    /// default); the oldest beyond it are cancelled. 0 cancels each such load.
+    /// How many loads no cell waits for any more (a cell's that GTK unbound before its
+    /// image came, a prefetch that fell behind) are let go on at the lowest priority,
+    /// so their images land in the caches (32 by default); the oldest beyond it are
+    /// cancelled, since each may hold its transfer's bytes until it is decoded. 0
+    /// cancels each such load.
     public var keptLoadLimit = 32
     /// Called when a cell is bound to an item, before its image is asked for.
     public var didBind: (@MainActor (_ cell: ImageView, _ index: Int) -> Void)?

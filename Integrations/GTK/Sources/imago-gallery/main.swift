@@ -1,5 +1,5 @@
 // imago-gallery: a window with a grid of thumbnails of every image given, loaded
-// through Imago into recycled GTK cells; a click opens the full image.
+// through Imago into recycled GTK cells; a click, or Enter, opens the full image.
 
 import Foundation
 import Imago
@@ -15,10 +15,10 @@ let usage = """
     the rows ahead. The thumbnails are kept on disk apart from the full images, so
     a relaunch shows them from disk however many full images were opened. A failed
     thumbnail shows a broken-picture sign, and why it failed when the pointer rests
-    on it. Click a thumbnail to open the full image: the thumbnail at once, then the
-    full image, a progressive JPEG or interlaced PNG sharpening in place as it
-    arrives. The status line counts loaded, failed and in-flight images and cache
-    hits.
+    on it. Click a thumbnail, or press Enter on it, to open the full image: the
+    thumbnail at once, then the full image, a progressive JPEG or interlaced PNG
+    sharpening in place as it arrives. The status line counts loaded, failed and
+    in-flight images and cache hits.
 
     options:
       --input FILE       read URLs or paths from FILE, one a line ('-' for standard
@@ -125,8 +125,9 @@ func square(_ side: Int, _ r: UInt8, _ g: UInt8, _ b: UInt8) -> DecodedImage {
 
 let started = monotonicSeconds()
 // Decodes run on many threads, and glibc gives each thread that allocates at once an
-// arena of its own, each keeping freed pages: two arenas (one a core) keep the heap
-// near what is in use, and the freed pages are handed back after each burst of loads.
+// arena of its own, each keeping freed pages: two arenas, whatever the threads, keep
+// the heap near what is in use, and the freed pages are handed back after each burst
+// of loads.
 mallopt(M_ARENA_MAX, 2)
 let options = parse(Array(CommandLine.arguments.dropFirst()))
 guard gtk_init_check() != 0 else {
