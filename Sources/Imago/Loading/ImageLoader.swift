@@ -62,8 +62,8 @@ public final class ImageLoader: Sendable {
     /// The memory cache loads use; nil disables caching. A new value applies to the
     /// requests made after it is set.
     public var cache: (any ImageCaching)? {
-        get { pipeline.lock.withLock { pipeline.cache } }
-        set { pipeline.lock.withLock { pipeline.cache = newValue } }
+        get { pipeline.cache }
+        set { pipeline.cache = newValue }
     }
 
     /// How many transfers run at once: `Configuration.concurrentLoads` at first (2
@@ -78,8 +78,8 @@ public final class ImageLoader: Sendable {
     /// AsyncImageView); `.infinity` for no limit. Decoding the bytes then has as long
     /// again (`DecodingOptions.timeout`), failing with `decodingTimedOut` past it.
     public var loadingTimeout: Double {
-        get { pipeline.lock.withLock { pipeline.loadingTimeout } }
-        set { pipeline.lock.withLock { pipeline.loadingTimeout = newValue.isNaN ? 60 : max(0.001, newValue) } }
+        get { pipeline.loadingTimeout }
+        set { pipeline.loadingTimeout = newValue.isNaN ? 60 : max(0.001, newValue) }
     }
 
     /// How many transfers are waiting for a free slot.

@@ -24,7 +24,7 @@ public final class ImageTask: Sendable, Hashable {
     let key: ImageCacheKey
     let urlString: String
     /// The name of the task's stage: its key, and whether it takes partial data.
-    let stageID: StageID
+    let stageKey: ImageStageKey
 
     private struct State {
         var priority: ImageRequest.Priority
@@ -44,7 +44,7 @@ public final class ImageTask: Sendable, Hashable {
         self.request = request
         key = request.cacheKey
         urlString = request.url.absoluteString
-        stageID = StageID(key: key, for: request)
+        stageKey = ImageStageKey(key, for: request)
         self.pipeline = pipeline
         state = Locked(State(priority: request.priority, onCompletion: onCompletion))
     }

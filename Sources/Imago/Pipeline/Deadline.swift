@@ -64,7 +64,7 @@ func withDeadline<T: Sendable>(
 /// The deadlines and retry waits of every load, kept by one thread: scheduling and
 /// cancelling are a dictionary entry and a heap insertion, and a cancelled entry's
 /// action is released at once.
-final class DeadlineClock: @unchecked Sendable {
+final class DeadlineClock: Sendable {
     static let shared = DeadlineClock()
 
     private struct Entry: Comparable {
@@ -73,44 +73,50 @@ final class DeadlineClock: @unchecked Sendable {
         static func < (a: Entry, b: Entry) -> Bool { (a.due, a.id) < (b.due, b.id) }
     }
 
-    // All state under `condition`'s lock.
-    private let condition = NSCondition()
-    private var heap = Heap<Entry>()
-    private var actions: [Int: (due: UInt64, action: @Sendable () -> Void)] = [:]
-    private var lastID = 0
-    private var running = false
+    private struct State: Sendable {
+        var heap = Heap<Entry>()
+        var actions: [Int: (due: UInt64, action: @Sendable () -> Void)] = [:]
+        var lastID = 0
+        var running = false
+    }
+
+    private let state = Locked(State())
+    /// Wakes the clock's thread when an earlier deadline arrives; a stray signal
+    /// only makes it look again.
+    private let wakeUp = DispatchSemaphore(value: 0)
 
     /// Runs `action` on the clock's thread once `seconds` have passed, unless
     /// cancelled first; returns the deadline's handle for `cancel`.
     func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int {
-        condition.lock()
-        defer { condition.unlock() }
-        lastID += 1
         let due = DispatchTime.now().uptimeNanoseconds &+ UInt64(max(0, seconds) * 1e9)
-        actions[lastID] = (due, action)
-        heap.insert(Entry(due: due, id: lastID))
-        // Cancelled entries stay in the heap until their time comes; when they
-        // outnumber the live ones, the heap is made again from the live ones alone.
-        if heap.count > 2 * actions.count + 1024 {
-            heap = Heap()
-            for (id, entry) in actions { heap.insert(Entry(due: entry.due, id: id)) }
+        let (id, startThread, signal) = state.withLock { state -> (Int, Bool, Bool) in
+            state.lastID += 1
+            state.actions[state.lastID] = (due, action)
+            state.heap.insert(Entry(due: due, id: state.lastID))
+            // Cancelled entries stay in the heap until their time comes; when they
+            // outnumber the live ones, the heap is made again from the live ones alone.
+            if state.heap.count > 2 * state.actions.count + 1024 {
+                state.heap = Heap()
+                for (id, entry) in state.actions { state.heap.insert(Entry(due: entry.due, id: id)) }
+            }
+            let startThread = !state.running
+            state.running = true
+            return (state.lastID, startThread, !startThread && state.heap.min?.id == state.lastID)
         }
-        if !running {
-            running = true
+        if startThread {
             let thread = Thread { [self] in run() }
             thread.name = "imago.deadlines"
             thread.start()
-        } else if heap.min?.id == lastID {
-            condition.signal()
+        } else if signal {
+            wakeUp.signal()
         }
-        return lastID
+        return id
     }
 
     /// Forgets a deadline; its action is released and never runs.
     func cancel(_ id: Int) {
-        condition.lock()
-        actions[id] = nil
-        condition.unlock()
+        let action = state.withLock { $0.actions.removeValue(forKey: id) }
+        _ = action  // released after the lock is dropped
     }
 
     /// Returns after `seconds`, or throws `CancellationError` as soon as the task is
@@ -157,27 +163,28 @@ final class DeadlineClock: @unchecked Sendable {
         }
     }
 
+    /// The clock's thread: runs each action when it is due, waiting on `wakeUp` for
+    /// the earliest deadline (or for one to be scheduled).
     private func run() {
-        condition.lock()
         while true {
-            guard let first = heap.min else {
-                condition.wait()
-                continue
+            enum Next { case wait, waitUntil(UInt64), run(@Sendable () -> Void) }
+            let next = state.withLock { state -> Next in
+                while let first = state.heap.min {
+                    guard state.actions[first.id] != nil else {
+                        _ = state.heap.popMin()
+                        continue
+                    }
+                    if first.due > DispatchTime.now().uptimeNanoseconds { return .waitUntil(first.due) }
+                    _ = state.heap.popMin()
+                    return state.actions.removeValue(forKey: first.id).map { .run($0.action) } ?? .wait
+                }
+                return .wait
             }
-            guard actions[first.id] != nil else {
-                _ = heap.popMin()
-                continue
+            switch next {
+            case .wait: wakeUp.wait()
+            case .waitUntil(let due): _ = wakeUp.wait(timeout: DispatchTime(uptimeNanoseconds: due))
+            case .run(let action): action()
             }
-            let now = DispatchTime.now().uptimeNanoseconds
-            if first.due > now {
-                _ = condition.wait(until: Date(timeIntervalSinceNow: Double(first.due - now) / 1e9))
-                continue
-            }
-            _ = heap.popMin()
-            let action = actions.removeValue(forKey: first.id)?.action
-            condition.unlock()
-            action?()
-            condition.lock()
         }
     }
 }

@@ -50,37 +50,50 @@ enum OriginalBytes: Sendable {
 /// otherwise, retried per the retry policy, and served stale from disk when the
 /// network fails and that is allowed. One transfer and one disk read serve every
 /// size and processing of the key in flight.
-extension Pipeline {
-    /// Queues the transfer, unless the memory of recent loads answers; called with
-    /// the lock held.
-    func startOriginalStage(_ stage: Stage<OriginalData>, request: ImageRequest) {
-        let remembers = cache != nil
-        if remembers, let answer = recentAnswer(for: request) {
+struct OriginalDataStage: Sendable {
+    let pipeline: Pipeline
+    let stage: StageHandle<OriginalKey>
+    let request: ImageRequest
+
+    private var configuration: ImageLoader.Configuration { pipeline.configuration }
+
+    /// The original-data stage of `request`'s image key, made and started if none is
+    /// in flight.
+    static func stage(
+        for request: ImageRequest, priority: ImageRequest.Priority, in graph: inout StageGraph, pipeline: Pipeline
+    ) -> StageHandle<OriginalKey> {
+        let (stage, created) = graph.stage(for: OriginalKey(request), priority: priority)
+        if created { OriginalDataStage(pipeline: pipeline, stage: stage, request: request).start(in: &graph) }
+        return stage
+    }
+
+    /// Queues the transfer, unless the memory of recent loads answers.
+    private func start(in graph: inout StageGraph) {
+        let remembers = graph.cache != nil
+        if remembers, let answer = recentAnswer() {
+            graph.answer(.original(stage))
             // Off the lock: the stage's first subscriber attaches after this returns.
-            DispatchQueue.global(qos: .userInitiated).async { [self] in finish(stage, with: answer) }
+            DispatchQueue.global(qos: .userInitiated).async { [self] in pipeline.finish(stage, run: nil, with: answer) }
             return
         }
         let enqueuedAt = ContinuousClock.now
-        let disk = configuration.diskCachePolicy.storesOriginals ? diskCache(for: request) : nil
-        enqueue(stage, in: .transfers) { [self] in
-            let (timeout, priority) = lock.withLock { (loadingTimeout, stage.priority) }
+        let disk = configuration.diskCachePolicy.storesOriginals ? pipeline.diskCache(for: request, cache: graph.cache) : nil
+        graph.enqueue(.original(stage), in: .transfers) { [self] run in
             let queued = ContinuousClock.now - enqueuedAt
-            let task = Task.detached(priority: priority.taskPriority) { [self] in
-                let result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
-                    try await originalData(request, disk: disk, stage: stage, queued: queued)
+            let task = Task.detached(priority: run.priority.taskPriority) { [self] in
+                let result = await withDeadline(seconds: run.loadingTimeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
+                    try await originalData(disk: disk, previews: run.previews, queued: queued, timeout: run.loadingTimeout)
                 }
-                if remembers { remember(result, of: request) }
-                finish(stage, with: result)
+                if remembers { remember(result) }
+                pipeline.finish(stage, run: run, with: result)
             }
-            lock.withLock {
-                if stage.isClosed { task.cancel() } else if stage.queue != nil { stage.task = task }
-            }
+            if !pipeline.graph.withLock({ $0.setTransfer(task, of: .original(stage)) }) { task.cancel() }
         }
     }
 
     /// A failure a repeat would meet again, or the bytes of a recent network load,
     /// for `request`'s image key: what answers it without a transfer.
-    private func recentAnswer(for request: ImageRequest) -> Result<OriginalData, ImagoError>? {
+    private func recentAnswer() -> Result<OriginalData, ImagoError>? {
         let key = request.imageKey
         if let failure = configuration.recentFailures?.failure(forKey: key) { return .failure(failure) }
         guard let entry = configuration.recentOriginals?.entry(forKey: key) else { return nil }
@@ -91,7 +104,7 @@ extension Pipeline {
 
     /// Keeps the bytes of a whole network load, or a failure that would come again,
     /// for the repeats of the image key.
-    private func remember(_ result: Result<OriginalData, ImagoError>, of request: ImageRequest) {
+    private func remember(_ result: Result<OriginalData, ImagoError>) {
         switch result {
         case .success(let original) where original.source == .network && !original.isTruncated:
             // A network load's bytes are in memory already; nothing is read back for them.
@@ -106,7 +119,7 @@ extension Pipeline {
     }
 
     private func originalData(
-        _ request: ImageRequest, disk: DiskCache?, stage: Stage<OriginalData>, queued: Duration
+        disk: DiskCache?, previews: Bool, queued: Duration, timeout: Double
     ) async throws(ImagoError) -> OriginalData {
         let clock = ContinuousClock()
         let start = clock.now
@@ -124,7 +137,7 @@ extension Pipeline {
             return OriginalData(bytes: bytes, source: source, metrics: metrics, httpMetadata: metadata, isTruncated: truncated)
         }
         guard let disk else {
-            let (response, attempts) = try await fetch(request, stage: stage)
+            let (response, attempts) = try await fetch(previews: previews)
             if response.isTruncated { return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true) }
             let metadata = response.statusCode.flatMap {
                 HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: Date())
@@ -147,7 +160,7 @@ extension Pipeline {
                 if let data = bytes.load() {
                     if !fresh {
                         revalidateInBackground(
-                            request, stored: (.loaded(data), metadata), validators: validators, key: key, disk: disk, stage: stage)
+                            stored: (.loaded(data), metadata), validators: validators, key: key, disk: disk, timeout: timeout)
                     }
                     return done(.loaded(data), .disk, attempts: 0, metadata)
                 }
@@ -158,7 +171,7 @@ extension Pipeline {
         }
         let response: DataResponse, attempts: Int
         do {
-            (response, attempts) = try await fetch(request, stage: stage, extraHeaders: validators)
+            (response, attempts) = try await fetch(previews: previews, extraHeaders: validators)
         } catch {
             if case .cancelled = error { throw error }
             if let (bytes, metadata) = stored, error.allowsStaleResponse, let allowance = configuration.staleIfErrorAllowance,
@@ -174,7 +187,7 @@ extension Pipeline {
         // What arrived of a body cut short is shown, never kept: the next load asks
         // for the whole image again.
         if response.isTruncated { return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true) }
-        let (bytes, source, metadata) = keep(response, for: request, stored: stored, key: key, in: disk)
+        let (bytes, source, metadata) = keep(response, stored: stored, key: key, in: disk)
         return done(bytes, source, attempts: attempts, metadata, transferred: response.data.count)
     }
 
@@ -183,15 +196,14 @@ extension Pipeline {
     /// storing (no-store) removes what was kept. Returns the image's bytes, where
     /// they came from, and their freshness.
     private func keep(
-        _ response: DataResponse, for request: ImageRequest, stored: (OriginalBytes, HTTPCacheMetadata)?, key: String,
-        in disk: DiskCache
+        _ response: DataResponse, stored: (OriginalBytes, HTTPCacheMetadata)?, key: String, in disk: DiskCache
     ) -> (OriginalBytes, ImageSource, HTTPCacheMetadata?) {
         let now = Date()
         if response.statusCode == 304, let (bytes, metadata) = stored {
             let updated = metadata.updated(with: response.headers, statusCode: 304, at: now)
             // The stored bytes are read here only to write the record again or
             // before it goes; otherwise by the stage that uses them, if one does.
-            guard !updated.isStorable || rewritesAfterRevalidation(updated, stored: metadata), let data = bytes.load() else {
+            guard !updated.isStorable || pipeline.rewritesAfterRevalidation(updated, stored: metadata), let data = bytes.load() else {
                 return (bytes, .revalidated, updated)
             }
             if updated.isStorable {
@@ -221,52 +233,36 @@ extension Pipeline {
     /// meanwhile, at background priority and within the loading timeout; what the
     /// server answers is kept for the next load. A failure changes nothing.
     private func revalidateInBackground(
-        _ request: ImageRequest, stored: (OriginalBytes, HTTPCacheMetadata)?, validators: [String: String], key: String,
-        disk: DiskCache, stage: Stage<OriginalData>
+        stored: (OriginalBytes, HTTPCacheMetadata)?, validators: [String: String], key: String, disk: DiskCache, timeout: Double
     ) {
-        lock.withLock {
-            guard revalidating[key] == nil else { return }
+        pipeline.graph.withLock { graph in
+            guard graph.revalidating[key] == nil else { return }
             // Made under the lock, so the task cannot end (and leave the table)
             // before it is in it.
-            revalidating[key] = Task.detached(priority: .background) { [self] in
-                let timeout = lock.withLock { loadingTimeout }
+            graph.revalidating[key] = Task.detached(priority: .background) { [self] in
                 let result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
-                    try await fetch(request, stage: stage, extraHeaders: validators)
+                    try await fetch(previews: false, extraHeaders: validators)
                 }
                 switch result {
                 case .success((let response, _)) where !response.isTruncated:
-                    _ = keep(response, for: request, stored: stored, key: key, in: disk)
+                    _ = keep(response, stored: stored, key: key, in: disk)
                 case .success: break
                 case .failure(let error): if error.meansResourceGone { disk.removeRecord(forKey: key) }
                 }
-                lock.withLock { _ = revalidating.removeValue(forKey: key) }
+                pipeline.graph.withLock { _ = $0.revalidating.removeValue(forKey: key) }
             }
         }
-    }
-
-    /// Waits until the revalidations running in the background have ended, or
-    /// `seconds` have passed; true when they all ended.
-    func backgroundWorkEnded(within seconds: Double) async -> Bool {
-        let tasks = lock.withLock { Array(revalidating.values) }
-        guard !tasks.isEmpty else { return true }
-        let result = await withDeadline(seconds: seconds, url: "background revalidations") { () async throws(ImagoError) in
-            for task in tasks { await task.value }
-        }
-        return (try? result.get()) != nil
     }
 
     /// Fetches the bytes, retrying per the policy; a non-2xx status is an error,
     /// except a 304 answering a conditional request (`extraHeaders` carries the
     /// validators then).
-    private func fetch(
-        _ request: ImageRequest, stage: Stage<OriginalData>, extraHeaders: [String: String] = [:]
-    ) async throws(ImagoError) -> (DataResponse, Int) {
+    ///
+    /// `previews`, whether to pass on the bytes as they arrive, was settled when the
+    /// transfer started: a request wanting previews that joins later gets them only
+    /// if one already did. A revalidation in the background never does.
+    private func fetch(previews: Bool, extraHeaders: [String: String] = [:]) async throws(ImagoError) -> (DataResponse, Int) {
         let urlRequest = try configuration.urlRequest(for: request, validators: extraHeaders)
-        // Whether to pass on the bytes as they arrive is settled when the transfer
-        // starts: a request wanting previews that joins later gets them only if one
-        // already did. A revalidation in the background (its stage has finished)
-        // never does.
-        let previews = lock.withLock { stage.wantsPreviews && !stage.isClosed }
         let options = DataLoadingOptions(
             acceptsTruncatedBody: request.options.contains(.allowsPartialImages), reportsChunks: previews)
         var attempt = 0
@@ -275,10 +271,12 @@ extension Pipeline {
             let error: ImagoError
             var retryAfter: String?
             do throws(ImagoError) {
-                let scanner = previews ? PreviewScanner() : nil
-                let response = try await configuration.dataLoader.loadData(for: urlRequest, options: options) { [weak self] progress in
-                    self?.report(ImageTask.Progress(received: progress.received, expected: progress.expected), to: stage)
-                    if let snapshot = scanner?.receive(progress) { self?.reportPreview(.partialData(snapshot), to: stage) }
+                let scanner = previews ? Locked(PreviewScanner()) : nil
+                let response = try await configuration.dataLoader.loadData(for: urlRequest, options: options) { [weak pipeline, stage] progress in
+                    pipeline?.report(ImageTask.Progress(received: progress.received, expected: progress.expected), to: stage)
+                    if let snapshot = scanner?.withLock({ $0.receive(progress) }) {
+                        pipeline?.reportPreview(.partialData(snapshot), to: stage)
+                    }
                 }
                 if let status = response.statusCode, !(200..<300).contains(status), !(status == 304 && !extraHeaders.isEmpty) {
                     retryAfter = response.headers["retry-after"]
@@ -298,32 +296,15 @@ extension Pipeline {
 }
 
 extension Pipeline {
-    /// Whether a record the server confirmed with a 304 is written again with its
-    /// `updated` metadata. Not when nothing a later load reads would change (see
-    /// `HTTPCacheMetadata.confirms(_:)`): an image served `no-cache` is confirmed at
-    /// every load, and writing its original (the whole photo) and its variants back
-    /// each time would cost more than the revalidation. Under a trust period the time
-    /// of the confirmation counts, so the record is always written then.
-    func rewritesAfterRevalidation(_ updated: HTTPCacheMetadata, stored: HTTPCacheMetadata) -> Bool {
-        configuration.diskFreshnessPolicy != .httpHeaders || !updated.confirms(stored)
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as metrics report it.
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}
-
-extension ImageRequest.Priority {
-    /// The Swift task priority a transfer at this priority runs at.
-    var taskPriority: TaskPriority {
-        switch self {
-        case .veryLow, .low: .background
-        case .normal: .medium
-        case .high, .veryHigh: .high
+    /// Waits until the revalidations running in the background have ended, or
+    /// `seconds` have passed; true when they all ended.
+    func backgroundWorkEnded(within seconds: Double) async -> Bool {
+        let tasks = graph.withLock { Array($0.revalidating.values) }
+        guard !tasks.isEmpty else { return true }
+        let result = await withDeadline(seconds: seconds, url: "background revalidations") { () async throws(ImagoError) in
+            for task in tasks { await task.value }
         }
+        return (try? result.get()) != nil
     }
 }
 

@@ -8,10 +8,10 @@ import Foundation
 /// last preview). Anything else (a baseline JPEG, a plain PNG, another format) gets
 /// none.
 ///
-/// Keeps its own copy of the body so far, only while previews are wanted. Called on
-/// the data loader's thread, one report at a time, so it needs no lock of its own;
-/// `@unchecked Sendable` because the loader's progress closure holds it.
-final class PreviewScanner: @unchecked Sendable {
+/// Keeps its own copy of the body so far, only while previews are wanted. A value:
+/// the loader's progress closure holds it in a `Locked`, whose lock is never
+/// contended (the loader reports one chunk at a time).
+struct PreviewScanner: Sendable {
     private enum Kind {
         case unknown, jpeg, interlacedPNG, none
     }
@@ -34,7 +34,7 @@ final class PreviewScanner: @unchecked Sendable {
 
     /// Takes one progress report; returns the bytes so far when they are worth a
     /// preview.
-    func receive(_ progress: DataLoadingProgress) -> Data? {
+    mutating func receive(_ progress: DataLoadingProgress) -> Data? {
         guard let chunk = progress.chunk else { return nil }
         if progress.received == Int64(chunk.count) {
             // A new body (the first, or a retry's): start again.
@@ -69,7 +69,7 @@ final class PreviewScanner: @unchecked Sendable {
         }
     }
 
-    private func classify() {
+    private mutating func classify() {
         let bytes = [UInt8](buffer.prefix(29))
         if bytes.count >= 2, bytes[0] == 0xFF, bytes[1] == 0xD8 {
             kind = .jpeg
@@ -81,7 +81,7 @@ final class PreviewScanner: @unchecked Sendable {
         }
     }
 
-    private func pngPreview() -> Data? {
+    private mutating func pngPreview() -> Data? {
         // Walks the chunks that are complete; the one in progress counts the image
         // data it has so far.
         var inProgress = 0

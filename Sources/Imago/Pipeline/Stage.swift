@@ -13,114 +13,165 @@ enum StageEvent<Value: Sendable>: Sendable {
     case finished(Result<Value, ImagoError>)
 }
 
-/// One piece of work in the pipeline that every request needing it shares: the
-/// original data of an image key, or an image decoded at a size, or processed.
-///
-/// A stage runs at the highest priority of its subscribers, tells its own upstream
-/// subscription when that changes, and stops when its last subscriber leaves.
-///
-/// `@unchecked Sendable`: every mutable field is touched only with the pipeline's
-/// lock held (the thread-sanitizer tests in `make sanitize` watch this).
-class StageCore: @unchecked Sendable {
-    /// The highest priority among the subscribers.
-    var priority: ImageRequest.Priority
-    /// Which table and key it is found under, so it can leave when done.
-    let key: StageKey
+// MARK: - Keys
 
-    /// Its place among equals in a work queue: the order it first arrived in.
-    var sequence = 0
-    /// Bumped whenever its queue entry moves, so older entries are skipped.
-    var queueGeneration = 0
-    /// The work it waits to run, while it waits in a queue.
-    var queuedWork: (@Sendable () -> Void)?
-    /// The queue it waits in or runs in.
-    var queue: PipelineQueue?
-    /// A running transfer, cancelled when the stage is abandoned.
-    var task: Task<Void, Never>?
-    /// Finished or abandoned: the stage sends nothing more.
-    var isClosed = false
-    /// The stage this one builds on, and its subscription there.
-    var upstream: (stage: StageCore, subscriber: Int)?
-    /// A subscriber wants previews: the stage makes them (or, for the original,
-    /// passes on the bytes so far).
-    var wantsPreviews = false
-    /// A preview is being made; at most one at a time.
-    var previewInFlight = false
-    /// The newest preview asked for while one was being made, made next.
-    var pendingPreview: (@Sendable () -> Void)?
-
-    init(key: StageKey, priority: ImageRequest.Priority) {
-        self.key = key
-        self.priority = priority
-    }
-
-    /// The highest priority among the subscribers; nil when there are none.
-    var highestSubscriberPriority: ImageRequest.Priority? { fatalError("a stage subclass answers this") }
-
-    /// Changes one subscriber's priority.
-    func setPriority(_ priority: ImageRequest.Priority, ofSubscriber id: Int) { fatalError("a stage subclass answers this") }
-
-    /// Removes a subscriber; true when none is left.
-    func removeSubscriber(_ id: Int) -> Bool { fatalError("a stage subclass answers this") }
-
-    /// Makes one subscriber want previews.
-    func setWantsPreviews(ofSubscriber id: Int) { fatalError("a stage subclass answers this") }
-}
-
-/// A stage's name in its table: a cache key, and whether the stage takes partial
-/// data. Requests that allow partial images share stages only among themselves, so
-/// that a transfer cut short is never handed to a request that must see it fail.
-struct StageID: Hashable {
+/// The name of an original-data stage: an image key, and whether the stage takes
+/// partial data. Requests that allow partial images share stages only among
+/// themselves, so that a transfer cut short is never handed to a request that must
+/// see it fail.
+struct OriginalKey: Hashable, Sendable {
+    /// The full-size image's cache key, whose hash is computed once.
     let key: ImageCacheKey
     let allowsPartial: Bool
 
-    /// The stage of `key` that `request` joins: one that takes partial data if the
-    /// request allows partial images.
-    init(key: ImageCacheKey, for request: ImageRequest) {
-        self.key = key
+    init(_ request: ImageRequest) {
+        key = ImageCacheKey(imageKey: request.imageKey)
         allowsPartial = request.options.contains(.allowsPartialImages)
     }
 }
 
-/// Where a stage is found: originals by their image key, images by their full key.
-enum StageKey: Hashable {
-    case original(StageID)
-    case image(StageID)
-}
+/// The name of a stage that decodes an original at a size (nil for full size).
+struct DecodedKey: Hashable, Sendable {
+    /// The unprocessed image's cache key.
+    let key: ImageCacheKey
+    let allowsPartial: Bool
 
-/// A stage whose outcome is a `Value`.
-final class Stage<Value: Sendable>: StageCore, @unchecked Sendable {
-    /// One who waits for the outcome.
-    struct Subscriber {
-        var priority: ImageRequest.Priority
-        /// An `ImageTask` rather than a stage built on this one: what a task asked
-        /// for is what the caches keep.
-        let isTask: Bool
-        /// Whether it is told of previews.
-        var wantsPreviews = false
-        let receive: @Sendable (StageEvent<Value>) -> Void
+    init(_ original: OriginalKey, targetSize: TargetSize?) {
+        key = ImageCacheKey(imageKey: original.key.imageKey, targetSize: targetSize)
+        allowsPartial = original.allowsPartial
     }
 
-    /// Subscribers by id (a task's id, or a stage's subscription number).
-    var subscribers = SmallDictionary<Subscriber>()
+    /// The stage it builds on.
+    var original: OriginalKey { OriginalKey(self) }
+}
 
-    override var highestSubscriberPriority: ImageRequest.Priority? {
+/// The name of a stage that processes a decoded image.
+struct ProcessedKey: Hashable, Sendable {
+    /// The processed image's cache key.
+    let key: ImageCacheKey
+    let allowsPartial: Bool
+
+    init(_ decoded: DecodedKey, processing: [String]) {
+        key = ImageCacheKey(imageKey: decoded.key.imageKey, targetSize: decoded.key.targetSize, processing: processing)
+        allowsPartial = decoded.allowsPartial
+    }
+
+    /// The stage it builds on.
+    var decoded: DecodedKey { DecodedKey(self) }
+}
+
+extension OriginalKey {
+    fileprivate init(_ decoded: DecodedKey) {
+        key = ImageCacheKey(imageKey: decoded.key.imageKey)
+        allowsPartial = decoded.allowsPartial
+    }
+}
+
+extension DecodedKey {
+    fileprivate init(_ processed: ProcessedKey) {
+        key = processed.key.decodedKey
+        allowsPartial = processed.allowsPartial
+    }
+}
+
+/// The stage a task subscribes to: the image of its full key, decoded, or decoded
+/// and processed.
+enum ImageStageKey: Hashable, Sendable {
+    case decoded(DecodedKey)
+    case processed(ProcessedKey)
+
+    /// The stage `request`, whose cache key is `key`, joins.
+    init(_ key: ImageCacheKey, for request: ImageRequest) {
+        let decoded = DecodedKey(OriginalKey(request), targetSize: key.targetSize)
+        self = key.processing.isEmpty ? .decoded(decoded) : .processed(ProcessedKey(decoded, processing: key.processing))
+    }
+}
+
+// MARK: - A stage's state
+
+/// One stage in flight as its pool keeps it, found again by its key and `serial`:
+/// a stage that closed and a newer one under the same key are never confused.
+struct StageHandle<Key: Hashable & Sendable>: Hashable, Sendable {
+    let key: Key
+    let serial: Int
+}
+
+/// Any stage, by kind.
+enum AnyStage: Hashable, Sendable {
+    case original(StageHandle<OriginalKey>)
+    case decoded(StageHandle<DecodedKey>)
+    case processed(StageHandle<ProcessedKey>)
+}
+
+/// A stage's subscription to the stage it builds on.
+struct Upstream: Sendable {
+    let stage: AnyStage
+    let subscriber: Int
+}
+
+/// Where a stage is in its life. A stage that finished or was abandoned has left
+/// its pool; no phase stands for it.
+enum StagePhase: Sendable {
+    /// Made, not yet queued or subscribed (it is being started).
+    case starting
+    /// Answered without a slot (by the memories of recent loads); its outcome is on
+    /// its way.
+    case answering
+    /// Subscribed to the stage it builds on, waiting for its outcome.
+    case awaiting(Upstream)
+    /// Waiting in `queue` for a slot.
+    case queued(PipelineQueue)
+    /// Running in a slot; `transfer` is the task cancelled if the stage is abandoned.
+    case running(transfer: Task<Void, Never>?)
+
+    var upstream: Upstream? {
+        if case .awaiting(let upstream) = self { upstream } else { nil }
+    }
+}
+
+/// Whether a stage makes previews, and the one it makes now.
+enum PreviewState: Sendable {
+    /// No subscriber wants previews.
+    case off
+    /// A subscriber wants them; none is being made.
+    case idle
+    /// One is being made; `next`, the newest asked for meanwhile, is made after it.
+    case making(next: (@Sendable () -> Void)?)
+
+    var isWanted: Bool {
+        if case .off = self { false } else { true }
+    }
+}
+
+/// One who waits for a stage's outcome, whatever the stage's kind.
+struct StageSubscriber: Sendable {
+    var priority: ImageRequest.Priority
+    /// An `ImageTask` rather than a stage built on this one: what a task asked for is
+    /// what the caches keep.
+    let isTask: Bool
+    /// Whether it is told of previews.
+    var wantsPreviews = false
+}
+
+/// What every stage keeps, whatever its outcome's type: the graph walks stages of
+/// every kind through it.
+struct StageCore: Sendable {
+    let serial: Int
+    /// The highest priority among the subscribers.
+    var priority: ImageRequest.Priority
+    var phase = StagePhase.starting
+    var previews = PreviewState.off
+    /// Its place among equals in its work queue: the order it first arrived in (0
+    /// until it is first queued).
+    var sequence = 0
+    /// Subscribers by id (a task's id, or a stage's subscription number).
+    var subscribers = SmallDictionary<StageSubscriber>()
+
+    /// The highest priority among the subscribers; nil when there are none.
+    var highestSubscriberPriority: ImageRequest.Priority? {
         var highest: ImageRequest.Priority?
         subscribers.forEach { highest = max(highest ?? $0.priority, $0.priority) }
         return highest
-    }
-
-    override func setPriority(_ priority: ImageRequest.Priority, ofSubscriber id: Int) {
-        subscribers[id]?.priority = priority
-    }
-
-    override func removeSubscriber(_ id: Int) -> Bool {
-        subscribers[id] = nil
-        return subscribers.isEmpty
-    }
-
-    override func setWantsPreviews(ofSubscriber id: Int) {
-        subscribers[id]?.wantsPreviews = true
     }
 
     /// Whether a task, not only other stages, waits for this outcome.
@@ -129,19 +180,65 @@ final class Stage<Value: Sendable>: StageCore, @unchecked Sendable {
         subscribers.forEach { found = found || $0.isTask }
         return found
     }
+}
 
-    /// Closes the stage and hands back its subscribers in the order they came
-    /// (tasks' ids grow with time), so each hears the outcome once.
-    func close() -> [Subscriber] {
-        isClosed = true
-        defer { subscribers = SmallDictionary() }
-        return subscribers.valuesByKey()
+/// A stage in flight: its state, and how each subscriber hears its events.
+struct StageRecord<Value: Sendable>: Sendable {
+    var core: StageCore
+    /// By subscriber id, as `core.subscribers`.
+    var receivers = SmallDictionary<@Sendable (StageEvent<Value>) -> Void>()
+
+    init(serial: Int, priority: ImageRequest.Priority) {
+        core = StageCore(serial: serial, priority: priority)
+    }
+
+    var serial: Int { core.serial }
+}
+
+/// The stages in flight of one kind, by key: the one place a stage of that kind is
+/// found, made, and dropped.
+struct StagePool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private(set) var records: [Key: StageRecord<Value>] = [:]
+
+    var count: Int { records.count }
+
+    /// The stage under `key`, made with `serial` if none is in flight; `created`
+    /// says which.
+    mutating func stage(
+        for key: Key, priority: ImageRequest.Priority, serial: () -> Int
+    ) -> (handle: StageHandle<Key>, created: Bool) {
+        if let record = records[key] { return (StageHandle(key: key, serial: record.serial), false) }
+        let record = StageRecord<Value>(serial: serial(), priority: priority)
+        records[key] = record
+        return (StageHandle(key: key, serial: record.serial), true)
+    }
+
+    /// The stage `handle` names while it is in flight; nil once it has left.
+    subscript(handle: StageHandle<Key>) -> StageRecord<Value>? {
+        records[handle.key].flatMap { $0.serial == handle.serial ? $0 : nil }
+    }
+
+    /// Changes the stage `handle` names in place; nil once it has left.
+    mutating func modify<Result>(_ handle: StageHandle<Key>, _ body: (inout StageRecord<Value>) -> Result) -> Result? {
+        guard let index = records.index(forKey: handle.key), records.values[index].serial == handle.serial else { return nil }
+        return body(&records.values[index])
+    }
+
+    /// The stage under `key` in flight, whatever its serial.
+    func handle(for key: Key) -> StageHandle<Key>? {
+        records[key].map { StageHandle(key: key, serial: $0.serial) }
+    }
+
+    /// Takes the stage `handle` names out of the pool; nil if it has left already.
+    mutating func remove(_ handle: StageHandle<Key>) -> StageRecord<Value>? {
+        guard let index = records.index(forKey: handle.key), records.values[index].serial == handle.serial else { return nil }
+        return records.remove(at: index).value
     }
 }
 
 /// A dictionary by integer key that keeps its first entry inline: most stages only
 /// ever have one subscriber, and then cost no hash table.
-struct SmallDictionary<Value> {
+struct SmallDictionary<Value: Sendable>: Sendable {
     private var first: (key: Int, value: Value)?
     private var others: [Int: Value] = [:]
 
@@ -165,6 +262,13 @@ struct SmallDictionary<Value> {
         guard let first else { return }
         body(first.value)
         for value in others.values { body(value) }
+    }
+
+    /// Calls `body` with every key and value, in no particular order.
+    func forEachWithKey(_ body: (Int, Value) -> Void) {
+        guard let first else { return }
+        body(first.key, first.value)
+        for (key, value) in others { body(key, value) }
     }
 
     /// The values in the order of their keys.

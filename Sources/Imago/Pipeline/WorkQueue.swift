@@ -2,75 +2,82 @@
 /// first come, first served. The pipeline has two, one for transfers and one for
 /// decoding and processing, each with its own limit.
 ///
-/// A value guarded by the pipeline's lock. Leaving the queue (a cancellation, a new
-/// priority) only marks the stage; its old entry stays in the heap until popped and
-/// is skipped then, which keeps every operation O(log n) in the queue's length.
-struct WorkQueue {
-    /// One piece of work, runnable once it has a slot.
+/// Part of the stage graph's state, so changed only under its lock. Leaving the
+/// queue (a cancellation, a new priority) only forgets or re-marks the waiting work;
+/// its old heap entry stays until popped and is skipped then, which keeps every
+/// operation O(log n) in the queue's length.
+struct WorkQueue: Sendable {
+    /// One heap entry; current while its generation is the waiting work's.
     private struct Entry: Comparable {
         let priority: Int
         let sequence: Int
         let generation: Int
-        let stage: StageCore
 
         static func < (lhs: Entry, rhs: Entry) -> Bool {
             lhs.priority != rhs.priority ? lhs.priority > rhs.priority : lhs.sequence < rhs.sequence
         }
+    }
 
-        static func == (lhs: Entry, rhs: Entry) -> Bool {
-            lhs.priority == rhs.priority && lhs.sequence == rhs.sequence && lhs.generation == rhs.generation
-        }
+    /// Work waiting for a slot, by its stage's sequence number.
+    private struct Waiting {
+        var generation: Int
+        let stage: AnyStage
+        let work: @Sendable (StageRun) -> Void
     }
 
     /// How many pieces of work run at once.
     var limit: Int
     /// How many run now.
     private(set) var running = 0
-    /// How many stages wait for a slot.
-    private(set) var waiting = 0
     private var heap = Heap<Entry>()
+    private var waitingWork: [Int: Waiting] = [:]
     private var sequence = 0
+    private var generation = 0
 
     init(limit: Int) {
         self.limit = max(1, limit)
     }
 
-    /// Queues `work` for `stage` at the stage's priority; the stage keeps its place
-    /// among equals if it was queued before (a new priority is not a new arrival).
-    mutating func enqueue(_ stage: StageCore, work: @escaping @Sendable () -> Void) {
-        if stage.sequence == 0 {
-            sequence += 1
-            stage.sequence = sequence
+    /// How many stages wait for a slot.
+    var waiting: Int { waitingWork.count }
+
+    /// Queues `work` for `stage` at `priority`. A stage keeps its place among equals
+    /// if it was queued before (`sequence` is nonzero then: a new priority is not a
+    /// new arrival); a first arrival is given its place in `sequence`.
+    mutating func enqueue(
+        _ stage: AnyStage, priority: ImageRequest.Priority, sequence: inout Int, work: @escaping @Sendable (StageRun) -> Void
+    ) {
+        if sequence == 0 {
+            self.sequence += 1
+            sequence = self.sequence
         }
-        stage.queuedWork = work
-        waiting += 1
-        push(stage)
+        generation += 1
+        waitingWork[sequence] = Waiting(generation: generation, stage: stage, work: work)
+        push(priority: priority, sequence: sequence)
     }
 
-    /// Moves a queued stage to its new priority.
-    mutating func reprioritize(_ stage: StageCore) {
-        guard stage.queuedWork != nil else { return }
-        push(stage)
+    /// Moves the work of the stage with `sequence` to its new priority.
+    mutating func reprioritize(sequence: Int, to priority: ImageRequest.Priority) {
+        guard waitingWork[sequence] != nil else { return }
+        generation += 1
+        waitingWork[sequence]?.generation = generation
+        push(priority: priority, sequence: sequence)
     }
 
-    /// Takes a queued stage out; its work never runs.
-    mutating func remove(_ stage: StageCore) {
-        guard stage.queuedWork != nil else { return }
-        stage.queuedWork = nil
-        stage.queueGeneration += 1
-        waiting -= 1
+    /// Takes the waiting work of the stage with `sequence` out; it never runs.
+    mutating func remove(sequence: Int) {
+        waitingWork[sequence] = nil
     }
 
-    /// The next piece of work to run, if a slot is free; the slot is taken.
-    mutating func next() -> (@Sendable () -> Void)? {
+    /// The next piece of work to run and its stage, if a slot is free; the slot is
+    /// taken.
+    mutating func next() -> (stage: AnyStage, work: @Sendable (StageRun) -> Void)? {
         guard running < limit else { return nil }
         while let entry = heap.popMin() {
-            let stage = entry.stage
-            guard let work = stage.queuedWork, entry.generation == stage.queueGeneration else { continue }
-            stage.queuedWork = nil
-            waiting -= 1
+            guard let waiting = waitingWork[entry.sequence], waiting.generation == entry.generation else { continue }
+            waitingWork[entry.sequence] = nil
             running += 1
-            return work
+            return (waiting.stage, waiting.work)
         }
         return nil
     }
@@ -80,19 +87,17 @@ struct WorkQueue {
         running -= 1
     }
 
-    private mutating func push(_ stage: StageCore) {
-        stage.queueGeneration += 1
-        heap.insert(Entry(
-            priority: stage.priority.rawValue, sequence: stage.sequence, generation: stage.queueGeneration, stage: stage))
+    private mutating func push(priority: ImageRequest.Priority, sequence: Int) {
+        heap.insert(Entry(priority: priority.rawValue, sequence: sequence, generation: generation))
         if heap.count > 4 * max(waiting, 256) { compact() }
     }
 
-    /// Drops the entries of stages that left or moved, so a long run of cancelled or
+    /// Drops the entries of work that left or moved, so a long run of cancelled or
     /// re-prioritised work cannot grow the heap without bound.
     private mutating func compact() {
         var kept = Heap<Entry>()
         while let entry = heap.popMin() {
-            if entry.stage.queuedWork != nil && entry.generation == entry.stage.queueGeneration { kept.insert(entry) }
+            if waitingWork[entry.sequence]?.generation == entry.generation { kept.insert(entry) }
         }
         heap = kept
     }
