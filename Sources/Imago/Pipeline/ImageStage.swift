@@ -6,9 +6,9 @@ struct ImageWork: Sendable {
     let request: ImageRequest
     let cache: (any ImageCaching)?
     /// Where processed variants are read and kept; nil when they are not.
-    let variants: DiskCache?
+    let variants: HTTPCache?
     /// Where the original bytes are kept; nil when they are not.
-    let originals: DiskCache?
+    let originals: HTTPCache?
     /// The variant found stale on disk, with its metadata: used as it is if the
     /// server confirms the original it was made from.
     var staleVariant: (data: Data, metadata: HTTPCacheMetadata)?
@@ -20,12 +20,12 @@ struct ImageWork: Sendable {
     /// loads use now.
     init(key: ImageCacheKey, request: ImageRequest, cache: (any ImageCaching)?, pipeline: Pipeline) {
         let policy = pipeline.configuration.diskCachePolicy
-        let disk = pipeline.diskCache(for: request, cache: cache)
+        let httpCache = pipeline.httpCache(for: request, cache: cache)
         self.key = key
         self.request = request
         self.cache = cache
-        variants = policy.storesProcessed && !key.isOriginal ? disk : nil
-        originals = policy.storesOriginals ? disk : nil
+        variants = policy.storesProcessed && !key.isOriginal ? httpCache : nil
+        originals = policy.storesOriginals ? httpCache : nil
     }
 }
 
@@ -49,35 +49,36 @@ extension ImageStage {
     /// Starts the stage: a stored variant is looked for first when the disk tier
     /// keeps them.
     func start(work: ImageWork, in graph: inout StageGraph) {
-        guard let disk = work.variants else { return buildUpstream(work: work, waited: 0, in: &graph) }
+        guard let variants = work.variants else { return buildUpstream(work: work, waited: 0, in: &graph) }
         let queuedAt = ContinuousClock.now
-        graph.enqueue(Key.erase(stage), in: .decoding) { [self] run in readVariant(work: work, from: disk, queuedAt: queuedAt, run: run) }
+        graph.enqueue(Key.erase(stage), in: .decoding) { [self] run in
+            readVariant(work: work, from: variants, queuedAt: queuedAt, run: run)
+        }
     }
 
     /// A processed variant from disk; a miss, or one that no longer decodes (dropped
     /// then), goes on to make the image.
-    private func readVariant(work: ImageWork, from disk: DiskCache, queuedAt: ContinuousClock.Instant, run: StageRun) {
+    private func readVariant(work: ImageWork, from variants: HTTPCache, queuedAt: ContinuousClock.Instant, run: StageRun) {
         let start = ContinuousClock.now
         var work = work
-        if let record = disk.record(forKey: work.key.variantDiskKey), let metadata = HTTPCacheMetadata(encoded: record.metadata) {
-            // A variant expires with its original: while that is fresh the variant
-            // answers; once stale, the original is revalidated (a bodiless 304 when
-            // it is kept too), and the variant answers again if the server confirmed
-            // it, or is made and kept again from what the server sent.
-            if configuration.diskFreshnessPolicy.isFresh(metadata, at: Date()) {
-                if let image = pipeline.decodeVariant(record.data) {
-                    var metrics = ImageMetrics()
-                    metrics.decodeQueued = (start - queuedAt).seconds
-                    metrics.decode = (ContinuousClock.now - start).seconds
-                    var response = ImageResponse(image: image, url: work.request.url, source: .disk, metrics: metrics)
-                    response.httpMetadata = metadata
-                    pipeline.finish(stage, run: run, with: .success(response)) { work.cache?.setImage(image, forKey: work.key) }
-                    return
-                }
-                disk.removeRecord(forKey: work.key.variantDiskKey)
-            } else if metadata.hasValidators {
-                work.staleVariant = (record.data, metadata)
+        // A stale variant is revalidated through its original (a bodiless 304 when
+        // that is kept too).
+        switch variants.lookUpVariant(work.key.variantDiskKey, at: Date()) {
+        case .fresh(let data, let metadata):
+            if let image = pipeline.decodeVariant(data) {
+                var metrics = ImageMetrics()
+                metrics.decodeQueued = (start - queuedAt).seconds
+                metrics.decode = (ContinuousClock.now - start).seconds
+                var response = ImageResponse(image: image, url: work.request.url, source: .disk, metrics: metrics)
+                response.httpMetadata = metadata
+                pipeline.finish(stage, run: run, with: .success(response)) { work.cache?.setImage(image, forKey: work.key) }
+                return
             }
+            variants.remove(work.key.variantDiskKey)
+        case .stale(let data, let metadata):
+            work.staleVariant = (data, metadata)
+        case .miss:
+            break
         }
         // The wait and the look-up count with the decoding slot's wait of the image
         // made instead.
@@ -122,23 +123,21 @@ extension ImageStage {
     func answerWithConfirmedVariant(
         work: ImageWork, source: ImageSource, metrics: ImageMetrics, metadata: HTTPCacheMetadata?, run: StageRun
     ) -> Bool {
-        guard source == .revalidated, let variant = work.staleVariant, let metadata, let disk = work.variants,
-              metadata.etag == variant.metadata.etag, metadata.lastModified == variant.metadata.lastModified
+        guard source == .revalidated, let variant = work.staleVariant, let metadata, let variants = work.variants,
+              variants.confirms(metadata, variant: variant.metadata)
         else { return false }
         let start = ContinuousClock.now
         guard let image = pipeline.decodeVariant(variant.data) else {
-            disk.removeRecord(forKey: work.key.variantDiskKey)
+            variants.remove(work.key.variantDiskKey)
             return false
         }
         var metrics = metrics
         metrics.decode = (ContinuousClock.now - start).seconds
         var response = ImageResponse(image: image, url: work.request.url, source: .revalidated, metrics: metrics)
         response.httpMetadata = metadata
-        pipeline.finish(stage, run: run, with: .success(response)) { [pipeline] in
+        pipeline.finish(stage, run: run, with: .success(response)) {
             work.cache?.setImage(image, forKey: work.key)
-            if pipeline.rewritesAfterRevalidation(metadata, stored: variant.metadata) {
-                disk.store(variant.data, metadata: metadata.encoded(), forKey: work.key.variantDiskKey)
-            }
+            variants.freshenVariant(variant.data, stored: variant.metadata, updated: metadata, key: work.key.variantDiskKey)
         }
         return true
     }
@@ -151,18 +150,12 @@ extension ImageStage {
         pipeline.finish(stage, run: run, with: result) {
             guard case .success(let response) = result, !response.image.isPartial else { return }
             work.cache?.setImage(response.image, forKey: work.key)
-            if let disk = work.variants, let metadata = response.httpMetadata {
-                storeVariant(response.image, metadata: metadata, key: work.key, in: disk)
+            // Kept in the compact lossless form, with the HTTP freshness of its
+            // original; no animations (their frames would cost more than the original).
+            if let variants = work.variants, let metadata = response.httpMetadata, !response.image.isAnimated {
+                variants.storeVariant(metadata: metadata, key: work.key.variantDiskKey) { VariantCodec.encode(response.image) }
             }
         }
-    }
-
-    /// Keeps a sized or processed image on disk in the compact lossless form, with
-    /// the HTTP freshness of its original; nothing the server forbade storing, and
-    /// no animations (their frames would cost more than the original), nothing partial.
-    private func storeVariant(_ image: DecodedImage, metadata: HTTPCacheMetadata, key: ImageCacheKey, in disk: DiskCache) {
-        guard !image.isAnimated, !image.isPartial, metadata.isStorable else { return }
-        disk.store(VariantCodec.encode(image), metadata: metadata.encoded(), forKey: key.variantDiskKey)
     }
 }
 
@@ -207,7 +200,7 @@ struct DecodingStage: ImageStage {
         let options = pipeline.decodingOptions(targetSize: work.key.targetSize, timeout: run.loadingTimeout)
         let result = Result { () throws(ImagoError) in
             guard let data = original.bytes.load() else {
-                let path = work.originals?.fileURL(forKey: ImageCacheKey.originalDiskKey(work.request.imageKey)).path
+                let path = work.originals?.tier.location(ofKey: ImageCacheKey.originalDiskKey(work.request.imageKey))
                 throw .fileError(path: path ?? work.request.url.absoluteString, reason: "the stored image could not be read back", errno: nil)
             }
             let image = try configuration.decoders.decode(data, options: options)
@@ -221,7 +214,7 @@ struct DecodingStage: ImageStage {
             // pixel limit), or only in part (a body cut short whose length matched),
             // are not kept to be served again: the next load asks the server, unless
             // the bytes came whole and are no image, which asking again would not mend.
-            work.originals?.removeRecord(forKey: ImageCacheKey.originalDiskKey(work.request.imageKey))
+            work.originals?.remove(ImageCacheKey.originalDiskKey(work.request.imageKey))
             configuration.recentOriginals?.removeData(forKey: work.request.imageKey)
             if original.source != .network, !work.refetched, !result.exceedsALimit {
                 // Stored bytes that no longer decode (a decoder that changed, a file
@@ -330,17 +323,17 @@ extension Pipeline {
     /// decode whole. Reads and decodes on the calling thread.
     func storedImage(for request: ImageRequest) -> (DecodedImage, ImageMetrics)? {
         let (cache, timeout) = graph.withLock { ($0.cache, $0.loadingTimeout) }
-        guard let disk = diskCache(for: request, cache: cache) else { return nil }
+        guard let tier = httpCache(for: request, cache: cache)?.tier else { return nil }
         let key = request.cacheKey
         let policy = configuration.diskCachePolicy
         let start = ContinuousClock.now
         var metrics = ImageMetrics()
-        if policy.storesProcessed, !key.isOriginal, let record = disk.record(forKey: key.variantDiskKey),
+        if policy.storesProcessed, !key.isOriginal, let record = tier.recordContents(forKey: key.variantDiskKey),
            let image = decodeVariant(record.data) {
             metrics.decode = (ContinuousClock.now - start).seconds
             return (image, metrics)
         }
-        guard policy.storesOriginals, let record = disk.record(forKey: ImageCacheKey.originalDiskKey(request.imageKey)) else {
+        guard policy.storesOriginals, let record = tier.recordContents(forKey: ImageCacheKey.originalDiskKey(request.imageKey)) else {
             return nil
         }
         let options = decodingOptions(targetSize: key.targetSize, timeout: timeout)

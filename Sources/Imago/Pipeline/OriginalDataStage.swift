@@ -24,16 +24,16 @@ struct OriginalData: Sendable {
 /// checking the whole photo for nothing was most of what such a load cost.
 enum OriginalBytes: Sendable {
     case loaded(Data)
-    /// The disk tier's record under `key`, of `count` bytes, for as long as it holds
-    /// the `metadata` the load decided on.
-    case stored(DiskCache, key: String, metadata: Data, count: Int)
+    /// A tier's record under `key`, of `count` bytes, for as long as it holds the
+    /// `metadata` the load decided on.
+    case stored(any HTTPCacheTier, key: String, metadata: Data, count: Int)
 
     /// The bytes; nil when the stored record is gone, damaged, or replaced since.
     func load() -> Data? {
         switch self {
         case .loaded(let data): data
-        case .stored(let disk, let key, let metadata, _):
-            disk.record(forKey: key).flatMap { $0.metadata == metadata ? $0.data : nil }
+        case .stored(let tier, let key, let metadata, _):
+            tier.recordContents(forKey: key).flatMap { $0.metadata == metadata ? $0.data : nil }
         }
     }
 
@@ -77,12 +77,12 @@ struct OriginalDataStage: Sendable {
             return
         }
         let enqueuedAt = ContinuousClock.now
-        let disk = configuration.diskCachePolicy.storesOriginals ? pipeline.diskCache(for: request, cache: graph.cache) : nil
+        let httpCache = configuration.diskCachePolicy.storesOriginals ? pipeline.httpCache(for: request, cache: graph.cache) : nil
         graph.enqueue(.original(stage), in: .transfers) { [self] run in
             let queued = ContinuousClock.now - enqueuedAt
             let task = Task.detached(priority: run.priority.taskPriority) { [self] in
                 let result = await withDeadline(seconds: run.loadingTimeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
-                    try await originalData(disk: disk, previews: run.previews, queued: queued, timeout: run.loadingTimeout)
+                    try await originalData(httpCache: httpCache, previews: run.previews, queued: queued, timeout: run.loadingTimeout)
                 }
                 if remembers { remember(result) }
                 pipeline.finish(stage, run: run, with: result)
@@ -119,7 +119,7 @@ struct OriginalDataStage: Sendable {
     }
 
     private func originalData(
-        disk: DiskCache?, previews: Bool, queued: Duration, timeout: Double
+        httpCache: HTTPCache?, previews: Bool, queued: Duration, timeout: Double
     ) async throws(ImagoError) -> OriginalData {
         let clock = ContinuousClock()
         let start = clock.now
@@ -136,7 +136,7 @@ struct OriginalDataStage: Sendable {
             metrics.attempts = attempts
             return OriginalData(bytes: bytes, source: source, metrics: metrics, httpMetadata: metadata, isTruncated: truncated)
         }
-        guard let disk else {
+        guard let httpCache else {
             let (response, attempts) = try await fetch(previews: previews)
             if response.isTruncated { return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true) }
             let metadata = response.statusCode.flatMap {
@@ -145,40 +145,30 @@ struct OriginalDataStage: Sendable {
             return done(.loaded(response.data), response.statusCode == nil ? .local : .network, attempts: attempts, metadata)
         }
         let key = ImageCacheKey.originalDiskKey(request.imageKey)
-        // The stored metadata decides; the body is read only where it is used.
-        var stored = disk.recordHead(forKey: key).flatMap { head in
-            HTTPCacheMetadata(encoded: head.metadata).map {
-                (OriginalBytes.stored(disk, key: key, metadata: head.metadata, count: head.bodyCount), $0)
-            }
-        }
+        var stored: HTTPCache.Stored?
         var validators: [String: String] = [:]
-        if let (bytes, metadata) = stored {
-            let now = Date()
-            if case .stale(revalidatable: true) = metadata.freshness(at: now) { validators = metadata.conditionalHeaders }
-            let fresh = configuration.diskFreshnessPolicy.isFresh(metadata, at: now)
-            if fresh || metadata.servesWhileRevalidating(at: now) {
-                if let data = bytes.load() {
-                    if !fresh {
-                        revalidateInBackground(
-                            stored: (.loaded(data), metadata), validators: validators, key: key, disk: disk, timeout: timeout)
-                    }
-                    return done(.loaded(data), .disk, attempts: 0, metadata)
-                }
-                // Gone or damaged since its head was read: fetched as if never stored.
-                stored = nil
-                validators = [:]
-            }
+        switch httpCache.lookUp(key, at: Date()) {
+        case .fresh(let data, let metadata):
+            return done(.loaded(data), .disk, attempts: 0, metadata)
+        case .staleWhileRevalidating(let data, let metadata, let revalidation):
+            revalidateInBackground(
+                stored: HTTPCache.Stored(bytes: .loaded(data), metadata: metadata), validators: revalidation, key: key,
+                in: httpCache, timeout: timeout)
+            return done(.loaded(data), .disk, attempts: 0, metadata)
+        case .revalidate(let kept, let conditional):
+            stored = kept
+            validators = conditional
+        case .miss:
+            break
         }
         let response: DataResponse, attempts: Int
         do {
             (response, attempts) = try await fetch(previews: previews, extraHeaders: validators)
         } catch {
             if case .cancelled = error { throw error }
-            if let (bytes, metadata) = stored, error.allowsStaleResponse, let allowance = configuration.staleIfErrorAllowance,
-               metadata.servesStale(afterError: Date(), allowance: allowance), let data = bytes.load() {
-                return done(.loaded(data), .disk, attempts: 0, metadata)
+            if let stored, let data = httpCache.afterError(error, stored: stored, key: key, at: Date()) {
+                return done(.loaded(data), .disk, attempts: 0, stored.metadata)
             }
-            if stored != nil, error.meansResourceGone { disk.removeRecord(forKey: key) }
             throw error
         }
         // A load that timed out or was cancelled while the answer came in keeps
@@ -187,53 +177,16 @@ struct OriginalDataStage: Sendable {
         // What arrived of a body cut short is shown, never kept: the next load asks
         // for the whole image again.
         if response.isTruncated { return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true) }
-        let (bytes, source, metadata) = keep(response, stored: stored, key: key, in: disk)
-        return done(bytes, source, attempts: attempts, metadata, transferred: response.data.count)
-    }
-
-    /// Keeps what the server answered: a 304 freshens the stored bytes, which are
-    /// the image then; a storable response is stored; one the server now forbids
-    /// storing (no-store) removes what was kept. Returns the image's bytes, where
-    /// they came from, and their freshness.
-    private func keep(
-        _ response: DataResponse, stored: (OriginalBytes, HTTPCacheMetadata)?, key: String, in disk: DiskCache
-    ) -> (OriginalBytes, ImageSource, HTTPCacheMetadata?) {
-        let now = Date()
-        if response.statusCode == 304, let (bytes, metadata) = stored {
-            let updated = metadata.updated(with: response.headers, statusCode: 304, at: now)
-            // The stored bytes are read here only to write the record again or
-            // before it goes; otherwise by the stage that uses them, if one does.
-            guard !updated.isStorable || pipeline.rewritesAfterRevalidation(updated, stored: metadata), let data = bytes.load() else {
-                return (bytes, .revalidated, updated)
-            }
-            if updated.isStorable {
-                disk.store(data, metadata: updated.encoded(), forKey: key)
-            } else {
-                disk.removeRecord(forKey: key)
-            }
-            return (.loaded(data), .revalidated, updated)
-        }
-        var metadata = response.statusCode.flatMap {
-            HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: now)
-        }
-        if !response.redirects.isEmpty {
-            // Kept under the URL asked for only as long as every redirect on the way
-            // may be reused too.
-            metadata = HTTPCacheMetadata.reuseLifetime(through: response.redirects, at: now).flatMap { metadata?.capped(toLifetime: $0) }
-        }
-        if let metadata {
-            disk.store(response.data, metadata: metadata.encoded(), forKey: key)
-        } else if stored != nil {
-            disk.removeRecord(forKey: key)
-        }
-        return (.loaded(response.data), .network, metadata)
+        let kept = httpCache.update(with: response, for: request.url, stored: stored, key: key, at: Date())
+        return done(kept.bytes, kept.source, attempts: attempts, kept.metadata, transferred: response.data.count)
     }
 
     /// Revalidates a stale original that `stale-while-revalidate` lets the load serve
     /// meanwhile, at background priority and within the loading timeout; what the
-    /// server answers is kept for the next load. A failure changes nothing.
+    /// server answers is kept for the next load. A failure changes nothing, unless
+    /// the server said the image is gone.
     private func revalidateInBackground(
-        stored: (OriginalBytes, HTTPCacheMetadata)?, validators: [String: String], key: String, disk: DiskCache, timeout: Double
+        stored: HTTPCache.Stored, validators: [String: String], key: String, in httpCache: HTTPCache, timeout: Double
     ) {
         pipeline.graph.withLock { graph in
             guard graph.revalidating[key] == nil else { return }
@@ -245,9 +198,9 @@ struct OriginalDataStage: Sendable {
                 }
                 switch result {
                 case .success((let response, _)) where !response.isTruncated:
-                    _ = keep(response, stored: stored, key: key, in: disk)
+                    _ = httpCache.update(with: response, for: request.url, stored: stored, key: key, at: Date())
                 case .success: break
-                case .failure(let error): if error.meansResourceGone { disk.removeRecord(forKey: key) }
+                case .failure(let error): _ = httpCache.afterError(error, stored: stored, key: key, at: Date(), servingStale: false)
                 }
                 pipeline.graph.withLock { _ = $0.revalidating.removeValue(forKey: key) }
             }
@@ -305,26 +258,5 @@ extension Pipeline {
             for task in tasks { await task.value }
         }
         return (try? result.get()) != nil
-    }
-}
-
-extension ImagoError {
-    /// Whether a stored response may stand in after this failure: when the server
-    /// could not be reached or answered with a passing fault (500, 502, 503, 504), as
-    /// RFC 5861's stale-if-error has it; never after an answer that speaks of the
-    /// resource itself (a 404, a 403, a 410).
-    var allowsStaleResponse: Bool {
-        switch self {
-        case .network, .timedOut: true
-        case .httpStatus(let status, _): [500, 502, 503, 504].contains(status)
-        default: false
-        }
-    }
-
-    /// Whether the server said the image is gone or no longer ours to see (a deleted
-    /// image, a revoked signed URL): what was kept of it goes too.
-    var meansResourceGone: Bool {
-        guard case .httpStatus(let status, _) = self else { return false }
-        return [403, 404, 410].contains(status)
     }
 }

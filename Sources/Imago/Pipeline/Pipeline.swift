@@ -206,21 +206,12 @@ final class Pipeline: Sendable {
 
     // MARK: - Shared by the stages
 
-    /// The disk tier for `request`: remote images only (local ones are at hand
-    /// already), and none with caching off.
-    func diskCache(for request: ImageRequest, cache: (any ImageCaching)?) -> DiskCache? {
-        guard cache != nil, case .remote = request.resource else { return nil }
-        return configuration.diskCache
-    }
-
-    /// Whether a record the server confirmed with a 304 is written again with its
-    /// `updated` metadata. Not when nothing a later load reads would change (see
-    /// `HTTPCacheMetadata.confirms(_:)`): an image served `no-cache` is confirmed at
-    /// every load, and writing its original (the whole photo) and its variants back
-    /// each time would cost more than the revalidation. Under a trust period the time
-    /// of the confirmation counts, so the record is always written then.
-    func rewritesAfterRevalidation(_ updated: HTTPCacheMetadata, stored: HTTPCacheMetadata) -> Bool {
-        configuration.diskFreshnessPolicy != .httpHeaders || !updated.confirms(stored)
+    /// The HTTP cache for `request`, over the disk tier: remote images only (local
+    /// ones are at hand already), and none with caching off or no disk tier.
+    func httpCache(for request: ImageRequest, cache: (any ImageCaching)?) -> HTTPCache? {
+        guard cache != nil, case .remote = request.resource, let disk = configuration.diskCache else { return nil }
+        return HTTPCache(
+            tier: disk, freshnessPolicy: configuration.diskFreshnessPolicy, staleIfErrorAllowance: configuration.staleIfErrorAllowance)
     }
 }
 
