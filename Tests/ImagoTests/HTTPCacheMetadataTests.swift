@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Imago
+@_spi(HTTPCaching) @testable import Imago
 
 /// HTTP freshness, validators, revalidation and stale-on-error rules of the disk
 /// cache, all against an injected clock.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Imago
+@_spi(HTTPCaching) @testable import Imago
 
 /// Repeats of a URL within a run: the file of a recent network load answers them
 /// (a decode, not a transfer) and a failure asking again would not mend is

@@ -3,6 +3,9 @@ import Foundation
 /// What the disk cache remembers about an HTTP response so it can tell, later and
 /// without the network, whether the stored bytes may still be used.
 ///
+/// Not part of Imago's API: what the fuzz targets exercise of it is reachable with
+/// `@_spi(HTTPCaching) import Imago`.
+///
 /// The rules are RFC 9111's for a *private* cache: Imago's disk tier belongs to one
 /// user of one app, never shared between users. So `s-maxage` and `proxy-revalidate`,
 /// which address shared caches only, are ignored, and `private` responses are stored
@@ -20,9 +23,9 @@ import Foundation
 ///   given cache key, so the stored response matches the next request.
 /// - The qualified forms `no-cache="field"` and `private="field"` count as unqualified,
 ///   as most caches do (RFC 9111 §5.2.2.4 notes the qualified form is rarely honoured).
-public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
+@_spi(HTTPCaching) public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     /// Whether stored bytes may be used without asking the server.
-    public enum Freshness: Sendable, Hashable {
+    @_spi(HTTPCaching) public enum Freshness: Sendable, Hashable {
         /// Usable as is for `remaining` more seconds.
         case fresh(remaining: Double)
         /// Must not be used without the server's word. `revalidatable` says whether a
@@ -36,40 +39,40 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     /// Names are case-insensitive and values may be tokens or quoted strings (RFC 9111
     /// §5.2 asks recipients to accept both). When a directive appears twice, the first
     /// wins (§4.2.1). Unknown directives are ignored.
-    public struct CacheControl: Sendable, Codable, Hashable {
+    @_spi(HTTPCaching) public struct CacheControl: Sendable, Codable, Hashable {
         /// `max-age`, in seconds. A `max-age` without a valid number counts as 0:
         /// RFC 9111 §4.2.1 encourages treating invalid freshness information as stale,
         /// which costs at most a revalidation, where ignoring it could let an
         /// `Expires` or the heuristic keep a response the server meant to expire.
-        public var maxAge: Double?
+        var maxAge: Double?
         /// `no-cache`: stored, but never used without revalidating.
-        public var noCache = false
+        var noCache = false
         /// `no-store`: must not be kept at all.
-        public var noStore = false
+        var noStore = false
         /// `must-revalidate`: once stale, never served, not even when the network fails.
-        public var mustRevalidate = false
+        var mustRevalidate = false
         /// `private`: recorded for completeness; a private cache may store it.
-        public var isPrivate = false
+        var isPrivate = false
         /// `public`: recorded for completeness; it only widens what shared caches store.
-        public var isPublic = false
+        var isPublic = false
         /// `immutable` (RFC 8246): the body will not change while fresh, so a reload
         /// need not revalidate a fresh response. It does not lengthen freshness.
-        public var isImmutable = false
+        var isImmutable = false
         /// `stale-if-error` (RFC 5861), in seconds: how long past freshness the
         /// response may be served when the server cannot be reached. Ignored when its
         /// value is not a number (the caller's allowance applies instead).
-        public var staleIfError: Double?
+        var staleIfError: Double?
         /// `stale-while-revalidate` (RFC 5861), in seconds: how long past freshness the
         /// response may be served while it is revalidated in the background. Ignored
         /// when its value is not a number.
-        public var staleWhileRevalidate: Double?
+        var staleWhileRevalidate: Double?
 
         /// No directives.
-        public init() {}
+        init() {}
 
         /// Parses a Cache-Control value; several header lines joined with commas, as
         /// HTTP allows for list fields, parse as one.
-        public init(parsing value: String) {
+        @_spi(HTTPCaching) public init(parsing value: String) {
             var seen = Set<String>()
             for (name, argument) in Self.directives(in: value) where seen.insert(name).inserted {
                 switch name {
@@ -139,38 +142,38 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     /// The longest heuristic freshness, in seconds: one day. RFC 9111 §4.2.2 leaves the
     /// cap to the cache; a day keeps an image that changed quietly from lingering for
     /// long, and is where HTTP/1.1 used to require a warning for heuristic lifetimes.
-    public static let heuristicFreshnessCap: Double = 86_400
+    static let heuristicFreshnessCap: Double = 86_400
 
     /// The fraction of the time since `Last-Modified` used as heuristic freshness: the
     /// 10% RFC 9111 §4.2.2 suggests, since a resource unchanged for long tends to stay so.
-    public static let heuristicFreshnessFraction: Double = 0.1
+    static let heuristicFreshnessFraction: Double = 0.1
 
     /// The resource the response came from.
-    public private(set) var url: URL
+    private(set) var url: URL
     /// When the response (or the 304 that last freshened it) arrived: where the
     /// response's time in the cache is counted from.
-    public private(set) var storedAt: Date
+    private(set) var storedAt: Date
     /// The `ETag`, verbatim (weak or strong), for `If-None-Match`.
-    public private(set) var etag: String?
+    private(set) var etag: String?
     /// The `Last-Modified` value, verbatim, for `If-Modified-Since`; kept only when it
     /// is a valid HTTP-date, since a server must ignore an invalid one anyway.
-    public private(set) var lastModified: String?
+    private(set) var lastModified: String?
     /// `lastModified` as a date, for the heuristic.
-    public private(set) var lastModifiedDate: Date?
+    private(set) var lastModifiedDate: Date?
     /// The response's `Date`: when the server generated it. Nil when absent or
     /// invalid, in which case `storedAt` stands in (RFC 9110 §6.6.1).
-    public private(set) var date: Date?
+    private(set) var date: Date?
     /// The `Age` the response arrived with, in seconds: time already spent in caches
     /// upstream. 0 when absent or invalid.
-    public private(set) var ageValue: Double
+    private(set) var ageValue: Double
     /// The `Expires` date. An invalid one (`0`, `-1`, garbage) is recorded as
     /// `Date.distantPast`: RFC 9111 §5.3 says it means "already expired".
-    public private(set) var expires: Date?
+    private(set) var expires: Date?
     /// The Cache-Control directives.
-    public private(set) var cacheControl: CacheControl
+    private(set) var cacheControl: CacheControl
     /// The `Vary` value, verbatim: `*` makes the response unusable for any later
     /// request (RFC 9111 §4.1).
-    public private(set) var vary: String?
+    private(set) var vary: String?
 
     /// Records a response, or returns nil when it must not be stored:
     /// - any status but 200 and 203 (a proxy's transformed copy of the same image):
@@ -185,7 +188,7 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     ///   - statusCode: the response's HTTP status.
     ///   - headers: the response headers; names are matched case-insensitively.
     ///   - storedAt: when the response arrived.
-    public init?(url: URL, statusCode: Int, headers: [String: String], storedAt: Date) {
+    @_spi(HTTPCaching) public init?(url: URL, statusCode: Int, headers: [String: String], storedAt: Date) {
         guard statusCode == 200 || statusCode == 203 else { return nil }
         self.init(url: url, fields: Self.fields(headers), storedAt: storedAt)
         guard isStorable else { return nil }
@@ -208,20 +211,20 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     /// Whether the response may be kept at all: false after a 304 or a new 200 that
     /// says `no-store` or `Vary: *`; the cache should then drop the entry once it has
     /// served the current request.
-    public var isStorable: Bool {
+    var isStorable: Bool {
         !cacheControl.noStore && !(vary ?? "").split(separator: ",").contains {
             $0.trimmingHTTPWhitespace == "*"
         }
     }
 
     /// Whether a conditional request can confirm the stored bytes with a 304.
-    public var hasValidators: Bool { etag != nil || lastModifiedDate != nil }
+    var hasValidators: Bool { etag != nil || lastModifiedDate != nil }
 
     /// How long the response is fresh for, in seconds from its generation (RFC 9111
     /// §4.2.1): `max-age` if given (it overrides `Expires`), else `Expires` minus
     /// `Date`, else the heuristic from `Last-Modified`, else 0: a response that says
     /// nothing about its freshness is never fresh.
-    public var freshnessLifetime: Double {
+    @_spi(HTTPCaching) public var freshnessLifetime: Double {
         if let maxAge = cacheControl.maxAge { return maxAge }
         let generated = date ?? storedAt
         if let expires { return max(0, expires.timeIntervalSince(generated)) }
@@ -236,7 +239,7 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     /// the larger of what `Age` claims and what the clocks show (`storedAt − Date`),
     /// plus the time since it arrived. A clock set back never makes it younger than on
     /// arrival.
-    public func currentAge(at now: Date) -> Double {
+    func currentAge(at now: Date) -> Double {
         let apparentAge = max(0, storedAt.timeIntervalSince(date ?? storedAt))
         let initialAge = max(apparentAge, ageValue)
         return initialAge + max(0, now.timeIntervalSince(storedAt))
@@ -245,7 +248,7 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     /// Whether the stored bytes may be used at `now` without asking the server.
     /// `no-cache` makes the response stale from the start; one that may not be stored
     /// is stale and not revalidatable, since it is not to be reused at all.
-    public func freshness(at now: Date) -> Freshness {
+    @_spi(HTTPCaching) public func freshness(at now: Date) -> Freshness {
         guard isStorable else { return .stale(revalidatable: false) }
         if !cacheControl.noCache {
             let remaining = freshnessLifetime - currentAge(at: now)
@@ -259,7 +262,7 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     /// (RFC 9110 §13.1.3: a server that knows ETags uses the first and ignores the
     /// second; one that does not still has the date). Values are sent back verbatim,
     /// as the server gave them, so its comparison sees exactly its own validator.
-    public var conditionalHeaders: [String: String] {
+    var conditionalHeaders: [String: String] {
         var headers: [String: String] = [:]
         if let etag { headers["If-None-Match"] = etag }
         if let lastModified { headers["If-Modified-Since"] = lastModified }
@@ -278,7 +281,7 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     /// - Anything else says nothing about the stored response, which is returned
     ///   unchanged; whether to serve it stale is `servesStale(afterError:allowance:)`'s
     ///   question.
-    public func updated(with headers: [String: String], statusCode: Int = 304, at now: Date) -> HTTPCacheMetadata {
+    @_spi(HTTPCaching) public func updated(with headers: [String: String], statusCode: Int = 304, at now: Date) -> HTTPCacheMetadata {
         switch statusCode {
         case 304:
             var result = self
@@ -314,7 +317,7 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     /// those cover, even offline. Otherwise for as long past freshness as
     /// `stale-if-error` allows when the server gave one (its word beats the caller's,
     /// longer or shorter), else for `allowance` seconds (`.infinity`: however stale).
-    public func servesStale(afterError at: Date, allowance: Double) -> Bool {
+    @_spi(HTTPCaching) public func servesStale(afterError at: Date, allowance: Double) -> Bool {
         servesPastFreshness(at: at, window: cacheControl.staleIfError ?? allowance)
     }
 
@@ -323,7 +326,7 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     /// past freshness, and never under the directives that forbid serving stale (see
     /// `servesStale(afterError:allowance:)`). Without the directive the server has not
     /// agreed to it, so the caller waits for the revalidation.
-    public func servesWhileRevalidating(at now: Date) -> Bool {
+    @_spi(HTTPCaching) public func servesWhileRevalidating(at now: Date) -> Bool {
         servesPastFreshness(at: now, window: cacheControl.staleWhileRevalidate)
     }
 
@@ -364,7 +367,7 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
 
     /// A self-contained blob for the disk cache. Keys are sorted so that equal
     /// metadata always gives equal bytes.
-    public func encoded() -> Data {
+    @_spi(HTTPCaching) public func encoded() -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         // Cannot fail: every number is finite (delta-seconds are capped, dates parsed).
@@ -374,7 +377,7 @@ public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
     /// Reads a blob made by `encoded()`; nil for anything else (damaged, foreign, or
     /// written by a format version this code does not know), which the cache treats as
     /// a miss.
-    public init?(encoded data: Data) {
+    @_spi(HTTPCaching) public init?(encoded data: Data) {
         guard let envelope = try? JSONDecoder().decode(Envelope.self, from: data),
               envelope.version == Envelope.currentVersion
         else { return nil }

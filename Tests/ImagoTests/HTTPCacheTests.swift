@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+@_spi(HTTPCaching) @testable import Imago
+
+/// The HTTP cache's answers over a real disk tier in a folder of its own: what a
+/// look-up says to do, what a response and an error leave behind. Times are given to
+/// each question, so no test waits for a clock.
+@Suite struct HTTPCacheTests {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-http-\(UUID().uuidString)", isDirectory: true)
+    let url = URL(string: "https://example.com/a.jpg")!
+    let key = "o-a"
+    let start = Date()
+    let body = Data("the image".utf8)
+
+    func makeCache(_ policy: DiskFreshnessPolicy = .httpHeaders) -> HTTPCache {
+        HTTPCache(tier: DiskCache(directory: folder), freshnessPolicy: policy, staleIfErrorAllowance: 86_400)
+    }
+
+    func response(_ headers: [String: String], status: Int = 200, data: Data? = nil) -> DataResponse {
+        DataResponse(data: data ?? body, url: url, statusCode: status, headers: headers)
+    }
+
+    /// Stores a 200 with `headers` at `start`, as a load would.
+    func storeOriginal(_ headers: [String: String], in cache: HTTPCache) -> HTTPCache.Stored? {
+        _ = cache.update(with: response(headers), for: url, stored: nil, key: key, at: start)
+        guard case .revalidate(let stored, _) = cache.lookUp(key, at: start.addingTimeInterval(1e6)) else { return nil }
+        return stored
+    }
+
+    func removeFolder() {
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    @Test func aLookUpAnswersFreshStaleWhileRevalidatingRevalidateOrMiss() throws {
+        defer { removeFolder() }
+        let cache = makeCache()
+        guard case .miss = cache.lookUp(key, at: start) else { Issue.record("an empty tier answers"); return }
+        let kept = cache.update(
+            with: response(["cache-control": "max-age=60, stale-while-revalidate=600", "etag": "\"v1\""]), for: url, stored: nil,
+            key: key, at: start)
+        #expect(kept.source == .network && kept.metadata?.etag == "\"v1\"")
+        guard case .fresh(let data, _) = cache.lookUp(key, at: start.addingTimeInterval(30)) else {
+            Issue.record("not fresh within max-age")
+            return
+        }
+        #expect(data == body)
+        guard case .staleWhileRevalidating(let stale, _, let validators) = cache.lookUp(key, at: start.addingTimeInterval(120)) else {
+            Issue.record("not served while revalidating")
+            return
+        }
+        #expect(stale == body && validators["If-None-Match"] == "\"v1\"")
+        guard case .revalidate(_, let later) = cache.lookUp(key, at: start.addingTimeInterval(3600)) else {
+            Issue.record("past stale-while-revalidate, not revalidated")
+            return
+        }
+        #expect(later["If-None-Match"] == "\"v1\"")
+    }
+
+    @Test func aTrustPeriodMakesAStaleResponseFresh() {
+        defer { removeFolder() }
+        let cache = makeCache(.trusted(seconds: 3600))
+        _ = cache.update(with: response(["cache-control": "no-cache"]), for: url, stored: nil, key: key, at: start)
+        guard case .fresh = cache.lookUp(key, at: start.addingTimeInterval(60)) else { Issue.record("the trust period is ignored"); return }
+    }
+
+    @Test func aNotModifiedFreshensTheStoredResponse() throws {
+        defer { removeFolder() }
+        let cache = makeCache()
+        let stored = try #require(storeOriginal(["cache-control": "max-age=60", "etag": "\"v1\""], in: cache))
+        let later = start.addingTimeInterval(120)
+        let confirmed = cache.update(
+            with: response(["cache-control": "max-age=600", "etag": "\"v1\""], status: 304, data: Data()), for: url, stored: stored,
+            key: key, at: later)
+        #expect(confirmed.source == .revalidated && confirmed.bytes.load() == body)
+        guard case .fresh(let data, _) = cache.lookUp(key, at: later.addingTimeInterval(300)) else {
+            Issue.record("the 304's lifetime was not kept")
+            return
+        }
+        #expect(data == body)
+    }
+
+    @Test func aResponseTheServerForbidsStoringRemovesWhatWasKept() throws {
+        defer { removeFolder() }
+        let cache = makeCache()
+        let stored = try #require(storeOriginal(["cache-control": "max-age=60"], in: cache))
+        let kept = cache.update(with: response(["cache-control": "no-store"]), for: url, stored: stored, key: key, at: start)
+        #expect(kept.source == .network && kept.metadata == nil)
+        guard case .miss = cache.lookUp(key, at: start) else { Issue.record("a no-store response left the old one"); return }
+    }
+
+    @Test func afterAnErrorAStaleResponseStandsInOrTheRecordGoes() throws {
+        defer { removeFolder() }
+        let cache = makeCache()
+        let stored = try #require(storeOriginal(["cache-control": "max-age=60"], in: cache))
+        let later = start.addingTimeInterval(120)
+        #expect(cache.afterError(.httpStatus(503, url: url.absoluteString), stored: stored, key: key, at: later) == body)
+        #expect(cache.afterError(.httpStatus(503, url: url.absoluteString), stored: stored, key: key, at: later, servingStale: false) == nil)
+        // Past the allowance nothing stands in, and the record stays for the next load.
+        #expect(cache.afterError(.timedOut(url: url.absoluteString, seconds: 60), stored: stored, key: key, at: later.addingTimeInterval(2 * 86_400)) == nil)
+        guard case .revalidate = cache.lookUp(key, at: later) else { Issue.record("a passing failure removed the record"); return }
+        #expect(cache.afterError(.httpStatus(404, url: url.absoluteString), stored: stored, key: key, at: later) == nil)
+        guard case .miss = cache.lookUp(key, at: later) else { Issue.record("a 404 left the record"); return }
+    }
+
+    @Test func variantsExpireWithTheirOriginalAndAreConfirmedByItsValidators() throws {
+        defer { removeFolder() }
+        let cache = makeCache()
+        let variantKey = "v-a"
+        let original = try #require(HTTPCacheMetadata(
+            url: url, statusCode: 200, headers: ["cache-control": "max-age=60", "etag": "\"v1\""],
+            storedAt: start))
+        cache.storeVariant(metadata: original, key: variantKey) { Data("variant".utf8) }
+        guard case .fresh = cache.lookUpVariant(variantKey, at: start.addingTimeInterval(30)) else { Issue.record("not fresh"); return }
+        guard case .stale(let data, let metadata) = cache.lookUpVariant(variantKey, at: start.addingTimeInterval(120)) else {
+            Issue.record("a stale variant with validators is not kept for confirmation")
+            return
+        }
+        #expect(data == Data("variant".utf8) && cache.confirms(original, variant: metadata))
+        let changed = try #require(HTTPCacheMetadata(
+            url: url, statusCode: 200, headers: ["etag": "\"v2\""], storedAt: start))
+        #expect(!cache.confirms(changed, variant: metadata))
+
+        // A revalidation can forbid storing what was stored.
+        let forbidden = original.updated(with: ["cache-control": "no-store"], statusCode: 304, at: start)
+        #expect(!forbidden.isStorable)
+        var encoded = false
+        cache.storeVariant(metadata: forbidden, key: "v-b") {
+            encoded = true
+            return Data()
+        }
+        #expect(!encoded)
+        guard case .miss = cache.lookUpVariant("v-b", at: start) else { Issue.record("a no-store variant was kept"); return }
+    }
+}
