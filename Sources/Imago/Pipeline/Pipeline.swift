@@ -118,7 +118,7 @@ final class Pipeline: Sendable {
         var transfers: [Task<Void, Never>] = []
         let runnable = graph.withLock { graph in
             for task in tasks {
-                guard let stage = graph.stage(of: task), graph.hasSubscriber(task.id, of: stage) else { continue }
+                guard let stage = graph.stage(of: task) else { continue }
                 graph.detach(task.id, from: stage, stopping: &transfers)
             }
             return graph.takeRunnable()

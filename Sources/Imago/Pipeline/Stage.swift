@@ -229,6 +229,18 @@ struct StagePool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         records[key].map { StageHandle(key: key, serial: $0.serial) }
     }
 
+    /// Removes subscriber `id` from the stage `handle` names, in one look-up: nil when
+    /// the stage has left or the subscriber was not there; else the stage's state,
+    /// and whether it was the last subscriber (the stage has left its pool then).
+    mutating func removeSubscriber(_ id: Int, from handle: StageHandle<Key>) -> (core: StageCore, wasLast: Bool)? {
+        guard let index = records.index(forKey: handle.key), records.values[index].serial == handle.serial,
+              records.values[index].core.subscribers[id] != nil else { return nil }
+        records.values[index].core.subscribers[id] = nil
+        records.values[index].receivers[id] = nil
+        guard records.values[index].core.subscribers.isEmpty else { return (records.values[index].core, false) }
+        return (records.remove(at: index).value.core, true)
+    }
+
     /// Takes the stage `handle` names out of the pool; nil if it has left already.
     mutating func remove(_ handle: StageHandle<Key>) -> StageRecord<Value>? {
         guard let index = records.index(forKey: handle.key), records.values[index].serial == handle.serial else { return nil }

@@ -115,26 +115,13 @@ struct StageGraph: Sendable {
         }
     }
 
-    /// Removes a subscriber of `stage`; true when none is left.
-    private mutating func removeSubscriber(_ id: Int, of stage: AnyStage) -> Bool {
-        func remove<Value>(_ record: inout StageRecord<Value>) -> Bool {
-            record.core.subscribers[id] = nil
-            record.receivers[id] = nil
-            return record.core.subscribers.isEmpty
-        }
+    /// Removes subscriber `id` from `stage`, whatever its kind (see
+    /// `StagePool.removeSubscriber`).
+    private mutating func removeSubscriber(_ id: Int, of stage: AnyStage) -> (core: StageCore, wasLast: Bool)? {
         switch stage {
-        case .original(let handle): return originals.modify(handle, remove) ?? false
-        case .decoded(let handle): return decoded.modify(handle, remove) ?? false
-        case .processed(let handle): return processed.modify(handle, remove) ?? false
-        }
-    }
-
-    /// Takes `stage` out of its pool.
-    private mutating func drop(_ stage: AnyStage) {
-        switch stage {
-        case .original(let handle): _ = originals.remove(handle)
-        case .decoded(let handle): _ = decoded.remove(handle)
-        case .processed(let handle): _ = processed.remove(handle)
+        case .original(let handle): originals.removeSubscriber(id, from: handle)
+        case .decoded(let handle): decoded.removeSubscriber(id, from: handle)
+        case .processed(let handle): processed.removeSubscriber(id, from: handle)
         }
     }
 
@@ -201,12 +188,11 @@ struct StageGraph: Sendable {
         var next: (id: Int, stage: AnyStage)? = (id, stage)
         while let (id, stage) = next {
             next = nil
-            guard let core = core(of: stage) else { return }
-            guard removeSubscriber(id, of: stage) else {
-                updatePriority(of: stage)
+            guard let (core, wasLast) = removeSubscriber(id, of: stage) else { return }
+            guard wasLast else {
+                if let highest = core.highestSubscriberPriority, highest != core.priority { setPriority(of: stage, to: highest) }
                 return
             }
-            drop(stage)
             switch core.phase {
             case .queued(let queue): withQueue(queue) { $0.remove(sequence: core.sequence) }
             case .running(let transfer?): transfers.append(transfer)
@@ -249,13 +235,15 @@ struct StageGraph: Sendable {
 
     /// Queues `work` for `stage`; `takeRunnable` hands it out when a slot is free.
     mutating func enqueue(_ stage: AnyStage, in queue: PipelineQueue, work: @escaping @Sendable (StageRun) -> Void) {
+        // Taken whether or not the stage has a place already: an unused number only
+        // leaves a gap in the order.
+        let arrival = withQueue(queue) { $0.nextSequence() }
         guard let (priority, sequence) = modify(stage, { core -> (ImageRequest.Priority, Int) in
             core.phase = .queued(queue)
+            if core.sequence == 0 { core.sequence = arrival }
             return (core.priority, core.sequence)
         }) else { return }
-        var assigned = sequence
-        withQueue(queue) { $0.enqueue(stage, priority: priority, sequence: &assigned, work: work) }
-        if assigned != sequence { _ = modify(stage) { $0.sequence = assigned } }
+        withQueue(queue) { $0.enqueue(stage, priority: priority, sequence: sequence, work: work) }
     }
 
     /// Marks `stage` as answered without a slot.
@@ -267,17 +255,22 @@ struct StageGraph: Sendable {
     /// marked running.
     mutating func takeRunnable() -> [(work: @Sendable (StageRun) -> Void, run: StageRun)] {
         var runnable: [(work: @Sendable (StageRun) -> Void, run: StageRun)] = []
-        for queue in [PipelineQueue.transfers, .decoding] {
-            while let (stage, work) = withQueue(queue, { $0.next() }) {
-                let found = modify(stage) { core -> (ImageRequest.Priority, Bool) in
-                    core.phase = .running(transfer: nil)
-                    return (core.priority, core.previews.isWanted)
-                }
-                let (priority, previews) = found ?? (.normal, false)
-                runnable.append((work, StageRun(queue: queue, loadingTimeout: loadingTimeout, priority: priority, previews: previews)))
-            }
-        }
+        takeRunnable(from: .transfers, into: &runnable)
+        takeRunnable(from: .decoding, into: &runnable)
         return runnable
+    }
+
+    private mutating func takeRunnable(
+        from queue: PipelineQueue, into runnable: inout [(work: @Sendable (StageRun) -> Void, run: StageRun)]
+    ) {
+        while let (stage, work) = withQueue(queue, { $0.next() }) {
+            let found = modify(stage) { core -> (ImageRequest.Priority, Bool) in
+                core.phase = .running(transfer: nil)
+                return (core.priority, core.previews.isWanted)
+            }
+            let (priority, previews) = found ?? (.normal, false)
+            runnable.append((work, StageRun(queue: queue, loadingTimeout: loadingTimeout, priority: priority, previews: previews)))
+        }
     }
 
     /// Records the task of `stage`'s running transfer, to be cancelled if the stage is

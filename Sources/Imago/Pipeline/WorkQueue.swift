@@ -41,16 +41,17 @@ struct WorkQueue: Sendable {
     /// How many stages wait for a slot.
     var waiting: Int { waitingWork.count }
 
-    /// Queues `work` for `stage` at `priority`. A stage keeps its place among equals
-    /// if it was queued before (`sequence` is nonzero then: a new priority is not a
-    /// new arrival); a first arrival is given its place in `sequence`.
+    /// A new place in the order of arrival, for a stage queued for the first time.
+    mutating func nextSequence() -> Int {
+        sequence += 1
+        return sequence
+    }
+
+    /// Queues `work` for `stage` at `priority`, in its place among equals: a stage
+    /// queued before keeps its `sequence` (a new priority is not a new arrival).
     mutating func enqueue(
-        _ stage: AnyStage, priority: ImageRequest.Priority, sequence: inout Int, work: @escaping @Sendable (StageRun) -> Void
+        _ stage: AnyStage, priority: ImageRequest.Priority, sequence: Int, work: @escaping @Sendable (StageRun) -> Void
     ) {
-        if sequence == 0 {
-            self.sequence += 1
-            sequence = self.sequence
-        }
         generation += 1
         waitingWork[sequence] = Waiting(generation: generation, stage: stage, work: work)
         push(priority: priority, sequence: sequence)
