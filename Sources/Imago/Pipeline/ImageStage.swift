@@ -163,6 +163,7 @@ extension ImageStage {
 struct DecodingStage: ImageStage {
     let pipeline: Pipeline
     let stage: StageHandle<DecodedKey>
+    let stageKey: DecodedKey
 
     private var configuration: ImageLoader.Configuration { pipeline.configuration }
 
@@ -173,7 +174,7 @@ struct DecodingStage: ImageStage {
     ) -> StageHandle<DecodedKey> {
         let (stage, created) = graph.stage(for: key, priority: priority)
         if created {
-            DecodingStage(pipeline: pipeline, stage: stage)
+            DecodingStage(pipeline: pipeline, stage: stage, stageKey: key)
                 .start(work: ImageWork(key: key.key, request: request, cache: graph.cache, pipeline: pipeline), in: &graph)
         }
         return stage
@@ -181,7 +182,8 @@ struct DecodingStage: ImageStage {
 
     func buildUpstream(work: ImageWork, waited: Double, in graph: inout StageGraph) {
         let priority = graph.record(stage)?.core.priority ?? work.request.priority
-        let original = OriginalDataStage.stage(for: work.request, priority: priority, in: &graph, pipeline: pipeline)
+        let original = OriginalDataStage.stage(
+            for: stageKey.original, request: work.request, priority: priority, in: &graph, pipeline: pipeline)
         graph.subscribe(.decoded(stage), to: original) { [self] event in
             if case .partialData(let data) = event {
                 pipeline.schedulePreview(of: .decoded(stage)) { [self] in decodePreview(data, work: work) }
@@ -257,6 +259,7 @@ struct DecodingStage: ImageStage {
 struct ProcessingStage: ImageStage {
     let pipeline: Pipeline
     let stage: StageHandle<ProcessedKey>
+    let stageKey: ProcessedKey
 
     /// The stage of `key`, made and started from `request` if none is in flight.
     static func stage(
@@ -265,7 +268,7 @@ struct ProcessingStage: ImageStage {
     ) -> StageHandle<ProcessedKey> {
         let (stage, created) = graph.stage(for: key, priority: priority)
         if created {
-            ProcessingStage(pipeline: pipeline, stage: stage)
+            ProcessingStage(pipeline: pipeline, stage: stage, stageKey: key)
                 .start(work: ImageWork(key: key.key, request: request, cache: graph.cache, pipeline: pipeline), in: &graph)
         }
         return stage
@@ -284,7 +287,7 @@ struct ProcessingStage: ImageStage {
         var plain = work.request
         plain.processors = []
         let priority = graph.record(stage)?.core.priority ?? work.request.priority
-        let decoded = DecodingStage.stage(for: stage.key.decoded, request: plain, priority: priority, in: &graph, pipeline: pipeline)
+        let decoded = DecodingStage.stage(for: stageKey.decoded, request: plain, priority: priority, in: &graph, pipeline: pipeline)
         graph.subscribe(.processed(stage), to: decoded) { [self] event in
             if case .preview(let preview) = event {
                 pipeline.schedulePreview(of: .processed(stage)) { [self] in processPreview(preview, work: work) }

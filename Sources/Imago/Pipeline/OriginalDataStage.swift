@@ -57,12 +57,13 @@ struct OriginalDataStage: Sendable {
 
     private var configuration: ImageLoader.Configuration { pipeline.configuration }
 
-    /// The original-data stage of `request`'s image key, made and started if none is
+    /// The original-data stage of `key`, made and started from `request` if none is
     /// in flight.
     static func stage(
-        for request: ImageRequest, priority: ImageRequest.Priority, in graph: inout StageGraph, pipeline: Pipeline
+        for key: OriginalKey, request: ImageRequest, priority: ImageRequest.Priority, in graph: inout StageGraph,
+        pipeline: Pipeline
     ) -> StageHandle<OriginalKey> {
-        let (stage, created) = graph.stage(for: OriginalKey(request), priority: priority)
+        let (stage, created) = graph.stage(for: key, priority: priority)
         if created { OriginalDataStage(pipeline: pipeline, stage: stage, request: request).start(in: &graph) }
         return stage
     }

@@ -89,10 +89,11 @@ enum ImageStageKey: Hashable, Sendable {
 
 // MARK: - A stage's state
 
-/// One stage in flight as its pool keeps it, found again by its key and `serial`:
-/// a stage that closed and a newer one under the same key are never confused.
+/// One stage in flight: its slot in its pool and its `serial`, so that a stage that
+/// closed and a newer one in the same slot are never confused. Two integers: found
+/// again without hashing a key, and copied without reference counting.
 struct StageHandle<Key: Hashable & Sendable>: Hashable, Sendable {
-    let key: Key
+    let slot: Int
     let serial: Int
 }
 
@@ -195,56 +196,82 @@ struct StageRecord<Value: Sendable>: Sendable {
     var serial: Int { core.serial }
 }
 
-/// The stages in flight of one kind, by key: the one place a stage of that kind is
-/// found, made, and dropped.
+/// The stages in flight of one kind: the one place a stage of that kind is found by
+/// key, made, and dropped. Stages live in slots of an array, reused once free, so a
+/// stage is reached through its handle by index; only finding one by its key hashes.
 struct StagePool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private(set) var records: [Key: StageRecord<Value>] = [:]
+    private var slotsByKey: [Key: Int] = [:]
+    private var slots: [(key: Key, record: StageRecord<Value>)?] = []
+    private var freeSlots: [Int] = []
 
-    var count: Int { records.count }
+    var count: Int { slotsByKey.count }
 
     /// The stage under `key`, made with `serial` if none is in flight; `created`
     /// says which.
     mutating func stage(
         for key: Key, priority: ImageRequest.Priority, serial: () -> Int
     ) -> (handle: StageHandle<Key>, created: Bool) {
-        if let record = records[key] { return (StageHandle(key: key, serial: record.serial), false) }
-        let record = StageRecord<Value>(serial: serial(), priority: priority)
-        records[key] = record
-        return (StageHandle(key: key, serial: record.serial), true)
+        if let slot = slotsByKey[key], let found = slots[slot] {
+            return (StageHandle(slot: slot, serial: found.record.serial), false)
+        }
+        let entry = (key: key, record: StageRecord<Value>(serial: serial(), priority: priority))
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            slot = free
+            slots[slot] = entry
+        } else {
+            slot = slots.count
+            slots.append(entry)
+        }
+        slotsByKey[key] = slot
+        return (StageHandle(slot: slot, serial: entry.record.serial), true)
     }
 
     /// The stage `handle` names while it is in flight; nil once it has left.
     subscript(handle: StageHandle<Key>) -> StageRecord<Value>? {
-        records[handle.key].flatMap { $0.serial == handle.serial ? $0 : nil }
+        guard let entry = slots[handle.slot], entry.record.serial == handle.serial else { return nil }
+        return entry.record
     }
 
     /// Changes the stage `handle` names in place; nil once it has left.
     mutating func modify<Result>(_ handle: StageHandle<Key>, _ body: (inout StageRecord<Value>) -> Result) -> Result? {
-        guard let index = records.index(forKey: handle.key), records.values[index].serial == handle.serial else { return nil }
-        return body(&records.values[index])
+        guard slots[handle.slot]?.record.serial == handle.serial else { return nil }
+        return body(&slots[handle.slot]!.record)
     }
 
-    /// The stage under `key` in flight, whatever its serial.
+    /// The stage under `key` in flight.
     func handle(for key: Key) -> StageHandle<Key>? {
-        records[key].map { StageHandle(key: key, serial: $0.serial) }
+        guard let slot = slotsByKey[key], let entry = slots[slot] else { return nil }
+        return StageHandle(slot: slot, serial: entry.record.serial)
     }
 
-    /// Removes subscriber `id` from the stage `handle` names, in one look-up: nil when
-    /// the stage has left or the subscriber was not there; else the stage's state,
-    /// and whether it was the last subscriber (the stage has left its pool then).
+    /// Removes subscriber `id` from the stage `handle` names: nil when the stage has
+    /// left or the subscriber was not there; else the stage's state, and whether it
+    /// was the last subscriber (the stage has left its pool then).
     mutating func removeSubscriber(_ id: Int, from handle: StageHandle<Key>) -> (core: StageCore, wasLast: Bool)? {
-        guard let index = records.index(forKey: handle.key), records.values[index].serial == handle.serial,
-              records.values[index].core.subscribers[id] != nil else { return nil }
-        records.values[index].core.subscribers[id] = nil
-        records.values[index].receivers[id] = nil
-        guard records.values[index].core.subscribers.isEmpty else { return (records.values[index].core, false) }
-        return (records.remove(at: index).value.core, true)
+        guard slots[handle.slot]?.record.serial == handle.serial, slots[handle.slot]!.record.core.subscribers[id] != nil else {
+            return nil
+        }
+        slots[handle.slot]!.record.core.subscribers[id] = nil
+        slots[handle.slot]!.record.receivers[id] = nil
+        let core = slots[handle.slot]!.record.core
+        guard core.subscribers.isEmpty else { return (core, false) }
+        free(handle.slot)
+        return (core, true)
     }
 
     /// Takes the stage `handle` names out of the pool; nil if it has left already.
     mutating func remove(_ handle: StageHandle<Key>) -> StageRecord<Value>? {
-        guard let index = records.index(forKey: handle.key), records.values[index].serial == handle.serial else { return nil }
-        return records.remove(at: index).value
+        guard let entry = slots[handle.slot], entry.record.serial == handle.serial else { return nil }
+        free(handle.slot)
+        return entry.record
+    }
+
+    private mutating func free(_ slot: Int) {
+        guard let entry = slots[slot] else { return }
+        slots[slot] = nil
+        slotsByKey[entry.key] = nil
+        freeSlots.append(slot)
     }
 }
 
