@@ -113,7 +113,8 @@ struct Upstream: Sendable {
 /// Where a stage is in its life. A stage that finished or was abandoned has left
 /// its pool; no phase stands for it.
 enum StagePhase: Sendable {
-    /// Made, not yet queued or subscribed (it is being started).
+    /// Being started, or between a run and what follows it (finishing, or going on
+    /// to the stage it builds on): neither queued, running nor subscribed.
     case starting
     /// Answered without a slot (by the memories of recent loads); its outcome is on
     /// its way.
