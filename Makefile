@@ -2,7 +2,7 @@
 # missing) and says what it is doing.
 
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libavif-dev libheif-dev libcurl4-openssl-dev
+DEBIAN_PACKAGES := pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libavif-dev libheif-dev libcurl4-openssl-dev libhiredis-dev
 # Warnings are errors in every build the Makefile makes.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 # The tool as a user would install it: Swift's own libraries linked in, so the process
@@ -25,7 +25,13 @@ GTK_PACKAGES := libgtk-4-dev xvfb xauth
 # Programs the tests run, beyond Debian's essential packages, the Swift toolchain and
 # Imago's own executables: scripts/check-test-programs.sh holds every test to the
 # packages `make test` installs, so the suite passes on a fresh machine.
-TEST_PACKAGES := mount
+TEST_PACKAGES := mount redis-server redis-tools
+# The tests start their own Redis servers on free loopback ports; the system service
+# Debian's redis-server starts on installation is stopped and disabled, so nothing
+# listens on 6379 for them to meet by accident.
+STOP_REDIS_SERVICE = if command -v systemctl >/dev/null && systemctl is-enabled --quiet redis-server 2>/dev/null; then \
+	  echo "==> Stopping and disabling the redis-server service (the tests start their own servers)"; \
+	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; $$sudo systemctl disable --now redis-server >/dev/null 2>&1 || true; fi
 # No display: Xvfb. GTK's Cairo renderer draws the same pixels on every machine.
 GTK_RUN = if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then env GSK_RENDERER=cairo $(1); \
 	else xvfb-run -a env GSK_RENDERER=cairo $(1); fi
@@ -56,6 +62,7 @@ build: deps
 
 test: DEBIAN_PACKAGES += $(GTK_PACKAGES) $(TEST_PACKAGES)
 test: deps
+	@$(STOP_REDIS_SERVICE)
 	@echo "==> Checking that the tests run only programs of the packages make test installs"
 	@SWIFT=$(SWIFT) scripts/check-test-programs.sh $(DEBIAN_PACKAGES)
 	@echo "==> Building Imago and its tests (warnings are errors)"

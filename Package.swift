@@ -45,6 +45,12 @@ let package = Package(
         .systemLibrary(
             name: "CLibHEIF",
             providers: [.apt(["libheif-dev"])]),
+        // hiredis (0.14 on Debian 12) for the shared cache tier on Redis and Redis
+        // Cluster. No pkgConfig: hiredis.pc adds -D_FILE_OFFSET_BITS=64, which SwiftPM
+        // refuses with a warning on every build, and the header is in /usr/include.
+        .systemLibrary(
+            name: "CHiredis",
+            providers: [.apt(["libhiredis-dev"])]),
         // glibc's eventfd, gettid and pthread_setname_np, which it declares only under
         // _GNU_SOURCE, for the memory-pressure watcher: a header, no library.
         .systemLibrary(name: "CImagoSystem"),
@@ -69,6 +75,7 @@ let package = Package(
                 .target(name: "CLibHEIF", condition: linux),
                 .target(name: "CImagoSystem", condition: linux),
                 .target(name: "CCurl", condition: linux),
+                .target(name: "CHiredis", condition: linux),
             ]),
         .executableTarget(
             name: "imago",

@@ -16,7 +16,8 @@ import Foundation
 ///   40+K+M+B     4  CRC-32 (ISO-HDLC, as zlib and PNG) of every byte before it
 ///
 /// The stored key catches name collisions and foreign files; the checksum
-/// (``CRC32``) catches damage.
+/// (``CRC32``) catches damage. The shared tier keeps its values in the same format,
+/// one record a value, its key naming the namespace too.
 enum RecordFormat {
     static let magic: [UInt8] = [0x89, 0x49, 0x4D, 0x47, 0x4F, 0x0D, 0x0A, 0x1A]
     static let version: UInt32 = 1
@@ -85,6 +86,27 @@ enum RecordFormat {
         var checksum = prefix.withUnsafeBytes { CRC32.update(0, $0) }
         checksum = body.withUnsafeBytes { CRC32.update(checksum, $0) }
         return littleEndian(UInt64(checksum), count: 4)
+    }
+
+    /// A whole record in one buffer, as the shared tier keeps it.
+    static func encode(key: String, metadata: Data, body: Data, storedAt: Double) -> Data {
+        let prefix = prefix(key: key, metadata: metadata, bodyCount: body.count, storedAt: storedAt)
+        return prefix + body + trailer(prefix: prefix, body: body)
+    }
+
+    /// The metadata, body and time stored of a record in one buffer, if it is a whole
+    /// record of this format version stored under `key` whose checksum holds.
+    static func decode(_ record: Data, key: String) -> (metadata: Data, body: Data, storedAt: Double)? {
+        guard let header = Header(record), header.fileSize == record.count else { return nil }
+        let checked = record.count - trailerSize
+        let (checksum, stored) = record.withUnsafeBytes { bytes in
+            (CRC32.update(0, UnsafeRawBufferPointer(rebasing: bytes.prefix(checked))),
+             UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: checked, as: UInt32.self)))
+        }
+        let keyStart = record.startIndex + headerSize, metadataStart = keyStart + header.keyCount
+        let bodyStart = metadataStart + header.metadataCount
+        guard checksum == stored, record[keyStart..<metadataStart].elementsEqual(key.utf8) else { return nil }
+        return (Data(record[metadataStart..<bodyStart]), Data(record[bodyStart..<(bodyStart + header.bodyCount)]), header.storedAt)
     }
 
     static func littleEndian(_ value: UInt64, count: Int) -> Data {

@@ -1,0 +1,395 @@
+#if canImport(CHiredis)
+import Foundation
+
+/// The shared tier at work: records in Redis or Redis Cluster under a namespace,
+/// one-origin-request leases, a circuit breaker and a bounded write queue.
+///
+/// Every key of one image (its original, its variants, its lease) carries the same
+/// hash tag, made from the image key, so in a cluster they live on one slot and a
+/// command for them goes to one master. A value is a record in the disk tier's
+/// format whose key is the namespace and the record's name: served only when whole,
+/// its checksum holding and its key its own.
+public final class SharedCache: Sendable {
+    /// What the tier has done since it was made.
+    public struct Counters: Sendable, Equatable {
+        /// Look-ups answered with a valid record.
+        public var hits = 0
+        /// Look-ups that found nothing (or nothing valid).
+        public var misses = 0
+        /// Values found damaged, foreign, over the size cap or cut short: never
+        /// served, and deleted so that the next load stores them anew.
+        public var rejected = 0
+        /// Records written.
+        public var stored = 0
+        /// Writes not made: the queue was full, the tier resting, or the value over
+        /// the size cap.
+        public var writesDropped = 0
+        /// Commands that failed (timeout, connection, refusal).
+        public var failures = 0
+        /// Times the circuit breaker stopped asking.
+        public var pauses = 0
+        /// Leases taken before asking the origin.
+        public var leasesTaken = 0
+        /// Loads that waited for another machine's value and got it.
+        public var leaseWaitsAnswered = 0
+        /// Loads that waited for another machine's value until the bound, or until
+        /// its lease expired, and asked the origin themselves.
+        public var leaseWaitsExpired = 0
+
+        /// Hits over look-ups, 0 without any.
+        public var hitRate: Double { hits + misses == 0 ? 0 : Double(hits) / Double(hits + misses) }
+    }
+
+    /// What a look-up found.
+    enum Lookup: Sendable {
+        case hit(DiskCache.Record)
+        case miss
+        /// The tier could not be asked (down, hung, resting): go on without it.
+        case unavailable
+    }
+
+    /// What waiting on another machine's lease came to.
+    enum LeaseOutcome: Sendable {
+        /// The value arrived.
+        case found(DiskCache.Record)
+        /// This load holds the lease now (the first holder released it without a
+        /// value, or it expired): it asks the origin.
+        case taken(Lease)
+        /// The tier failed or the wait reached its bound: the load asks the origin
+        /// without a lease.
+        case givenUp
+    }
+
+    /// A lease this process holds on one image.
+    struct Lease: Sendable {
+        let key: String
+        let token: String
+    }
+
+    let configuration: SharedCacheConfiguration
+    private let client: RedisClient
+    private let writer = DispatchQueue(label: "imago.shared-cache.writer")
+    private let state = Locked<State>(State())
+
+    private struct State {
+        var counters = Counters()
+        var failuresInARow = 0
+        var restingUntil: ContinuousClock.Instant?
+        var trialRunning = false
+        var pendingWrites = 0
+        var warned: Set<String> = []
+    }
+
+    /// A tier on the servers of `configuration`; no connection is made until the
+    /// first command. Throws when a server is not a `redis://` URL, or when the URLs
+    /// disagree on credentials or database.
+    public init(configuration: SharedCacheConfiguration) throws(ImagoError) {
+        let addresses = configuration.servers.compactMap(RedisAddress.init)
+        guard let first = addresses.first, addresses.count == configuration.servers.count else {
+            throw .invalidRequest(
+                url: configuration.servers.map(\.absoluteString).joined(separator: ","),
+                reason: "not a list of redis://[user:password@]host:port[/db] URLs")
+        }
+        guard addresses.allSatisfy({ $0.user == first.user && $0.password == first.password && $0.database == first.database }) else {
+            throw .invalidRequest(url: first.host, reason: "the Redis URLs name different users, passwords or databases")
+        }
+        self.configuration = configuration
+        client = RedisClient(
+            seeds: addresses.map { RedisNode(host: $0.host, port: $0.port) },
+            settings: RedisConnectionSettings(
+                connectTimeout: configuration.connectTimeout, commandTimeout: configuration.commandTimeout,
+                user: first.user, password: first.password, database: first.database))
+    }
+
+    /// The counters so far.
+    public var counters: Counters { state.withLock { $0.counters } }
+
+    // MARK: - Records
+
+    /// The record named `name` (a disk-tier record name) of `imageKey`'s image.
+    func record(named name: String, imageKey: String) -> Lookup {
+        let key = valueKey(name, imageKey: imageKey)
+        // GETRANGE reads at most one byte past the cap: a value over it is known
+        // by its length without being read whole.
+        let cap = configuration.maximumValueSize
+        guard let reply = perform({ () throws(RedisFailure) in
+            try client.run([redisCommand("GETRANGE", key, "0", String(cap))], slotKey: Data(key.utf8))[0]
+        }) else { return .unavailable }
+        guard let value = reply.data, !value.isEmpty else {
+            count { $0.misses += 1 }
+            return .miss
+        }
+        guard value.count <= cap, let (metadata, body, storedAt) = RecordFormat.decode(value, key: recordKey(name)) else {
+            count {
+                $0.rejected += 1
+                $0.misses += 1
+            }
+            remove(key)
+            return .miss
+        }
+        count { $0.hits += 1 }
+        return .hit(DiskCache.Record(data: body, metadata: metadata, storedAt: Date(timeIntervalSince1970: storedAt)))
+    }
+
+    /// Queues the record for writing with a time to live of `lifetime` seconds,
+    /// releasing `lease` after it; dropped (and counted) when the queue is full, the
+    /// tier is resting, or the record is over the size cap. The lease then expires
+    /// on its own.
+    func store(_ body: Data, metadata: Data, named name: String, imageKey: String, lifetime: Double, releasing lease: Lease? = nil) {
+        let milliseconds = Int((lifetime * 1000).rounded(.down))
+        let record = RecordFormat.encode(key: recordKey(name), metadata: metadata, body: body, storedAt: Date().timeIntervalSince1970)
+        let admitted = state.withLock { state -> Bool in
+            guard milliseconds > 0, record.count <= configuration.maximumValueSize, !isResting(state),
+                  state.pendingWrites < configuration.maximumPendingWrites
+            else {
+                state.counters.writesDropped += 1
+                return false
+            }
+            state.pendingWrites += 1
+            return true
+        }
+        guard admitted else {
+            if let lease { release(lease) }
+            return
+        }
+        let key = valueKey(name, imageKey: imageKey)
+        writer.async { [self] in
+            defer { state.withLock { $0.pendingWrites -= 1 } }
+            var commands = [redisCommand("SET", key) + [record] + redisCommand("PX", String(milliseconds))]
+            if let lease { commands.append(Self.releaseCommand(lease)) }
+            if perform({ () throws(RedisFailure) in try client.run(commands, slotKey: Data(key.utf8)) }) != nil {
+                count { $0.stored += 1 }
+            }
+        }
+    }
+
+    /// Waits until the queued writes are done or `seconds` have passed; true when
+    /// they are done.
+    public func writesEnded(within seconds: Double) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        writer.async { done.signal() }
+        return done.wait(timeout: .now() + seconds) == .success
+    }
+
+    // MARK: - Leases
+
+    /// Takes the lease on `imageKey`'s image for ``SharedCacheConfiguration/leaseDuration``;
+    /// nil when another process holds it. `.unavailable` says the tier failed.
+    func takeLease(imageKey: String) -> Lease?? {
+        let lease = Lease(key: leaseKey(imageKey), token: UUID().uuidString)
+        let milliseconds = String(max(1, Int(configuration.leaseDuration * 1000)))
+        guard let reply = perform({ () throws(RedisFailure) in
+            try client.run([redisCommand("SET", lease.key, lease.token, "NX", "PX", milliseconds)], slotKey: Data(lease.key.utf8))[0]
+        }) else { return .none }
+        guard case .status("OK") = reply else { return .some(nil) }
+        count { $0.leasesTaken += 1 }
+        return .some(lease)
+    }
+
+    /// Gives the lease back without a value: the load failed, so whoever waits asks
+    /// the origin at once rather than at the end of the lease.
+    func release(_ lease: Lease) {
+        writer.async { [self] in
+            _ = perform { () throws(RedisFailure) in try client.run([Self.releaseCommand(lease)], slotKey: Data(lease.key.utf8)) }
+        }
+    }
+
+    /// Waits for the record named `name`, which another process holds the lease to
+    /// fetch: polls for it, and takes the lease when it is gone (its holder gave up
+    /// or died), up to ``SharedCacheConfiguration/leaseWait``.
+    func waitForRecord(named name: String, imageKey: String) async -> LeaseOutcome {
+        let key = valueKey(name, imageKey: imageKey)
+        let deadline = ContinuousClock.now + .seconds(configuration.leaseWait)
+        var interval = 0.005
+        while ContinuousClock.now < deadline {
+            do { try await DeadlineClock.shared.sleep(interval) } catch { return .givenUp }
+            interval = min(interval * 1.5, 0.05)
+            guard let exists = perform({ () throws(RedisFailure) in
+                try client.run([redisCommand("EXISTS", key)], slotKey: Data(key.utf8))[0].integer
+            }) else { return .givenUp }
+            if exists == 1 {
+                switch record(named: name, imageKey: imageKey) {
+                case .hit(let record):
+                    count { $0.leaseWaitsAnswered += 1 }
+                    return .found(record)
+                case .miss: break
+                case .unavailable: return .givenUp
+                }
+            }
+            switch takeLease(imageKey: imageKey) {
+            case .none: return .givenUp
+            case .some(nil): continue
+            case .some(let lease?):
+                count { $0.leaseWaitsExpired += 1 }
+                return .taken(lease)
+            }
+        }
+        count { $0.leaseWaitsExpired += 1 }
+        return .givenUp
+    }
+
+    // MARK: - Statistics
+
+    /// What the tier holds: keys and bytes under the namespace on every master, and
+    /// the counters of the last run that recorded them (``recordRun()``).
+    public struct Statistics: Sendable {
+        /// Records under the namespace (leases not counted).
+        public var keys: Int
+        /// Their bytes.
+        public var bytes: Int
+        /// The counters the last run recorded, if one did.
+        public var lastRun: (hits: Int, misses: Int)?
+        /// The servers scanned.
+        public var nodes: [String]
+    }
+
+    /// Scans every master for the namespace's keys. Throws when a server cannot be
+    /// reached or refuses.
+    public func statistics() throws(ImagoError) -> Statistics {
+        do throws(RedisFailure) {
+            let nodes = try client.nodes()
+            let runKey = self.runKey
+            var keys = 0, bytes = 0
+            for node in nodes {
+                let pool = client.pool(node)
+                var cursor = "0"
+                repeat {
+                    let reply = try pool.run([redisCommand("SCAN", cursor, "MATCH", "\(escapedNamespace):{*}:*", "COUNT", "500")])[0]
+                    guard case .array(let parts) = reply, parts.count == 2, let next = parts[0].data,
+                          case .array(let found) = parts[1]
+                    else { throw RedisFailure.io("\(node): unexpected SCAN reply") }
+                    cursor = String(decoding: next, as: UTF8.self)
+                    let names = found.compactMap(\.data).filter {
+                        let name = String(decoding: $0, as: UTF8.self)
+                        return !name.hasSuffix(":lease") && name != runKey
+                    }
+                    if !names.isEmpty {
+                        let lengths = try pool.run(names.map { redisCommand("STRLEN") + [$0] })
+                        keys += names.count
+                        bytes += lengths.compactMap(\.integer).reduce(0, +)
+                    }
+                } while cursor != "0"
+            }
+            let run = try client.run([redisCommand("HMGET", runKey, "hits", "misses")], slotKey: Data(runKey.utf8))[0]
+            var lastRun: (Int, Int)?
+            if case .array(let values) = run, values.count == 2,
+               let hits = values[0].data.flatMap({ Int(String(decoding: $0, as: UTF8.self)) }),
+               let misses = values[1].data.flatMap({ Int(String(decoding: $0, as: UTF8.self)) }) {
+                lastRun = (hits, misses)
+            }
+            return Statistics(keys: keys, bytes: bytes, lastRun: lastRun, nodes: nodes.map(\.description))
+        } catch {
+            throw .network(url: client.seeds.map(\.description).joined(separator: ","), reason: "Redis: \(error)", code: .cannotConnectToHost, errno: nil)
+        }
+    }
+
+    /// Records this process's hits and misses as the last run's, for
+    /// `imago cache stats`; best effort.
+    public func recordRun() {
+        let counters = counters
+        _ = perform { () throws(RedisFailure) in
+            try client.run([redisCommand("HSET", runKey, "hits", String(counters.hits), "misses", String(counters.misses))], slotKey: Data(runKey.utf8))
+        }
+    }
+
+    // MARK: - Keys
+
+    /// The hash tag of an image: its keys share a cluster slot.
+    private func tag(_ imageKey: String) -> String { String(SHA256.hex(imageKey).prefix(32)) }
+
+    private func valueKey(_ name: String, imageKey: String) -> String {
+        "\(configuration.namespace):{\(tag(imageKey))}:\(SHA256.hex(name).prefix(32))"
+    }
+
+    /// Where the last run's counters are kept.
+    private var runKey: String { "\(configuration.namespace):{run}:last" }
+
+    private func leaseKey(_ imageKey: String) -> String { "\(configuration.namespace):{\(tag(imageKey))}:lease" }
+
+    /// The key inside a record: a value copied under another namespace or name does
+    /// not pass for the one it replaced.
+    private func recordKey(_ name: String) -> String { "\(configuration.namespace)\n\(name)" }
+
+    /// The namespace with SCAN's pattern characters escaped.
+    private var escapedNamespace: String {
+        configuration.namespace.reduce(into: "") { text, character in
+            if "*?[]\\".contains(character) { text.append("\\") }
+            text.append(character)
+        }
+    }
+
+    /// Deletes a lease only while it is still this process's.
+    private static func releaseCommand(_ lease: Lease) -> [Data] {
+        redisCommand(
+            "EVAL", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end",
+            "1", lease.key, lease.token)
+    }
+
+    private func remove(_ key: String) {
+        writer.async { [self] in _ = perform { () throws(RedisFailure) in try client.run([redisCommand("DEL", key)], slotKey: Data(key.utf8)) } }
+    }
+
+    // MARK: - The circuit breaker
+
+    private func count(_ change: (inout Counters) -> Void) {
+        state.withLock { change(&$0.counters) }
+    }
+
+    private func isResting(_ state: State) -> Bool {
+        guard let until = state.restingUntil else { return false }
+        return ContinuousClock.now < until || state.trialRunning
+    }
+
+    /// Runs `body` unless the breaker is open; nil when it is, or when `body` failed.
+    /// After `failuresBeforePause` failures in a row the tier rests for `pause`; then
+    /// one command at a time tries it, and a success closes the breaker.
+    private func perform<Result>(_ body: () throws(RedisFailure) -> Result) -> Result? {
+        let trial = state.withLock { state -> Bool? in
+            guard let until = state.restingUntil else { return false }
+            guard ContinuousClock.now >= until, !state.trialRunning else { return nil }
+            state.trialRunning = true
+            return true
+        }
+        guard let trial else { return nil }
+        do throws(RedisFailure) {
+            let result = try body()
+            state.withLock { state in
+                state.failuresInARow = 0
+                state.restingUntil = nil
+                state.trialRunning = false
+            }
+            return result
+        } catch {
+            failed(error, trial: trial)
+            return nil
+        }
+    }
+
+    private func failed(_ failure: RedisFailure, trial: Bool) {
+        let refused: Bool
+        if case .refused = failure { refused = true } else { refused = false }
+        let warning = state.withLock { state -> String? in
+            state.counters.failures += 1
+            state.failuresInARow += 1
+            if trial { state.trialRunning = false }
+            // A refusal will not mend by asking again: the tier rests at once.
+            guard refused || trial || state.failuresInARow >= configuration.failuresBeforePause else { return nil }
+            if state.restingUntil == nil || trial { state.counters.pauses += 1 }
+            state.restingUntil = ContinuousClock.now + .seconds(configuration.pause)
+            let kind = refused ? "refused" : "unavailable"
+            guard state.warned.insert(kind).inserted else { return nil }
+            return refused
+                ? "the shared cache (Redis) refused this client: \(failure); loads go on without it"
+                : "the shared cache (Redis) is not answering (\(failure)); loads go on without it, and it is tried again every \(configuration.pause.formatted()) s"
+        }
+        if !refused { client.reset() }
+        if let warning {
+            if let handler = configuration.warningHandler {
+                handler(warning)
+            } else {
+                FileHandle.standardError.write(Data("imago: warning: \(warning)\n".utf8))
+            }
+        }
+    }
+}
+#endif
