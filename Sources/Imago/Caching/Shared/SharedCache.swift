@@ -297,18 +297,18 @@ public final class SharedCache: Sendable {
     /// The hash tag of an image: its keys share a cluster slot.
     private func tag(_ imageKey: String) -> String { String(SHA256.hex(imageKey).prefix(32)) }
 
-    private func valueKey(_ name: String, imageKey: String) -> String {
+    func valueKey(_ name: String, imageKey: String) -> String {
         "\(configuration.namespace):{\(tag(imageKey))}:\(SHA256.hex(name).prefix(32))"
     }
 
     /// Where the last run's counters are kept.
     private var runKey: String { "\(configuration.namespace):{run}:last" }
 
-    private func leaseKey(_ imageKey: String) -> String { "\(configuration.namespace):{\(tag(imageKey))}:lease" }
+    func leaseKey(_ imageKey: String) -> String { "\(configuration.namespace):{\(tag(imageKey))}:lease" }
 
     /// The key inside a record: a value copied under another namespace or name does
     /// not pass for the one it replaced.
-    private func recordKey(_ name: String) -> String { "\(configuration.namespace)\n\(name)" }
+    func recordKey(_ name: String) -> String { "\(configuration.namespace)\n\(name)" }
 
     /// The namespace with SCAN's pattern characters escaped.
     private var escapedNamespace: String {

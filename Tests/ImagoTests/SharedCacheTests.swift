@@ -1,0 +1,297 @@
+#if canImport(CHiredis)
+import Foundation
+import Synchronization
+import Testing
+@testable import Imago
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The shared tier against real redis-server processes on free loopback ports:
+/// records, leases, the size cap, foreign and damaged values, and faults (a server
+/// killed, hung, restarted, full, or refusing the password).
+@Suite struct SharedCacheTests {
+    private static let metadata = Data("metadata".utf8)
+
+    private func tier(
+        _ urls: [URL], namespace: String = "imago-test", _ change: (inout SharedCacheConfiguration) -> Void = { _ in }
+    ) throws -> SharedCache {
+        var configuration = SharedCacheConfiguration(servers: urls, namespace: namespace)
+        // Generous on a loaded 2-core machine; the fault tests set their own.
+        configuration.connectTimeout = 2
+        configuration.commandTimeout = 5
+        change(&configuration)
+        return try SharedCache(configuration: configuration)
+    }
+
+    private func body(_ seed: Int, count: Int = 4096) -> Data {
+        Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed) })
+    }
+
+    private func hit(_ lookup: SharedCache.Lookup) -> DiskCache.Record? {
+        if case .hit(let record) = lookup { return record }
+        return nil
+    }
+
+    private func isMiss(_ lookup: SharedCache.Lookup) -> Bool {
+        if case .miss = lookup { return true }
+        return false
+    }
+
+    @Test func storedRecordsAreReadBackUnderTheirNameOnly() throws {
+        let server = try RedisServer()
+        let cache = try tier([server.url])
+        cache.store(body(1), metadata: Self.metadata, named: "o1", imageKey: "http://h/a.jpg", lifetime: 60)
+        cache.store(body(2), metadata: Self.metadata, named: "v1", imageKey: "http://h/a.jpg", lifetime: 60)
+        #expect(cache.writesEnded(within: 60))
+        let original = try #require(hit(cache.record(named: "o1", imageKey: "http://h/a.jpg")))
+        #expect(original.data == body(1))
+        #expect(original.metadata == Self.metadata)
+        #expect(hit(cache.record(named: "v1", imageKey: "http://h/a.jpg"))?.data == body(2))
+        #expect(isMiss(cache.record(named: "o1", imageKey: "http://h/b.jpg")))
+        #expect(cache.counters.hits == 2 && cache.counters.misses == 1 && cache.counters.stored == 2)
+        // The time to live follows the lifetime given.
+        let ttl = try server.run(redisCommand("PTTL", cache.valueKey("o1", imageKey: "http://h/a.jpg"))).integer ?? -1
+        #expect(ttl > 0 && ttl <= 60_000)
+        // An original and its variants share a cluster slot, through their hash tag.
+        let slots = Set(["o1", "v1", "v2"].map { RedisClient.slot(of: Data(cache.valueKey($0, imageKey: "http://h/a.jpg").utf8)) })
+        #expect(slots.count == 1)
+        #expect(RedisClient.slot(of: Data(cache.leaseKey("http://h/a.jpg").utf8)) == slots.first)
+        // CRC-16/XMODEM's check value, as Redis Cluster hashes keys.
+        #expect(RedisClient.slot(of: Data("123456789".utf8)) == 0x31C3)
+    }
+
+    @Test func valuesOfAnotherNamespaceOrKeyAreNeverServed() throws {
+        let server = try RedisServer()
+        let ours = try tier([server.url], namespace: "fleet-a")
+        let theirs = try tier([server.url], namespace: "fleet-b")
+        // Names as the pipeline gives them: the disk tier's, which hold the image key.
+        let x = ImageCacheKey.originalDiskKey("http://h/x.jpg"), y = ImageCacheKey.originalDiskKey("http://h/y.jpg")
+        theirs.store(body(3), metadata: Self.metadata, named: x, imageKey: "http://h/x.jpg", lifetime: 60)
+        ours.store(body(4), metadata: Self.metadata, named: y, imageKey: "http://h/y.jpg", lifetime: 60)
+        #expect(theirs.writesEnded(within: 60) && ours.writesEnded(within: 60))
+        #expect(isMiss(ours.record(named: x, imageKey: "http://h/x.jpg")))
+        // Their value copied under our key for the same image: its record names the
+        // other namespace.
+        let theirValue = try #require(try server.run(redisCommand("GET", theirs.valueKey(x, imageKey: "http://h/x.jpg"))).data)
+        try server.run(redisCommand("SET", ours.valueKey(x, imageKey: "http://h/x.jpg")) + [theirValue])
+        #expect(isMiss(ours.record(named: x, imageKey: "http://h/x.jpg")))
+        // Our own value of another image copied under this one's key.
+        let otherValue = try #require(try server.run(redisCommand("GET", ours.valueKey(y, imageKey: "http://h/y.jpg"))).data)
+        try server.run(redisCommand("SET", ours.valueKey(x, imageKey: "http://h/x.jpg")) + [otherValue])
+        #expect(isMiss(ours.record(named: x, imageKey: "http://h/x.jpg")))
+        #expect(ours.counters.rejected == 2)
+        #expect(hit(ours.record(named: y, imageKey: "http://h/y.jpg"))?.data == body(4))
+    }
+
+    @Test func aDamagedValueIsRejectedAndDeleted() throws {
+        let server = try RedisServer()
+        let cache = try tier([server.url])
+        cache.store(body(5), metadata: Self.metadata, named: "o", imageKey: "http://h/d.jpg", lifetime: 60)
+        #expect(cache.writesEnded(within: 60))
+        let key = cache.valueKey("o", imageKey: "http://h/d.jpg")
+        try server.run(redisCommand("SETRANGE", key, "200", "damage"))
+        #expect(isMiss(cache.record(named: "o", imageKey: "http://h/d.jpg")))
+        #expect(cache.counters.rejected == 1)
+        #expect(cache.writesEnded(within: 60))
+        #expect(try server.run(redisCommand("EXISTS", key)).integer == 0)
+        // Cut short: rejected too.
+        cache.store(body(5), metadata: Self.metadata, named: "o", imageKey: "http://h/d.jpg", lifetime: 60)
+        #expect(cache.writesEnded(within: 60))
+        let whole = try #require(try server.run(redisCommand("GET", key)).data)
+        try server.run(redisCommand("SET", key) + [whole.prefix(whole.count - 10)])
+        #expect(isMiss(cache.record(named: "o", imageKey: "http://h/d.jpg")))
+    }
+
+    @Test func valuesOverTheCapAreNeverStoredOrRead() throws {
+        let server = try RedisServer()
+        let cache = try tier([server.url]) { $0.maximumValueSize = 64 << 10 }
+        cache.store(body(6, count: 100 << 10), metadata: Self.metadata, named: "o", imageKey: "http://h/big.jpg", lifetime: 60)
+        #expect(cache.writesEnded(within: 60))
+        #expect(cache.counters.writesDropped == 1 && cache.counters.stored == 0)
+        let key = cache.valueKey("o", imageKey: "http://h/big.jpg")
+        #expect(try server.run(redisCommand("EXISTS", key)).integer == 0)
+        // A valid record over the cap put there by another writer is not read whole.
+        let record = RecordFormat.encode(key: cache.recordKey("o"), metadata: Self.metadata, body: body(6, count: 100 << 10), storedAt: 0)
+        try server.run(redisCommand("SET", key) + [record])
+        #expect(isMiss(cache.record(named: "o", imageKey: "http://h/big.jpg")))
+        #expect(cache.counters.rejected == 1)
+    }
+
+    @Test func oneLeaseHolderAndTheOthersWaitForItsValue() async throws {
+        let server = try RedisServer()
+        let first = try tier([server.url])
+        let second = try tier([server.url])
+        let lease = try #require(first.takeLease(imageKey: "http://h/l.jpg") ?? nil)
+        #expect(second.takeLease(imageKey: "http://h/l.jpg").map { $0 == nil } == true)
+        let waiter = Task { await second.waitForRecord(named: "o", imageKey: "http://h/l.jpg") }
+        try await Task.sleep(for: .milliseconds(100))
+        first.store(body(7), metadata: Self.metadata, named: "o", imageKey: "http://h/l.jpg", lifetime: 60, releasing: lease)
+        guard case .found(let record) = await waiter.value else {
+            Issue.record("the waiter did not get the value")
+            return
+        }
+        #expect(record.data == body(7))
+        #expect(try server.run(redisCommand("EXISTS", first.leaseKey("http://h/l.jpg"))).integer == 0)
+    }
+
+    @Test func aLeaseWhoseHolderDiedExpires() async throws {
+        let server = try RedisServer()
+        let dead = try tier([server.url]) { $0.leaseDuration = 0.3 }
+        let waiting = try tier([server.url])
+        #expect((dead.takeLease(imageKey: "http://h/e.jpg") ?? nil) != nil)
+        guard case .taken = await waiting.waitForRecord(named: "o", imageKey: "http://h/e.jpg") else {
+            Issue.record("the expired lease was not taken over")
+            return
+        }
+        #expect(waiting.counters.leaseWaitsExpired == 1)
+    }
+
+    @Test func aKilledServerPausesTheTierAndARestartedOneIsUsedAgain() throws {
+        let server = try RedisServer()
+        let warnings = Mutex<[String]>([])
+        let cache = try tier([server.url]) {
+            $0.connectTimeout = 0.2
+            $0.commandTimeout = 0.5
+            $0.pause = 0.5
+            $0.warningHandler = { message in warnings.withLock { $0.append(message) } }
+        }
+        cache.store(body(8), metadata: Self.metadata, named: "o", imageKey: "http://h/k.jpg", lifetime: 60)
+        #expect(cache.writesEnded(within: 60))
+        #expect(hit(cache.record(named: "o", imageKey: "http://h/k.jpg")) != nil)
+        server.killAndWait()
+        for _ in 0..<10 {
+            guard case .unavailable = cache.record(named: "o", imageKey: "http://h/k.jpg") else {
+                Issue.record("a killed server answered")
+                return
+            }
+        }
+        // Three failures, then the breaker: the other look-ups never asked.
+        #expect(cache.counters.failures == 3)
+        #expect(cache.counters.pauses == 1)
+        #expect(warnings.withLock { $0.count } == 1)
+        try server.start()
+        var answered = false
+        for _ in 0..<600 where !answered {
+            usleep(50_000)
+            if case .miss = cache.record(named: "o", imageKey: "http://h/k.jpg") { answered = true }
+        }
+        #expect(answered)
+        cache.store(body(9), metadata: Self.metadata, named: "o", imageKey: "http://h/k.jpg", lifetime: 60)
+        #expect(cache.writesEnded(within: 60))
+        #expect(hit(cache.record(named: "o", imageKey: "http://h/k.jpg"))?.data == body(9))
+        #expect(warnings.withLock { $0.count } == 1)
+    }
+
+    @Test func aHungServerCostsOneCommandTimeoutThenTheBreakerOpens() throws {
+        let server = try RedisServer()
+        let cache = try tier([server.url]) {
+            $0.connectTimeout = 0.2
+            $0.commandTimeout = 0.3
+            $0.pause = 0.5
+            $0.warningHandler = { _ in }
+        }
+        #expect(isMiss(cache.record(named: "o", imageKey: "http://h/s.jpg")))
+        server.send(SIGSTOP)
+        defer { server.send(SIGCONT) }
+        let clock = ContinuousClock()
+        var longest = Duration.zero
+        for _ in 0..<10 {
+            let start = clock.now
+            if case .unavailable = cache.record(named: "o", imageKey: "http://h/s.jpg") {} else { Issue.record("a hung server answered") }
+            longest = max(longest, clock.now - start)
+        }
+        // A hang guard: without the command timeout the first look-up never returns.
+        #expect(longest < .seconds(30))
+        #expect(cache.counters.pauses >= 1)
+        #expect(cache.counters.failures <= 4)
+        server.send(SIGCONT)
+        var answered = false
+        for _ in 0..<600 where !answered {
+            usleep(50_000)
+            if case .miss = cache.record(named: "o", imageKey: "http://h/s.jpg") { answered = true }
+        }
+        #expect(answered)
+    }
+
+    @Test func aWrongPasswordGivesOneWarningAndTheRightOneOrAnACLUserWorks() throws {
+        let server = try RedisServer(options: ["--requirepass", "right"])
+        let warnings = Mutex<[String]>([])
+        let wrong = try tier([URL(string: "redis://:wrong@127.0.0.1:\(server.port)")!]) {
+            $0.pause = 0.05
+            $0.warningHandler = { message in warnings.withLock { $0.append(message) } }
+        }
+        for index in 0..<20 {
+            if case .unavailable = wrong.record(named: "o", imageKey: "http://h/\(index).jpg") {} else { Issue.record("served without the password") }
+            usleep(10_000)
+        }
+        let told = warnings.withLock { $0 }
+        #expect(told.count == 1)
+        #expect(told.first?.contains("WRONGPASS") == true)
+        let right = try tier([URL(string: "redis://:right@127.0.0.1:\(server.port)")!])
+        #expect(isMiss(right.record(named: "o", imageKey: "http://h/0.jpg")))
+        try server.run(redisCommand("ACL", "SETUSER", "fleet", "on", ">secret", "~imago-test:*", "+@all"), password: "right")
+        let user = try tier([URL(string: "redis://fleet:secret@127.0.0.1:\(server.port)")!])
+        user.store(body(10), metadata: Self.metadata, named: "o", imageKey: "http://h/u.jpg", lifetime: 60)
+        #expect(user.writesEnded(within: 60))
+        #expect(hit(user.record(named: "o", imageKey: "http://h/u.jpg"))?.data == body(10))
+        #expect(user.counters.failures == 0)
+    }
+
+    @Test func evictionsUnderMaxmemoryNeverFail() throws {
+        let server = try RedisServer(options: ["--maxmemory", "1mb", "--maxmemory-policy", "allkeys-lru"])
+        let cache = try tier([server.url])
+        for index in 0..<200 {
+            cache.store(body(index, count: 20 << 10), metadata: Self.metadata, named: "o", imageKey: "http://h/\(index).jpg", lifetime: 60)
+        }
+        #expect(cache.writesEnded(within: 60))
+        var hits = 0
+        for index in 0..<200 {
+            switch cache.record(named: "o", imageKey: "http://h/\(index).jpg") {
+            case .hit(let record):
+                #expect(record.data == body(index, count: 20 << 10))
+                hits += 1
+            case .miss: break
+            case .unavailable: Issue.record("a full Redis failed a look-up")
+            }
+        }
+        #expect(hits > 0 && hits < 200)
+        #expect(cache.counters.failures == 0)
+    }
+
+    @Test func aClusterSpreadsImagesOverItsMastersAndFollowsAReshard() async throws {
+        let cluster = try RedisCluster()
+        let cache = try tier([cluster.urls[0]])
+        let images = (0..<90).map { "http://h/cluster-\($0).jpg" }
+        for (index, image) in images.enumerated() {
+            cache.store(body(index), metadata: Self.metadata, named: "o", imageKey: image, lifetime: 600)
+        }
+        #expect(cache.writesEnded(within: 60))
+        for master in cluster.masters {
+            #expect((try master.run(redisCommand("DBSIZE")).integer ?? 0) > 0)
+        }
+        #expect(try cache.statistics().keys == images.count)
+        // Loads go on while an operator moves a third of the slots.
+        let moved = Atomic(false)
+        let mover = Task.detached {
+            defer { moved.store(true, ordering: .releasing) }
+            return try cluster.reshard(slots: 3000, from: cluster.masters[0], to: cluster.masters[1])
+        }
+        var rounds = 0
+        var wrong = 0
+        repeat {
+            for (index, image) in images.enumerated() {
+                if hit(cache.record(named: "o", imageKey: image))?.data != body(index) { wrong += 1 }
+            }
+            rounds += 1
+        } while rounds < 200 && (rounds < 3 || !moved.load(ordering: .acquiring))
+        let result = try await mover.value
+        #expect(result.status == 0, "\(result.output)")
+        #expect(wrong == 0)
+        for (index, image) in images.enumerated() {
+            #expect(hit(cache.record(named: "o", imageKey: image))?.data == body(index))
+        }
+        #expect(cache.counters.failures == 0)
+    }
+}
+#endif
