@@ -26,6 +26,10 @@ extension ImageLoader {
         /// `DiskCache.shared`; other loaders have none unless given one, so that a
         /// loader made for a test or a job never shares files by surprise.
         public var diskCache: DiskCache?
+        /// The cache shared by a fleet of machines (Redis or Redis Cluster), between
+        /// the disk tier and the network, for http(s) images; nil for none. It keeps
+        /// what the disk tier keeps (``diskCachePolicy``), under the same freshness.
+        public var sharedCache: SharedCache?
         /// What the disk tier keeps: by default (`.both`) the originals, and the sized
         /// or processed images of requests that ask for a size or processing.
         public var diskCachePolicy: DiskCachePolicy

@@ -135,6 +135,9 @@ public enum ImageSource: String, Sendable, Codable {
     /// `304 Not Modified` to a conditional request): one round trip, no body, and a
     /// stored thumbnail is used as it is, not made again from its original.
     case revalidated
+    /// The cache shared by a fleet (``SharedCache``, on Redis), without asking the
+    /// server: another machine fetched or made the image.
+    case shared
     /// The data loader, for a remote resource (`ImageRequest.Resource.remote`).
     case network
     /// A local resource (`ImageRequest.Resource.local`): a file or a `data:` URL.

@@ -1,4 +1,3 @@
-#if canImport(CHiredis)
 import Foundation
 
 /// The idle connections to one node, reused from command to command: a command
@@ -232,4 +231,3 @@ final class RedisClient: Sendable {
         return Int(crc) % slotCount
     }
 }
-#endif

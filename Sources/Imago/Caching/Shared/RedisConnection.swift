@@ -1,8 +1,9 @@
+import Foundation
 #if canImport(CHiredis)
 import CHiredis
-import Foundation
 #if canImport(Glibc)
 import Glibc
+#endif
 #endif
 
 /// A Redis server's address.
@@ -69,6 +70,7 @@ struct RedisConnectionSettings: Sendable {
     var database: Int
 }
 
+#if canImport(CHiredis)
 /// One blocking hiredis connection, with its command timeout on the socket: a reply
 /// that does not come in time fails the command and the connection, never the load
 /// that asked. Used by one thread at a time, handed from thread to thread through
@@ -205,9 +207,26 @@ final class RedisConnection: @unchecked Sendable {
         return result
     }
 }
+#else
+/// Where hiredis is missing (Apple platforms) no connection is ever made, so the
+/// shared tier is unavailable: every command fails as refused, and the breaker
+/// keeps the tier at rest after one clear warning.
+final class RedisConnection: Sendable {
+    init(node: RedisNode, settings: RedisConnectionSettings) throws(RedisFailure) {
+        throw .refused("the shared cache needs hiredis, which this platform lacks")
+    }
+
+    func run(_ command: [Data]) throws(RedisFailure) -> RedisReply {
+        try run([command])[0]
+    }
+
+    func run(_ commands: [[Data]]) throws(RedisFailure) -> [RedisReply] {
+        throw .refused("the shared cache needs hiredis, which this platform lacks")
+    }
+}
+#endif
 
 /// A command of text arguments, as most are; values go in as `Data`.
 func redisCommand(_ arguments: String...) -> [Data] {
     arguments.map { Data($0.utf8) }
 }
-#endif

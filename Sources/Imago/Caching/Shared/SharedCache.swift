@@ -1,4 +1,3 @@
-#if canImport(CHiredis)
 import Foundation
 
 /// The shared tier at work: records in Redis or Redis Cluster under a namespace,
@@ -392,4 +391,3 @@ public final class SharedCache: Sendable {
         }
     }
 }
-#endif
