@@ -4,7 +4,7 @@ import Imago
 /// `imago cache stats|clear|prune|fill`: looks after a disk cache directory.
 let cacheCommand = Command(
     name: "cache",
-    synopsis: "stats|clear|prune|fill [--cache-dir DIR] [--size-limit BYTES] [--json] [fill: --count N --size BYTES [--start N]]",
+    synopsis: "stats|clear|prune|fill [--cache-dir DIR] [--size-limit BYTES] [--json] [fill: --count N --size BYTES [--start N]] | stats --redis URL[,URL...]",
     summary: """
         Look after the disk cache. stats: records and bytes held. clear: delete every \
         record. prune: delete damaged, foreign and expired records and abandoned \
@@ -12,7 +12,9 @@ let cacheCommand = Command(
         fill: write N records of pseudo-random bytes under the keys fill-START, \
         fill-START+1, ... and wait until they are on disk, to fill a cache for tests \
         and benchmarks (the body of fill-I is the same in every run). The default \
-        directory is the platform's cache folder (\(DiskCache.defaultDirectory.path)).
+        directory is the platform's cache folder (\(DiskCache.defaultDirectory.path)). \
+        stats --redis: the shared cache's keys and bytes under its namespace on every \
+        server, and the hit rate of the last run that used it.
         """,
     options: [
         .value("--cache-dir", "DIR", "the cache directory (default: the platform's cache folder)"),
@@ -21,8 +23,57 @@ let cacheCommand = Command(
         .value("--size", "BYTES", "fill: bytes in each record's body, with an optional K, M or G suffix"),
         .value("--start", "N", "fill: the first key's number (default 0)"),
         .flag("--json", "print one JSON record"),
-    ],
+    ] + LoaderOptions.sharedTable,
     run: runCache)
+
+private struct SharedReport: Encodable {
+    let action: String
+    let servers: [String]
+    let namespace: String
+    let keys: Int
+    let bytes: Int
+    var lastRunHits: Int?
+    var lastRunMisses: Int?
+    var lastRunHitRate: Double?
+}
+
+/// `cache stats --redis`: what the shared tier holds, scanned on every master.
+private func reportShared(_ arguments: Arguments, action: String, json: Bool) -> Int32 {
+    let shared: SharedCache
+    do throws(UsageError) {
+        guard action == "stats" else { throw UsageError(message: "--redis is for cache stats only") }
+        guard let made = try LoaderOptions.sharedCache(arguments) else { return ExitStatus.usage }
+        shared = made
+    } catch {
+        Output.error(error.message)
+        return ExitStatus.usage
+    }
+    let statistics: SharedCache.Statistics
+    do throws(ImagoError) {
+        statistics = try shared.statistics()
+    } catch {
+        Output.error(error.description)
+        return ExitStatus.someFailed
+    }
+    var report = SharedReport(
+        action: action, servers: statistics.nodes, namespace: shared.configuration.namespace, keys: statistics.keys,
+        bytes: statistics.bytes)
+    if let run = statistics.lastRun {
+        report.lastRunHits = run.hits
+        report.lastRunMisses = run.misses
+        report.lastRunHitRate = run.hits + run.misses == 0 ? 0 : (Double(run.hits) / Double(run.hits + run.misses) * 1000).rounded() / 1000
+    }
+    if json {
+        Output.json(report)
+    } else {
+        var line = "redis \(statistics.nodes.joined(separator: ",")) (namespace \(report.namespace)): \(report.keys) keys, \(formatBytes(Int64(report.bytes)))"
+        if let hits = report.lastRunHits, let misses = report.lastRunMisses, let rate = report.lastRunHitRate {
+            line += ", last run: \(hits) hits, \(misses) misses (hit rate \(String(format: "%.1f", rate * 100)) %)"
+        }
+        Output.line(line)
+    }
+    return ExitStatus.success
+}
 
 private struct CacheReport: Encodable {
     let action: String
@@ -99,6 +150,9 @@ private func runCache(_ arguments: Arguments) async -> Int32 {
         return ExitStatus.usage
     }
     let json = arguments.flag("--json")
+    if arguments.string("--redis") != nil {
+        return reportShared(arguments, action: action, json: json)
+    }
     let directory = arguments.string("--cache-dir").map { URL(fileURLWithPath: $0, isDirectory: true) } ?? DiskCache.defaultDirectory
 
     var isDirectory: ObjCBool = false

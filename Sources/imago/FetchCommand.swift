@@ -9,7 +9,7 @@ import FoundationNetworking
 /// (coalescing, memory cache, retries, decoding) and reports each and a summary.
 let fetchCommand = Command(
     name: "fetch",
-    synopsis: "URL... | --input FILE [--concurrency N] [--cache-dir DIR | --no-disk-cache] [--thumbnail PX] [--timeout SECONDS] [--retries N] [--partial] [--json]",
+    synopsis: "URL... | --input FILE [--concurrency N] [--cache-dir DIR | --no-disk-cache] [--redis URL[,URL...]] [--thumbnail PX] [--timeout SECONDS] [--retries N] [--partial] [--json]",
     summary: """
         Load images from http, https, file and data URLs through the full pipeline \
         (coalescing, caching, retries, decoding) and print a summary: items, failures, \
@@ -110,6 +110,7 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     // a slow server must not hold a finished run).
     await loader.waitForBackgroundWork(timeout: LoaderOptions.backgroundWorkTimeout)
     await options.disk?.flush()
+    options.finishSharedWrites()
 
     let counts = tally.withLock { $0 }
     guard counts.items > 0 else {
@@ -118,7 +119,7 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     }
     let summary = LoadSummary(
         items: counts.items, failed: counts.failed, hits: counts.hits, counter: counter,
-        seconds: (ContinuousClock.now - start).seconds)
+        seconds: (ContinuousClock.now - start).seconds, shared: options.shared)
     if json {
         Output.json(FetchSummary(summary: summary))
     } else {

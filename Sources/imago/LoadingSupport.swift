@@ -174,6 +174,8 @@ struct LoaderOptions {
     var disk: DiskCache?
     /// The HTTP client asked for with `--loader`; nil for the platform's default.
     var network: String?
+    /// The fleet's shared tier, from `--redis`.
+    var shared: SharedCache?
 
     /// The HTTP clients `--loader` can name on this platform.
     static var networkLoaders: [String] {
@@ -209,6 +211,60 @@ struct LoaderOptions {
         if let problem = disk?.directoryProblem() {
             Output.error("the disk cache cannot be used (\(problem)); nothing will be kept on disk")
         }
+        shared = try Self.sharedCache(arguments)
+    }
+
+    /// The shared tier of `--redis URL[,URL...]`, with `--redis-namespace` and
+    /// `--redis-timeout`; nil without `--redis`. Its warnings (Redis refusing or not
+    /// answering) are said once each on standard error, and the loads go on.
+    static func sharedCache(_ arguments: Arguments) throws(UsageError) -> SharedCache? {
+        guard let list = arguments.string("--redis") else {
+            if arguments.string("--redis-namespace") != nil || arguments.string("--redis-timeout") != nil {
+                throw UsageError(message: "--redis-namespace and --redis-timeout need --redis")
+            }
+            return nil
+        }
+        var configuration: SharedCacheConfiguration
+        do throws(ImagoError) {
+            configuration = SharedCacheConfiguration(servers: try SharedCacheConfiguration.servers(fromList: list))
+        } catch {
+            throw UsageError(message: "--redis: \(error.description)")
+        }
+        if let namespace = arguments.string("--redis-namespace") {
+            guard !namespace.isEmpty, !namespace.contains(where: { $0.isWhitespace }) else {
+                throw UsageError(message: "--redis-namespace needs a name without spaces")
+            }
+            configuration.namespace = namespace
+        }
+        if let text = arguments.string("--redis-timeout") {
+            guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
+                throw UsageError(message: "--redis-timeout needs a number of seconds above 0, not '\(text)'")
+            }
+            configuration.connectTimeout = seconds
+            configuration.commandTimeout = seconds
+        }
+        configuration.warningHandler = { Output.error("warning: " + $0) }
+        do throws(ImagoError) {
+            return try SharedCache(configuration: configuration)
+        } catch {
+            throw UsageError(message: "--redis: \(error.description)")
+        }
+    }
+
+    /// The options of the shared tier in a command's table.
+    static let sharedTable: [Option] = [
+        .value("--redis", "URL[,URL...]", "share a cache with other machines on Redis or Redis Cluster: redis://[user:password@]host:port[/db], a cluster's masters separated by commas"),
+        .value("--redis-namespace", "NAME", "the prefix of the shared cache's keys, one per deployment (default imago)"),
+        .value("--redis-timeout", "SECONDS", "the shared cache's connect and command timeout (default 0.05)"),
+    ]
+
+    /// Lets the shared tier's queued writes reach Redis before the process ends
+    /// (within a bound: a slow Redis must not hold a finished run), then records
+    /// the run's hits and misses for `imago cache stats --redis`.
+    func finishSharedWrites() {
+        guard let shared else { return }
+        _ = shared.writesEnded(within: Self.backgroundWorkTimeout)
+        shared.recordRun()
     }
 
     /// The options' entries in a command's table.
@@ -219,7 +275,7 @@ struct LoaderOptions {
         .value("--timeout", "SECONDS", "bound on each whole load (default 60; inf for none)"),
         .value("--retries", "N", "retries of a transient failure (default 2)"),
         .value("--loader", "NAME", "the HTTP client: \(networkLoaders.joined(separator: " or ")) (default: curl on Linux, urlsession elsewhere)"),
-    ]
+    ] + sharedTable
 
     /// The data loader of a command: the platform's default, or the HTTP client
     /// `--loader` named (so the benchmark can run one against the other). Either may
@@ -252,6 +308,7 @@ struct LoaderOptions {
     func makeLoader(counter: CountingLoader) -> ImageLoader {
         var configuration = ImageLoader.Configuration.server(diskCache: disk, concurrentLoads: concurrency, dataLoader: counter)
         configuration.retryPolicy = retryPolicy
+        configuration.sharedCache = shared
         let loader = ImageLoader(configuration: configuration)
         loader.loadingTimeout = timeout
         return loader
@@ -269,8 +326,32 @@ struct LoadSummary: Encodable {
     let seconds: Double
     /// The process's peak resident memory, in bytes: what a long list costs.
     let peakMemory: Int
+    /// What the shared tier did, with `--redis`.
+    let shared: SharedCounts?
 
-    init(items: Int, failed: Int, hits: [String: Int], counter: CountingLoader, seconds: Double) {
+    /// The shared tier's counters as the summary gives them.
+    struct SharedCounts: Encodable {
+        let hits: Int
+        let misses: Int
+        let stored: Int
+        let rejected: Int
+        let writesDropped: Int
+        let failures: Int
+        let leaseWaits: Int
+
+        init(_ counters: SharedCache.Counters) {
+            hits = counters.hits
+            misses = counters.misses
+            stored = counters.stored
+            rejected = counters.rejected
+            writesDropped = counters.writesDropped
+            failures = counters.failures
+            leaseWaits = counters.leaseWaitsAnswered + counters.leaseWaitsExpired
+        }
+    }
+
+    init(items: Int, failed: Int, hits: [String: Int], counter: CountingLoader, seconds: Double, shared: SharedCache? = nil) {
+        self.shared = shared.map { SharedCounts($0.counters) }
         self.items = items
         self.failed = failed
         self.hits = hits
@@ -284,12 +365,20 @@ struct LoadSummary: Encodable {
     /// "3 items, 1 failed, 1.2 MB in 4 transfers (1 retry), answered by: 2 network,
     /// 0.31 s".
     var text: String {
-        let tiers = ["memory", "disk", "revalidated", "network", "local"].compactMap { tier in hits[tier].map { "\($0) \(tier)" } }
+        let tiers = ["memory", "disk", "revalidated", "shared", "network", "local"].compactMap { tier in hits[tier].map { "\($0) \(tier)" } }
         let retried = retries == 0 ? "" : " (\(retries) \(retries == 1 ? "retry" : "retries"))"
-        return """
+        var text = """
             \(items) items, \(failed) failed, \(formatBytes(Int64(bytes))) in \(transfers) transfers\(retried), \
             answered by: \(tiers.isEmpty ? "none" : tiers.joined(separator: ", ")), \(String(format: "%.2f", seconds)) s
             """
+        if let shared {
+            var parts = ["\(shared.hits) hits", "\(shared.misses) misses", "\(shared.stored) stored"]
+            if shared.rejected > 0 { parts.append("\(shared.rejected) rejected") }
+            if shared.writesDropped > 0 { parts.append("\(shared.writesDropped) writes dropped") }
+            if shared.failures > 0 { parts.append("\(shared.failures) failed commands") }
+            text += "\nshared cache: " + parts.joined(separator: ", ")
+        }
+        return text
     }
 }
 

@@ -6,7 +6,7 @@ import Imago
 /// failed.
 let sheetCommand = Command(
     name: "sheet",
-    synopsis: "URL... | --input FILE -o PATH [--size PX] [--columns N] [--cache-dir DIR | --no-disk-cache] [--concurrency N] [--json]",
+    synopsis: "URL... | --input FILE -o PATH [--size PX] [--columns N] [--cache-dir DIR | --no-disk-cache] [--redis URL[,URL...]] [--concurrency N] [--json]",
     summary: """
         Load images through the full pipeline into the cells of a contact sheet and \
         write it as one PNG (or .jpg, .webp by extension). Each image is fitted to its \
@@ -257,6 +257,7 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
     // a slow server must not hold a finished run).
     await loader.waitForBackgroundWork(timeout: LoaderOptions.backgroundWorkTimeout)
     await options.disk?.flush()
+    options.finishSharedWrites()
 
     let written: Bool
     do throws(ImagoError) {
@@ -271,7 +272,7 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
     let failed = records.filter { !$0.ok }
     var hits: [String: Int] = [:]
     for record in records where record.ok { hits[record.source ?? "?", default: 0] += 1 }
-    let counts = LoadSummary(items: urls.count, failed: failed.count, hits: hits, counter: counter, seconds: elapsed)
+    let counts = LoadSummary(items: urls.count, failed: failed.count, hits: hits, counter: counter, seconds: elapsed, shared: options.shared)
     if json {
         for record in records { Output.json(record) }
         Output.json(SheetSummary(summary: .init(

@@ -65,7 +65,8 @@ public final class SharedCache: Sendable {
         let token: String
     }
 
-    let configuration: SharedCacheConfiguration
+    /// The settings the tier was made with.
+    public let configuration: SharedCacheConfiguration
     private let client: RedisClient
     private let writer = DispatchQueue(label: "imago.shared-cache.writer")
     private let state = Locked<State>(State())
