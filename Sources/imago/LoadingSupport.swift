@@ -337,7 +337,11 @@ struct LoadSummary: Encodable {
         let rejected: Int
         let writesDropped: Int
         let failures: Int
-        let leaseWaits: Int
+        /// Loads that waited on another machine's lease and got its value.
+        let leaseWaitsAnswered: Int
+        /// Loads that waited on a lease until it expired or the wait ran out, and
+        /// asked the origin themselves: the fleet's only repeated origin requests.
+        let leaseWaitsExpired: Int
 
         init(_ counters: SharedCache.Counters) {
             hits = counters.hits
@@ -346,7 +350,8 @@ struct LoadSummary: Encodable {
             rejected = counters.rejected
             writesDropped = counters.writesDropped
             failures = counters.failures
-            leaseWaits = counters.leaseWaitsAnswered + counters.leaseWaitsExpired
+            leaseWaitsAnswered = counters.leaseWaitsAnswered
+            leaseWaitsExpired = counters.leaseWaitsExpired
         }
     }
 

@@ -33,14 +33,26 @@ extension Pipeline {
         }
         switch shared.takeLease(imageKey: request.imageKey) {
         case .none: return .fetch(nil)
-        case .some(let lease?): return .fetch(lease)
+        case .some(let lease?): return lookAgain(name, of: request, holding: lease, in: shared)
         case .some(nil):
             switch await shared.waitForRecord(named: name, imageKey: request.imageKey) {
             case .found(let record): return freshMetadata(of: record).map { .found(record.data, $0) } ?? .fetch(nil)
-            case .taken(let lease): return .fetch(lease)
+            case .taken(let lease): return lookAgain(name, of: request, holding: lease, in: shared)
             case .givenUp: return .fetch(nil)
             }
         }
+    }
+
+    /// The original may have been stored, and its lease given back, between the
+    /// look-up that missed and the lease this load just took: looked for once more
+    /// before the origin is asked, so that the fleet asks it once.
+    private func lookAgain(_ name: String, of request: ImageRequest, holding lease: SharedCache.Lease, in shared: SharedCache) -> SharedOriginal {
+        if case .hit(let record) = shared.record(named: name, imageKey: request.imageKey, counted: false),
+           let metadata = freshMetadata(of: record) {
+            shared.release(lease)
+            return .found(record.data, metadata)
+        }
+        return .fetch(lease)
     }
 
     /// Stores what the network answered for the fleet and gives the lease back; a

@@ -107,7 +107,8 @@ public final class SharedCache: Sendable {
     // MARK: - Records
 
     /// The record named `name` (a disk-tier record name) of `imageKey`'s image.
-    func record(named name: String, imageKey: String) -> Lookup {
+    /// `counted` false: a second look of the same load, not a hit or a miss of its own.
+    func record(named name: String, imageKey: String, counted: Bool = true) -> Lookup {
         let key = valueKey(name, imageKey: imageKey)
         // GETRANGE reads at most one byte past the cap: a value over it is known
         // by its length without being read whole.
@@ -116,18 +117,18 @@ public final class SharedCache: Sendable {
             try client.run([redisCommand("GETRANGE", key, "0", String(cap))], slotKey: Data(key.utf8))[0]
         }) else { return .unavailable }
         guard let value = reply.data, !value.isEmpty else {
-            count { $0.misses += 1 }
+            if counted { count { $0.misses += 1 } }
             return .miss
         }
         guard value.count <= cap, let (metadata, body, storedAt) = RecordFormat.decode(value, key: recordKey(name)) else {
             count {
                 $0.rejected += 1
-                $0.misses += 1
+                if counted { $0.misses += 1 }
             }
             remove(key)
             return .miss
         }
-        count { $0.hits += 1 }
+        if counted { count { $0.hits += 1 } }
         return .hit(DiskCache.Record(data: body, metadata: metadata, storedAt: Date(timeIntervalSince1970: storedAt)))
     }
 
