@@ -75,16 +75,18 @@ function check(where, program,    normal) {
   checked++
 }
 # The commands a `sh -c` script runs: the first word of each pipeline stage, after
-# `exec`; "$0" stands for the argument after the script.
+# `exec` or a keyword (`while`, `do`...); "$0" stands for the argument after the
+# script. Shell builtins (kill among them) run nothing.
 function shell(where, script, after, file,    stages, n, i, words, w, first) {
   n = split(script, stages, /&&|\|\||[|;]/)
   for (i = 1; i <= n; i++) {
     split(stages[i], words, /[ \t]+/)
     w = 1; while (words[w] == "") w++
     first = words[w]
-    if (first == "exec") first = words[w + 1]
+    # After `exec` or a keyword that opens a command list comes the command.
+    while (first ~ /^(exec|while|until|if|then|else|do)$/) first = words[++w]
     gsub(/\\?"/, "", first)
-    if (first ~ /^(ulimit|cd|export|set|trap|wait|true|false|echo|test|\[)$/) continue
+    if (first ~ /^(ulimit|cd|export|set|trap|wait|true|false|echo|test|\[|kill|done|fi)$/) continue
     if (first == "$0") { check(where, executable(after, file)); continue }
     check(where, first)
   }

@@ -47,12 +47,7 @@ final class RedisServer: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         // The shell watches the test process and the server; when the test is gone
         // it kills the server. The server's output goes to the folder.
-        process.arguments = [
-            "-c",
-            "redis-server \"$@\" > \"$REDIS_LOG\" 2>&1 & server=$!; echo $server > \"$REDIS_PID\"; "
-                + "while kill -0 $TEST_PID 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 1; done; kill -9 $server 2>/dev/null",
-            "sh",
-        ] + arguments
+        process.arguments = ["-c", "redis-server \"$@\" > \"$REDIS_LOG\" 2>&1 & server=$!; echo $server > \"$REDIS_PID\"; while kill -0 $TEST_PID 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 1; done; kill -9 $server 2>/dev/null", "sh"] + arguments
         let pidFile = folder.appendingPathComponent("pid")
         try? FileManager.default.removeItem(at: pidFile)
         var environment = ProcessInfo.processInfo.environment
