@@ -40,7 +40,7 @@ GTK_RUN = if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then env GSK_RENDERER=cairo $(
 DOCC ?= $(dir $(realpath $(shell command -v $(SWIFT))))docc
 DOCS_BUILD := .build/docs-build
 
-.PHONY: all deps build test check-apple docs demo gallery bench-gallery fuzz bench sanitize soak clean
+.PHONY: all deps build test check-apple docs demo gallery bench-gallery fuzz bench bench-redis sanitize soak clean
 
 all: build
 
@@ -182,6 +182,12 @@ fuzz: deps
 	  if [ $$status -ne 0 ]; then echo "Fuzz$$t found a problem: see $$dir/log and $$dir/crashes"; exit 1; fi; \
 	done
 
+# The photo sets of the benchmarks, made once from the shared corpus.
+MAKE_PHOTOS = if [ ! -f $(BENCH_DIR)/photos/.complete ] || [ ! -f $(BENCH_DIR)/large/.complete ] || [ ! -f $(BENCH_DIR)/avif/.complete ]; then \
+	  echo "==> Making the photo sets from $(CORPUS) into $(BENCH_DIR) (once)"; \
+	  python3 Benchmarks/make_photos.py --corpus $(CORPUS) --out $(BENCH_DIR) || exit 1; \
+	fi
+
 # Imago against its baselines, side by side in one run: full decodes
 # and 256 px thumbnails of 300 web-size photos on all cores against Pillow and
 # libjpeg-turbo's TurboJPEG called from C, and peak memory of thumbnails of 4000 px
@@ -198,16 +204,28 @@ bench: deps
 	@echo "==> Compiling the libjpeg-turbo baseline (Benchmarks/tj_decode.c)"
 	@mkdir -p $(BENCH_DIR)
 	@gcc -O2 -o $(BENCH_DIR)/tj_decode Benchmarks/tj_decode.c -lturbojpeg -lpthread
-	@if [ ! -f $(BENCH_DIR)/photos/.complete ] || [ ! -f $(BENCH_DIR)/large/.complete ] || [ ! -f $(BENCH_DIR)/avif/.complete ]; then \
-	  echo "==> Making the photo sets from $(CORPUS) into $(BENCH_DIR) (once)"; \
-	  python3 Benchmarks/make_photos.py --corpus $(CORPUS) --out $(BENCH_DIR) || exit 1; \
-	fi
+	@$(MAKE_PHOTOS)
 	@echo "==> Benchmarking: $(BENCH_RUNS) rounds of each measure, release build, all cores"
 	@.build/release/imago bench --photos $(BENCH_DIR)/photos --large $(BENCH_DIR)/large --avif $(BENCH_DIR)/avif --runs $(BENCH_RUNS) \
 	  --pillow Benchmarks/pillow_thumbnails.py --libjpeg $(BENCH_DIR)/tj_decode
 	@echo "==> End to end: imago fetch over HTTP from nginx on 127.0.0.1 against Python aiohttp + Pillow and the limit"
 	@python3 Benchmarks/e2e.py --imago .build/release/imago --tj-decode $(BENCH_DIR)/tj_decode \
 	  --photos $(BENCH_DIR)/photos --rounds $(BENCH_RUNS)
+	@$(MAKE) --no-print-directory bench-redis
+
+# The shared tier (Benchmarks/fleet.py): four imago fetch processes making 300
+# thumbnails through one Redis against the same without it (origin requests), a new
+# process answered by Redis against one cold from the origin, and the same with
+# Redis hung; nginx and redis-server on 127.0.0.1. Part of `make bench`.
+bench-redis: DEBIAN_PACKAGES += nginx-light redis-server redis-tools
+bench-redis: deps
+	@$(STOP_REDIS_SERVICE)
+	@echo "==> Building the imago tool (release)"
+	@mkdir -p .build; $(TOOL_BUILD)
+	@python3 -c 'import PIL' 2>/dev/null || { echo "==> Installing Pillow (pip)"; python3 -m pip install --quiet pillow; }
+	@$(MAKE_PHOTOS)
+	@echo "==> The shared tier: a fleet of imago fetch processes on one Redis, against the same without it ($(BENCH_RUNS) rounds)"
+	@python3 Benchmarks/fleet.py --imago .build/release/imago --photos $(BENCH_DIR)/photos --rounds $(BENCH_RUNS)
 
 # 20,000 loads through the library against the test server: faults in one response
 # in ten, cancellations, priority changes, targets that go away; every load must end
