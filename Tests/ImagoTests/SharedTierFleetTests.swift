@@ -85,7 +85,8 @@ import Testing
         for run in first { #expect(run.wrong.isEmpty, "\(run.wrong.prefix(3))") }
         let expired = first.reduce(0) { $0 + ($1.shared["leaseWaitsExpired"] ?? 0) }
         let requests = originRequests
-        print("fleet over \(redis): \(requests) origin requests for \(Self.count) URLs from 4 processes; \(expired) lease waits expired")
+        let failures = first.reduce(0) { $0 + ($1.shared["failures"] ?? 0) }
+        print("fleet over \(redis): \(requests) origin requests for \(Self.count) URLs from 4 processes; \(expired) lease waits expired, \(failures) Redis commands failed; \(first.map(\.shared))")
         #expect(requests >= Self.count)
         #expect(requests - Self.count <= expired)
         // Every URL loaded by all four, each from the network once across the fleet.

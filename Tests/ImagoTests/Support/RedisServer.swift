@@ -30,7 +30,7 @@ final class RedisServer: @unchecked Sendable {
         var arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                          "--dir", folder.path, "--protected-mode", "no", "--loglevel", "warning"]
         if clusterNode {
-            arguments += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"]
+            arguments += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "60000"]
         }
         self.arguments = arguments + options
         try start()

@@ -91,9 +91,12 @@ final class RedisClient: Sendable {
         var replies = try target.run(commands)
         var redirections = 0
         while true {
-            // The replies that name another node: re-sent there, the others kept.
-            let redirected = replies.indices.compactMap { index in Self.redirection(replies[index]).map { (index, $0) } }
-            guard let (_, first) = redirected.first else { return replies }
+            // The replies that send their command to the same node as the first
+            // redirection, the same way: re-sent there, the others kept (a second
+            // node, or the other kind, waits for the next turn).
+            let found = replies.indices.compactMap { index in Self.redirection(replies[index]).map { (index, $0) } }
+            guard let (_, first) = found.first else { return try Self.checked(replies, from: target.node) }
+            let redirected = found.filter { $0.1.node == first.node && $0.1.isAsk == first.isAsk }
             redirections += 1
             guard redirections <= Self.maximumRedirections else { throw .redirected("slots moved more often than a command follows") }
             let pool = pool(first.node)
@@ -113,6 +116,18 @@ final class RedisClient: Sendable {
             }
             for (position, (index, _)) in redirected.enumerated() { replies[index] = again[position] }
         }
+    }
+
+    /// `replies`, unless one is an error: a refusal (no permission, no or wrong
+    /// credentials) or another failure, which the caller must not take for a miss.
+    /// A write refused for want of memory (`OOM`, under `maxmemory` without an
+    /// eviction policy that makes room) is a reply: the server is well, only full.
+    private static func checked(_ replies: [RedisReply], from node: RedisNode) throws(RedisFailure) -> [RedisReply] {
+        for case .error(let message) in replies where !message.hasPrefix("OOM") {
+            let refusal = ["NOPERM", "NOAUTH", "WRONGPASS"].contains { message.hasPrefix($0) }
+            throw refusal ? .refused("\(node): \(message)") : .failed("\(node): \(message)")
+        }
+        return replies
     }
 
     /// The masters of a cluster, or the one server: where a scan of every key goes.
@@ -149,7 +164,9 @@ final class RedisClient: Sendable {
     }
 
     /// Learns the topology from the first seed that answers, the first time and
-    /// after a redirection made the slot map stale.
+    /// after a redirection made the slot map stale. A server that will not run
+    /// `CLUSTER SLOTS` (cluster support off, or an ACL user without the command) is
+    /// taken for a standalone one.
     private func discover() throws(RedisFailure) {
         let needed = topology.withLock { topology -> Bool in
             switch topology {
@@ -170,7 +187,7 @@ final class RedisClient: Sendable {
                 let found: Topology
                 switch reply {
                 case .array(let ranges) where !ranges.isEmpty: found = .cluster(slots: Self.slots(from: ranges), stale: false)
-                case .error(let message) where message.hasPrefix("NOPERM") || message.hasPrefix("NOAUTH"):
+                case .error(let message) where message.hasPrefix("NOAUTH"):
                     throw .refused("\(node): \(message)")
                 default: found = .standalone(pool(node))
                 }

@@ -50,13 +50,16 @@ enum RedisFailure: Error, Equatable, CustomStringConvertible {
     /// No reply within the command timeout: the server is hung, overloaded or far;
     /// the connection is closed.
     case timedOut(String)
+    /// The server answered a command with an error: a cluster that is down or
+    /// resharding a multi-key command, a server loading its data, out of memory.
+    case failed(String)
     /// A redirection that led nowhere: a cluster whose slots moved more often than
     /// a command may follow.
     case redirected(String)
 
     var description: String {
         switch self {
-        case .unreachable(let text), .io(let text), .timedOut(let text), .refused(let text), .redirected(let text): text
+        case .unreachable(let text), .io(let text), .timedOut(let text), .refused(let text), .failed(let text), .redirected(let text): text
         }
     }
 }

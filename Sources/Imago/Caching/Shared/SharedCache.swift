@@ -20,8 +20,8 @@ public final class SharedCache: Sendable {
         public var rejected = 0
         /// Records written.
         public var stored = 0
-        /// Writes not made: the queue was full, the tier resting, or the value over
-        /// the size cap.
+        /// Writes not made: the queue was full, the tier resting, the value over
+        /// the size cap, or Redis out of memory.
         public var writesDropped = 0
         /// Commands that failed (timeout, connection, refusal).
         public var failures = 0
@@ -125,7 +125,9 @@ public final class SharedCache: Sendable {
                 $0.rejected += 1
                 if counted { $0.misses += 1 }
             }
-            remove(key)
+            // Deleted before the load goes on, so that its next look (after taking
+            // the lease) does not meet it again.
+            _ = perform { () throws(RedisFailure) in try client.run([redisCommand("DEL", key)], slotKey: Data(key.utf8)) }
             return .miss
         }
         if counted { count { $0.hits += 1 } }
@@ -158,8 +160,10 @@ public final class SharedCache: Sendable {
             defer { state.withLock { $0.pendingWrites -= 1 } }
             var commands = [redisCommand("SET", key) + [record] + redisCommand("PX", String(milliseconds))]
             if let lease { commands.append(Self.releaseCommand(lease)) }
-            if perform({ () throws(RedisFailure) in try client.run(commands, slotKey: Data(key.utf8)) }) != nil {
-                count { $0.stored += 1 }
+            switch perform({ () throws(RedisFailure) in try client.run(commands, slotKey: Data(key.utf8)) })?.first {
+            case .error?: count { $0.writesDropped += 1 }
+            case .some: count { $0.stored += 1 }
+            case nil: break
             }
         }
     }
@@ -324,10 +328,6 @@ public final class SharedCache: Sendable {
         redisCommand(
             "EVAL", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end",
             "1", lease.key, lease.token)
-    }
-
-    private func remove(_ key: String) {
-        writer.async { [self] in _ = perform { () throws(RedisFailure) in try client.run([redisCommand("DEL", key)], slotKey: Data(key.utf8)) } }
     }
 
     // MARK: - The circuit breaker
