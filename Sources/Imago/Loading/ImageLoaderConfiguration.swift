@@ -28,7 +28,7 @@ extension ImageLoader {
         public var diskCache: DiskCache?
         /// The cache shared by a fleet of machines (Redis or Redis Cluster), between
         /// the disk tier and the network, for http(s) images; nil for none. It keeps
-        /// what the disk tier keeps (``diskCachePolicy``), under the same freshness.
+        /// what the disk tier keeps (``ImageLoader/Configuration/diskCachePolicy``), under the same freshness.
         public var sharedCache: SharedCache?
         /// What the disk tier keeps: by default (`.both`) the originals, and the sized
         /// or processed images of requests that ask for a size or processing.

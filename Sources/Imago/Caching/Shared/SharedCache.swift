@@ -236,7 +236,7 @@ public final class SharedCache: Sendable {
     // MARK: - Statistics
 
     /// What the tier holds: keys and bytes under the namespace on every master, and
-    /// the counters of the last run that recorded them (``recordRun()``).
+    /// the counters of the last run that recorded them (``SharedCache/recordRun()``).
     public struct Statistics: Sendable {
         /// Records under the namespace (leases not counted).
         public var keys: Int
