@@ -14,11 +14,11 @@ extension Pipeline {
         case fetch(SharedCache.Lease?)
     }
 
-    /// The shared tier for `request`: for http(s) images of a loader that keeps
+    /// The shared tier for `request`: for remote images of a loader that keeps
     /// images, as the disk tier.
     func sharedCache(for request: ImageRequest) -> SharedCache? {
-        let scheme = request.url.scheme?.lowercased()
-        return cache != nil && (scheme == "http" || scheme == "https") ? configuration.sharedCache : nil
+        guard cache != nil, case .remote = request.resource else { return nil }
+        return configuration.sharedCache
     }
 
     /// The original of `request` from the shared tier, or the lease to fetch it
