@@ -38,6 +38,19 @@ import Glibc
         return false
     }
 
+    @Test func redisURLsAreReadWithTheirCredentialsAndDatabase() throws {
+        let full = try #require(RedisAddress(URL(string: "redis://fleet:s%40cret@10.0.0.5:7000/3")!))
+        #expect(full.host == "10.0.0.5" && full.port == 7000 && full.user == "fleet" && full.password == "s@cret" && full.database == 3)
+        let passwordOnly = try #require(RedisAddress(URL(string: "redis://:secret@cache")!))
+        #expect(passwordOnly.user == nil && passwordOnly.password == "secret" && passwordOnly.port == 6379 && passwordOnly.database == 0)
+        for bad in ["http://host:6379", "redis://", "redis://host:6379/db", "redis://host:6379?x=1", "redis://host:0"] {
+            #expect(URL(string: bad).flatMap(RedisAddress.init) == nil, "\(bad)")
+        }
+        #expect(try SharedCacheConfiguration.servers(fromList: "redis://a:7000, redis://b:7001").count == 2)
+        #expect(throws: ImagoError.self) { try SharedCacheConfiguration.servers(fromList: "redis://a:7000,b:7001") }
+        #expect(throws: ImagoError.self) { try SharedCacheConfiguration.servers(fromList: ",") }
+    }
+
     @Test func storedRecordsAreReadBackUnderTheirNameOnly() throws {
         let server = try RedisServer()
         let cache = try tier([server.url])
@@ -122,8 +135,14 @@ import Glibc
         let server = try RedisServer()
         let first = try tier([server.url])
         let second = try tier([server.url])
-        let lease = try #require(first.takeLease(imageKey: "http://h/l.jpg") ?? nil)
-        #expect(second.takeLease(imageKey: "http://h/l.jpg").map { $0 == nil } == true)
+        guard case .taken(let lease) = first.takeLease(imageKey: "http://h/l.jpg") else {
+            Issue.record("the first lease was not taken")
+            return
+        }
+        guard case .held = second.takeLease(imageKey: "http://h/l.jpg") else {
+            Issue.record("a second process took a lease already held")
+            return
+        }
         let waiter = Task { await second.waitForRecord(named: "o", imageKey: "http://h/l.jpg") }
         try await Task.sleep(for: .milliseconds(100))
         first.store(body(7), metadata: Self.metadata, named: "o", imageKey: "http://h/l.jpg", lifetime: 60, releasing: lease)
@@ -139,7 +158,10 @@ import Glibc
         let server = try RedisServer()
         let dead = try tier([server.url]) { $0.leaseDuration = 0.3 }
         let waiting = try tier([server.url])
-        #expect((dead.takeLease(imageKey: "http://h/e.jpg") ?? nil) != nil)
+        guard case .taken = dead.takeLease(imageKey: "http://h/e.jpg") else {
+            Issue.record("the lease was not taken")
+            return
+        }
         guard case .taken = await waiting.waitForRecord(named: "o", imageKey: "http://h/e.jpg") else {
             Issue.record("the expired lease was not taken over")
             return

@@ -32,9 +32,9 @@ extension Pipeline {
         case .unavailable: return .fetch(nil)
         }
         switch shared.takeLease(imageKey: request.imageKey) {
-        case .none: return .fetch(nil)
-        case .some(let lease?): return lookAgain(name, of: request, holding: lease, in: shared)
-        case .some(nil):
+        case .unavailable: return .fetch(nil)
+        case .taken(let lease): return lookAgain(name, of: request, holding: lease, in: shared)
+        case .held:
             switch await shared.waitForRecord(named: name, imageKey: request.imageKey) {
             case .found(let record): return freshMetadata(of: record).map { .found(record.data, $0) } ?? .fetch(nil)
             case .taken(let lease): return lookAgain(name, of: request, holding: lease, in: shared)

@@ -136,13 +136,17 @@ public final class SharedCache: Sendable {
 
     /// Queues the record for writing with a time to live of `lifetime` seconds,
     /// releasing `lease` after it; dropped (and counted) when the queue is full, the
-    /// tier is resting, or the record is over the size cap. The lease then expires
-    /// on its own.
+    /// tier is resting, or the record is over the size cap, and then the lease is
+    /// given back. Nothing is written without a time to live.
     func store(_ body: Data, metadata: Data, named name: String, imageKey: String, lifetime: Double, releasing lease: Lease? = nil) {
         let milliseconds = Int((lifetime * 1000).rounded(.down))
+        guard milliseconds > 0 else {
+            if let lease { release(lease) }
+            return
+        }
         let record = RecordFormat.encode(key: recordKey(name), metadata: metadata, body: body, storedAt: Date().timeIntervalSince1970)
         let admitted = state.withLock { state -> Bool in
-            guard milliseconds > 0, record.count <= configuration.maximumValueSize, !isResting(state),
+            guard record.count <= configuration.maximumValueSize, !isResting(state),
                   state.pendingWrites < configuration.maximumPendingWrites
             else {
                 state.counters.writesDropped += 1
@@ -178,17 +182,25 @@ public final class SharedCache: Sendable {
 
     // MARK: - Leases
 
-    /// Takes the lease on `imageKey`'s image for ``SharedCacheConfiguration/leaseDuration``;
-    /// nil when another process holds it. `.unavailable` says the tier failed.
-    func takeLease(imageKey: String) -> Lease?? {
+    /// What asking for a lease came to.
+    enum LeaseAttempt: Sendable {
+        case taken(Lease)
+        /// Another process holds it.
+        case held
+        /// The tier could not be asked.
+        case unavailable
+    }
+
+    /// Takes the lease on `imageKey`'s image for ``SharedCacheConfiguration/leaseDuration``.
+    func takeLease(imageKey: String) -> LeaseAttempt {
         let lease = Lease(key: leaseKey(imageKey), token: UUID().uuidString)
         let milliseconds = String(max(1, Int(configuration.leaseDuration * 1000)))
         guard let reply = perform({ () throws(RedisFailure) in
             try client.run([redisCommand("SET", lease.key, lease.token, "NX", "PX", milliseconds)], slotKey: Data(lease.key.utf8))[0]
-        }) else { return .none }
-        guard case .status("OK") = reply else { return .some(nil) }
+        }) else { return .unavailable }
+        guard case .status("OK") = reply else { return .held }
         count { $0.leasesTaken += 1 }
-        return .some(lease)
+        return .taken(lease)
     }
 
     /// Gives the lease back without a value: the load failed, so whoever waits asks
@@ -222,9 +234,9 @@ public final class SharedCache: Sendable {
                 }
             }
             switch takeLease(imageKey: imageKey) {
-            case .none: return .givenUp
-            case .some(nil): continue
-            case .some(let lease?):
+            case .unavailable: return .givenUp
+            case .held: continue
+            case .taken(let lease):
                 count { $0.leaseWaitsExpired += 1 }
                 return .taken(lease)
             }
