@@ -9,6 +9,9 @@ struct ImageWork: Sendable {
     let variants: HTTPCache?
     /// Where the original bytes are kept; nil when they are not.
     let originals: HTTPCache?
+    /// The fleet's shared tier, where processed variants are read and kept too;
+    /// nil when they are not.
+    let shared: SharedCache?
     /// The variant found stale on disk, with its metadata: used as it is if the
     /// server confirms the original it was made from.
     var staleVariant: (data: Data, metadata: HTTPCacheMetadata)?
@@ -26,6 +29,7 @@ struct ImageWork: Sendable {
         self.cache = cache
         variants = policy.storesProcessed && !key.isOriginal ? httpCache : nil
         originals = policy.storesOriginals ? httpCache : nil
+        shared = policy.storesProcessed && !key.isOriginal ? pipeline.sharedCache(for: request, cache: cache) : nil
     }
 }
 
@@ -49,21 +53,25 @@ extension ImageStage {
     /// Starts the stage: a stored variant is looked for first when the disk tier
     /// keeps them.
     func start(work: ImageWork, in graph: inout StageGraph) {
-        guard let variants = work.variants else { return buildUpstream(work: work, waited: 0, in: &graph) }
+        guard work.variants != nil || work.shared != nil else { return buildUpstream(work: work, waited: 0, in: &graph) }
         let queuedAt = ContinuousClock.now
-        graph.enqueue(Key.erase(stage), in: .decoding) { [self] run in
-            readVariant(work: work, from: variants, queuedAt: queuedAt, run: run)
+        // A look-up in the shared tier waits on the network, not the CPU: it takes a
+        // transfer slot, so that as many run at once as transfers do, rather than one
+        // a core.
+        graph.enqueue(Key.erase(stage), in: work.shared == nil ? .decoding : .transfers) { [self] run in
+            readVariant(work: work, queuedAt: queuedAt, run: run)
         }
     }
 
-    /// A processed variant from disk; a miss, or one that no longer decodes (dropped
-    /// then), goes on to make the image.
-    private func readVariant(work: ImageWork, from variants: HTTPCache, queuedAt: ContinuousClock.Instant, run: StageRun) {
+    /// A processed variant from disk, or else from the shared tier (kept on disk
+    /// then); a miss, or one that no longer decodes (dropped then), goes on to make
+    /// the image.
+    private func readVariant(work: ImageWork, queuedAt: ContinuousClock.Instant, run: StageRun) {
         let start = ContinuousClock.now
         var work = work
         // A stale variant is revalidated through its original (a bodiless 304 when
         // that is kept too).
-        switch variants.lookUpVariant(work.key.variantDiskKey, at: Date()) {
+        switch work.variants?.lookUpVariant(work.key.variantDiskKey, at: Date()) ?? .miss {
         case .fresh(let data, let metadata):
             if let image = pipeline.decodeVariant(data) {
                 var metrics = ImageMetrics()
@@ -74,11 +82,23 @@ extension ImageStage {
                 pipeline.finish(stage, run: run, with: .success(response)) { work.cache?.setImage(image, forKey: work.key) }
                 return
             }
-            variants.remove(work.key.variantDiskKey)
+            work.variants?.remove(work.key.variantDiskKey)
         case .stale(let data, let metadata):
             work.staleVariant = (data, metadata)
         case .miss:
-            break
+            if let shared = work.shared, let (data, metadata) = pipeline.sharedVariant(work.key, of: work.request, in: shared),
+               let image = pipeline.decodeVariant(data) {
+                var metrics = ImageMetrics()
+                metrics.decodeQueued = (start - queuedAt).seconds
+                metrics.decode = (ContinuousClock.now - start).seconds
+                var response = ImageResponse(image: image, url: work.request.url, source: .shared, metrics: metrics)
+                response.httpMetadata = metadata
+                pipeline.finish(stage, run: run, with: .success(response)) {
+                    work.cache?.setImage(image, forKey: work.key)
+                    work.variants?.storeVariant(metadata: metadata, key: work.key.variantDiskKey) { data }
+                }
+                return
+            }
         }
         // The wait and the look-up count with the decoding slot's wait of the image
         // made instead.
@@ -152,9 +172,12 @@ extension ImageStage {
             work.cache?.setImage(response.image, forKey: work.key)
             // Kept in the compact lossless form, with the HTTP freshness of its
             // original; no animations (their frames would cost more than the original).
-            if let variants = work.variants, let metadata = response.httpMetadata, !response.image.isAnimated {
-                variants.storeVariant(metadata: metadata, key: work.key.variantDiskKey) { VariantCodec.encode(response.image) }
-            }
+            guard let metadata = response.httpMetadata, !response.image.isAnimated, work.variants != nil || work.shared != nil,
+                  metadata.isStorable
+            else { return }
+            let data = VariantCodec.encode(response.image)
+            work.variants?.storeVariant(metadata: metadata, key: work.key.variantDiskKey) { data }
+            if let shared = work.shared { pipeline.shareVariant(data, metadata: metadata, key: work.key, of: work.request, in: shared) }
         }
     }
 }

@@ -79,11 +79,13 @@ struct OriginalDataStage: Sendable {
         }
         let enqueuedAt = ContinuousClock.now
         let httpCache = configuration.diskCachePolicy.storesOriginals ? pipeline.httpCache(for: request, cache: graph.cache) : nil
+        let shared = pipeline.sharedCache(for: request, cache: graph.cache)
         graph.enqueue(.original(stage), in: .transfers) { [self] run in
             let queued = ContinuousClock.now - enqueuedAt
             let task = Task.detached(priority: run.priority.taskPriority) { [self] in
                 let result = await withDeadline(seconds: run.loadingTimeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
-                    try await originalData(httpCache: httpCache, previews: run.previews, queued: queued, timeout: run.loadingTimeout)
+                    try await originalData(
+                        httpCache: httpCache, shared: shared, previews: run.previews, queued: queued, timeout: run.loadingTimeout)
                 }
                 if remembers { remember(result) }
                 pipeline.finish(stage, run: run, with: result)
@@ -120,7 +122,7 @@ struct OriginalDataStage: Sendable {
     }
 
     private func originalData(
-        httpCache: HTTPCache?, previews: Bool, queued: Duration, timeout: Double
+        httpCache: HTTPCache?, shared: SharedCache?, previews: Bool, queued: Duration, timeout: Double
     ) async throws(ImagoError) -> OriginalData {
         let clock = ContinuousClock()
         let start = clock.now
@@ -138,11 +140,19 @@ struct OriginalDataStage: Sendable {
             return OriginalData(bytes: bytes, source: source, metrics: metrics, httpMetadata: metadata, isTruncated: truncated)
         }
         guard let httpCache else {
-            let (response, attempts) = try await fetch(previews: previews)
-            if response.isTruncated { return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true) }
+            let (response, attempts, lease): (DataResponse, Int, SharedCache.Lease?)
+            switch try await fetchUnlessShared(shared, previews: previews) {
+            case .shared(let data, let metadata): return done(.loaded(data), .shared, attempts: 0, metadata)
+            case .network(let answer, let tries, let held): (response, attempts, lease) = (answer, tries, held)
+            }
+            if response.isTruncated {
+                pipeline.shareOriginal(response.data, metadata: nil, of: request, in: shared, lease: lease)
+                return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true)
+            }
             let metadata = response.statusCode.flatMap {
                 HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: Date())
             }
+            pipeline.shareOriginal(response.data, metadata: response.redirects.isEmpty ? metadata : nil, of: request, in: shared, lease: lease)
             return done(.loaded(response.data), response.statusCode == nil ? .local : .network, attempts: attempts, metadata)
         }
         let key = ImageCacheKey.originalDiskKey(request.imageKey)
@@ -162,9 +172,14 @@ struct OriginalDataStage: Sendable {
         case .miss:
             break
         }
-        let response: DataResponse, attempts: Int
+        let response: DataResponse, attempts: Int, lease: SharedCache.Lease?
         do {
-            (response, attempts) = try await fetch(previews: previews, extraHeaders: validators)
+            switch try await fetchUnlessShared(shared, previews: previews, extraHeaders: validators, storedLocally: stored != nil) {
+            case .shared(let data, let metadata):
+                httpCache.tier.store(data, metadata: metadata.encoded(), forKey: key)
+                return done(.loaded(data), .shared, attempts: 0, metadata)
+            case .network(let answer, let tries, let held): (response, attempts, lease) = (answer, tries, held)
+            }
         } catch {
             if case .cancelled = error { throw error }
             if let stored, let data = httpCache.afterError(error, stored: stored, key: key, at: Date()) {
@@ -174,12 +189,53 @@ struct OriginalDataStage: Sendable {
         }
         // A load that timed out or was cancelled while the answer came in keeps
         // nothing: its caller has already been told it failed.
-        if Task.isCancelled { throw .cancelled }
+        if Task.isCancelled {
+            pipeline.shareOriginal(response.data, metadata: nil, of: request, in: shared, lease: lease)
+            throw .cancelled
+        }
         // What arrived of a body cut short is shown, never kept: the next load asks
         // for the whole image again.
-        if response.isTruncated { return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true) }
+        if response.isTruncated {
+            pipeline.shareOriginal(response.data, metadata: nil, of: request, in: shared, lease: lease)
+            return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true)
+        }
         let kept = httpCache.update(with: response, for: request.url, stored: stored, key: key, at: Date())
+        if kept.source == .network, case .loaded(let data) = kept.bytes {
+            pipeline.shareOriginal(data, metadata: kept.metadata, of: request, in: shared, lease: lease)
+        } else {
+            pipeline.shareOriginal(response.data, metadata: nil, of: request, in: shared, lease: lease)
+        }
         return done(kept.bytes, kept.source, attempts: attempts, kept.metadata, transferred: response.data.count)
+    }
+
+    /// What answered in the network's place, or the network's answer.
+    private enum Answer {
+        case shared(Data, HTTPCacheMetadata)
+        /// The response, the attempts it took, and the shared tier's lease held
+        /// while it was fetched: given back by whoever keeps the response.
+        case network(DataResponse, Int, SharedCache.Lease?)
+    }
+
+    /// The shared tier's record of the original when nothing local holds it
+    /// (`storedLocally` false, so no validators either), else the network. A lease
+    /// taken is given back here if the fetch fails.
+    private func fetchUnlessShared(
+        _ shared: SharedCache?, previews: Bool, extraHeaders: [String: String] = [:], storedLocally: Bool = false
+    ) async throws(ImagoError) -> Answer {
+        var lease: SharedCache.Lease?
+        if !storedLocally, let shared {
+            switch await pipeline.sharedOriginal(request, in: shared) {
+            case .found(let data, let metadata): return .shared(data, metadata)
+            case .fetch(let held): lease = held
+            }
+        }
+        do throws(ImagoError) {
+            let (response, attempts) = try await fetch(previews: previews, extraHeaders: extraHeaders)
+            return .network(response, attempts, lease)
+        } catch {
+            if let lease { shared?.release(lease) }
+            throw error
+        }
     }
 
     /// Revalidates a stale original that `stale-while-revalidate` lets the load serve

@@ -16,7 +16,7 @@ extension Pipeline {
 
     /// The shared tier for `request`: for remote images of a loader that keeps
     /// images, as the disk tier.
-    func sharedCache(for request: ImageRequest) -> SharedCache? {
+    func sharedCache(for request: ImageRequest, cache: (any ImageCaching)?) -> SharedCache? {
         guard cache != nil, case .remote = request.resource else { return nil }
         return configuration.sharedCache
     }
@@ -57,8 +57,8 @@ extension Pipeline {
 
     /// Stores what the network answered for the fleet and gives the lease back; a
     /// response that may not be kept only gives the lease back.
-    func shareOriginal(_ data: Data, metadata: HTTPCacheMetadata?, of request: ImageRequest, lease: SharedCache.Lease?) {
-        guard let shared = sharedCache(for: request) else { return }
+    func shareOriginal(_ data: Data, metadata: HTTPCacheMetadata?, of request: ImageRequest, in shared: SharedCache?, lease: SharedCache.Lease?) {
+        guard let shared else { return }
         guard let metadata, metadata.isStorable, configuration.diskCachePolicy.storesOriginals else {
             if let lease { shared.release(lease) }
             return
