@@ -144,9 +144,10 @@ public final class SharedCache: Sendable {
             if let lease { release(lease) }
             return
         }
-        let record = RecordFormat.encode(key: recordKey(name), metadata: metadata, body: body, storedAt: Date().timeIntervalSince1970)
+        // Admitted before the record is made: a resting tier costs no copy of the body.
+        let size = RecordFormat.fileSize(key: recordKey(name).utf8.count, metadata: metadata.count, body: body.count)
         let admitted = state.withLock { state -> Bool in
-            guard record.count <= configuration.maximumValueSize, !isResting(state),
+            guard size <= configuration.maximumValueSize, !isResting(state),
                   state.pendingWrites < configuration.maximumPendingWrites
             else {
                 state.counters.writesDropped += 1
@@ -160,6 +161,7 @@ public final class SharedCache: Sendable {
             return
         }
         let key = valueKey(name, imageKey: imageKey)
+        let record = RecordFormat.encode(key: recordKey(name), metadata: metadata, body: body, storedAt: Date().timeIntervalSince1970)
         writer.async { [self] in
             defer { state.withLock { $0.pendingWrites -= 1 } }
             var commands = [redisCommand("SET", key) + [record] + redisCommand("PX", String(milliseconds))]
