@@ -5,34 +5,8 @@ import Testing
 
 /// The grid over a `GListModel` in a real window, against a real server: items spliced
 /// in and out while it is shown, captions, accessible labels, activation.
-@MainActor @Suite(
-    .serialized,
-    .enabled(if: ProcessInfo.processInfo.environment["DISPLAY"] != nil
-        || ProcessInfo.processInfo.environment["WAYLAND_DISPLAY"] != nil, "no display: run under xvfb-run (make test does)"))
+@MainActor @Suite(.display, .gtkWindows)
 struct ImageGridModelTests {
-    init() throws {
-        try GTK.initialize()
-    }
-
-    /// Runs the GLib main loop, and between its turns the main actor's jobs (a test
-    /// is itself one, so they run only while it awaits), until `condition` holds or a
-    /// minute passes; returns whether it holds.
-    func wait(until condition: () -> Bool, timeout: Double = 60) async -> Bool {
-        let deadline = monotonicSeconds() + timeout
-        while !condition() {
-            if monotonicSeconds() > deadline { return false }
-            var turns = 0
-            while turns < 100, g_main_context_iteration(nil, 0) != 0 { turns += 1 }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        return true
-    }
-
-    /// Lets the main loop and the main actor run for `seconds`.
-    func settle(_ seconds: Double) async {
-        _ = await wait(until: { false }, timeout: seconds)
-    }
-
     /// A server with a 24×24 PNG of colour `k` at `/img/<k>` for each `k` below 216.
     private static func colourServer() throws -> TestServer {
         let server = TestServer()
@@ -53,13 +27,6 @@ struct ImageGridModelTests {
         url.flatMap { Int($0.lastPathComponent) }
     }
 
-    /// What `widget` draws, once it has drawn.
-    private func capture(_ widget: UnsafeMutablePointer<GtkWidget>) async throws -> Bitmap {
-        var bitmap: Bitmap?
-        _ = await wait(until: { bitmap = WidgetCapture.bitmap(of: widget); return bitmap != nil })
-        return try #require(bitmap, "the window drew")
-    }
-
     /// Whether every cell on screen shows its item's image, faded in.
     private static func settled(_ grid: ImageGrid) -> Bool {
         let visible = grid.visibleRange
@@ -70,7 +37,7 @@ struct ImageGridModelTests {
 
     /// The cells on screen, each its item's index and the middle pixel it draws.
     private func pixelsOnScreen(_ grid: ImageGrid, in window: GTK.Window) async throws -> [(index: Int, pixel: (r: UInt8, g: UInt8, b: UInt8, a: UInt8))] {
-        let capture = try await capture(window.widget)
+        let capture = try await GTK.capture(window.widget)
         var viewport = graphene_rect_t()
         #expect(gtk_widget_compute_bounds(grid.widget, window.widget, &viewport) != 0)
         return grid.boundCells.compactMap { index, view in
@@ -111,9 +78,9 @@ struct ImageGridModelTests {
                 }
             }
         }
-        let window = GTK.window(width: 200, height: 300, child: grid.widget)
+        let window = await GTK.window(width: 200, height: 300, child: grid.widget)
         defer { window.close() }
-        #expect(await wait(until: { grid.columns == 4 && Self.settled(grid) }), "the first screen loaded: \(grid.statistics)")
+        await GTK.waitUntil("the first screen loaded: \(grid.statistics)") { grid.columns == 4 && Self.settled(grid) }
 
         // Eight items out at 2, five new ones in their place; then the first item out,
         // and two more at the end of the screen.
@@ -125,8 +92,8 @@ struct ImageGridModelTests {
         let expected = [1] + Array(100..<105) + Array(10..<24) + [150, 151] + Array(24..<60)
         #expect((0..<grid.count).map { Self.colour(of: grid.url(at: $0)) } == expected)
 
-        #expect(await wait(until: { Self.settled(grid) }), "the screen loaded again: \(grid.statistics)")
-        await settle(0.2)
+        await GTK.waitUntil("the screen loaded again: \(grid.statistics)") { Self.settled(grid) }
+        await GTK.run(for: 0.2)
         let cells = try await pixelsOnScreen(grid, in: window)
         #expect(cells.count >= 16, "the window shows several rows of cells")
         for (index, pixel) in cells {
@@ -156,9 +123,9 @@ struct ImageGridModelTests {
             caption: { item in name(item).map { "Colour \($0)" } })
         var activated: [(Int, ImageView)] = []
         grid.didActivate = { index, view in activated.append((index, view)) }
-        let window = GTK.window(width: 300, height: 300, child: grid.widget)
+        let window = await GTK.window(width: 300, height: 300, child: grid.widget)
         defer { window.close() }
-        #expect(await wait(until: { Self.settled(grid) }), "the first screen loaded: \(grid.statistics)")
+        await GTK.waitUntil("the first screen loaded: \(grid.statistics)") { Self.settled(grid) }
 
         #expect(grid.accessibleLabel(at: 3) == "Colour \(names[3])")
         #expect(grid.url(at: 3) == server.url("/img/\(names[3])"))
@@ -177,7 +144,7 @@ struct ImageGridModelTests {
         let item = try #require(gtk_widget_get_parent(gtk_widget_get_parent(view.widget)))
         #expect(gtk_widget_grab_focus(item) != 0, "the cell takes the focus")
         #expect(gtk_widget_activate(item) != 0, "the cell has an activation")
-        await settle(0.1)
+        await GTK.run(for: 0.1)
         #expect(activated.count == 1)
         #expect(activated.first?.0 == index)
         #expect(activated.first?.1 === view)
@@ -208,25 +175,25 @@ struct ImageGridModelTests {
             let targets = Self.loader()
             let grid = ImageGrid(urls: (0..<2000).map { server.url("/slow/\($0)") }, cellSize: 40, targetLoader: targets)
             grid.keptLoadLimit = limit
-            let window = GTK.window(width: 400, height: 300, child: grid.widget)
+            let window = await GTK.window(width: 400, height: 300, child: grid.widget)
             defer { window.close() }
-            #expect(await wait(until: { grid.statistics.inFlight > 20 }), "the first screen is loading")
+            await GTK.waitUntil("the first screen is loading") { grid.statistics.inFlight > 20 }
             // A little first: GTK 4.8's grid may leave its cells where they are after
             // the first move of a grid that has not scrolled yet.
             let adjustment = grid.verticalAdjustment
             gtk_adjustment_set_value(adjustment, 50)
-            await settle(0.1)
+            await GTK.run(for: 0.1)
             let firstScreen = grid.visibleRange
             // Far enough that GTK unbinds the first screen's cells.
             gtk_adjustment_set_value(adjustment, gtk_adjustment_get_upper(adjustment) / 2)
-            #expect(await wait(until: {
+            await GTK.waitUntil("the middle of the grid loaded") {
                 !grid.boundCells.contains { firstScreen.contains($0.index) } && Self.settled(grid)
-            }), "the middle of the grid loaded")
+            }
             // Every kept load has landed by now: the last ones queued behind the middle.
-            #expect(await wait(until: { targets.loader.queuedCount == 0 }))
-            await settle(0.6)
+            await GTK.waitUntil { targets.loader.queuedCount == 0 }
+            await GTK.run(for: 0.6)
             gtk_adjustment_set_value(adjustment, 50)
-            #expect(await wait(until: { grid.visibleRange == firstScreen && Self.settled(grid) }), "back at the top")
+            await GTK.waitUntil("back at the top") { grid.visibleRange == firstScreen && Self.settled(grid) }
             let counts = firstScreen.map { server.count(for: "/slow/\($0)") }
             return (counts.filter { $0 == 1 }.count, counts.filter { $0 > 1 }.count)
         }

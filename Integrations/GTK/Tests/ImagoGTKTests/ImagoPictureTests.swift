@@ -9,36 +9,13 @@ import Testing
 /// code, driven through its GObject properties, in real windows (under Xvfb in CI),
 /// loading from a real HTTP server on 127.0.0.1; what it shows is checked on
 /// captures of the window's rendering, pixel by pixel.
-@MainActor @Suite(
-    .serialized,
-    .enabled(if: ProcessInfo.processInfo.environment["DISPLAY"] != nil
-        || ProcessInfo.processInfo.environment["WAYLAND_DISPLAY"] != nil, "no display: run under xvfb-run (make test does)"))
+@MainActor @Suite(.display, .gtkWindows)
 struct ImagoPictureTests {
     let server = TestServer()
 
     init() throws {
-        try GTK.initialize()
         ImagoPicture.register()
         try server.start()
-    }
-
-    /// Runs the GLib main loop, and between its turns the main actor's jobs (a test
-    /// is itself one, so they run only while it awaits), until `condition` holds or a
-    /// minute passes; returns whether it holds.
-    func wait(until condition: () -> Bool, timeout: Double = 60) async -> Bool {
-        let deadline = monotonicSeconds() + timeout
-        while !condition() {
-            if monotonicSeconds() > deadline { return false }
-            var turns = 0
-            while turns < 100, g_main_context_iteration(nil, 0) != 0 { turns += 1 }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        return true
-    }
-
-    /// Lets the main loop and the main actor run for `seconds`.
-    func settle(_ seconds: Double = 0.1) async {
-        _ = await wait(until: { false }, timeout: seconds)
     }
 
     /// A 64×32 picture of four upright stripes, 16 pixels each: where each stripe
@@ -90,18 +67,8 @@ struct ImagoPictureTests {
         let windowWidget = UnsafeMutableRawPointer(window).assumingMemoryBound(to: GtkWidget.self)
         let pictureWidget = UnsafeMutableRawPointer(picture).assumingMemoryBound(to: GtkWidget.self)
         gtk_window_present(windowWidget.cast(GtkWindow.self))
-        #expect(await wait(until: { gtk_widget_get_mapped(pictureWidget) != 0 && gtk_widget_get_width(pictureWidget) > 0 }))
+        await GTK.waitUntil { gtk_widget_get_mapped(pictureWidget) != 0 && gtk_widget_get_width(pictureWidget) > 0 }
         return (GTK.Window(widget: windowWidget), pictureWidget)
-    }
-
-    /// A window of `width` × `height` showing `child`, presented and laid out.
-    func present(_ child: UnsafeMutablePointer<GtkWidget>, width: Int32, height: Int32) async -> GTK.Window {
-        GTK.window(width: width, height: height, child: child)
-    }
-
-    /// What `widget` draws now.
-    func capture(_ widget: UnsafeMutablePointer<GtkWidget>) async throws -> Bitmap {
-        try GTK.capture(widget)
     }
 
     static func ui(width: Int, height: Int, picture properties: String) -> String {
@@ -123,12 +90,11 @@ struct ImagoPictureTests {
 
     /// Waits until the picture shows a loaded image, faded in, and has drawn its
     /// last frame of the crossfade.
-    func waitForImage(_ view: ImageView) async -> Bool {
-        let shown = await wait(until: {
+    func waitForImage(_ view: ImageView, _ comment: Comment = "the image loaded", sourceLocation: SourceLocation = #_sourceLocation) async {
+        await GTK.waitUntil(comment, sourceLocation: sourceLocation) {
             view.image != nil && !view.loadingState.isLoading && !view.loadingState.isCrossfading
-        })
-        await settle()
-        return shown
+        }
+        await GTK.run(for: 0.1)
     }
 
     /// Where a capture has nothing drawn (captures are of the widget alone).
@@ -152,8 +118,8 @@ struct ImagoPictureTests {
 
         Self.set(widget.object, "url", string: server.url("/stripes.png").absoluteString)
         #expect(Self.string(widget.object, "url") == server.url("/stripes.png").absoluteString)
-        #expect(await waitForImage(view), "the image loaded")
-        let shown = try await capture(widget)
+        await waitForImage(view)
+        let shown = try await GTK.capture(widget)
         #expect(Pixels.maximumDifference(shown, picture) <= 2, "the picture shows the image, pixel for pixel")
     }
 
@@ -188,8 +154,8 @@ struct ImagoPictureTests {
             defer { window.close() }
             let view = ImageView(picture: widget)
             Self.set(widget.object, "url", string: server.url("/stripes.png?fit=\(fit)").absoluteString)
-            #expect(await waitForImage(view), "\(fit): loaded")
-            let shown = try await capture(widget)
+            await waitForImage(view, "\(fit): loaded")
+            let shown = try await GTK.capture(widget)
             #expect(shown.width == 128 && shown.height == 128)
             func stripe(_ x: Int, _ y: Int) -> Int? { (0..<4).first { Self.isStripe(shown[x, y], $0) } }
             switch fit {
@@ -229,9 +195,9 @@ struct ImagoPictureTests {
         let view = ImageView(picture: widget)
         view.loadingState.showsActivityIndicator = false
         Self.set(widget.object, "url", string: server.url("/slow.png").absoluteString)
-        await settle(0.3)
+        await GTK.run(for: 0.3)
         #expect(view.loadingState.isLoading)
-        let loading = try await capture(widget)
+        let loading = try await GTK.capture(widget)
         var iconPixels = 0
         for y in 24..<72 { for x in 24..<72 where !Self.isNothing(loading[x, y]) { iconPixels += 1 } }
         #expect(iconPixels > 200, "the icon is drawn in the middle (\(iconPixels) pixels)")
@@ -245,13 +211,13 @@ struct ImagoPictureTests {
         g_value_set_object(&value, UnsafeMutableRawPointer(grey))
         g_object_set_property(widget.object.assumingMemoryBound(to: GObject.self), "placeholder-paintable", &value)
         g_value_unset(&value)
-        await settle()
-        let placeholder = try await capture(widget)
+        await GTK.run(for: 0.1)
+        let placeholder = try await GTK.capture(widget)
         #expect(Pixels.maximumDifference(placeholder, Pixels.solid(width: 96, height: 96, 128, 128, 128)) <= 2)
 
         released.withLock { $0 = true }
-        #expect(await waitForImage(view))
-        #expect(Pixels.maximumDifference(try await capture(widget), picture) <= 2, "the image replaces the placeholder")
+        await waitForImage(view)
+        #expect(Pixels.maximumDifference(try await GTK.capture(widget), picture) <= 2, "the image replaces the placeholder")
     }
 
     /// A load that fails says why: to Swift as a typed error, to GTK code through the
@@ -269,7 +235,7 @@ struct ImagoPictureTests {
             messages.append(message.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "")
         }
         Self.set(widget.object, "url", string: server.url("/missing.png").absoluteString)
-        #expect(await wait(until: { !errors.isEmpty }))
+        await GTK.waitUntil { !errors.isEmpty }
         guard case .httpStatus(404, _)? = errors.first else {
             Issue.record("a 404, not \(errors)")
             return
@@ -277,7 +243,7 @@ struct ImagoPictureTests {
         #expect(messages == [String(describing: errors[0])])
 
         Self.set(widget.object, "url", string: "http://[::1")
-        #expect(await wait(until: { errors.count == 2 }))
+        await GTK.waitUntil { errors.count == 2 }
         guard case .invalidURL("http://[::1")? = errors.last else {
             Issue.record("an invalid URL, not \(errors)")
             return
@@ -306,20 +272,19 @@ struct ImagoPictureTests {
             let view = ImageView(width: 48, height: 48)
             face = view
             widget = view.widget
-            window = await present(view.widget, width: 48, height: 48)
+            window = await GTK.window(width: 48, height: 48, child: view.widget)
             view.imageURL = server.url("/later.png")
             #expect(view.loadingState.isLoading)
         }
         defer { window.close() }
         #expect(face == nil, "no Swift reference is left")
-        #expect(await wait(until: { server.count(for: "/later.png") > 0 }))
+        await GTK.waitUntil { server.count(for: "/later.png") > 0 }
         released.withLock { $0 = true }
         var shown: Bitmap?
-        let arrived = await wait(until: {
+        await GTK.waitUntil("the image reached the widget with no Swift object holding it") {
             shown = WidgetCapture.bitmap(of: widget)
             return shown.map { Pixels.maximumDifference($0, picture) <= 2 } ?? false
-        })
-        #expect(arrived, "the image reached the widget with no Swift object holding it")
+        }
     }
 
     /// A picture with no size of its own, given its URL by GtkBuilder before it is in
@@ -345,15 +310,15 @@ struct ImagoPictureTests {
         view.didDisplay = { content in
             if let image = content.image { sizes.append("\(image.width)×\(image.height)") }
         }
-        await settle(1)
+        await GTK.run(for: 1)
         #expect(server.count(for: "/photo.png") == 0, "nothing asked for before the picture has a size")
         #expect(view.image == nil && view.imageURL == server.url("/photo.png"))
 
-        let window = await present(widget, width: 200, height: 150)
+        let window = await GTK.window(width: 200, height: 150, child: widget)
         defer { window.close() }
-        #expect(await wait(until: { sizes.contains("200×150") }), "decoded at the picture's size: \(sizes)")
+        await GTK.waitUntil("decoded at the picture's size: \(sizes)") { sizes.contains("200×150") }
         gtk_widget_set_size_request(widget, 400, 300)
-        #expect(await wait(until: { sizes.contains("400×300") }), "asked again at 400×300: \(sizes)")
+        await GTK.waitUntil("asked again at 400×300: \(sizes)") { sizes.contains("400×300") }
         // (The 200×150 image stays, as the placeholder, while the 400×300 one loads.)
         #expect(Set(sizes) == ["200×150", "400×300"], "never another size: \(sizes)")
     }
@@ -367,16 +332,16 @@ struct ImagoPictureTests {
         let url = server.url("/stripes.png").absoluteString
         let picture = try #require(imago_test_picture_from_c(url, Int32(GTK_CONTENT_FIT_COVER.rawValue)))
         let widget = picture.assumingMemoryBound(to: GtkWidget.self)
-        let window = await present(widget, width: 64, height: 64)
+        let window = await GTK.window(width: 64, height: 64, child: widget)
         defer { window.close() }
         let read = try #require(imago_test_picture_url_from_c(picture))
         defer { g_free(read) }
         #expect(String(cString: read) == url)
         let view = ImageView(picture: widget)
         #expect(view.contentMode == .aspectFill)
-        #expect(await waitForImage(view))
+        await waitForImage(view)
         // Covering the square: the two middle stripes, 32 wide each.
-        let shown = try await capture(widget)
+        let shown = try await GTK.capture(widget)
         #expect(Self.isStripe(shown[8, 32], 1) && Self.isStripe(shown[56, 32], 2), "\(shown[8, 32]), \(shown[56, 32])")
     }
 
@@ -395,12 +360,12 @@ struct ImagoPictureTests {
         setAnimations(false)
         defer { setAnimations(true) }
         let view = ImageView(width: 16, height: 16)
-        let window = await present(view.widget, width: 16, height: 16)
+        let window = await GTK.window(width: 16, height: 16, child: view.widget)
         defer { window.close() }
         var crossfades: [ImageTransition] = []
         view.didDisplay = { content in if content.phase == .success { crossfades.append(content.transition) } }
         view.imageURL = server.url("/plain.png")
-        #expect(await wait(until: { !crossfades.isEmpty }))
+        await GTK.waitUntil { !crossfades.isEmpty }
         #expect(crossfades == [.none])
         #expect(!view.loadingState.isCrossfading)
     }
