@@ -11,6 +11,10 @@ let package = Package(
     products: [
         .library(name: "Imago", targets: ["Imago"]),
         .executable(name: "imago", targets: ["imago"]),
+        // The support code of Imago's own tests (the test server, fixtures, waiting,
+        // the controlled loader, the recording view), a product only so that the
+        // GTK package's tests can use it too. Not for applications.
+        .library(name: "_ImagoTestSupport", targets: ["_ImagoTestSupport"]),
     ],
     targets: [
         .systemLibrary(
@@ -80,8 +84,9 @@ let package = Package(
         .executableTarget(
             name: "imago",
             dependencies: ["Imago", .target(name: "CImagoSystem", condition: .when(platforms: [.linux]))]),
+        .target(name: "_ImagoTestSupport", dependencies: ["Imago"], path: "Tests/_ImagoTestSupport"),
         // Fixtures are read from the source tree by path, not bundled.
-        .testTarget(name: "ImagoTests", dependencies: ["Imago"], exclude: ["Fixtures"]),
+        .testTarget(name: "ImagoTests", dependencies: ["Imago", "_ImagoTestSupport"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

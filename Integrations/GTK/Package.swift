@@ -29,7 +29,11 @@ let package = Package(
         // The tests' C caller: an ImagoPicture driven as a C program drives it, and the
         // variadic accessibility check Swift cannot call.
         .target(name: "CImagoGTKTestSupport", dependencies: ["CGTK"], path: "Tests/CImagoGTKTestSupport"),
-        .testTarget(name: "ImagoGTKTests", dependencies: ["ImagoGTK", "CGTK", "CImagoGTKTestSupport"]),
+        .testTarget(
+            name: "ImagoGTKTests",
+            dependencies: [
+                "ImagoGTK", "CGTK", "CImagoGTKTestSupport", .product(name: "_ImagoTestSupport", package: "Imago"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

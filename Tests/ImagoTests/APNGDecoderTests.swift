@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// APNG animation against files written by Pillow (`Fixtures/apng/make_fixtures.py`):
 /// every composited frame checked against Pillow's own composited decode (exact: the

@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The AVIF decoder against files written by libavif's `avifenc` (aom) from small
 /// PNGs (`Fixtures/avif/make_fixtures.sh`), each checked against `avifdec`'s 8-bit

@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// Animations decoded on demand: what a decode holds, the player's bounded buffer,
 /// the frame-count limit, thumbnails of animations, and frames that fail or are cut.

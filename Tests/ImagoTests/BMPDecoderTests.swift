@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The BMP and ICO/CUR decoders against files written byte by byte for every header
 /// version, bit depth and compression (`Fixtures/bmp/make_fixtures.py`), each checked

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// What the network loaders must do beyond the shared data-loading tests: refuse
 /// header injection, decompress, load IPv6 literals, and (the curl loader) keep

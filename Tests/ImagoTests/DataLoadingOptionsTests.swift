@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// `DataLoadingOptions` on both network loaders, against the real test server: a
 /// body cut short returned as truncated when asked for, and the bytes handed over as
@@ -84,14 +85,9 @@ import Testing
     /// A data loader written before the options existed still works through the
     /// default: counts only, and a cut body is its error.
     @Test func aLoaderWithoutTheNewRequirementGetsTheDefault() async throws {
-        struct Counting: DataLoading {
-            func loadData(for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(ImagoError) -> DataResponse {
-                progress(3, 3)
-                return DataResponse(data: Data([1, 2, 3]), url: request.url!)
-            }
-        }
+        let counting = ControlledLoader(script: .init { _ in Data([1, 2, 3]) })
         let (result, reports) = await Self.load(
-            Counting(), URL(string: "http://example.invalid/a")!, options: DataLoadingOptions(acceptsTruncatedBody: true, reportsChunks: true))
+            counting, URL(string: "http://example.invalid/a")!, options: DataLoadingOptions(acceptsTruncatedBody: true, reportsChunks: true))
         #expect(try result.get().data == Data([1, 2, 3]))
         #expect(reports.count == 1 && reports[0].received == 3 && reports[0].chunk == nil)
     }

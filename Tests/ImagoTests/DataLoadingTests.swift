@@ -5,6 +5,7 @@ import FoundationNetworking
 import Synchronization
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The network edge against a real HTTP server on 127.0.0.1: statuses, progress,
 /// faults (reset, truncation, stall), redirects, size limits, cancellation, and the
@@ -494,10 +495,7 @@ import Testing
             // suites running, can take much longer: the suite's decoder tests can hold
             // the concurrency pool, and the load's own task with it, for a minute).
             try await Task.sleep(for: .milliseconds(200))
-            let arrival = ContinuousClock.now + .seconds(120)
-            while server.count(for: "/stall") == 0, ContinuousClock.now < arrival {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            await waitUntil(seconds: 120) { server.count(for: "/stall") > 0 }
             #expect(server.count(for: "/stall") == 1)
             let cancelled = ContinuousClock.now
             task.cancel()
@@ -510,11 +508,7 @@ import Testing
             let stall = await server.waitForStalls(1).first
             #expect(stall?.closedByClient == true)
             #expect(stall.map { $0.ended - cancelled < .seconds(5) } == true, "\(String(describing: stall))")
-            let deadline = ContinuousClock.now + .seconds(10)
-            while server.openConnections > 0, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            #expect(server.openConnections == 0)
+            await waitUntil("connections left open") { server.openConnections == 0 }
         }
     }
 
@@ -580,18 +574,11 @@ import Testing
             #expect(wrong.isEmpty, "\(wrong.prefix(3))")
             // Every URLSession task, cancelled ones included, reaches its end: none is
             // left behind holding memory or a connection.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while kind.unfinishedTasks(of: loader) > 0, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            #expect(kind.unfinishedTasks(of: loader) == 0)
+            await waitUntil("unfinished transfers") { kind.unfinishedTasks(of: loader) == 0 }
             // Stalled transfers are closed by the client; otherwise idle keep-alive
             // connections may stay, one per connection URLSession allows.
             let allowedOpen = stalling ? 0 : 6
-            while server.openConnections > allowedOpen, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            #expect(server.openConnections <= allowedOpen, "connections left open")
+            await waitUntil("connections left open") { server.openConnections <= allowedOpen }
             print("5,000 start/cancel loads (\(kind))\(stalling ? " (stalling server)" : ""): \(completed) completed, \(cancelled) cancelled, \(elapsed), \(server.connectionsAccepted) connections")
         }
     }

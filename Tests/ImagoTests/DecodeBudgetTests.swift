@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// What a decode may spend: the scans a JPEG may have, and the time any decode may
 /// take, enforced inside the codec so that a small file made to be slow cannot hold

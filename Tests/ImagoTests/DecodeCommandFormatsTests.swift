@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// `imago decode` on the formats added beside JPEG, PNG, GIF and WebP: one fixture of
 /// each decodes and is named by its format; a truncated one gets one line and exit 1.

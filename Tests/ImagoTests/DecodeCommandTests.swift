@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// `imago decode` end to end: the real executable over real files.
 @Suite struct DecodeCommandTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// What values and errors say when printed, logged or shown: a line a person can read,
 /// never the pixels; errors in the same words through `localizedDescription`; a

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// Out of file descriptors, URLSession on Linux failed loads with a misleading
 /// "Couldn't connect to server" and sometimes crashed the process inside libdispatch

@@ -1,5 +1,6 @@
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 @Suite("DiskIndex")
 struct DiskIndexTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// A disk that filled up and then got room again: the disk tier lowered its limit to
 /// what fitted, and returns to its configured limit, storing records again, within

@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// What a JPEG's start-of-frame marker says about how it was coded, read without
 /// libjpeg: the SOF marker (0xC0 baseline, 0xC2 progressive) and the first

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// One bad input or fault a server can give, and what a load of it must end in.
 struct Fault: Sendable, CustomTestStringConvertible {

@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// `imago fetch` on long and open-ended inputs: records as loads complete, input line
 /// numbers, standard input read as a stream, and memory that does not grow with the

@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The GIF decoder: the shared corpus against figures checked independently, and
 /// small GIFs written here to pin down compositing, clipping and error handling.

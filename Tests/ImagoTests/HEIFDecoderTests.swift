@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The HEIF decoder against files written by libheif's `heif-enc` (x265) from small
 /// PNGs (`Fixtures/heic/make_fixtures.sh`), each checked against `heif-convert`'s

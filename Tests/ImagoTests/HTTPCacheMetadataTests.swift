@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @_spi(HTTPCaching) @testable import Imago
+import _ImagoTestSupport
 
 /// HTTP freshness, validators, revalidation and stale-on-error rules of the disk
 /// cache, all against an injected clock.

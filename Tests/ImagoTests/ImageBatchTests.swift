@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// `ImageLoader.images(for:maxConcurrent:)` against the test server on 127.0.0.1:
 /// completion order, a bounded window over a lazy input, and cancellation of the rest
@@ -102,7 +103,7 @@ import Testing
         // Every stalled transfer is closed by the client, not left to its timeout.
         let stalls = await server.waitForStalls(3)
         #expect(stalls.count == 3 && stalls.allSatisfy(\.closedByClient), "\(stalls)")
-        #expect(await until { loader.queuedCount == 0 && loader.pipeline.stagesInFlight == 0 })
+        await waitUntil { loader.queuedCount == 0 && loader.pipeline.stagesInFlight == 0 }
     }
 
     @Test func cancellingTheIteratingTaskEndsTheBatch() async throws {
@@ -115,13 +116,13 @@ import Testing
             for await _ in loader.images(for: requests) { count += 1 }
             return count
         }
-        #expect(await until { server.count(for: "/stall.png") == 2 })
+        await waitUntil { server.count(for: "/stall.png") == 2 }
         consumer.cancel()
         let ended = await withTimeLimit(120) { await consumer.value }
         #expect(ended == 0, "the iteration ends without items")
         let stalls = await server.waitForStalls(2)
         #expect(stalls.count == 2 && stalls.allSatisfy(\.closedByClient))
-        #expect(await until { loader.queuedCount == 0 && loader.pipeline.stagesInFlight == 0 })
+        await waitUntil { loader.queuedCount == 0 && loader.pipeline.stagesInFlight == 0 }
         // The queued ones never reached the server.
         #expect(server.count(for: "/stall.png") == 2)
     }

@@ -1,40 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
-
-/// A view that records everything it is told to show.
-@MainActor class RecordingView: ImageDisplaying {
-    var shown: [ImageDisplayContent] = []
-    let imageTargetLoader: ImageTargetLoader
-    var displayTargetSize: TargetSize?
-
-    init(_ targets: ImageTargetLoader, size: TargetSize? = nil) {
-        imageTargetLoader = targets
-        displayTargetSize = size
-    }
-
-    /// What a loading view (AsyncImageView, the GTK view) would render.
-    let state = ImageLoadingState(now: { 0 })
-    /// How often the view heard that a load of its ended cancelled.
-    var cancellations = 0
-
-    func display(_ content: ImageDisplayContent) {
-        shown.append(content)
-        state.apply(content)
-    }
-
-    func imageLoadDidCancel() {
-        cancellations += 1
-        state.endLoading()
-    }
-
-    /// Declared here so that subclasses can override it: a protocol's default is not
-    /// dispatched to a subclass's method.
-    func bundledImage(named name: String) -> DecodedImage? { nil }
-
-    /// The shade of the image last shown (the test images are one colour each).
-    var shade: UInt8? { shown.last?.image?.bitmap[0, 0].r }
-}
+import _ImagoTestSupport
 
 /// `setImage(with:)`, `imageURL` and `cancelImageLoad()` on a view, modelled on
 /// SDWebImage's `UIImageView+WebCache` and AsyncImageView's `imageURL`.
@@ -73,7 +40,7 @@ import Testing
         #expect(view.state.isLoading && view.state.isActivityIndicatorVisible)
         view.cancelImageLoad()
         #expect(view.cancellations == 1 && !view.state.isLoading && !view.state.isActivityIndicatorVisible)
-        #expect(view.shown.map(\.phase) == [.loading] && view.state.image?.bitmap[0, 0].r == 1)
+        #expect(view.contents.map(\.phase) == [.loading] && view.state.image?.bitmap[0, 0].r == 1)
 
         // Replaced by a newer call, the load ends; the newer one shows its indicator.
         view.setImage(with: Self.url(2), placeholder: placeholder)
@@ -87,13 +54,11 @@ import Testing
         }
         targets.cancelLoading(url: Self.url(3))
         view.setImage(with: Self.url(4), placeholder: placeholder)
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !heard.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(heard.withLock { $0 })
+        await waitUntil { heard.withLock { $0 } }
         #expect(view.cancellations == 3 && view.state.isActivityIndicatorVisible, "a late cancel stopped a newer load's indicator")
 
         targets.cancelLoading(url: Self.url(4))
-        while view.cancellations == 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        await waitUntil { view.cancellations != 3 }
         #expect(view.cancellations == 4 && !view.state.isLoading && !view.state.isActivityIndicatorVisible)
     }
 
@@ -101,16 +66,16 @@ import Testing
         let view = RecordingView(targets, size: .thumbnail(1))
         let url = Self.url(1)
         let done = Task { await load(url, on: view) }
-        #expect(await network.until { $0.started.count == 1 })
-        #expect(view.shown.map(\.phase) == [.loading])
-        #expect(view.shown[0].image?.bitmap[0, 0].r == 1 && view.shown[0].showsActivityIndicator)
+        await waitUntil { network.seen.started.count == 1 }
+        #expect(view.contents.map(\.phase) == [.loading])
+        #expect(view.contents[0].image?.bitmap[0, 0].r == 1 && view.contents[0].showsActivityIndicator)
         network.release(url, with: ok(url, 40))
         let result = await done.value
         #expect((try? result?.get())?.source == .network)
-        #expect(view.shown.map(\.phase) == [.loading, .success])
-        #expect(view.shown[1].transition == .crossfade(seconds: 0.4) && !view.shown[1].showsActivityIndicator)
+        #expect(view.contents.map(\.phase) == [.loading, .success])
+        #expect(view.contents[1].transition == .crossfade(seconds: 0.4) && !view.contents[1].showsActivityIndicator)
         // The view's size decides the size decoded.
-        #expect(view.shown[1].image?.width == 1 && view.shade == 40)
+        #expect(view.contents[1].image?.width == 1 && view.shade == 40)
         #expect(view.imageURL == url)
     }
 
@@ -119,14 +84,14 @@ import Testing
         let url = Self.url(2)
         loader.cache?.setImage(try ImageDecoderRegistry.shared.decode(pngData(50)), forKey: ImageRequest(url: url).cacheKey)
         view.setImage(with: url, placeholder: placeholder)
-        #expect(view.shown.map(\.phase) == [.success] && view.shown[0].transition == .none && view.shade == 50)
+        #expect(view.contents.map(\.phase) == [.success] && view.contents[0].transition == .none && view.shade == 50)
         #expect(network.started.isEmpty)
     }
 
     @Test func aNilURLShowsThePlaceholderAndLoadsNothing() async throws {
         let view = RecordingView(targets)
         #expect(await load(nil, on: view) == nil)
-        #expect(view.shown.map(\.phase) == [.empty] && view.shade == 1 && !view.shown[0].showsActivityIndicator)
+        #expect(view.contents.map(\.phase) == [.empty] && view.shade == 1 && !view.contents[0].showsActivityIndicator)
         #expect(view.imageURL == nil && network.started.isEmpty)
     }
 
@@ -139,23 +104,23 @@ import Testing
         _ = await load(first, on: view)
         #expect(view.shade == 80)
         view.setImage(with: second, placeholder: placeholder)
-        #expect(view.shown.last?.phase == .loading && view.shade == 1)
-        #expect(await network.until { $0.started.count == 2 })
+        #expect(view.contents.last?.phase == .loading && view.shade == 1)
+        await waitUntil { network.seen.started.count == 2 }
         network.release(second, with: ok(second, 90))
         for _ in 0..<500 where view.shade != 90 { try await Task.sleep(for: .milliseconds(10)) }
         #expect(view.shade == 90)
         view.setImage(with: nil, placeholder: placeholder)
-        #expect(view.shown.last?.phase == .empty && view.shade == 1)
+        #expect(view.contents.last?.phase == .empty && view.shade == 1)
     }
 
     @Test func aNewImageCancelsThePreviousLoad() async throws {
         let view = RecordingView(targets)
         let first = Self.url(3), second = Self.url(4)
         view.setImage(with: first)
-        #expect(await network.until { $0.started.count == 1 })
+        await waitUntil { network.seen.started.count == 1 }
         network.answer(second, with: ok(second, 70))
         _ = await load(second, on: view)
-        #expect(await network.until { $0.cancelled == [first.absoluteString] })
+        await waitUntil { network.seen.cancelled == [first.absoluteString] }
         #expect(view.shade == 70 && view.imageURL == second)
     }
 
@@ -166,8 +131,8 @@ import Testing
         let failureImage = try ImageDecoderRegistry.shared.decode(pngData(99))
         let result = await load(url, on: view, options: ImageDisplayOptions(showsActivityIndicator: false, failureImage: failureImage))
         guard case .failure(.httpStatus(404, _))? = result else { Issue.record("\(String(describing: result))"); return }
-        #expect(view.shown.map(\.phase) == [.loading, .failure])
-        #expect(!view.shown[0].showsActivityIndicator && view.shade == 99)
+        #expect(view.contents.map(\.phase) == [.loading, .failure])
+        #expect(!view.contents[0].showsActivityIndicator && view.shade == 99)
     }
 
     @Test func imageURLSetsImagesInTheOrderSet() async throws {
@@ -177,23 +142,23 @@ import Testing
         view.imageURL = thumbnail
         view.imageURL = full
         #expect(view.imageURL == full)
-        #expect(await network.until { $0.started.count == 2 })
+        await waitUntil { network.seen.started.count == 2 }
         network.release(full, with: ok(full, 60))
         #expect(await events.next()?.url == full)
-        #expect(await network.until { $0.cancelled == [thumbnail.absoluteString] })
-        #expect(view.shown.compactMap { $0.image?.bitmap[0, 0].r } == [60])
+        await waitUntil { network.seen.cancelled == [thumbnail.absoluteString] }
+        #expect(view.contents.compactMap { $0.image?.bitmap[0, 0].r } == [60])
         view.imageURL = nil
-        #expect(view.imageURL == nil && view.shown.last?.phase == .empty)
+        #expect(view.imageURL == nil && view.contents.last?.phase == .empty)
     }
 
     @Test func cancelImageLoadStopsTheTransferAndKeepsWhatIsShown() async throws {
         let view = RecordingView(targets)
         let url = Self.url(7)
         view.setImage(with: url, placeholder: placeholder)
-        #expect(await network.until { $0.started.count == 1 })
+        await waitUntil { network.seen.started.count == 1 }
         view.cancelImageLoad()
-        #expect(await network.until { $0.cancelled == [url.absoluteString] })
-        #expect(view.shown.map(\.phase) == [.loading])
+        await waitUntil { network.seen.cancelled == [url.absoluteString] }
+        #expect(view.contents.map(\.phase) == [.loading])
     }
 
     @Test func aBundleImageComesFromTheNamedImageCacheAndIsNeverCachedAgain() async throws {
@@ -215,17 +180,17 @@ import Testing
         var response: ImageResponse?
         view.setImage(with: url, placeholder: placeholder) { response = try? $0.get() }
         // Shown before the call returned, with nothing loaded and nothing cached.
-        #expect(view.asked == ["icons/star.png"] && view.shown.map(\.phase) == [.success] && view.shade == 33)
+        #expect(view.asked == ["icons/star.png"] && view.contents.map(\.phase) == [.success] && view.shade == 33)
         #expect(response?.source == .local && view.imageURL == url)
         #expect(network.started.isEmpty && loader.cache?.image(forKey: ImageRequest(url: url).cacheKey) == nil)
         // The imageURL setter takes the same way: from the named-image cache, not the pipeline.
         let other = Bundle.main.bundleURL.appendingPathComponent("icons/moon.png")
         view.imageURL = other
-        #expect(view.asked.last == "icons/moon.png" && view.shown.last?.phase == .success && network.started.isEmpty)
+        #expect(view.asked.last == "icons/moon.png" && view.contents.last?.phase == .success && network.started.isEmpty)
         // Not in the bundle's cache: loaded as any file.
         let missing = Bundle.main.bundleURL.appendingPathComponent("missing.png")
         view.setImage(with: missing)
-        #expect(await network.until { $0.started == [missing.absoluteString] })
+        await waitUntil { network.seen.started == [missing.absoluteString] }
     }
 
     @Test func onlyFilesInsideTheBundleAreBundleImages() {

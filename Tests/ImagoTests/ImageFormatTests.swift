@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 @Suite struct ImageFormatTests {
     static let signatures: [(ImageFormat, [UInt8])] = [

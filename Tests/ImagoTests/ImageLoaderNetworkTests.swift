@@ -5,6 +5,7 @@ import FoundationNetworking
 import Synchronization
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The loader's behaviours that touch the network, against a real HTTP server on
 /// 127.0.0.1 and the real URLSession-backed data loader.

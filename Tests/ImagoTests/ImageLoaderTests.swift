@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -20,13 +21,13 @@ import FoundationNetworking
     @Test func concurrentLoadsIsHonoured() async throws {
         loader.concurrentLoads = 2
         let tasks = (0..<6).map { loader.task(with: ImageRequest(url: Self.url($0))) }
-        #expect(await network.until { $0.started.count == 2 })
+        await waitUntil { network.seen.started.count == 2 }
         #expect(loader.queuedCount == 4)
         network.release(Self.url(0), with: ok(Self.url(0)))
-        #expect(await network.until { $0.started.count == 3 })
+        await waitUntil { network.seen.started.count == 3 }
         // Five slots: the three running and two more; the sixth request was the last.
         loader.concurrentLoads = 5
-        #expect(await network.until { $0.started.count == 6 })
+        await waitUntil { network.seen.started.count == 6 }
         for n in 1..<6 { network.release(Self.url(n), with: ok(Self.url(n))) }
         for task in tasks { _ = try await task.response }
     }
@@ -34,7 +35,7 @@ import FoundationNetworking
     @Test func identicalRequestsShareOneTransfer() async throws {
         let url = Self.url(1)
         let tasks = (0..<10).map { _ in loader.task(with: ImageRequest(url: url)) }
-        #expect(await network.until { $0.started.count == 1 })
+        await waitUntil { network.seen.started.count == 1 }
         network.release(url, with: ok(url, 42))
         for task in tasks {
             let response = try await task.response
@@ -50,7 +51,7 @@ import FoundationNetworking
     @Test func aSharedTransferStopsOnlyWithItsLastConsumer() async throws {
         let url = Self.url(2)
         let tasks = (0..<3).map { _ in loader.task(with: ImageRequest(url: url)) }
-        #expect(await network.until { $0.started.count == 1 })
+        await waitUntil { network.seen.started.count == 1 }
         tasks[0].cancel()
         tasks[1].cancel()
         // Cancelling a transfer is synchronous: had it been stopped, the loader would
@@ -58,11 +59,11 @@ import FoundationNetworking
         #expect(network.cancelled.isEmpty)
         #expect(tasks[0].result.map { if case .failure(.cancelled) = $0 { true } else { false } } == true)
         tasks[2].cancel()
-        #expect(await network.until { $0.cancelled == [url.absoluteString] })
+        await waitUntil { network.seen.cancelled == [url.absoluteString] }
         // A cancelled load frees its slot.
         loader.concurrentLoads = 1
         let next = loader.task(with: ImageRequest(url: Self.url(3)))
-        #expect(await network.until { $0.started.count == 2 })
+        await waitUntil { network.seen.started.count == 2 }
         network.release(Self.url(3), with: ok(Self.url(3)))
         _ = try await next.response
     }
@@ -70,7 +71,7 @@ import FoundationNetworking
     @Test func queuedLoadsStartInPriorityOrder() async throws {
         loader.concurrentLoads = 1
         let blocker = loader.task(with: ImageRequest(url: Self.url(0)))
-        #expect(await network.until { $0.started.count == 1 })
+        await waitUntil { network.seen.started.count == 1 }
         let priorities: [ImageRequest.Priority] = [.low, .normal, .veryLow, .high, .normal]
         let tasks = priorities.enumerated().map { loader.task(with: ImageRequest(url: Self.url($0.offset + 1), priority: $0.element)) }
         // Raising a queued task's priority moves it ahead at once.
@@ -84,7 +85,7 @@ import FoundationNetworking
     @Test func aSharedLoadRunsAtItsHighestConsumersPriority() async throws {
         loader.concurrentLoads = 1
         let blocker = loader.task(with: ImageRequest(url: Self.url(0)))
-        #expect(await network.until { $0.started.count == 1 })
+        await waitUntil { network.seen.started.count == 1 }
         let normal = loader.task(with: ImageRequest(url: Self.url(1), priority: .normal))
         let low = loader.task(with: ImageRequest(url: Self.url(2), priority: .low))
         let joined = loader.task(with: ImageRequest(url: Self.url(2), priority: .high))
@@ -113,9 +114,9 @@ import FoundationNetworking
         #expect(network.started.count == 1)
 
         let task = loader.task(with: ImageRequest(url: flaky))
-        #expect(await network.until { $0.started.count == 2 })
+        await waitUntil { network.seen.started.count == 2 }
         network.release(flaky, with: ok(flaky, status: 503))
-        #expect(await network.until { $0.started.count == 3 })
+        await waitUntil { network.seen.started.count == 3 }
         network.release(flaky, with: ok(flaky, 7))
         let response = try await task.response
         #expect(response.metrics.attempts >= 2 && response.image.bitmap[0, 0].r == 7)
@@ -132,7 +133,7 @@ import FoundationNetworking
         // deadline answers from the concurrency pool, which the rest of the suite on
         // two cores can hold for most of its run (about 90 s).
         #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(300))
-        #expect(await network.until { $0.cancelled == [url.absoluteString] })
+        await waitUntil { network.seen.cancelled == [url.absoluteString] }
     }
 
     @Test func nilCacheStoresNothingAndANewCacheAppliesToLaterRequests() async throws {
@@ -151,17 +152,8 @@ import FoundationNetworking
     }
 
     @Test func progressReachesEveryConsumer() async throws {
-        final class Trickle: DataLoading {
-            func loadData(for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(ImagoError) -> DataResponse {
-                let data = pngData(1)
-                for received in [10, 40, data.count] {
-                    try? await Task.sleep(for: .milliseconds(20))
-                    progress(Int64(received), Int64(data.count))
-                }
-                return DataResponse(data: data, url: request.url!, statusCode: 200)
-            }
-        }
-        let loader = ImageLoader(configuration: .init(dataLoader: Trickle()), cache: nil)
+        let trickle = ControlledLoader(script: .init(progress: [10, 40], pause: .milliseconds(20) ... .milliseconds(20)) { _ in pngData(1) })
+        let loader = ImageLoader(configuration: .init(dataLoader: trickle), cache: nil)
         let task = loader.task(with: ImageRequest(url: Self.url(1)))
         var seen: [Int64] = []
         for await update in task.progress { seen.append(update.received) }

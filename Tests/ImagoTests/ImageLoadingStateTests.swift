@@ -1,5 +1,6 @@
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The rules of the loading view (AsyncImageView's spinner and crossfade), driven
 /// by a clock the test sets.

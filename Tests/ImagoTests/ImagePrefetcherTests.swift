@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -19,7 +20,7 @@ import FoundationNetworking
     @Test func prefetchesAtLowPriorityBehindVisibleWork() async throws {
         loader.concurrentLoads = 1
         let blocker = loader.task(with: ImageRequest(url: ImageLoaderTests.url(0)))
-        #expect(await network.until { $0.started.count == 1 })
+        await waitUntil { network.seen.started.count == 1 }
         let prefetcher = ImagePrefetcher(loader: loader)
         prefetcher.startPrefetching(with: [ImageLoaderTests.url(1), ImageLoaderTests.url(2)])
         let visible = loader.task(with: ImageRequest(url: ImageLoaderTests.url(3)))
@@ -27,7 +28,7 @@ import FoundationNetworking
         network.release(ImageLoaderTests.url(0), with: ok(ImageLoaderTests.url(0)))
         _ = try await blocker.response
         _ = try await visible.response
-        #expect(await network.until { $0.started.count == 4 })
+        await waitUntil { network.seen.started.count == 4 }
         #expect(network.started == [0, 3, 1, 2].map { ImageLoaderTests.url($0).absoluteString })
         // Asking for a prefetched image joins its load or finds it in memory: no
         // second transfer.
@@ -39,13 +40,13 @@ import FoundationNetworking
         let prefetcher = ImagePrefetcher(loader: loader)
         let urls = (1...5).map(ImageLoaderTests.url)
         prefetcher.startPrefetching(with: urls)
-        #expect(await network.until { $0.started.count == 2 })
+        await waitUntil { network.seen.started.count == 2 }
         // A queued one stops alone, freeing no slot.
         prefetcher.stopPrefetching(with: [urls[4]])
         #expect(prefetcher.count == 4)
         prefetcher.stopPrefetching()
         #expect(prefetcher.count == 0)
-        #expect(await network.until { Set($0.cancelled) == Set(urls.prefix(2).map(\.absoluteString)) })
+        await waitUntil { Set(network.seen.cancelled) == Set(urls.prefix(2).map(\.absoluteString)) }
         // A probe at the lowest priority runs next: nothing of the prefetch is left in
         // the queue to go before it.
         let probe = ImageLoaderTests.url(9)
@@ -100,7 +101,7 @@ import FoundationNetworking
             completions.withLock { $0.append(progress) }
         }
         func round(_ n: Int) async -> ImagePrefetcher.Progress? {
-            await until { completions.withLock { $0.count } >= n } ? completions.withLock { $0[n - 1] } : nil
+            await waitUntil { completions.withLock { $0.count } >= n } ? completions.withLock { $0[n - 1] } : nil
         }
 
         let urls = (0..<3).map { server.url("/\($0).png") } + [server.url("/missing.png")]
@@ -116,7 +117,7 @@ import FoundationNetworking
 
         // Stopped prefetches are counted as such.
         prefetcher.startPrefetching(with: [server.url("/stall.png?a"), server.url("/stall.png?b")])
-        #expect(await until { server.count(for: "/stall.png") == 2 })
+        await waitUntil { server.count(for: "/stall.png") == 2 }
         prefetcher.stopPrefetching()
         #expect(await round(3) == ImagePrefetcher.Progress(total: 2, cancelled: 2))
         #expect(completions.withLock { $0.count } == 3)

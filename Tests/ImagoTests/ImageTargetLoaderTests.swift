@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -107,7 +108,7 @@ import FoundationNetworking
         // The loader held the target weakly, and its sweep cancels the orphaned load
         // and, as nobody else waits for it, the transfer.
         guard case .failure(.cancelled)? = await task?.value else { Issue.record("the orphaned load was not cancelled"); return }
-        #expect(await network.until { $0.cancelled == [Self.url(1).absoluteString] })
+        await waitUntil { network.seen.cancelled == [Self.url(1).absoluteString] }
     }
 
     /// Nothing pins a bound target's address (an Objective-C object's is free for the
@@ -142,7 +143,7 @@ import FoundationNetworking
         // A sweep forgets nothing of the new object's; its load goes on.
         #expect(targets.sweep(), "the live target's load does not keep the sweeper on")
         var events = targets.events.makeAsyncIterator()
-        #expect(await network.until { $0.started.contains(new.absoluteString) })
+        await waitUntil { network.seen.started.contains(new.absoluteString) }
         network.release(new, with: ok(new))
         guard case .success = await task.value else { Issue.record("the new object's load was cancelled"); return }
         #expect(await events.next()?.url == new)
@@ -159,14 +160,12 @@ import FoundationNetworking
         targets.loadImage(with: url, target: view, success: { _, _ in }, failure: { _, _ in })
         #expect(sweeping())
         #expect(targets.sweep(), "a live target's unfinished load stops the sweeper")
-        #expect(await network.until { $0.started.contains(url.absoluteString) })
+        await waitUntil { network.seen.started.contains(url.absoluteString) }
         network.release(url, with: ok(url))
         #expect(await events.next()?.url == url)
         // The load has delivered: the sweeper's next turn is its last. The wait is a
         // hang guard only.
-        let deadline = ContinuousClock.now + .seconds(60)
-        while sweeping(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(!sweeping(), "the sweeper went on with no load left")
+        await waitUntil("the sweeper went on with no load left") { !sweeping() }
         #expect(!targets.sweep())
         _ = view
     }
@@ -240,7 +239,7 @@ import FoundationNetworking
         let early = targets.loadImage(with: thumbnail, target: view, action: action)
         targets.loadImage(with: full, target: view, action: action)
         guard case .failure(.cancelled)? = early.result else { Issue.record("the replaced load was not cancelled"); return }
-        #expect(await network.until { $0.cancelled == [thumbnail.absoluteString] })
+        await waitUntil { network.seen.cancelled == [thumbnail.absoluteString] }
         network.release(full, with: ok(full))
         #expect(await events.next()?.url == full)
         #expect(shown.withLock { $0 } == [full])
@@ -278,7 +277,7 @@ import FoundationNetworking
         view = nil
         #expect(gone == nil)
         guard case .failure(.cancelled) = await task.value else { Issue.record("the orphaned load was not cancelled"); return }
-        #expect(await network.until { $0.cancelled == [slow.absoluteString] })
+        await waitUntil { network.seen.cancelled == [slow.absoluteString] }
         #expect(handed.withLock { $0.count } == 1)
     }
 

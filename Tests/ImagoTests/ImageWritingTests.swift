@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// `DecodedImage.encoded(as:quality:)` and `write(to:format:quality:)`: round trips
 /// through the real decoders, and files that are whole or absent.

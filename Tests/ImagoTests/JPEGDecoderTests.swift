@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The size a JPEG's SOF marker declares, read without libjpeg so the decoder is
 /// checked against an independent reading of the file.

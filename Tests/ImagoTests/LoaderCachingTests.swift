@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The tiers in a load (memory → disk → network) and HTTP freshness, against the
 /// test server on 127.0.0.1 and a real disk cache in a temporary directory.

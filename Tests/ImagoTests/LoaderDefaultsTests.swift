@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -64,11 +65,11 @@ import FoundationNetworking
         #expect(loader.concurrentLoads == 3 && loader.configuration.concurrentLoads == 3)
         let tasks = (0..<5).map { loader.task(with: ImageRequest(url: server.url("/stall.png?n=\($0)"))) }
         defer { loader.cancel(tasks) }
-        #expect(await until { server.count(for: "/stall.png") == 3 && loader.queuedCount == 2 })
+        await waitUntil { server.count(for: "/stall.png") == 3 && loader.queuedCount == 2 }
         #expect(server.count(for: "/stall.png") == 3)
         // Changed while running, as before.
         loader.concurrentLoads = 4
-        #expect(await until { server.count(for: "/stall.png") == 4 })
+        await waitUntil { server.count(for: "/stall.png") == 4 }
         #expect(loader.configuration.concurrentLoads == 3)
     }
 
@@ -93,7 +94,7 @@ import FoundationNetworking
 
         // Eight transfers at once, all to one host.
         let stalled = (0..<10).map { loader.task(with: ImageRequest(url: server.url("/stall.png?n=\($0)"))) }
-        #expect(await until { server.count(for: "/stall.png") == 8 && loader.queuedCount == 2 })
+        await waitUntil { server.count(for: "/stall.png") == 8 && loader.queuedCount == 2 }
         loader.cancel(stalled)
 
         #expect(try await load(loader, ImageRequest(url: server.url("/1.png"))).get().source == .network)
@@ -124,11 +125,11 @@ import FoundationNetworking
         let gate = Gate(open: Locked(false), entered: Locked(false))
         // The first load's processor takes the only decoding slot and keeps it.
         let blocker = loader.task(with: ImageRequest(url: server.url("/0.png"), processors: [gate]))
-        #expect(await until { gate.entered.withLock { $0 } })
+        await waitUntil { gate.entered.withLock { $0 } }
         let start = ContinuousClock.now
         let waiting = loader.task(with: ImageRequest(url: server.url("/2.png")))
         // Its transfer is done and its decode waits for the slot.
-        #expect(await until { loader.pipeline.queuedDecodes == 1 })
+        await waitUntil { loader.pipeline.queuedDecodes == 1 }
         let queuedBy = ContinuousClock.now
         try await Task.sleep(for: .milliseconds(300))
         let released = ContinuousClock.now

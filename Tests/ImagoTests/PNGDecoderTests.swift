@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 @Suite struct PNGDecoderTests {
     let decoder = PNGDecoder()

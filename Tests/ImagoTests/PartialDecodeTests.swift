@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// Files that end early decode as far as they go, as browsers show them: real corpus
 /// files cut at several lengths, compared with the decode of the whole file.

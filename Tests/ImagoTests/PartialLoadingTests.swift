@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// Transfers cut short and files cut short, through the whole loader: the real test
 /// server on 127.0.0.1, both network loaders, the real codecs, memory and disk tiers.

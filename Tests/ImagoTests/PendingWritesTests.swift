@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 @Suite("PendingWrites")
 struct PendingWritesTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -11,20 +12,12 @@ import FoundationNetworking
 /// thread sanitizer sees every access to the stages' state that the lock should
 /// guard.
 @Suite struct PipelineStressTests {
-    /// A transfer that answers after a random moment, so answers race with the
-    /// threads' cancellations.
-    struct Jittery: DataLoading {
-        static let photo = pngData(90, width: 8, height: 8)
-
-        func loadData(for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(ImagoError) -> DataResponse {
-            do { try await Task.sleep(for: .microseconds(Int.random(in: 0...300))) } catch { throw .cancelled }
-            progress(Int64(Self.photo.count), Int64(Self.photo.count))
-            return DataResponse(data: Self.photo, url: request.url!, statusCode: 200)
-        }
-    }
-
     @Test func threadsLoadingCancellingAndReprioritisingAtOnce() async throws {
-        let loader = ImageLoader(configuration: .init(dataLoader: Jittery(), concurrentDecodes: 2), cache: ImageCache())
+        // Transfers that answer after a random moment, so answers race with the
+        // threads' cancellations.
+        let photo = pngData(90, width: 8, height: 8)
+        let jittery = ControlledLoader(script: .init(pause: .zero ... .microseconds(300)) { _ in photo })
+        let loader = ImageLoader(configuration: .init(dataLoader: jittery, concurrentDecodes: 2), cache: ImageCache())
         loader.concurrentLoads = 3
         let threads = 6, operations = 400
         let tasks = Locked<[ImageTask]>([])

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The stages of a load: one original per image key, shared by every size and
 /// processing of it; each stage coalesced, stopped by its last subscriber, and run
@@ -26,7 +27,7 @@ import Testing
         let full = loader.task(with: ImageRequest(url: url))
         let thumbnail = loader.task(with: ImageRequest(url: url, targetSize: .thumbnail(4)))
         let circle = loader.task(with: ImageRequest(url: url, targetSize: .thumbnail(4), processors: [ImageProcessors.Circle()]))
-        #expect(await network.until { $0.started.count == 1 })
+        await waitUntil { network.seen.started.count == 1 }
         network.release(url, with: Self.answer(url))
         #expect(try await full.response.image.width == 8)
         #expect(try await thumbnail.response.image.width == 4)
@@ -53,7 +54,7 @@ import Testing
         let loader = makeLoader()
         loader.concurrentLoads = 1
         let blocker = loader.task(with: ImageRequest(url: Self.url(99)))
-        #expect(await network.until { $0.started.count == 2 })
+        await waitUntil { network.seen.started.count == 2 }
         let before = disk.statistics.hits + disk.statistics.misses
         let tasks = [nil, 2, 4].map { size in
             loader.task(with: ImageRequest(url: url, targetSize: size.map { .thumbnail($0) }))
@@ -100,7 +101,7 @@ import Testing
         let kept = Self.url(3)
         let leaving = loader.task(with: ImageRequest(url: kept))
         let staying = loader.task(with: ImageRequest(url: kept, targetSize: .thumbnail(2)))
-        #expect(await network.until { $0.started.count == 1 })
+        await waitUntil { network.seen.started.count == 1 }
         leaving.cancel()
         guard case .failure(.cancelled)? = leaving.result else { Issue.record("not cancelled: \(String(describing: leaving.result))"); return }
         network.release(kept, with: Self.answer(kept))
@@ -110,14 +111,14 @@ import Testing
         let stopped = Self.url(4)
         let first = loader.task(with: ImageRequest(url: stopped))
         let second = loader.task(with: ImageRequest(url: stopped, targetSize: .thumbnail(2)))
-        #expect(await network.until { $0.started.count == 2 })
+        await waitUntil { network.seen.started.count == 2 }
         first.cancel()
         second.cancel()
-        #expect(await network.until { $0.cancelled == [stopped.absoluteString] })
+        await waitUntil { network.seen.cancelled == [stopped.absoluteString] }
         // The freed slot serves the next load.
         loader.concurrentLoads = 1
         let next = loader.task(with: ImageRequest(url: Self.url(5)))
-        #expect(await network.until { $0.started.count == 3 })
+        await waitUntil { network.seen.started.count == 3 }
         network.release(Self.url(5), with: Self.answer(Self.url(5)))
         _ = try await next.response
     }
@@ -125,7 +126,7 @@ import Testing
     @Test func priorityFlowsDownToTheTransfer() async throws {
         loader.concurrentLoads = 1
         let blocker = loader.task(with: ImageRequest(url: Self.url(0)))
-        #expect(await network.until { $0.started.count == 1 })
+        await waitUntil { network.seen.started.count == 1 }
         let normal = loader.task(with: ImageRequest(url: Self.url(1)))
         let thumbnail = loader.task(with: ImageRequest(url: Self.url(2), targetSize: .thumbnail(2), priority: .low))
         let circle = loader.task(with: ImageRequest(
@@ -150,26 +151,26 @@ import Testing
     @Test func asyncCallsThrowCancellationErrorWhenCancelled() async throws {
         let url = Self.url(7)
         let call = Task { try await loader.image(for: url) }
-        #expect(await network.until { $0.started.count == 1 })
+        await waitUntil { network.seen.started.count == 1 }
         call.cancel()
         await #expect(throws: CancellationError.self) { try await call.value }
-        #expect(await network.until { $0.cancelled == [url.absoluteString] })
+        await waitUntil { network.seen.cancelled == [url.absoluteString] }
 
         // A Swift task awaiting an image task's response stops waiting at once when
         // it is cancelled, and the image task is cancelled with it.
         let other = Self.url(8)
         let task = loader.task(with: ImageRequest(url: other))
         let waiter = Task { try await task.response }
-        #expect(await network.until { $0.started.count == 2 })
+        await waitUntil { network.seen.started.count == 2 }
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
-        #expect(await network.until { $0.cancelled.count == 2 })
+        await waitUntil { network.seen.cancelled.count == 2 }
         guard case .failure(.cancelled)? = task.result else { Issue.record("\(String(describing: task.result))"); return }
 
         // Cancelling the image task itself does the same to its awaiters.
         let third = loader.task(with: ImageRequest(url: Self.url(9)))
         let awaiting = Task { try await third.response }
-        #expect(await network.until { $0.started.count == 3 })
+        await waitUntil { network.seen.started.count == 3 }
         third.cancel()
         await #expect(throws: CancellationError.self) { try await awaiting.value }
     }
@@ -177,8 +178,8 @@ import Testing
     @Test func aReleasedPrefetcherStopsItsLoads() async throws {
         var prefetcher: ImagePrefetcher? = ImagePrefetcher(loader: loader)
         prefetcher?.startPrefetching(with: [Self.url(1), Self.url(2)])
-        #expect(await network.until { $0.started.count == 2 })
+        await waitUntil { network.seen.started.count == 2 }
         prefetcher = nil
-        #expect(await network.until { Set($0.cancelled) == [Self.url(1).absoluteString, Self.url(2).absoluteString] })
+        await waitUntil { Set(network.seen.cancelled) == [Self.url(1).absoluteString, Self.url(2).absoluteString] }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The decisions the Apple views and ImageIO's decoder take from what their SDKs
 /// report: pure functions, so that the Apple files, type-checked only, decide nothing.

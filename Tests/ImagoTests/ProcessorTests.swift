@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 @Suite struct ProcessorTests {
     /// A 60 × 40 gradient: every pixel differs from its neighbours.

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// Progressive previews while downloading: the real test server trickles a
 /// progressive JPEG or an interlaced PNG, pausing where a scan or pass ends, through

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// Previews on views: a view asking for them shows the placeholder, then previews in
 /// its place, then the final image; a view reused for another URL never shows a
@@ -32,14 +33,14 @@ extension MainThreadSuites {
                 }
             }
             let final = try result.get().image
-            let phases = view.shown.map(\.phase)
+            let phases = view.contents.map(\.phase)
             print("the view showed \(phases.count - 2) previews between the placeholder and the image")
             // The placeholder, previews (loading, with an image that is not the
             // placeholder), then the final image, and nothing after it.
             try #require(phases.count >= 4)
-            #expect(phases.first == .loading && view.shown[0].image?.width == placeholder.width)
-            #expect(phases.last == .success && view.shown.last?.image?.isPartial == false)
-            for content in view.shown.dropFirst().dropLast() {
+            #expect(phases.first == .loading && view.contents[0].image?.width == placeholder.width)
+            #expect(phases.last == .success && view.contents.last?.image?.isPartial == false)
+            for content in view.contents.dropFirst().dropLast() {
                 #expect(content.phase == .loading && content.image?.isPartial == true && content.image?.width == final.width)
             }
         }
@@ -55,9 +56,9 @@ extension MainThreadSuites {
                     continuation.resume(returning: $0)
                 }
             }
-            try #require(view.shown.count >= 3 && view.shown[1].image?.isPartial == true)
-            #expect(view.shown.dropLast().allSatisfy { $0.transition == .none })
-            #expect(view.shown.last?.phase == .success && view.shown.last?.transition == .crossfade(seconds: 0.3))
+            try #require(view.contents.count >= 3 && view.contents[1].image?.isPartial == true)
+            #expect(view.contents.dropLast().allSatisfy { $0.transition == .none })
+            #expect(view.contents.last?.phase == .success && view.contents.last?.transition == .crossfade(seconds: 0.3))
         }
 
         @Test func previewsAreOffUnlessAskedFor() async throws {
@@ -66,7 +67,7 @@ extension MainThreadSuites {
             _ = await withCheckedContinuation { continuation in
                 view.setImage(with: server.url("/progressive.jpg"), placeholder: placeholder) { continuation.resume(returning: $0) }
             }
-            #expect(view.shown.map(\.phase) == [.loading, .success])
+            #expect(view.contents.map(\.phase) == [.loading, .success])
         }
 
         /// The view moves on while its first URL is still sharpening, and that image's
@@ -77,8 +78,8 @@ extension MainThreadSuites {
             let options = ImageDisplayOptions(crossfadeDuration: 0, showsProgressivePreviews: true)
             let other = loader.task(with: ImageRequest(url: server.url("/progressive.jpg"), options: .progressivePreviews))
             view.setImage(with: server.url("/progressive.jpg"), placeholder: placeholder, options: options)
-            #expect(await until { view.shown.count >= 2 })
-            let switched = view.shown.count
+            await waitUntil { view.contents.count >= 2 }
+            let switched = view.contents.count
             let result = await withCheckedContinuation { continuation in
                 view.setImage(with: server.url("/other.png"), placeholder: placeholder, options: options) {
                     continuation.resume(returning: $0)
@@ -88,10 +89,10 @@ extension MainThreadSuites {
             // The first image's transfer runs to its end for the other task.
             _ = await withTimeLimit(60) { await other.value }
             try? await Task.sleep(for: .milliseconds(200))
-            for content in view.shown[switched...] {
+            for content in view.contents[switched...] {
                 #expect(content.image?.width != 320, "a preview of the previous URL was shown")
             }
-            #expect(view.shown.last?.image?.width == 100 && view.shown.last?.phase == .success)
+            #expect(view.contents.last?.image?.width == 100 && view.contents.last?.phase == .success)
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @_spi(HTTPCaching) @testable import Imago
+import _ImagoTestSupport
 
 /// Repeats of a URL within a run: the file of a recent network load answers them
 /// (a decode, not a transfer) and a failure asking again would not mend is

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 @Suite struct TargetSizeTests {
     func layout(_ target: TargetSize, _ w: Int, _ h: Int) -> [Int] {

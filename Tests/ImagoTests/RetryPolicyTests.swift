@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// Backoff, jitter, caps, Retry-After and which failures are retried.
 @Suite struct RetryPolicyTests {

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif

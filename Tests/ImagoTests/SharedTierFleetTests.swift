@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// A fleet: `imago fetch` processes started together, each with a disk cache of its
 /// own, sharing one Redis (or a 3-master cluster), against the test server, which
@@ -133,7 +134,7 @@ import Testing
             ], timeout: 300))
         }
         // Killed once the run is under way: some images have gone through Redis.
-        _ = await until { originRequests >= 20 }
+        await waitUntil { originRequests >= 20 }
         redis.killAndWait()
         let run = try await running.value
         #expect(run.wrong.isEmpty, "\(run.wrong.prefix(3))")

@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The shared tier in loads: machines with disk caches of their own and one Redis,
 /// against the test server on 127.0.0.1 and a real redis-server.

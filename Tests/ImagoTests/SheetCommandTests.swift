@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// `imago sheet` end to end: the real executable against the test server on
 /// 127.0.0.1, its PNG read back with the library's decoder.
@@ -178,8 +179,7 @@ import Testing
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let deadline = ContinuousClock.now + .seconds(30)
-        while server.count(for: "/stall.png") == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        await waitUntil { server.count(for: "/stall.png") > 0 }
         process.terminate()
         process.waitUntilExit()
         #expect(try Data(contentsOf: out) == Data("earlier sheet".utf8))

@@ -5,6 +5,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// `make soak`: 20,000 loads through the library against the test server, with one
 /// response in ten a fault, random cancellations, priority changes and targets that

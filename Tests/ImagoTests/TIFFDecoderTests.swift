@@ -3,6 +3,7 @@ import CLibTIFF
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The TIFF decoder against files written by Pillow, libtiff's `tiffcp` and
 /// ImageMagick (`Fixtures/tiff/make_fixtures.sh`), each checked against Pillow's

@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// Thumbnails whose memory follows the output, not the source: rows streamed into
 /// the resampler as the codec makes them, and a container's claimed size never

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// The tool with what other programs hand it: an `--input` file saved with a
 /// byte-order mark, and a cache directory another process is writing to.

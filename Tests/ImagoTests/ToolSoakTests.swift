@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// `make soak`, through the tool: `imago fetch` of 20,000 distinct URLs, one in ten
 /// faulty, with a disk cache. Every input line gets exactly one record, each image is

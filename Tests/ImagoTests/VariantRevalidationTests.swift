@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// Stored thumbnails through revalidation, against the test server on 127.0.0.1 and a
 /// real disk cache: a 304 confirms them as they are, a 200 replaces them, and a trust

@@ -2,41 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 @testable import Imago
-
-/// A view that checks every delivery at the moment it happens: the image must be
-/// the one of the URL the test last set on the view, and nothing may arrive after a
-/// cancel until the next URL is set.
-@MainActor final class AuditingView: ImageDisplaying {
-    let imageTargetLoader: ImageTargetLoader
-    /// The number of the URL set last; nil after a cancel, when nothing may arrive.
-    var expected: Int?
-    /// Every image shown, by URL number, in order.
-    var shown: [Int] = []
-    /// Every image shown that was not the expected one at that moment.
-    var wrong: [String] = []
-    /// Every content given, in order.
-    var contents: [ImageDisplayContent] = []
-    var options = ImageDisplayOptions()
-    var firstImage: DecodedImage?
-
-    init(_ targets: ImageTargetLoader, firstImage: DecodedImage? = nil) {
-        imageTargetLoader = targets
-        self.firstImage = firstImage
-    }
-
-    var imageDisplayOptions: ImageDisplayOptions { options }
-    var displayedImage: DecodedImage? { firstImage }
-
-    func display(_ content: ImageDisplayContent) {
-        contents.append(content)
-        guard content.phase == .success, let image = content.image else { return }
-        let number = ImageViewServerTests.number(of: image)
-        shown.append(number)
-        if number != expected {
-            wrong.append("showed \(number) while \(expected.map(String.init) ?? "nothing (cancelled)") was current")
-        }
-    }
-}
+import _ImagoTestSupport
 
 /// Suites whose tests must not overlap: some hold the main thread on purpose, as a
 /// busy main loop would, and others count what reaches the main actor while a
@@ -66,20 +32,12 @@ extension MainThreadSuites {
         /// random delay of up to `delay` seconds.
         func routeNumbered(_ range: Range<Int>, delay: Double = 0) {
             for n in range {
-                let body = ImageViewServerTests.image(number: n)
+                let body = NumberedImage.png(n)
                 server.route("/\(n).png") { _ in
                     if delay > 0 { usleep(UInt32.random(in: 0...UInt32(delay * 1_000_000))) }
                     return .ok(body, headers: ["Content-Type": "image/png"])
                 }
             }
-        }
-
-        /// Keeps the main thread busy, as a layout pass does, until `condition` holds, and
-        /// then for `extra` seconds more.
-        func blockMainThread(until condition: () -> Bool, extra: Double = 0.1) {
-            let deadline = ContinuousClock.now + .seconds(60)
-            while !condition(), ContinuousClock.now < deadline { usleep(1000) }
-            usleep(UInt32(extra * 1_000_000))
         }
 
         /// Runs the main actor for `seconds`, letting whatever is on its way land.
@@ -97,10 +55,10 @@ extension MainThreadSuites {
             server.route("/never.png") { _ in .stall() }
             let placeholder = try ImageDecoderRegistry.shared.decode(pngData(200))
             for cancelFirst in [true, false] {
-                let view = AuditingView(makeTargets())
+                let view = RecordingView(makeTargets())
                 view.expected = 1
                 let task = try #require(view.setImage(with: server.url("/1.png"), placeholder: placeholder))
-                blockMainThread(until: { task.isFinished })
+                keepBusy(until: { task.isFinished }, extra: 0.1)
                 #expect(try task.result?.get() != nil, "A's image arrived while the main thread was busy")
                 if cancelFirst { view.cancelImageLoad() }
                 view.expected = nil
@@ -134,15 +92,15 @@ extension MainThreadSuites {
             let announced = Locked(0)
             // Other suites' loads are announced meanwhile: only this suite's views count.
             let observer = NotificationCenter.default.addObserver(forName: ImageTargetLoader.didFinishNotification, object: nil, queue: nil) {
-                note in if note.object is AuditingView { announced.withLock { $0 += 1 } }
+                note in if note.object is RecordingView { announced.withLock { $0 += 1 } }
             }
             defer { NotificationCenter.default.removeObserver(observer) }
             for (name, cancel) in cancels {
                 // A fresh memory tier each time: the image must come from the server.
                 let targets = makeTargets()
-                let target = AuditingView(targets)
+                let target = RecordingView(targets)
                 let task = targets.loadImage(with: url, target: target, action: action)
-                blockMainThread(until: { task.isFinished })
+                keepBusy(until: { task.isFinished }, extra: 0.1)
                 cancel(targets, target)
                 try await settle()
                 #expect(targets.url(for: target, action: action) == nil, "\(name)")
@@ -151,10 +109,10 @@ extension MainThreadSuites {
             // The view calls: `cancelImageLoad()`, and `cancelLoading(target:)` on a view.
             for name in ["cancelImageLoad()", "cancelLoading(target:) on a view"] {
                 let targets = makeTargets()
-                let view = AuditingView(targets)
+                let view = RecordingView(targets)
                 var completions: [Result<ImageResponse, ImagoError>] = []
                 let task = try #require(view.setImage(with: url) { completions.append($0) })
-                blockMainThread(until: { task.isFinished })
+                keepBusy(until: { task.isFinished }, extra: 0.1)
                 if name == "cancelImageLoad()" { view.cancelImageLoad() } else { targets.cancelLoading(target: view) }
                 try await settle()
                 #expect(view.shown.isEmpty && view.contents.map(\.phase) == [.loading], "\(name)")
@@ -173,7 +131,7 @@ extension MainThreadSuites {
             routeNumbered(0..<300, delay: 0.015)
             // A small memory tier, so that most calls go to the server.
             let targets = makeTargets(cache: ImageCache(countLimit: 20, memoryPressure: nil))
-            let views = (0..<50).map { _ in AuditingView(targets) }
+            let views = (0..<50).map { _ in RecordingView(targets) }
             var last: [Int?] = Array(repeating: nil, count: views.count)
             var blocked = 0
             for call in 0..<10_000 {
@@ -206,12 +164,11 @@ extension MainThreadSuites {
                 last[v] = n
                 view.setImage(with: server.url("/\(n).png"))
             }
-            let settled = await until { views.indices.allSatisfy { views[$0].shown.last == last[$0] } }
+            await waitUntil { views.indices.allSatisfy { views[$0].shown.last == last[$0] } }
             let wrong = views.flatMap(\.wrong)
             let deliveries = views.reduce(0) { $0 + $1.shown.count }
             print("view storm: 10,000 calls on 50 views, \(blocked) main-loop turns blocked 5–15 ms, \(deliveries) deliveries, \(wrong.count) wrong, \(server.allRequests.count) requests")
             #expect(wrong.isEmpty, "\(wrong.prefix(5))")
-            #expect(settled)
             for (v, view) in views.enumerated() {
                 #expect(view.imageURL == server.url("/\(last[v] ?? -1).png"))
             }
@@ -234,7 +191,7 @@ extension MainThreadSuites {
             let cells = (0..<50).map { _ in Cell() }
             let ledger = Ledger()
             let action = ImageLoadAction("show") { target, response in
-                let id = ObjectIdentifier(target), n = ImageViewServerTests.number(of: response.image)
+                let id = ObjectIdentifier(target), n = NumberedImage.number(of: response.image)
                 ledger.deliveries += 1
                 ledger.delivered[id] = n
                 if ledger.expected[id] != n {
@@ -268,10 +225,9 @@ extension MainThreadSuites {
                 last[id] = n
                 targets.loadImage(with: server.url("/\(n).png"), target: cell, action: action)
             }
-            let settled = await until { cells.allSatisfy { ledger.delivered[ObjectIdentifier($0)] == last[ObjectIdentifier($0)] } }
+            await waitUntil { cells.allSatisfy { ledger.delivered[ObjectIdentifier($0)] == last[ObjectIdentifier($0)] } }
             print("target/action storm: 10,000 calls on 50 targets, \(ledger.deliveries) deliveries, \(ledger.wrong.count) wrong")
             #expect(ledger.wrong.isEmpty, "\(ledger.wrong.prefix(5))")
-            #expect(settled)
         }
 
         // MARK: - The loading view's path, placeholders, crossfades
@@ -282,24 +238,24 @@ extension MainThreadSuites {
         @Test func imageURLShowsTheSpinnerAndTheViewsOwnCrossfade() async throws {
             defer { server.stop() }
             routeNumbered(1..<4)
-            let view = AuditingView(makeTargets())
+            let view = RecordingView(makeTargets())
             view.options = ImageDisplayOptions(crossfadeDuration: 0.7)
             view.expected = 1
             view.imageURL = server.url("/1.png")
             #expect(view.contents.last?.phase == .loading && view.contents.last?.showsActivityIndicator == true)
-            #expect(await until { view.shown == [1] })
+            await waitUntil { view.shown == [1] }
             #expect(view.contents.last?.transition == .crossfade(seconds: 0.7))
 
             view.options.showsActivityIndicator = false
             view.expected = 2
             view.imageURL = server.url("/2.png")
             #expect(view.contents.last?.phase == .loading && view.contents.last?.showsActivityIndicator == false)
-            #expect(await until { view.shown == [1, 2] })
+            await waitUntil { view.shown == [1, 2] }
 
             view.expected = 3
             view.setImage(with: server.url("/3.png"), options: ImageDisplayOptions(crossfadeDuration: 0.1))
             #expect(view.contents.last?.showsActivityIndicator == true)
-            #expect(await until { view.shown == [1, 2, 3] })
+            await waitUntil { view.shown == [1, 2, 3] }
             #expect(view.contents.last?.transition == .crossfade(seconds: 0.1))
 
             // A loading view's state fades over what the content says, not its own default.
@@ -318,17 +274,17 @@ extension MainThreadSuites {
             routeNumbered(1..<3)
             server.route("/never.png") { _ in .stall() }
             let first = try ImageDecoderRegistry.shared.decode(pngData(77))
-            let view = AuditingView(makeTargets(), firstImage: first)
+            let view = RecordingView(makeTargets(), firstImage: first)
             view.expected = 1
             view.setImage(with: server.url("/1.png"))
             #expect(view.contents.last?.image?.bitmap[0, 0].r == 77)
-            #expect(await until { view.shown == [1] })
+            await waitUntil { view.shown == [1] }
             // The view now shows image 1, but its placeholder stays the first image.
             view.firstImage = nil
             view.expected = 2
             view.setImage(with: server.url("/2.png"))
             #expect(view.contents.last?.phase == .loading && view.contents.last?.image?.bitmap[0, 0].r == 77)
-            #expect(await until { view.shown == [1, 2] })
+            await waitUntil { view.shown == [1, 2] }
             let own = try ImageDecoderRegistry.shared.decode(pngData(88))
             view.expected = nil
             view.setImage(with: server.url("/never.png"), placeholder: own)
@@ -346,7 +302,7 @@ extension MainThreadSuites {
             defer { server.stop() }
             routeNumbered(1..<2)
             let targets = makeTargets()
-            let view = AuditingView(targets)
+            let view = RecordingView(targets)
             let heard = Locked<[String]>([])
             let center = NotificationCenter.default
             let observers = [("main", OperationQueue.main), ("nil", nil)].map { name, queue in
@@ -358,7 +314,7 @@ extension MainThreadSuites {
             defer { observers.forEach(center.removeObserver) }
             view.expected = 1
             targets.loadImage(with: server.url("/1.png"), target: view, success: { _, _ in }, failure: { _, _ in })
-            #expect(await until(30) { heard.withLock { $0.count } == 2 }, "heard: \(heard.withLock { $0 })")
+            await waitUntil("heard: \(heard.withLock { $0 })", seconds: 30) { heard.withLock { $0.count } == 2 }
             #expect(Set(heard.withLock { $0 }) == ["main 1.png", "nil 1.png"])
         }
     }

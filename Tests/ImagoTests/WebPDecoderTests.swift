@@ -4,6 +4,7 @@ import CLibWebP
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 
 /// One corpus WebP and what it is, as `webpinfo` and `webpmux -info` (libwebp 1.2.4)
 /// report it: written down here so the tests need neither tool.

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Imago
+import _ImagoTestSupport
 
 /// Writes Adam7-interlaced PNG files, which the library's encoder does not make and
 /// this machine has no tool for. The deflate stream uses stored (uncompressed)

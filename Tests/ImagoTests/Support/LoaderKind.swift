@@ -1,5 +1,6 @@
 import Foundation
 @testable import Imago
+import _ImagoTestSupport
 
 /// The network data loaders the data-loading tests run against: each test that
 /// applies to both runs once with each, so they keep behaving alike.

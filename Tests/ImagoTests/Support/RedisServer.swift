@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 @testable import Imago
+import _ImagoTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+import _ImagoTestSupport
 import Testing
 
 /// Runs the `imago` executable built beside the tests, as a user would.

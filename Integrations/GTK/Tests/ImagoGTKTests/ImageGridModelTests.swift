@@ -2,6 +2,7 @@ import Foundation
 import Imago
 import ImagoGTK
 import Testing
+import _ImagoTestSupport
 
 /// The grid over a `GListModel` in a real window, against a real server: items spliced
 /// in and out while it is shown, captions, accessible labels, activation.

@@ -1,6 +1,7 @@
 import Foundation
 import Imago
 import ImagoGTK
+import _ImagoTestSupport
 import Testing
 
 /// The grid of recycled cells in a real GTK window, scrolled programmatically from

@@ -1,6 +1,7 @@
 import Foundation
 import Imago
 import ImagoGTK
+import _ImagoTestSupport
 import Synchronization
 import Testing
 
@@ -56,7 +57,7 @@ import Testing
         print("capture of a 64×48 view: \(Int((monotonicSeconds() - started) * 1000)) ms")
         #expect(first.width == 64)
         #expect(first.height == 48)
-        #expect(Pixels.maximumDifference(first, placeholderBitmap) <= 2, "the placeholder, exactly")
+        #expect(first.difference(to: placeholderBitmap).maximum <= 2, "the placeholder, exactly")
 
         // Loading while the server stalls: the placeholder with the spinner on it.
         var finished: Result<ImageResponse, ImagoError>?
@@ -90,7 +91,7 @@ import Testing
         await GTK.waitUntil { !view.loadingState.isCrossfading }
         await GTK.run(for: 0.05)
         let final = try await GTK.capture(view.widget)
-        #expect(Pixels.maximumDifference(final, expected) <= 2, "after the 0.4 s crossfade the view shows the decoded image")
+        #expect(final.difference(to: expected).maximum <= 2, "after the 0.4 s crossfade the view shows the decoded image")
     }
 
     @Test func failureShowsTheFailureImage() async throws {
@@ -113,7 +114,7 @@ import Testing
         await GTK.waitUntil { failed }
         await GTK.run(for: 0.05)
         let shown = try await GTK.capture(view.widget)
-        #expect(Pixels.maximumDifference(shown, failureBitmap) <= 2)
+        #expect(shown.difference(to: failureBitmap).maximum <= 2)
         #expect(!view.loadingState.isActivityIndicatorVisible)
     }
 
@@ -141,7 +142,7 @@ import Testing
         await GTK.waitUntil { loaded }
         await GTK.run(for: 0.05)
         let shown = try await GTK.capture(view.widget)
-        #expect(Pixels.maximumDifference(shown, Pixels.solid(width: 40, height: 40, 0, 200, 0)) <= 2)
+        #expect(shown.difference(to: Pixels.solid(width: 40, height: 40, 0, 200, 0)).maximum <= 2)
     }
 
     /// A view with no size of its own, given its URL before its first layout, shows
@@ -170,7 +171,7 @@ import Testing
     }
 
     @Test func animatedGIFPlaysAtItsFrameDelaysAndStopsWhenUnmapped() async throws {
-        let gif = try Repository.sample("moon.gif")
+        let gif = try Fixture.sample("moon.gif")
         let decoded = try ImageDecoderRegistry.shared.decode(gif)
         let frames = decoded.frames
         #expect(frames.count > 2)
@@ -219,7 +220,7 @@ import Testing
 
         // A capture shows the frame the view says it shows.
         let shown = try await GTK.capture(view.widget)
-        #expect(Pixels.maximumDifference(shown, frames[view.frameIndex].bitmap) <= 2)
+        #expect(shown.difference(to: frames[view.frameIndex].bitmap).maximum <= 2)
 
         // Hidden (unmapped), it stops, and resumes where it stood when shown again.
         gtk_widget_set_visible(view.widget, 0)

@@ -4,6 +4,7 @@ import Imago
 import ImagoGTK
 import Synchronization
 import Testing
+import _ImagoTestSupport
 
 /// ImagoPicture as GTK programs use it: made by GtkBuilder from a `.ui` file or by C
 /// code, driven through its GObject properties, in real windows (under Xvfb in CI),
@@ -120,7 +121,7 @@ struct ImagoPictureTests {
         #expect(Self.string(widget.object, "url") == server.url("/stripes.png").absoluteString)
         await waitForImage(view)
         let shown = try await GTK.capture(widget)
-        #expect(Pixels.maximumDifference(shown, picture) <= 2, "the picture shows the image, pixel for pixel")
+        #expect(shown.difference(to: picture).maximum <= 2, "the picture shows the image, pixel for pixel")
     }
 
     @Test func theAlternativeTextIsTheAccessibleLabel() async throws {
@@ -213,11 +214,12 @@ struct ImagoPictureTests {
         g_value_unset(&value)
         await GTK.run(for: 0.1)
         let placeholder = try await GTK.capture(widget)
-        #expect(Pixels.maximumDifference(placeholder, Pixels.solid(width: 96, height: 96, 128, 128, 128)) <= 2)
+        #expect(placeholder.difference(to: Pixels.solid(width: 96, height: 96, 128, 128, 128)).maximum <= 2)
 
         released.withLock { $0 = true }
         await waitForImage(view)
-        #expect(Pixels.maximumDifference(try await GTK.capture(widget), picture) <= 2, "the image replaces the placeholder")
+        let replaced = try await GTK.capture(widget)
+#expect(replaced.difference(to: picture).maximum <= 2, "the image replaces the placeholder")
     }
 
     /// A load that fails says why: to Swift as a typed error, to GTK code through the
@@ -283,7 +285,7 @@ struct ImagoPictureTests {
         var shown: Bitmap?
         await GTK.waitUntil("the image reached the widget with no Swift object holding it") {
             shown = WidgetCapture.bitmap(of: widget)
-            return shown.map { Pixels.maximumDifference($0, picture) <= 2 } ?? false
+            return shown.map { $0.difference(to: picture).maximum <= 2 } ?? false
         }
     }
 

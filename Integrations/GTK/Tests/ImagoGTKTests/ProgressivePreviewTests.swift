@@ -1,6 +1,7 @@
 import Foundation
 import Imago
 import ImagoGTK
+import _ImagoTestSupport
 import Testing
 
 /// A progressive JPEG served slowly sharpens in place in the GTK view: a capture of
@@ -53,8 +54,8 @@ import Testing
         await GTK.run(for: 0.05)
         let preview = try await GTK.capture(view.widget)
         #expect(finished == nil, "the capture was taken while the image was still arriving")
-        let fromPlaceholder = Pixels.maximumDifference(preview, placeholderBitmap)
-        let fromFinal = Pixels.maximumDifference(preview, expected)
+        let fromPlaceholder = preview.difference(to: placeholderBitmap).maximum
+        let fromFinal = preview.difference(to: expected).maximum
         print("a preview captured after \(previews) preview(s): \(fromPlaceholder) from the placeholder, \(fromFinal) from the final image")
         #expect(fromPlaceholder > 40, "the preview is not the placeholder")
         #expect(fromFinal > 10, "the preview is not yet the final image")
@@ -63,7 +64,7 @@ import Testing
         #expect((try? finished?.get()) != nil)
         await GTK.run(for: 0.1)
         let final = try await GTK.capture(view.widget)
-        #expect(Pixels.maximumDifference(final, expected) <= 2, "the final image replaces the previews")
+        #expect(final.difference(to: expected).maximum <= 2, "the final image replaces the previews")
         #expect(previews >= 2)
     }
 }

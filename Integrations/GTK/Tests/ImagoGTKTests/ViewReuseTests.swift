@@ -1,6 +1,7 @@
 import Foundation
 import Imago
 import ImagoGTK
+import _ImagoTestSupport
 import Testing
 
 /// A recycled GTK view when the main loop is busy as an earlier image lands: in a
@@ -35,9 +36,7 @@ import Testing
             let task = try #require(view.setImage(with: server.url("/a.png?round=\(round)"), placeholder: placeholder))
             // The main loop is busy (a layout pass, a grid binding cells) while A
             // arrives and its delivery waits for the main actor.
-            let deadline = monotonicSeconds() + 60
-            while !task.isFinished, monotonicSeconds() < deadline { usleep(1000) }
-            usleep(150_000)
+            keepBusy(until: { task.isFinished }, extra: 0.15)
             #expect((try? task.result?.get()) != nil, "A's image arrived while the loop was busy")
             if cancelFirst { view.cancelImageLoad() }
             view.setImage(with: server.url("/b.png"), placeholder: placeholder)

@@ -4,6 +4,7 @@ import Imago
 import ImagoGTK
 import Synchronization
 import Testing
+import _ImagoTestSupport
 
 /// GTK for tests. A test is `@MainActor` and GTK is only ever touched from the main
 /// actor, so one thread at a time uses it, in order, as in an application. Under
@@ -42,31 +43,30 @@ enum GTK {
     /// serves it.
     nonisolated static var isOnMainActor: Bool { DispatchQueue.getSpecific(key: mainQueueKey) == true }
 
-    /// Runs what the GLib main loop has ready, without blocking.
-    static func iterate() {
+    /// Runs what the GLib main loop has ready, then lets the main actor's other jobs
+    /// run. Neither waits for the concurrency pool, which a test may keep busy
+    /// decoding: the main loop keeps its pace, as in an application.
+    static func pump() async {
         var dispatched = 0
         while g_main_context_iteration(nil, 0) != 0, dispatched < 100 { dispatched += 1 }
+        if dispatched == 0 { usleep(500) }
+        await Task.yield()
     }
 
     /// Runs the main loop, and the main actor's jobs, until `condition` holds; records
-    /// `comment` when it does not within `seconds` of waiting (see `waitUntil`). It
-    /// looks every millisecond, so frames keep their times while a test waits.
+    /// `comment` when it does not within `seconds` of waiting (see `waitUntil`).
     @discardableResult
     static func waitUntil(
         _ comment: @autoclosure () -> Comment? = nil, seconds: Double = 60,
         sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
     ) async -> Bool {
-        await ImagoGTKTests.waitUntil(comment(), seconds: seconds, pollingEvery: .milliseconds(1),
-            sourceLocation: sourceLocation, whileWaiting: iterate, condition)
+        await _ImagoTestSupport.waitUntil(comment(), seconds: seconds, sourceLocation: sourceLocation, pause: pump, condition)
     }
 
     /// Runs the main loop, and the main actor's jobs, for `seconds`.
     static func run(for seconds: Double) async {
         let end = ContinuousClock.now + .seconds(seconds)
-        repeat {
-            iterate()
-            try? await Task.sleep(for: .milliseconds(1))
-        } while ContinuousClock.now < end
+        repeat { await pump() } while ContinuousClock.now < end
     }
 
     /// What `widget` draws now. On a loaded machine a window may not have been
@@ -104,7 +104,8 @@ enum GTK {
         /// cannot wait, so the main actor's jobs run at the next test's first wait).
         func close() {
             gtk_window_destroy(widget.cast(GtkWindow.self))
-            iterate()
+            var dispatched = 0
+            while g_main_context_iteration(nil, 0) != 0, dispatched < 100 { dispatched += 1 }
         }
     }
 }
@@ -173,67 +174,6 @@ extension Trait where Self == ConditionTrait {
     /// Runs the tests only where there is a display (the Makefile provides Xvfb).
     static var display: Self {
         .enabled(if: GTK.hasDisplay, "no display: run under xvfb-run (make test does)")
-    }
-}
-
-/// Pixel comparisons with a tolerance: rendering through Cairo may round a
-/// premultiplied value by a step or two.
-enum Pixels {
-    /// The largest difference of any channel between two bitmaps of one size.
-    static func maximumDifference(_ a: Bitmap, _ b: Bitmap) -> Int {
-        precondition(a.width == b.width && a.height == b.height, "bitmaps of different sizes")
-        var worst = 0
-        for y in 0..<a.height {
-            for x in 0..<a.width {
-                let p = a[x, y], q = b[x, y]
-                worst = max(
-                    worst, abs(Int(p.r) - Int(q.r)), abs(Int(p.g) - Int(q.g)), abs(Int(p.b) - Int(q.b)),
-                    abs(Int(p.a) - Int(q.a)))
-            }
-        }
-        return worst
-    }
-
-    /// An opaque bitmap of one colour.
-    static func solid(width: Int, height: Int, _ r: UInt8, _ g: UInt8, _ b: UInt8) -> Bitmap {
-        var pixels = [UInt8](repeating: 255, count: width * height * 4)
-        for i in stride(from: 0, to: pixels.count, by: 4) {
-            pixels[i] = r
-            pixels[i + 1] = g
-            pixels[i + 2] = b
-        }
-        return Bitmap(width: width, height: height, pixels: pixels)
-    }
-
-    /// The colour that stands for item `index` (below 216) of a test set: channels
-    /// 45 apart, so a scaled or blended pixel is still told apart from its neighbours.
-    static func colour(_ index: Int) -> (r: UInt8, g: UInt8, b: UInt8) {
-        (UInt8(20 + (index % 6) * 45), UInt8(20 + (index / 6 % 6) * 45), UInt8(20 + (index / 36) * 45))
-    }
-
-    /// The index whose colour is nearest to `pixel`, and how far it is.
-    static func index(of pixel: (r: UInt8, g: UInt8, b: UInt8, a: UInt8)) -> (index: Int, distance: Int) {
-        func channel(_ value: UInt8) -> Int { max(0, min(5, Int(((Double(value) - 20) / 45).rounded()))) }
-        let index = channel(pixel.r) + channel(pixel.g) * 6 + channel(pixel.b) * 36
-        let c = colour(index)
-        let distance = max(abs(Int(c.r) - Int(pixel.r)), abs(Int(c.g) - Int(pixel.g)), abs(Int(c.b) - Int(pixel.b)))
-        return (index, distance)
-    }
-
-    /// PNG bytes of `bitmap`, made by Imago's encoder (libpng).
-    static func png(_ bitmap: Bitmap) throws -> Data {
-        try ImageEncoders.encoder(for: .png)!.encode(bitmap)
-    }
-}
-
-/// The repository's files, found from this source file.
-enum Repository {
-    static let root = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    static func sample(_ name: String) throws -> Data {
-        try Data(contentsOf: root.appendingPathComponent("Samples").appendingPathComponent(name))
     }
 }
 

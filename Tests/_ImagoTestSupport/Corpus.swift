@@ -5,33 +5,30 @@ import Testing
 ///
 /// A user's clone has no corpus, so tests that need it skip, saying why. Under CI
 /// (`CI` set) a missing corpus is a failure instead, so CI never passes by skipping.
-enum Corpus {
-    static let root: URL? = {
+public enum Corpus {
+    public static let root: URL? = {
         if let path = ProcessInfo.processInfo.environment["IMAGO_CORPUS"] {
             return URL(fileURLWithPath: path)
         }
-        let packageRoot = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-        let candidate = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+        let candidate = Fixture.repository.deletingLastPathComponent().appendingPathComponent("shared/corpus")
         return FileManager.default.fileExists(atPath: candidate.path) ? candidate : nil
     }()
 
-    static var isRequired: Bool { ProcessInfo.processInfo.environment["CI"] != nil }
+    public static var isRequired: Bool { ProcessInfo.processInfo.environment["CI"] != nil }
 
     /// Use as a test trait: runs the test when the corpus is there or required.
-    static var available: ConditionTrait {
+    public static var available: ConditionTrait {
         .enabled(if: root != nil || isRequired, "the shared image corpus (../shared/corpus) is absent")
     }
 
     /// The corpus folder at `path`; records a failure when the corpus is missing.
-    static func folder(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> URL {
+    public static func folder(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> URL {
         let root = try #require(root, "the shared image corpus is required under CI", sourceLocation: sourceLocation)
         return root.appendingPathComponent(path)
     }
 
     /// Files in the corpus folder `path` with extension `ext`, sorted; fails on none.
-    static func files(_ path: String, ext: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [URL] {
+    public static func files(_ path: String, ext: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [URL] {
         let folder = try folder(path, sourceLocation: sourceLocation)
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         let urls = names.filter { $0.hasSuffix("." + ext) }.sorted().map { folder.appendingPathComponent($0) }
@@ -39,7 +36,7 @@ enum Corpus {
         return urls
     }
 
-    static func data(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Data {
+    public static func data(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Data {
         let root = try #require(root, "the shared image corpus is required under CI", sourceLocation: sourceLocation)
         return try Data(contentsOf: root.appendingPathComponent(path))
     }

@@ -6,21 +6,22 @@ import Darwin
 import Dispatch
 import Foundation
 import Synchronization
+import Testing
 
 /// One request as the test server received it.
-struct RecordedRequest: Sendable {
+public struct RecordedRequest: Sendable {
     /// `GET`, `HEAD`, …
-    let method: String
+    public let method: String
     /// The request target as sent: path and query.
-    let target: String
+    public let target: String
     /// The path without the query.
-    let path: String
+    public let path: String
     /// Header fields with lower-cased names; repeated fields joined with ", ".
-    let headers: [String: String]
-    let body: Data
+    public let headers: [String: String]
+    public let body: Data
 
     /// The value of header `name`, matched without regard to case.
-    func header(_ name: String) -> String? { headers[name.lowercased()] }
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
 }
 
 /// A real HTTP/1.1 server on 127.0.0.1 for tests, written on POSIX sockets so it can
@@ -32,12 +33,8 @@ struct RecordedRequest: Sendable {
 /// poll loop on the listener), so `stop()` ends every thread promptly and a test can
 /// never hang on the server. Keep-Alive is supported for well-formed responses;
 /// fault responses close the connection, as a broken server would.
-///
-/// It uses nothing of Imago's, so that the GTK view's tests, in a package of their
-/// own, compile this same file (through a symbolic link: a test target cannot export
-/// code to another package).
-final class TestServer: Sendable {
-    typealias Handler = @Sendable (RecordedRequest) -> Response
+public final class TestServer: Sendable {
+    public typealias Handler = @Sendable (RecordedRequest) -> Response
 
     private struct State {
         var listener: Int32 = -1
@@ -55,18 +52,18 @@ final class TestServer: Sendable {
     /// A stalled response as the server saw it end, timed on the server's own thread:
     /// when the client gave up is measured here, not where a test's task resumes,
     /// which with the whole suite on two cores can be a minute later.
-    struct Stall: Sendable {
+    public struct Stall: Sendable {
         /// When the response head had been sent and the server began to wait.
-        let began: ContinuousClock.Instant
+        public let began: ContinuousClock.Instant
         /// When the connection ended.
-        let ended: ContinuousClock.Instant
+        public let ended: ContinuousClock.Instant
         /// Whether the client closed it (rather than the server stopping or its own
         /// idle limit passing).
-        let closedByClient: Bool
+        public let closedByClient: Bool
 
         /// How long the client waited on the stalled response before closing it;
         /// nil when it did not close it.
-        var clientWaited: Duration? { closedByClient ? ended - began : nil }
+        public var clientWaited: Duration? { closedByClient ? ended - began : nil }
     }
 
     private let state = Mutex(State())
@@ -83,12 +80,12 @@ final class TestServer: Sendable {
         _ = signal(SIGPIPE, SIG_IGN)
     }()
 
-    init() {}
+    public init() {}
 
     deinit { stop() }
 
     /// Binds 127.0.0.1 on an ephemeral port and starts accepting connections.
-    func start() throws {
+    public func start() throws {
         _ = Self.ignoreSIGPIPE
         #if canImport(Glibc)
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -132,7 +129,7 @@ final class TestServer: Sendable {
 
     /// Closes the listener and every connection, and waits (at most 10 s) for the
     /// server's threads to end.
-    func stop() {
+    public func stop() {
         // shutdown, not close: each thread closes its own descriptor, so a number is
         // never closed twice or reused under a thread still holding it. And under the
         // lock a thread closes its descriptor with: once closed, the number may be
@@ -146,60 +143,57 @@ final class TestServer: Sendable {
     }
 
     /// The port the server listens on.
-    var port: UInt16 { state.withLock { $0.port } }
+    public var port: UInt16 { state.withLock { $0.port } }
 
     /// `http://127.0.0.1:PORT` followed by `path`.
-    func url(_ path: String) -> URL {
+    public func url(_ path: String) -> URL {
         URL(string: "http://127.0.0.1:\(port)\(path)")!
     }
 
     /// Answers requests for `path` (query ignored) with `handler`'s response.
-    func route(_ path: String, _ handler: @escaping Handler) {
+    public func route(_ path: String, _ handler: @escaping Handler) {
         state.withLock { $0.routes[path] = handler }
     }
 
     /// Serves `data` at `path`, as a static file.
-    func route(_ path: String, data: Data, headers: [String: String] = [:]) {
+    public func route(_ path: String, data: Data, headers: [String: String] = [:]) {
         route(path) { _ in .ok(data, headers: headers) }
     }
 
     /// Requests received for `path`, oldest first.
-    func requests(for path: String) -> [RecordedRequest] {
+    public func requests(for path: String) -> [RecordedRequest] {
         state.withLock { $0.log.filter { $0.path == path } }
     }
 
     /// Every request received, oldest first.
-    var allRequests: [RecordedRequest] { state.withLock { $0.log } }
+    public var allRequests: [RecordedRequest] { state.withLock { $0.log } }
 
     /// Whether requests are kept for `requests(for:)` and `allRequests` (they are by
     /// default); a long run turns it off so that its memory stays flat. `count(for:)`
     /// counts either way.
-    var logsRequests: Bool {
+    public var logsRequests: Bool {
         get { state.withLock { $0.logsRequests } }
         set { state.withLock { $0.logsRequests = newValue } }
     }
 
     /// The stalled responses that have ended, oldest first.
-    var stalls: [Stall] { state.withLock { $0.stalls } }
+    public var stalls: [Stall] { state.withLock { $0.stalls } }
 
     /// Waits (at most `seconds`) until `count` stalled responses have ended, and
     /// returns those that have.
-    func waitForStalls(_ count: Int, seconds: Double = 60) async -> [Stall] {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while stalls.count < count, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+    public func waitForStalls(_ count: Int, seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async -> [Stall] {
+        await waitUntil("\(count) stalled responses ended", seconds: seconds, sourceLocation: sourceLocation) { stalls.count >= count }
         return stalls
     }
 
     /// How many requests arrived for `path`.
-    func count(for path: String) -> Int { state.withLock { $0.counts[path, default: 0] } }
+    public func count(for path: String) -> Int { state.withLock { $0.counts[path, default: 0] } }
 
     /// Connections open right now (idle keep-alive ones included).
-    var openConnections: Int { state.withLock { $0.connections.count } }
+    public var openConnections: Int { state.withLock { $0.connections.count } }
 
     /// Connections accepted since the server started.
-    var connectionsAccepted: Int { state.withLock { $0.connectionsAccepted } }
+    public var connectionsAccepted: Int { state.withLock { $0.connectionsAccepted } }
 
     // MARK: - Connections
 
@@ -494,7 +488,7 @@ private func posixSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int, _
 
 extension POSIXError {
     /// The error for the current `errno`, for a failed `call`.
-    static func current(_ call: String) -> POSIXError {
+    public static func current(_ call: String) -> POSIXError {
         POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO, userInfo: [NSLocalizedDescriptionKey: "\(call) failed"])
     }
 }

@@ -2,9 +2,9 @@ import Foundation
 
 extension TestServer {
     /// What a route answers.
-    struct Response: Sendable {
+    public struct Response: Sendable {
         /// How the response goes on the wire.
-        enum Delivery: Sendable {
+        public enum Delivery: Sendable {
             /// Status, headers with the true Content-Length, the whole body.
             case complete
             /// Status and headers declaring `declaredLength` bytes, then nothing until
@@ -33,67 +33,67 @@ extension TestServer {
             case raw
         }
 
-        var status: Int
-        var headers: [String: String]
-        var body: Data
-        var delivery: Delivery
+        public var status: Int
+        public var headers: [String: String]
+        public var body: Data
+        public var delivery: Delivery
 
-        init(status: Int = 200, headers: [String: String] = [:], body: Data = Data(), delivery: Delivery = .complete) {
+        public init(status: Int = 200, headers: [String: String] = [:], body: Data = Data(), delivery: Delivery = .complete) {
             self.status = status
             self.headers = headers
             self.body = body
             self.delivery = delivery
         }
 
-        static func ok(_ body: Data, headers: [String: String] = [:]) -> Response {
+        public static func ok(_ body: Data, headers: [String: String] = [:]) -> Response {
             Response(status: 200, headers: headers, body: body)
         }
 
-        static func text(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> Response {
+        public static func text(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> Response {
             Response(status: status, headers: headers.merging(["Content-Type": "text/plain"]) { a, _ in a }, body: Data(text.utf8))
         }
 
-        static func stall(status: Int = 200, headers: [String: String] = [:], declaredLength: Int = 1 << 20) -> Response {
+        public static func stall(status: Int = 200, headers: [String: String] = [:], declaredLength: Int = 1 << 20) -> Response {
             Response(status: status, headers: headers, delivery: .stall(declaredLength: declaredLength))
         }
 
-        static func trickle(_ body: Data, bytesPerChunk: Int, interval: Double, headers: [String: String] = [:]) -> Response {
+        public static func trickle(_ body: Data, bytesPerChunk: Int, interval: Double, headers: [String: String] = [:]) -> Response {
             Response(status: 200, headers: headers, body: body, delivery: .trickle(bytesPerChunk: bytesPerChunk, interval: interval))
         }
 
-        static func pieces(_ body: Data, ends: [Int], pause: Double, headers: [String: String] = [:]) -> Response {
+        public static func pieces(_ body: Data, ends: [Int], pause: Double, headers: [String: String] = [:]) -> Response {
             Response(status: 200, headers: headers, body: body, delivery: .pieces(ends: ends, pause: pause))
         }
 
-        static func resetAfter(_ bytes: Int, of body: Data) -> Response {
+        public static func resetAfter(_ bytes: Int, of body: Data) -> Response {
             Response(status: 200, body: body, delivery: .resetAfter(bytes: bytes))
         }
 
-        static func endless(_ piece: Data) -> Response {
+        public static func endless(_ piece: Data) -> Response {
             Response(body: piece, delivery: .endless)
         }
 
-        static func resetAtOnce() -> Response {
+        public static func resetAtOnce() -> Response {
             Response(body: Data(), delivery: .resetAtOnce)
         }
 
-        static func truncate(declaredLength: Int, actualBody: Data) -> Response {
+        public static func truncate(declaredLength: Int, actualBody: Data) -> Response {
             Response(status: 200, body: actualBody, delivery: .truncate(declaredLength: declaredLength))
         }
 
-        static func chunked(_ body: Data, chunkSize: Int) -> Response {
+        public static func chunked(_ body: Data, chunkSize: Int) -> Response {
             Response(status: 200, body: body, delivery: .chunked(chunkSize: chunkSize))
         }
 
-        static func untilClose(_ body: Data) -> Response {
+        public static func untilClose(_ body: Data) -> Response {
             Response(status: 200, body: body, delivery: .untilClose)
         }
 
-        static func raw(_ bytes: Data) -> Response {
+        public static func raw(_ bytes: Data) -> Response {
             Response(body: bytes, delivery: .raw)
         }
 
-        static func redirect(to location: String, status: Int = 302) -> Response {
+        public static func redirect(to location: String, status: Int = 302) -> Response {
             Response(status: status, headers: ["Location": location])
         }
     }

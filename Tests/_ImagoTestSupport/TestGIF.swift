@@ -5,34 +5,51 @@ import Foundation
 /// Its LZW output is "uncompressed": every pixel is a literal code, and a clear code
 /// comes before the string table would grow past the first code width, so the data
 /// is valid for any decoder without implementing compression.
-struct TestGIF {
-    struct Frame {
-        var left = 0, top = 0, width: Int, height: Int
-        var indices: [UInt8]
-        var disposal = 0
-        var delay = 0
-        var transparent: Int?
-        var interlaced = false
+public struct TestGIF {
+    public struct Frame {
+        public var left = 0, top = 0, width: Int, height: Int
+        public var indices: [UInt8]
+        public var disposal = 0
+        public var delay = 0
+        public var transparent: Int?
+        public var interlaced = false
         /// A local colour table.
-        var palette: [[UInt8]]?
+        public var palette: [[UInt8]]?
         /// Whether a Graphics Control Extension precedes the frame.
-        var control = true
+        public var control = true
+
+        public init(
+            left: Int = 0, top: Int = 0, width: Int, height: Int, indices: [UInt8], disposal: Int = 0, delay: Int = 0,
+            transparent: Int? = nil, interlaced: Bool = false, palette: [[UInt8]]? = nil, control: Bool = true
+        ) {
+            self.left = left
+            self.top = top
+            self.width = width
+            self.height = height
+            self.indices = indices
+            self.disposal = disposal
+            self.delay = delay
+            self.transparent = transparent
+            self.interlaced = interlaced
+            self.palette = palette
+            self.control = control
+        }
     }
 
     /// Black, red, green, blue: the letters K, R, G, B in expectations.
-    static let basicPalette: [[UInt8]] = [[0, 0, 0], [255, 0, 0], [0, 255, 0], [0, 0, 255]]
+    public static let basicPalette: [[UInt8]] = [[0, 0, 0], [255, 0, 0], [0, 255, 0], [0, 0, 255]]
     /// 256 greys, entry n being (n, n, n).
-    static let greyPalette: [[UInt8]] = (0..<256).map { [UInt8($0), UInt8($0), UInt8($0)] }
+    public static let greyPalette: [[UInt8]] = (0..<256).map { [UInt8($0), UInt8($0), UInt8($0)] }
 
-    var width: Int
-    var height: Int
-    var loop: Int?
-    var loopApplication: String
-    var background: Int
-    var palette: [[UInt8]]?
-    var frames: [Frame] = []
+    public var width: Int
+    public var height: Int
+    public var loop: Int?
+    public var loopApplication: String
+    public var background: Int
+    public var palette: [[UInt8]]?
+    public var frames: [Frame] = []
 
-    init(width: Int, height: Int, loop: Int? = nil, loopApplication: String = "NETSCAPE2.0",
+    public init(width: Int, height: Int, loop: Int? = nil, loopApplication: String = "NETSCAPE2.0",
          background: Int = 0, palette: [[UInt8]]? = TestGIF.basicPalette) {
         self.width = width
         self.height = height
@@ -42,7 +59,7 @@ struct TestGIF {
         self.palette = palette
     }
 
-    func encode() -> [UInt8] {
+    public func encode() -> [UInt8] {
         var out = Array("GIF89a".utf8)
         out += le16(width) + le16(height)
         out += [palette.map { 0x80 | 0x70 | Self.sizeBits($0.count) } ?? 0, UInt8(background), 0]
@@ -90,7 +107,7 @@ struct TestGIF {
         return colours.flatMap { $0 } + Array(repeating: 0, count: (size - colours.count) * 3)
     }
 
-    static func lzw(_ indices: [UInt8], codeSize: Int) -> [UInt8] {
+    public static func lzw(_ indices: [UInt8], codeSize: Int) -> [UInt8] {
         let clear = 1 << codeSize, width = codeSize + 1
         var bytes: [UInt8] = [], accumulator = 0, bits = 0
         func put(_ code: Int) {

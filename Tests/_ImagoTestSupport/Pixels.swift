@@ -1,17 +1,17 @@
 import Foundation
-@testable import Imago
+import Imago
 
 /// Comparison of decoded pixels against a reference decode.
-struct PixelDifference {
-    var maximum = 0
-    var total = 0
-    var count = 0
-    var mean: Double { count == 0 ? 0 : Double(total) / Double(count) }
+public struct PixelDifference {
+    public var maximum = 0
+    public var total = 0
+    public var count = 0
+    public var mean: Double { count == 0 ? 0 : Double(total) / Double(count) }
 }
 
 extension Bitmap {
     /// Channel-by-channel difference to `other` (same size required).
-    func difference(to other: Bitmap) -> PixelDifference {
+    public func difference(to other: Bitmap) -> PixelDifference {
         precondition(width == other.width && height == other.height)
         var result = PixelDifference()
         for y in 0..<height {
@@ -26,7 +26,7 @@ extension Bitmap {
     }
 
     /// Whether no colour value exceeds its pixel's alpha, as premultiplication ensures.
-    var isPremultiplied: Bool {
+    public var isPremultiplied: Bool {
         for i in stride(from: 0, to: pixels.count, by: 4) {
             let alpha = pixels[i + 3]
             if pixels[i] > alpha || pixels[i + 1] > alpha || pixels[i + 2] > alpha { return false }
@@ -36,7 +36,7 @@ extension Bitmap {
 
     /// Averages of `block`×`block` tiles: coarse enough that JPEG re-encoding noise
     /// disappears, fine enough that a wrong rotation or mirror cannot match.
-    func blockAverages(block: Int) -> [Double] {
+    public func blockAverages(block: Int) -> [Double] {
         var averages: [Double] = []
         for by in stride(from: 0, to: height - block + 1, by: block) {
             for bx in stride(from: 0, to: width - block + 1, by: block) {
@@ -54,7 +54,7 @@ extension Bitmap {
 
     /// A bitmap whose pixel (x, y) is (x, y, index, 255): every pixel tells where it
     /// came from.
-    static func coordinates(width: Int, height: Int) -> Bitmap {
+    public static func coordinates(width: Int, height: Int) -> Bitmap {
         var pixels: [UInt8] = []
         for y in 0..<height {
             for x in 0..<width { pixels += [UInt8(x), UInt8(y), UInt8(y * width + x), 255] }
@@ -63,13 +63,47 @@ extension Bitmap {
     }
 }
 
+/// Test pictures and the colours that tell them apart.
+public enum Pixels {
+    /// An opaque bitmap of one colour.
+    public static func solid(width: Int, height: Int, _ r: UInt8, _ g: UInt8, _ b: UInt8) -> Bitmap {
+        var pixels = [UInt8](repeating: 255, count: width * height * 4)
+        for i in stride(from: 0, to: pixels.count, by: 4) {
+            pixels[i] = r
+            pixels[i + 1] = g
+            pixels[i + 2] = b
+        }
+        return Bitmap(width: width, height: height, pixels: pixels)
+    }
+
+    /// The colour that stands for item `index` (below 216) of a test set: channels
+    /// 45 apart, so a scaled or blended pixel is still told apart from its neighbours.
+    public static func colour(_ index: Int) -> (r: UInt8, g: UInt8, b: UInt8) {
+        (UInt8(20 + (index % 6) * 45), UInt8(20 + (index / 6 % 6) * 45), UInt8(20 + (index / 36) * 45))
+    }
+
+    /// The index whose colour is nearest to `pixel`, and how far it is.
+    public static func index(of pixel: (r: UInt8, g: UInt8, b: UInt8, a: UInt8)) -> (index: Int, distance: Int) {
+        func channel(_ value: UInt8) -> Int { max(0, min(5, Int(((Double(value) - 20) / 45).rounded()))) }
+        let index = channel(pixel.r) + channel(pixel.g) * 6 + channel(pixel.b) * 36
+        let c = colour(index)
+        let distance = max(abs(Int(c.r) - Int(pixel.r)), abs(Int(c.g) - Int(pixel.g)), abs(Int(c.b) - Int(pixel.b)))
+        return (index, distance)
+    }
+
+    /// PNG bytes of `bitmap`, made by Imago's encoder (libpng).
+    public static func png(_ bitmap: Bitmap) throws -> Data {
+        try PNGEncoder().encode(bitmap)
+    }
+}
+
 /// Cuts of `data` that any decoder must reject: a tenth, half, nine tenths.
-func truncations(of data: Data) -> [Data] {
+public func truncations(of data: Data) -> [Data] {
     [data.count / 10, data.count / 2, data.count * 9 / 10].map { data.prefix($0) }
 }
 
 /// Big-endian CRC-32 as PNG uses it, for tests that forge chunks.
-func crc32(_ bytes: some Sequence<UInt8>) -> UInt32 {
+public func crc32(_ bytes: some Sequence<UInt8>) -> UInt32 {
     var crc: UInt32 = 0xFFFF_FFFF
     for byte in bytes {
         crc ^= UInt32(byte)
@@ -82,7 +116,7 @@ extension Bitmap {
     /// Peak signal-to-noise ratio of the colour channels against `other` (same size
     /// required), in dB: the usual yardstick for lossy codecs, where about 30 dB shows
     /// visible artefacts and 40 dB looks like the original. Infinite when identical.
-    func psnr(to other: Bitmap) -> Double {
+    public func psnr(to other: Bitmap) -> Double {
         precondition(width == other.width && height == other.height)
         var squares = 0
         for y in 0..<height {
@@ -101,7 +135,7 @@ extension Bitmap {
 
 extension ImageDecoding {
     /// The error decoding `data` throws, or nil when it decodes.
-    func failure(_ data: Data) -> ImagoError? {
+    public func failure(_ data: Data) -> ImagoError? {
         do {
             _ = try decode(data, options: DecodingOptions())
             return nil

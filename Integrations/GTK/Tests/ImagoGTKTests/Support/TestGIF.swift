@@ -1,1 +1,0 @@
-../../../../../Tests/ImagoTests/Support/TestGIF.swift

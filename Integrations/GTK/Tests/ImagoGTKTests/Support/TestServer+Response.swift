@@ -1,1 +1,0 @@
-../../../../../Tests/ImagoTests/Support/TestServer+Response.swift
