@@ -10,9 +10,14 @@ SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 # `imago --help`).
 # The linker's one warning there is about Foundation's own archive (its use of mktemp),
 # not about Imago, and is left out of the output; the build's status is kept.
-TOOL_BUILD = { $(SWIFT) build -c release --product imago --static-swift-stdlib $(SWIFT_FLAGS) 2>&1; \
-	echo $$? > .build/tool-build.status; } | grep --line-buffered -v "the use of .mktemp. is dangerous"; \
-	exit $$(cat .build/tool-build.status)
+RELEASE_BUILD = { $(SWIFT) build $(1) -c release --static-swift-stdlib $(SWIFT_FLAGS) 2>&1; \
+	echo $$? > .build/release-build.status; } | grep --line-buffered -v "the use of .mktemp. is dangerous"; \
+	exit $$(cat .build/release-build.status)
+TOOL_BUILD = $(call RELEASE_BUILD,--product imago)
+# The benchmark program, a package of its own (Benchmarks/), built as the tool is, so
+# that its memory figures are the tool's.
+BENCH_BUILD = $(call RELEASE_BUILD,--package-path Benchmarks --product imago-bench)
+BENCH = Benchmarks/.build/release/imago-bench
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := JPEG PNG GIF WebP BMP ICO TIFF AVIF HEIF HTTPHeaders DiskRecord
 CORPUS ?= ../shared/corpus
@@ -196,8 +201,9 @@ MAKE_PHOTOS = if [ ! -f $(BENCH_DIR)/photos/.complete ] || [ ! -f $(BENCH_DIR)/l
 # once from the shared corpus into $(BENCH_DIR).
 bench: DEBIAN_PACKAGES += libturbojpeg0-dev gcc nginx-light curl
 bench: deps
-	@echo "==> Building the imago tool (release)"
+	@echo "==> Building the imago tool and the benchmark program (release)"
 	@mkdir -p .build; $(TOOL_BUILD)
+	@$(BENCH_BUILD)
 	@python3 -c 'from PIL import features; assert features.check("avif")' 2>/dev/null || \
 	  { echo "==> Installing Pillow with AVIF support (pip)"; python3 -m pip install --quiet --upgrade 'pillow>=11.3'; }
 	@python3 -c 'import aiohttp' 2>/dev/null || { echo "==> Installing aiohttp (pip)"; python3 -m pip install --quiet aiohttp; }
@@ -206,7 +212,7 @@ bench: deps
 	@gcc -O2 -o $(BENCH_DIR)/tj_decode Benchmarks/tj_decode.c -lturbojpeg -lpthread
 	@$(MAKE_PHOTOS)
 	@echo "==> Benchmarking: $(BENCH_RUNS) rounds of each measure, release build, all cores"
-	@.build/release/imago bench --photos $(BENCH_DIR)/photos --large $(BENCH_DIR)/large --avif $(BENCH_DIR)/avif --runs $(BENCH_RUNS) \
+	@$(BENCH) --photos $(BENCH_DIR)/photos --large $(BENCH_DIR)/large --avif $(BENCH_DIR)/avif --runs $(BENCH_RUNS) \
 	  --pillow Benchmarks/pillow_thumbnails.py --libjpeg $(BENCH_DIR)/tj_decode
 	@echo "==> End to end: imago fetch over HTTP from nginx on 127.0.0.1 against Python aiohttp + Pillow and the limit"
 	@python3 Benchmarks/e2e.py --imago .build/release/imago --tj-decode $(BENCH_DIR)/tj_decode \
@@ -258,4 +264,4 @@ sanitize: deps
 
 clean:
 	@$(SWIFT) package clean
-	@rm -rf .build/demo .build/fuzz .build/gallery Fuzz/.build $(GTK_DIR)/.build
+	@rm -rf .build/demo .build/fuzz .build/gallery Fuzz/.build Benchmarks/.build $(GTK_DIR)/.build

@@ -15,6 +15,9 @@ let package = Package(
         // the controlled loader, the recording view), a product only so that the
         // GTK package's tests can use it too. Not for applications.
         .library(name: "_ImagoTestSupport", targets: ["_ImagoTestSupport"]),
+        // The command-line plumbing `imago` and the benchmark program (Benchmarks/, a
+        // package of its own) share: options, output, exit statuses. Not for applications.
+        .library(name: "_ImagoCommandLine", targets: ["ImagoCommandLine"]),
     ],
     targets: [
         .systemLibrary(
@@ -81,9 +84,8 @@ let package = Package(
                 .target(name: "CCurl", condition: linux),
                 .target(name: "CHiredis", condition: linux),
             ]),
-        .executableTarget(
-            name: "imago",
-            dependencies: ["Imago", .target(name: "CImagoSystem", condition: .when(platforms: [.linux]))]),
+        .target(name: "ImagoCommandLine", dependencies: [.target(name: "CImagoSystem", condition: linux)]),
+        .executableTarget(name: "imago", dependencies: ["Imago", "ImagoCommandLine"]),
         .target(name: "_ImagoTestSupport", dependencies: ["Imago"], path: "Tests/_ImagoTestSupport"),
         // Fixtures are read from the source tree by path, not bundled.
         .testTarget(name: "ImagoTests", dependencies: ["Imago", "_ImagoTestSupport"], exclude: ["Fixtures"]),

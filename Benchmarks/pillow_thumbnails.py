@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Pillow baseline of `imago bench`: what Python users write to make thumbnails.
+"""The Pillow baseline of `imago-bench`: what Python users write to make thumbnails.
 
     pillow_thumbnails.py DIR [--size 256] [--full] [--runs N] [--memory] [--ext avif]
     pillow_thumbnails.py --at-rest

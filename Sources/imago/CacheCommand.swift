@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import ImagoCommandLine
 
 /// `imago cache stats|clear|prune|fill`: looks after a disk cache directory.
 let cacheCommand = Command(

@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import ImagoCommandLine
 import Synchronization
 
 /// `imago decode FILE...`: decodes local files with the library's decoders and reports
@@ -49,6 +50,8 @@ private struct DecodeSummary: Encodable {
         let files: Int
         let decoded: Int
         let failed: Int
+        /// The process's peak resident memory, in bytes: what the decodes cost.
+        let peakMemory: Int
     }
     let summary: Counts
 }
@@ -130,7 +133,8 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
         }
     }
     let failed = output.withLock { $0.failed }
-    if json { Output.json(DecodeSummary(summary: .init(files: files.count, decoded: files.count - failed, failed: failed))) }
+    if json { Output.json(DecodeSummary(summary: .init(
+        files: files.count, decoded: files.count - failed, failed: failed, peakMemory: ownPeakRSSKilobytes() * 1024))) }
     return failed == 0 ? ExitStatus.success : ExitStatus.someFailed
 }
 

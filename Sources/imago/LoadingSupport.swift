@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import ImagoCommandLine
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking

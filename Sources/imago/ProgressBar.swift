@@ -1,4 +1,5 @@
 import Foundation
+import ImagoCommandLine
 import Synchronization
 
 /// A progress bar on standard error: items done, bytes, rate and time left. Drawn

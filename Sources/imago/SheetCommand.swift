@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import ImagoCommandLine
 
 /// `imago sheet URL... -o sheet.png`: a contact sheet, loaded as a batch. Each cell
 /// shows its image decoded to fit the cell's box, or a placeholder when the load

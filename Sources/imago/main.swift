@@ -1,19 +1,11 @@
 import Foundation
-#if os(Linux)
-import CImagoSystem
+import ImagoCommandLine
 
-// Decoded images are megabytes each, made and freed by the hundred. By default glibc
-// gives blocks that large back to the kernel at each free, and the next image pays
-// its page faults again: in a fetch of 300 photos, 55,000–66,000 page faults and
-// 0.2 s of system time, against 19,000 and 0.08 s with these settings, for 7 MB more
-// at the peak. Blocks of up to 32 MB (the most glibc allows) come from the heap, and
-// the heap keeps up to 64 MB of free space for the next ones (256 MB saved no more).
-_ = mallopt(M_MMAP_THRESHOLD, 32 << 20)
-_ = mallopt(M_TRIM_THRESHOLD, 64 << 20)
-#endif
+// Before any image is made: see the function.
+tuneAllocatorForImages()
 
 /// Every `imago` command; each parses its own options from its table.
-let commands = [decodeCommand, fetchCommand, sheetCommand, benchCommand, cacheCommand]
+let commands = [decodeCommand, fetchCommand, sheetCommand, cacheCommand]
 
 func usage() -> String {
     var text = "usage: imago COMMAND [OPTIONS]\n\nImago loads, caches and decodes images.\n\ncommands:\n"

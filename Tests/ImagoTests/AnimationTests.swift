@@ -24,8 +24,8 @@ import _ImagoTestSupport
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("long.gif")
         try Self.longGIF(frames: 500, side: 500).write(to: file)
-        let rest = try await Self.peakRSS(["bench", "--child-memory"])
-        let decoding = try await Self.peakRSS(["bench", "--child-memory", file.path])
+        let rest = try await Tool.peakMemoryAtRest()
+        let decoding = try await Tool.peakMemory(decoding: file)
         print("peak RSS decoding a 500-frame 500×500 GIF: \(decoding / 1024) MB (\(rest / 1024) MB at rest); its frames together are 477 MB")
         // One canvas is 1 MB; every frame held would be 477 MB.
         #expect(decoding - rest < 100 * 1024)
@@ -171,9 +171,9 @@ import _ImagoTestSupport
         let stillThumbnail = try ImageDecoderRegistry.shared.decode(stillData, options: options)
         #expect(thumbnail.bitmap == stillThumbnail.bitmap)
 
-        let rest = try await Self.peakRSS(["bench", "--child-memory"])
-        let peak = try await Self.peakRSS(["bench", "--child-memory", "--thumbnail", "256", animated.path])
-        let stillPeak = try await Self.peakRSS(["bench", "--child-memory", "--thumbnail", "256", still.path])
+        let rest = try await Tool.peakMemoryAtRest()
+        let peak = try await Tool.peakMemory(decoding: animated, thumbnail: 256)
+        let stillPeak = try await Tool.peakMemory(decoding: still, thumbnail: 256)
         let canvas = side * side * 4 / 1024
         print("peak RSS of a 256 px thumbnail of a one-frame \(side)×\(side) animated WebP: \(peak / 1024) MB, of the same still \(stillPeak / 1024) MB (\(rest / 1024) MB at rest; one canvas is \(canvas / 1024) MB)")
         #expect(peak - rest < canvas / 2)
@@ -316,14 +316,6 @@ import _ImagoTestSupport
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-animation-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         return folder
-    }
-
-    /// The peak RSS, in KB, `imago` reports for `arguments` (`bench --child-memory`).
-    static func peakRSS(_ arguments: [String]) async throws -> Int {
-        let result = try await Tool.run(arguments)
-        let field = try #require(result.stdout.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("peak_rss_kb=") },
-                                 "\(result.stdout) \(result.stderr)")
-        return try #require(Int(field.dropFirst("peak_rss_kb=".count)))
     }
 
     static func littleEndian(_ value: Int, _ count: Int) -> [UInt8] {

@@ -326,11 +326,8 @@ import _ImagoTestSupport
     /// The tool's peak RSS in KB at rest and making a 256 px thumbnail of `file`,
     /// which must decode (or, with `refused`, must fail).
     static func peaks(of file: URL, refused: Bool = false) async throws -> (rest: Int, peak: Int) {
-        let rest = try await AnimationTests.peakRSS(["bench", "--child-memory"])
-        let run = try await Tool.run(["bench", "--child-memory", "--thumbnail", "256", file.path])
-        #expect((run.status == 0) != refused, "\(run.stdout) \(run.stderr)")
-        let field = try #require(run.stdout.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("peak_rss_kb=") })
-        return (rest, try #require(Int(field.dropFirst("peak_rss_kb=".count))))
+        let rest = try await Tool.peakMemoryAtRest()
+        return (rest, try await Tool.peakMemory(decoding: file, thumbnail: 256, refused: refused))
     }
 
     /// The share of values within a level of each other.

@@ -1,4 +1,5 @@
 import Foundation
+import Imago
 import _ImagoTestSupport
 import Testing
 
@@ -83,5 +84,28 @@ enum Tool {
         let result = Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
                             stderr: String(decoding: stderr, as: UTF8.self), elapsed: .now - start)
         return (result, timedOut)
+    }
+
+    /// The peak RSS, in KB, of `imago decode` decoding `file` (to a thumbnail of
+    /// `thumbnail` pixels), as the tool reports it in its summary; the file must decode
+    /// (or, with `refused`, must fail).
+    static func peakMemory(
+        decoding file: URL, thumbnail: Int? = nil, refused: Bool = false, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> Int {
+        let size = thumbnail.map { ["--thumbnail", String($0)] } ?? []
+        let run = try await run(["decode", "--json"] + size + [file.path], sourceLocation: sourceLocation)
+        #expect((run.status == 0) != refused, "\(run.stdout) \(run.stderr)", sourceLocation: sourceLocation)
+        let last = try #require(run.stdoutLines.last, "\(run.stderr)", sourceLocation: sourceLocation)
+        let record = try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: [String: Int]]
+        let bytes = try #require(record?["summary"]?["peakMemory"], "\(last)", sourceLocation: sourceLocation)
+        return bytes / 1024
+    }
+
+    /// The peak RSS, in KB, of `imago decode` decoding a one-pixel PNG: the tool at rest.
+    static func peakMemoryAtRest(sourceLocation: SourceLocation = #_sourceLocation) async throws -> Int {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("imago-rest-\(UUID().uuidString).png")
+        try PNGEncoder().encode(Bitmap(width: 1, height: 1, pixels: [0, 0, 0, 255])).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        return try await peakMemory(decoding: file, sourceLocation: sourceLocation)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import ImagoCommandLine
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

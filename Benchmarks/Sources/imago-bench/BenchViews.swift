@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import ImagoCommandLine
 
 /// The cost of a memory-cache hit through `setImage(with:)` on a view, against the
 /// least a cache hit can cost: a look-up in a dictionary behind a lock, and the

@@ -1,4 +1,5 @@
 import Foundation
+import ImagoCommandLine
 
 #if canImport(Glibc)
 import Glibc
@@ -6,7 +7,7 @@ import Glibc
 import Darwin
 #endif
 
-// What `imago bench` asks of the operating system: a process's own peak memory, how
+// What `imago-bench` asks of the operating system: a process's own peak memory, how
 // busy the machine was, and a progress line.
 
 #if canImport(Glibc)
@@ -16,33 +17,6 @@ private let rusageChildren = __rusage_who_t(RUSAGE_CHILDREN.rawValue)
 private let rusageSelf = RUSAGE_SELF
 private let rusageChildren = RUSAGE_CHILDREN
 #endif
-
-/// This process's own peak RSS so far, in KB.
-///
-/// Each child of `imago bench` reports its own, because the figure a parent gets from
-/// `wait4` is wrong on Linux: posix_spawn shares the parent's memory until the exec,
-/// and the exec records the memory it leaves as the child's peak so far, so every child
-/// of a 60 MB parent would read at least 60 MB. `VmHWM` counts only the memory mapped
-/// since the exec.
-func ownPeakRSSKilobytes() -> Int {
-    if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-       let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-       let kilobytes = Int(line.split(whereSeparator: \.isWhitespace).dropFirst().first ?? "") {
-        return kilobytes
-    }
-    var usage = rusage()
-    getrusage(rusageSelf, &usage)
-    return kilobytes(maxRSS: usage.ru_maxrss)
-}
-
-/// `ru_maxrss` is in KB on Linux and in bytes on Apple platforms.
-private func kilobytes(maxRSS: Int) -> Int {
-    #if canImport(Darwin)
-    maxRSS / 1024
-    #else
-    maxRSS
-    #endif
-}
 
 /// The one-minute load average.
 func loadAverage() -> Double {

@@ -1,9 +1,10 @@
 import Dispatch
 import Foundation
 import Imago
+import ImagoCommandLine
 import Synchronization
 
-// How `imago bench` takes one sample of each measure: Imago's times in this process;
+// How `imago-bench` takes one sample of each measure: Imago's times in this process;
 // the baselines, and every memory figure, in child processes.
 
 /// Seconds to decode every photo, on all cores (dispatch's concurrent loop hands the
@@ -113,7 +114,7 @@ private func seconds(from values: [String: String]) throws -> Double {
 /// report its own peak (see `ownPeakRSSKilobytes`).
 func imagoPeakMB(files: [String], thumbnail: Int?) throws -> Double {
     let size = thumbnail.map { ["--thumbnail", String($0)] } ?? []
-    return try peakMegabytes(from: runReporting([try ownExecutable(), "bench", "--child-memory"] + size + files))
+    return try peakMegabytes(from: runReporting([try ownExecutable(), "--child-memory"] + size + files))
 }
 
 /// Peak RSS, in MB, of Pillow making thumbnails of every JPEG in `directory` on all
@@ -131,10 +132,10 @@ private func peakMegabytes(from values: [String: String]) throws -> Double {
     return kilobytes / 1024
 }
 
-/// The path of the running `imago`, to start children of it.
+/// The path of the running benchmark, to start children of it.
 private func ownExecutable() throws -> String {
     guard let path = Bundle.main.executablePath else {
-        throw BenchError(message: "cannot find the imago executable to start a child of it")
+        throw BenchError(message: "cannot find the benchmark's executable to start a child of it")
     }
     return path
 }

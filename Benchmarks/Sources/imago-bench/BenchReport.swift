@@ -1,6 +1,7 @@
 import Foundation
+import ImagoCommandLine
 
-// What `imago bench` measures, its goals, and how the results are
+// What `imago-bench` measures, its goals, and how the results are
 // printed: a table of medians and ratios, or JSON records.
 
 /// One line of the benchmark table: what is measured, against which baseline, and the goal.
@@ -104,7 +105,7 @@ struct Samples: Encodable {
     }
 }
 
-/// Everything one `imago bench` run found.
+/// Everything one `imago-bench` run found.
 struct BenchReport {
     struct Row {
         let measure: Measure

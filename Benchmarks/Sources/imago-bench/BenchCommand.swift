@@ -1,11 +1,13 @@
 import Foundation
 import Imago
+import ImagoCommandLine
 
-/// `imago bench`: the benchmark suite. Imago and its baselines run
+/// `imago-bench`: the benchmark suite. Imago and its baselines run
 /// side by side in one run on the same photos, on all cores, interleaved round by round
 /// so a busy machine slows them alike; the table gives medians and their ratios.
 let benchCommand = Command(
     name: "bench",
+    invocation: "imago-bench",
     synopsis: "--photos DIR [--large DIR] [--avif DIR] [--runs N] [--pillow SCRIPT] [--libjpeg BINARY] [--json]",
     summary: """
         Benchmark full decodes and 256 px thumbnails of a photo set on all cores against \
@@ -24,7 +26,7 @@ let benchCommand = Command(
         .flag("--child-memory", "internal: decode FILE... on all cores in a fresh process, print seconds and its peak RSS (the peak alone if one fails)"),
         .value("--thumbnail", "PX", "internal, with --child-memory: decode to thumbnails of PX"),
     ],
-    run: runBench)
+    run: { await runBench($0) })
 
 /// The thumbnail size every measure uses.
 let benchThumbnailSize = 256
@@ -221,7 +223,7 @@ private func thumbnailIsDownsampled(_ photo: Data, options: DecodingOptions) thr
     return max(image.width, image.height) <= benchThumbnailSize
 }
 
-/// `imago bench --child-memory [--thumbnail PX] FILE...`: decodes the files on all
+/// `imago-bench --child-memory [--thumbnail PX] FILE...`: decodes the files on all
 /// cores, each read from disk when its turn comes (so the figure is the decoding's, not
 /// the whole set's bytes), and prints one `key=value` line with its own peak RSS; with
 /// no FILE, the peak RSS of Imago at rest.

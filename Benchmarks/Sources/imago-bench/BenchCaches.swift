@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import ImagoCommandLine
 
 /// The caches' own figures: memory-tier look-ups and insertions with 1,000 and
 /// 100,000 entries; a stored thumbnail read from the disk tier against making it from

@@ -2,31 +2,56 @@ import Foundation
 
 /// One option a command accepts. Options are declared as data, so parsing, `--help`
 /// and usage errors come from one table per command and behave alike everywhere.
-struct Option: Sendable {
-    let name: String
+public struct Option: Sendable {
+    /// The option as typed, `--name`.
+    public let name: String
     /// Shown in help as `--name VALUE`; nil for a flag that takes no value.
-    let value: String?
-    let help: String
+    public let value: String?
+    /// One line for `--help`.
+    public let help: String
 
-    static func flag(_ name: String, _ help: String) -> Option {
+    /// An option that takes no value.
+    public static func flag(_ name: String, _ help: String) -> Option {
         Option(name: name, value: nil, help: help)
     }
 
-    static func value(_ name: String, _ value: String, _ help: String) -> Option {
+    /// An option followed by a value, shown in help as `value`.
+    public static func value(_ name: String, _ value: String, _ help: String) -> Option {
         Option(name: name, value: value, help: help)
     }
 }
 
-/// A subcommand of `imago`.
-struct Command: Sendable {
-    let name: String
-    let synopsis: String
-    let summary: String
-    let options: [Option]
-    let run: @Sendable (Arguments) async -> Int32
+/// A command: a subcommand of `imago`, or a program of its own.
+public struct Command: Sendable {
+    /// What the user types to pick the command (`decode`).
+    public let name: String
+    /// What the help's usage line begins with: `imago NAME` for a subcommand.
+    public let invocation: String
+    /// The arguments, as the usage line shows them.
+    public let synopsis: String
+    /// What the command does, in a few sentences.
+    public let summary: String
+    /// Every option the command accepts.
+    public let options: [Option]
+    /// Runs the command; returns the exit status.
+    public let run: @Sendable (Arguments) async -> Int32
 
-    var help: String {
-        var text = "usage: imago \(name) \(synopsis)\n\n\(summary)\n\noptions:\n"
+    /// A command whose usage line begins with `invocation` (by default `imago NAME`).
+    public init(
+        name: String, invocation: String? = nil, synopsis: String, summary: String, options: [Option],
+        run: @escaping @Sendable (Arguments) async -> Int32
+    ) {
+        self.name = name
+        self.invocation = invocation ?? "imago \(name)"
+        self.synopsis = synopsis
+        self.summary = summary
+        self.options = options
+        self.run = run
+    }
+
+    /// The text of `--help`.
+    public var help: String {
+        var text = "usage: \(invocation) \(synopsis)\n\n\(summary)\n\noptions:\n"
         let all = options + [.flag("--help", "show this help")]
         let labels = all.map { "  \($0.name)" + ($0.value.map { " \($0)" } ?? "") }
         let width = labels.map(\.count).max() ?? 0
@@ -38,19 +63,26 @@ struct Command: Sendable {
 }
 
 /// A bad command line: reported on standard error with exit status 2.
-struct UsageError: Error {
-    let message: String
+public struct UsageError: Error {
+    /// What was wrong, for the user.
+    public let message: String
+
+    /// An error saying `message`.
+    public init(message: String) {
+        self.message = message
+    }
 }
 
 /// The parsed command line of one command.
-struct Arguments {
-    private(set) var positionals: [String] = []
+public struct Arguments: Sendable {
+    /// The arguments that are not options, in order.
+    public private(set) var positionals: [String] = []
     private var values: [String: String] = [:]
     private var flags: Set<String> = []
 
     /// Parses `arguments` against `options`: `--name value`, `--name=value`, flags,
     /// and `--` to end options so a file may be called `--out`.
-    init(_ arguments: [String], options: [Option]) throws(UsageError) {
+    public init(_ arguments: [String], options: [Option]) throws(UsageError) {
         let table = Dictionary(uniqueKeysWithValues: options.map { ($0.name, $0) })
         var rest = arguments[...]
         while let argument = rest.popFirst() {
@@ -82,12 +114,14 @@ struct Arguments {
         }
     }
 
-    func flag(_ name: String) -> Bool { flags.contains(name) }
+    /// Whether the flag `name` was given.
+    public func flag(_ name: String) -> Bool { flags.contains(name) }
 
-    func string(_ name: String) -> String? { values[name] }
+    /// The value of the option `name`, or nil when absent.
+    public func string(_ name: String) -> String? { values[name] }
 
     /// An integer option within `range`, or nil when absent.
-    func integer(_ name: String, in range: ClosedRange<Int>) throws(UsageError) -> Int? {
+    public func integer(_ name: String, in range: ClosedRange<Int>) throws(UsageError) -> Int? {
         guard let text = values[name] else { return nil }
         guard let number = Int(text), range.contains(number) else {
             throw UsageError(message: "\(name) needs a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
