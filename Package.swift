@@ -88,7 +88,9 @@ let package = Package(
         .executableTarget(name: "imago", dependencies: ["Imago", "ImagoCommandLine"]),
         .target(name: "_ImagoTestSupport", dependencies: ["Imago"], path: "Tests/_ImagoTestSupport"),
         // Fixtures are read from the source tree by path, not bundled.
-        .testTarget(name: "ImagoTests", dependencies: ["Imago", "_ImagoTestSupport"], exclude: ["Fixtures"]),
+        // The tests run the `imago` tool too (Support/Tool.swift): depending on its
+        // target makes every build of the tests build the tool first, beside them.
+        .testTarget(name: "ImagoTests", dependencies: ["Imago", "imago", "_ImagoTestSupport"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

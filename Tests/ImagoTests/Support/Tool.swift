@@ -4,16 +4,16 @@ import _ImagoTestSupport
 import Testing
 
 /// Runs the `imago` executable built beside the tests, as a user would.
+///
+/// The test target depends on the `imago` target, so whatever builds the tests builds
+/// the tool first, into the same folder: a filtered run never tests an older build.
 enum Tool {
-    /// The built `imago`, next to the test bundle in the build folder.
+    /// The built `imago`, in the build folder that holds the test executable (on Linux
+    /// the executable itself, on Apple platforms a bundle, NAME.xctest/Contents/MacOS/NAME).
     static let url: URL = {
-        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = folder.appendingPathComponent("imago")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            folder.deleteLastPathComponent()
-        }
-        return URL(fileURLWithPath: ".build/debug/imago")
+        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        while folder.pathComponents.contains(where: { $0.hasSuffix(".xctest") }) { folder.deleteLastPathComponent() }
+        return folder.appendingPathComponent("imago")
     }()
 
     struct Result {
@@ -39,6 +39,9 @@ enum Tool {
         _ arguments: [String], timeout: Double = 120, environment: [String: String?] = [:],
         descriptorLimit: Int? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> Result {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: url.path), "no imago built beside the tests at \(url.path)",
+            sourceLocation: sourceLocation)
         let (result, timedOut) = try await withCheckedThrowingContinuation { continuation in
             Thread {
                 continuation.resume(with: Swift.Result {
