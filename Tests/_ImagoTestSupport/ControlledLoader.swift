@@ -88,6 +88,7 @@ public final class ControlledLoader: DataLoading {
         for pending in ready { pending.continuation.resume(returning: result) }
     }
 
+    /// Notes the request, then answers it as the test or the script says.
     public func loadData(for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(ImagoError) -> DataResponse {
         let url = request.url!
         let (id, automatic) = state.withLock { state -> (Int, Result<DataResponse, ImagoError>?) in
@@ -157,5 +158,6 @@ public func ok(_ url: URL, _ shade: UInt8 = 100, status: Int = 200, headers: [St
 
 /// A target for target-bound loads.
 public final class TargetView {
+    /// A target with nothing in it: only its identity matters.
     public init() {}
 }

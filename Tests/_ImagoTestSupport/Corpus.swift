@@ -6,6 +6,7 @@ import Testing
 /// A user's clone has no corpus, so tests that need it skip, saying why. Under CI
 /// (`CI` set) a missing corpus is a failure instead, so CI never passes by skipping.
 public enum Corpus {
+    /// The corpus folder (`IMAGO_CORPUS`, or `../shared/corpus`), or nil when absent.
     public static let root: URL? = {
         if let path = ProcessInfo.processInfo.environment["IMAGO_CORPUS"] {
             return URL(fileURLWithPath: path)
@@ -14,6 +15,7 @@ public enum Corpus {
         return FileManager.default.fileExists(atPath: candidate.path) ? candidate : nil
     }()
 
+    /// Whether a missing corpus fails the tests (under CI) instead of skipping them.
     public static var isRequired: Bool { ProcessInfo.processInfo.environment["CI"] != nil }
 
     /// Use as a test trait: runs the test when the corpus is there or required.
@@ -36,6 +38,7 @@ public enum Corpus {
         return urls
     }
 
+    /// The bytes of the corpus file at `path`; records a failure when the corpus is missing.
     public static func data(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Data {
         let root = try #require(root, "the shared image corpus is required under CI", sourceLocation: sourceLocation)
         return try Data(contentsOf: root.appendingPathComponent(path))

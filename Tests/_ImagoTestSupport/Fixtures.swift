@@ -19,8 +19,10 @@ public enum Fixture {
         try Data(contentsOf: repository.appendingPathComponent("Samples").appendingPathComponent(name))
     }
 
+    /// The committed test file at `path`.
     public static func url(_ path: String) -> URL { root.appendingPathComponent(path) }
 
+    /// The bytes of the committed test file at `path`.
     public static func data(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Data {
         try Data(contentsOf: url(path))
     }

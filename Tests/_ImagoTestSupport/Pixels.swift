@@ -3,9 +3,13 @@ import Imago
 
 /// Comparison of decoded pixels against a reference decode.
 public struct PixelDifference {
+    /// The largest difference of any channel.
     public var maximum = 0
+    /// The sum of every channel's difference.
     public var total = 0
+    /// The channels compared.
     public var count = 0
+    /// The mean difference a channel.
     public var mean: Double { count == 0 ? 0 : Double(total) / Double(count) }
 }
 

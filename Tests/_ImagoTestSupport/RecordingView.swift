@@ -16,7 +16,9 @@ open class RecordingView: ImageDisplaying {
         case shown(Int)
     }
 
+    /// The loader the view's calls go through.
     public let imageTargetLoader: ImageTargetLoader
+    /// The size the view asks its images to be decoded at.
     public var displayTargetSize: TargetSize?
     /// The options the view gives each load.
     public var options = ImageDisplayOptions()
@@ -39,15 +41,19 @@ open class RecordingView: ImageDisplaying {
     /// The URLs set (noted by the test) and the images shown, in one order.
     public var log: [Entry] = []
 
+    /// A view on `targets`, asking for images of `size`, showing `firstImage` before any load.
     public init(_ targets: ImageTargetLoader, size: TargetSize? = nil, firstImage: DecodedImage? = nil) {
         imageTargetLoader = targets
         displayTargetSize = size
         self.firstImage = firstImage
     }
 
+    /// The options set by the test (`options`).
     public var imageDisplayOptions: ImageDisplayOptions { options }
+    /// The image the view shows before any load (`firstImage`).
     public var displayedImage: DecodedImage? { firstImage }
 
+    /// Records `content`, and checks an image shown against the one expected.
     public func display(_ content: ImageDisplayContent) {
         contents.append(content)
         state.apply(content)
@@ -59,6 +65,7 @@ open class RecordingView: ImageDisplaying {
         }
     }
 
+    /// Counts the cancel and ends the loading state, as a real view stops its indicator.
     public func imageLoadDidCancel() {
         cancellations += 1
         state.endLoading()

@@ -6,18 +6,26 @@ import Foundation
 /// comes before the string table would grow past the first code width, so the data
 /// is valid for any decoder without implementing compression.
 public struct TestGIF {
+    /// One image of the file: its place on the screen, palette indices and controls.
     public struct Frame {
+        /// The frame's place and size on the logical screen.
         public var left = 0, top = 0, width: Int, height: Int
+        /// One palette index per pixel, row by row.
         public var indices: [UInt8]
+        /// What happens to the frame's area before the next (0–3, as GIF numbers them).
         public var disposal = 0
+        /// How long the frame shows, in hundredths of a second.
         public var delay = 0
+        /// The palette index that is transparent, if any.
         public var transparent: Int?
+        /// Whether the rows are stored in GIF's four interlaced passes.
         public var interlaced = false
         /// A local colour table.
         public var palette: [[UInt8]]?
         /// Whether a Graphics Control Extension precedes the frame.
         public var control = true
 
+        /// A frame with the given fields; the rest as most GIFs have them.
         public init(
             left: Int = 0, top: Int = 0, width: Int, height: Int, indices: [UInt8], disposal: Int = 0, delay: Int = 0,
             transparent: Int? = nil, interlaced: Bool = false, palette: [[UInt8]]? = nil, control: Bool = true
@@ -41,14 +49,22 @@ public struct TestGIF {
     /// 256 greys, entry n being (n, n, n).
     public static let greyPalette: [[UInt8]] = (0..<256).map { [UInt8($0), UInt8($0), UInt8($0)] }
 
+    /// The logical screen's width.
     public var width: Int
+    /// The logical screen's height.
     public var height: Int
+    /// The loop count of the application extension; nil writes none.
     public var loop: Int?
+    /// The application extension's identifier (NETSCAPE2.0, or another to test).
     public var loopApplication: String
+    /// The background colour's palette index.
     public var background: Int
+    /// The global colour table; nil writes none.
     public var palette: [[UInt8]]?
+    /// The frames, in order.
     public var frames: [Frame] = []
 
+    /// A file with a screen of `width` × `height` and no frames yet.
     public init(width: Int, height: Int, loop: Int? = nil, loopApplication: String = "NETSCAPE2.0",
          background: Int = 0, palette: [[UInt8]]? = TestGIF.basicPalette) {
         self.width = width
@@ -59,6 +75,7 @@ public struct TestGIF {
         self.palette = palette
     }
 
+    /// The bytes of the file.
     public func encode() -> [UInt8] {
         var out = Array("GIF89a".utf8)
         out += le16(width) + le16(height)
@@ -107,6 +124,7 @@ public struct TestGIF {
         return colours.flatMap { $0 } + Array(repeating: 0, count: (size - colours.count) * 3)
     }
 
+    /// `indices` as GIF image data of minimum code size `codeSize`, every pixel a literal code.
     public static func lzw(_ indices: [UInt8], codeSize: Int) -> [UInt8] {
         let clear = 1 << codeSize, width = codeSize + 1
         var bytes: [UInt8] = [], accumulator = 0, bits = 0

@@ -33,11 +33,16 @@ extension TestServer {
             case raw
         }
 
+        /// The HTTP status.
         public var status: Int
+        /// Headers beyond those the delivery writes.
         public var headers: [String: String]
+        /// The body, or what the delivery sends of it.
         public var body: Data
+        /// How it goes on the wire.
         public var delivery: Delivery
 
+        /// A response of `status`, `headers` and `body`, sent as `delivery` says.
         public init(status: Int = 200, headers: [String: String] = [:], body: Data = Data(), delivery: Delivery = .complete) {
             self.status = status
             self.headers = headers
@@ -45,54 +50,67 @@ extension TestServer {
             self.delivery = delivery
         }
 
+        /// A 200 with `body`, complete.
         public static func ok(_ body: Data, headers: [String: String] = [:]) -> Response {
             Response(status: 200, headers: headers, body: body)
         }
 
+        /// Plain text with `status`.
         public static func text(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> Response {
             Response(status: status, headers: headers.merging(["Content-Type": "text/plain"]) { a, _ in a }, body: Data(text.utf8))
         }
 
+        /// Headers declaring `declaredLength` bytes, then nothing.
         public static func stall(status: Int = 200, headers: [String: String] = [:], declaredLength: Int = 1 << 20) -> Response {
             Response(status: status, headers: headers, delivery: .stall(declaredLength: declaredLength))
         }
 
+        /// `body` in pieces of `bytesPerChunk`, `interval` seconds apart.
         public static func trickle(_ body: Data, bytesPerChunk: Int, interval: Double, headers: [String: String] = [:]) -> Response {
             Response(status: 200, headers: headers, body: body, delivery: .trickle(bytesPerChunk: bytesPerChunk, interval: interval))
         }
 
+        /// `body` in pieces ending at `ends`, `pause` seconds apart.
         public static func pieces(_ body: Data, ends: [Int], pause: Double, headers: [String: String] = [:]) -> Response {
             Response(status: 200, headers: headers, body: body, delivery: .pieces(ends: ends, pause: pause))
         }
 
+        /// The first `bytes` of `body`, then a TCP reset.
         public static func resetAfter(_ bytes: Int, of body: Data) -> Response {
             Response(status: 200, body: body, delivery: .resetAfter(bytes: bytes))
         }
 
+        /// `piece` over and over, without end.
         public static func endless(_ piece: Data) -> Response {
             Response(body: piece, delivery: .endless)
         }
 
+        /// A TCP reset before anything is sent.
         public static func resetAtOnce() -> Response {
             Response(body: Data(), delivery: .resetAtOnce)
         }
 
+        /// A Content-Length of `declaredLength`, then only `actualBody`.
         public static func truncate(declaredLength: Int, actualBody: Data) -> Response {
             Response(status: 200, body: actualBody, delivery: .truncate(declaredLength: declaredLength))
         }
 
+        /// `body` in chunks of `chunkSize`.
         public static func chunked(_ body: Data, chunkSize: Int) -> Response {
             Response(status: 200, body: body, delivery: .chunked(chunkSize: chunkSize))
         }
 
+        /// `body` without a length, ended by closing the connection.
         public static func untilClose(_ body: Data) -> Response {
             Response(status: 200, body: body, delivery: .untilClose)
         }
 
+        /// `bytes` as they are, no status line or headers.
         public static func raw(_ bytes: Data) -> Response {
             Response(body: bytes, delivery: .raw)
         }
 
+        /// A redirect to `location`.
         public static func redirect(to location: String, status: Int = 302) -> Response {
             Response(status: status, headers: ["Location": location])
         }

@@ -18,6 +18,7 @@ public struct RecordedRequest: Sendable {
     public let path: String
     /// Header fields with lower-cased names; repeated fields joined with ", ".
     public let headers: [String: String]
+    /// The request's body.
     public let body: Data
 
     /// The value of header `name`, matched without regard to case.
@@ -34,6 +35,7 @@ public struct RecordedRequest: Sendable {
 /// never hang on the server. Keep-Alive is supported for well-formed responses;
 /// fault responses close the connection, as a broken server would.
 public final class TestServer: Sendable {
+    /// What answers a route's requests, on the connection's thread.
     public typealias Handler = @Sendable (RecordedRequest) -> Response
 
     private struct State {
@@ -80,6 +82,7 @@ public final class TestServer: Sendable {
         _ = signal(SIGPIPE, SIG_IGN)
     }()
 
+    /// A server that is not listening yet (`start()`).
     public init() {}
 
     deinit { stop() }
