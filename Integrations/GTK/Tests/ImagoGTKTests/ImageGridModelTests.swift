@@ -19,10 +19,6 @@ struct ImageGridModelTests {
         return server
     }
 
-    private static func loader() -> ImageTargetLoader {
-        ImageTargetLoader(loader: ImageLoader(configuration: .init(), cache: ImageCache(memoryPressure: nil)))
-    }
-
     /// The colour index a URL of `colourServer()` stands for.
     private static func colour(of url: URL?) -> Int? {
         url.flatMap { Int($0.lastPathComponent) }
@@ -59,7 +55,7 @@ struct ImageGridModelTests {
         let list = gtk_string_list_new(nil)!
         defer { g_object_unref(UnsafeMutableRawPointer(list)) }
         for k in 0..<60 { gtk_string_list_append(list, server.url("/img/\(k)").absoluteString) }
-        let grid = ImageGrid(model: list, cellSize: 40, targetLoader: Self.loader())
+        let grid = ImageGrid(model: list, cellSize: 40, targetLoader: GTK.targetLoader())
         grid.options.crossfadeDuration = 0
 
         // Every image shown is checked against the item its cell shows at that moment.
@@ -119,7 +115,7 @@ struct ImageGridModelTests {
         for name in names { gtk_string_list_append(list, name) }
         let name = ImageGrid.stringProperty("string")
         let grid = ImageGrid(
-            model: list, cellSize: 48, targetLoader: Self.loader(),
+            model: list, cellSize: 48, targetLoader: GTK.targetLoader(),
             url: { item in name(item).map { server.url("/img/\($0)") } },
             caption: { item in name(item).map { "Colour \($0)" } })
         var activated: [(Int, ImageView)] = []
@@ -151,7 +147,7 @@ struct ImageGridModelTests {
         #expect(activated.first?.1 === view)
 
         // A model without captions: the label is the last part of the URL's path.
-        let plain = ImageGrid(urls: [server.url("/img/4"), server.url("/photos/beach.jpg?size=2")], cellSize: 40, targetLoader: Self.loader())
+        let plain = ImageGrid(urls: [server.url("/img/4"), server.url("/photos/beach.jpg?size=2")], cellSize: 40, targetLoader: GTK.targetLoader())
         #expect(plain.accessibleLabel(at: 1) == "beach.jpg")
         #expect(plain.caption(at: 1) == nil)
         #expect(plain.url(at: 2) == nil)
@@ -173,7 +169,7 @@ struct ImageGridModelTests {
                     return .ok(png, headers: ["Content-Type": "image/png"])
                 }
             }
-            let targets = Self.loader()
+            let targets = GTK.targetLoader()
             let grid = ImageGrid(urls: (0..<2000).map { server.url("/slow/\($0)") }, cellSize: 40, targetLoader: targets)
             grid.keptLoadLimit = limit
             let window = await GTK.window(width: 400, height: 300, child: grid.widget)

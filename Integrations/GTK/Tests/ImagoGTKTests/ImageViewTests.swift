@@ -9,12 +9,6 @@ import Testing
 /// server on 127.0.0.1, with the real codecs; what it shows is checked on captures of
 /// the window's rendering, pixel by pixel.
 @MainActor @Suite(.display, .gtkWindows) struct ImageViewTests {
-    /// A loader of its own per test, with no disk tier, so nothing is cached between
-    /// tests or runs.
-    private static func targetLoader() -> ImageTargetLoader {
-        ImageTargetLoader(loader: ImageLoader(configuration: .init(), cache: ImageCache(memoryPressure: nil)))
-    }
-
     /// A 64×48 picture with features in every quadrant, so a shifted, scaled or
     /// flipped rendering cannot pass for it.
     private static func testPicture() -> Bitmap {
@@ -45,7 +39,7 @@ import Testing
 
         let placeholderBitmap = Pixels.solid(width: 64, height: 48, 128, 128, 128)
         let placeholder = DecodedImage(bitmap: placeholderBitmap, format: .png)
-        let view = ImageView(targetLoader: Self.targetLoader(), width: 64, height: 48)
+        let view = ImageView(targetLoader: GTK.targetLoader(), width: 64, height: 48)
         let window = await GTK.window(width: 64, height: 48, child: view.widget)
         defer { window.close() }
 
@@ -100,7 +94,7 @@ import Testing
         defer { server.stop() }
         server.route("/missing.png") { _ in .text("gone", status: 404) }
         let failureBitmap = Pixels.solid(width: 32, height: 32, 200, 30, 30)
-        let view = ImageView(targetLoader: Self.targetLoader(), width: 32, height: 32)
+        let view = ImageView(targetLoader: GTK.targetLoader(), width: 32, height: 32)
         let window = await GTK.window(width: 32, height: 32, child: view.widget)
         defer { window.close() }
         var failed = false
@@ -119,7 +113,7 @@ import Testing
     }
 
     @Test func fillCropsToTheViewAndAsksForItsSize() async throws {
-        let view = ImageView(targetLoader: Self.targetLoader(), contentMode: .aspectFill, width: 40, height: 40)
+        let view = ImageView(targetLoader: GTK.targetLoader(), contentMode: .aspectFill, width: 40, height: 40)
         let window = await GTK.window(width: 40, height: 40, child: view.widget)
         defer { window.close() }
         #expect(view.displayTargetSize == TargetSize(width: 40, height: 40, contentMode: .aspectFill))
@@ -153,7 +147,7 @@ import Testing
         defer { server.stop() }
         let photo = Pixels.solid(width: 1600, height: 1200, 40, 120, 200)
         server.route("/photo.png", data: try Pixels.png(photo), headers: ["Content-Type": "image/png"])
-        let view = ImageView(targetLoader: Self.targetLoader())
+        let view = ImageView(targetLoader: GTK.targetLoader())
         #expect(view.displayTargetSize == nil, "no size before layout")
         view.setImage(with: server.url("/photo.png"), options: ImageDisplayOptions(crossfadeDuration: 0))
         let window = await GTK.window(width: 400, height: 300, child: view.widget)
@@ -180,7 +174,7 @@ import Testing
         defer { server.stop() }
         server.route("/moon.gif", data: gif, headers: ["Content-Type": "image/gif"])
 
-        let view = ImageView(targetLoader: Self.targetLoader(), width: decoded.width, height: decoded.height)
+        let view = ImageView(targetLoader: GTK.targetLoader(), width: decoded.width, height: decoded.height)
         let box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 0)!
         gtk_box_append(box.cast(GtkBox.self), view.widget)
         let window = await GTK.window(width: Int32(decoded.width), height: Int32(decoded.height), child: box)
@@ -252,7 +246,7 @@ import Testing
         try server.start()
         defer { server.stop() }
         server.route("/long.gif", data: gif, headers: ["Content-Type": "image/gif"])
-        let view = ImageView(targetLoader: Self.targetLoader(), width: 96, height: 96)
+        let view = ImageView(targetLoader: GTK.targetLoader(), width: 96, height: 96)
         let window = await GTK.window(width: 96, height: 96, child: view.widget)
         defer { window.close() }
         var changes: [Int] = []

@@ -36,7 +36,7 @@ import Testing
 
         let placeholderBitmap = Pixels.solid(width: 128, height: 96, 128, 128, 128)
         let placeholder = DecodedImage(bitmap: placeholderBitmap, format: .png)
-        let loader = ImageTargetLoader(loader: ImageLoader(configuration: .init(), cache: ImageCache(memoryPressure: nil)))
+        let loader = GTK.targetLoader()
         let view = ImageView(targetLoader: loader, width: 128, height: 96)
         let window = await GTK.window(width: 128, height: 96, child: view.widget)
         defer { window.close() }

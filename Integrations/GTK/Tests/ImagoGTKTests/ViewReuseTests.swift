@@ -7,10 +7,6 @@ import Testing
 /// A recycled GTK view when the main loop is busy as an earlier image lands: in a
 /// real window, checked by its pixels and by every content it is given.
 @MainActor @Suite(.display, .gtkWindows) struct ViewReuseTests {
-    private static func targetLoader() -> ImageTargetLoader {
-        ImageTargetLoader(loader: ImageLoader(configuration: .init(), cache: ImageCache(memoryPressure: nil)))
-    }
-
     /// A's image arrives while the main loop is held up (no GLib iteration runs);
     /// then the view is cancelled, or not, and given B, which never answers. The view
     /// must show the placeholder with the spinner, never A: on screen and in every
@@ -26,7 +22,7 @@ import Testing
         let placeholder = DecodedImage(bitmap: grey, format: .png)
 
         for (round, cancelFirst) in [true, false].enumerated() {
-            let view = ImageView(targetLoader: Self.targetLoader(), width: 48, height: 48)
+            let view = ImageView(targetLoader: GTK.targetLoader(), width: 48, height: 48)
             let window = await GTK.window(width: 48, height: 48, child: view.widget)
             defer { window.close() }
             var reds = 0
@@ -59,7 +55,7 @@ import Testing
         try server.start()
         defer { server.stop() }
         server.route("/slow.png") { _ in .stall() }
-        let view = ImageView(targetLoader: Self.targetLoader(), width: 48, height: 48)
+        let view = ImageView(targetLoader: GTK.targetLoader(), width: 48, height: 48)
         let window = await GTK.window(width: 48, height: 48, child: view.widget)
         defer { window.close() }
         let green = Pixels.solid(width: 48, height: 48, 20, 200, 20)

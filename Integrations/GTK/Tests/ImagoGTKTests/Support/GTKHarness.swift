@@ -82,6 +82,12 @@ enum GTK {
             sourceLocation: sourceLocation)
     }
 
+    /// A loader of its own for a test, with no disk tier, so nothing is cached between
+    /// tests or runs.
+    static func targetLoader() -> ImageTargetLoader {
+        ImageTargetLoader(loader: ImageLoader(configuration: .init(), cache: ImageCache(memoryPressure: nil)))
+    }
+
     /// A window of `width` × `height` showing `child`, presented and laid out.
     static func window(
         width: Int32, height: Int32, child: UnsafeMutablePointer<GtkWidget>, sourceLocation: SourceLocation = #_sourceLocation
