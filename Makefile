@@ -89,20 +89,26 @@ check-apple:
 	@echo "==> Type-checking the Apple-only code for iOS, macOS, tvOS, visionOS and watchOS against the SDK declarations in scripts/apple-check"
 	@SWIFT=$(SWIFT) scripts/check-apple.sh
 
-# The DocC documentation (Sources/Imago/Imago.docc and every doc comment) into
-# .build/docs, a static site. The symbol graph comes from a build of its own, so the
-# compiler flag that emits it never invalidates the everyday build.
+# The DocC documentation of the two library modules (Sources/Imago/Imago.docc,
+# Sources/ImagoUI/ImagoUI.docc and every doc comment) into .build/docs/Imago and
+# .build/docs/ImagoUI, static sites. The symbol graphs come from a build of its own,
+# so the compiler flag that emits them never invalidates the everyday build; each
+# catalog is converted with its own module's graphs only.
 docs: deps
-	@echo "==> Building Imago's symbol graph"
+	@echo "==> Building the symbol graphs of Imago and ImagoUI"
 	@rm -rf $(DOCS_BUILD)/symbol-graphs; mkdir -p $(DOCS_BUILD)/symbol-graphs
-	@$(SWIFT) build --scratch-path $(DOCS_BUILD) --target Imago $(SWIFT_FLAGS) \
+	@$(SWIFT) build --scratch-path $(DOCS_BUILD) --target ImagoUI $(SWIFT_FLAGS) \
 	  -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/$(DOCS_BUILD)/symbol-graphs
-	@echo "==> Converting Sources/Imago/Imago.docc with $(DOCC)"
 	@rm -rf .build/docs
-	@$(DOCC) convert Sources/Imago/Imago.docc --additional-symbol-graph-dir $(DOCS_BUILD)/symbol-graphs \
-	  --fallback-display-name Imago --fallback-bundle-identifier imago.Imago \
-	  --transform-for-static-hosting --output-dir .build/docs --warnings-as-errors
-	@echo "==> The documentation: $(CURDIR)/.build/docs/index.html (documentation/imago)"
+	@for module in Imago ImagoUI; do \
+	  echo "==> Converting Sources/$$module/$$module.docc with $(DOCC)"; \
+	  graphs=$(DOCS_BUILD)/module-graphs/$$module; rm -rf $$graphs; mkdir -p $$graphs; \
+	  cp $(DOCS_BUILD)/symbol-graphs/$$module.symbols.json $(DOCS_BUILD)/symbol-graphs/$$module@*.symbols.json $$graphs/ 2>/dev/null; \
+	  $(DOCC) convert Sources/$$module/$$module.docc --additional-symbol-graph-dir $$graphs \
+	    --fallback-display-name $$module --fallback-bundle-identifier imago.$$module \
+	    --transform-for-static-hosting --output-dir .build/docs/$$module --warnings-as-errors || exit 1; \
+	done
+	@echo "==> The documentation: $(CURDIR)/.build/docs/Imago/index.html (documentation/imago) and $(CURDIR)/.build/docs/ImagoUI/index.html (documentation/imagoui)"
 
 # The thumbnail gallery over Samples/, served on 127.0.0.1; each image is listed six
 # times under URLs of its own, so that there is a grid to scroll. Without a display it

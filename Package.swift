@@ -10,6 +10,10 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Imago", targets: ["Imago"]),
+        // Views and targets: what binds images into UIKit, AppKit and SwiftUI views
+        // (and any object), apart from the loading and caching core, which a server or
+        // a command-line tool uses without them.
+        .library(name: "ImagoUI", targets: ["ImagoUI"]),
         .executable(name: "imago", targets: ["imago"]),
         // The support code of Imago's own tests (the test server, fixtures, waiting,
         // the controlled loader, the recording view), a product only so that the
@@ -84,13 +88,14 @@ let package = Package(
                 .target(name: "CCurl", condition: linux),
                 .target(name: "CHiredis", condition: linux),
             ]),
+        .target(name: "ImagoUI", dependencies: ["Imago"]),
         .target(name: "ImagoCommandLine", dependencies: [.target(name: "CImagoSystem", condition: linux)]),
         .executableTarget(name: "imago", dependencies: ["Imago", "ImagoCommandLine"]),
-        .target(name: "_ImagoTestSupport", dependencies: ["Imago"], path: "Tests/_ImagoTestSupport"),
+        .target(name: "_ImagoTestSupport", dependencies: ["Imago", "ImagoUI"], path: "Tests/_ImagoTestSupport"),
         // Fixtures are read from the source tree by path, not bundled.
         // The tests run the `imago` tool too (Support/Tool.swift): depending on its
         // target makes every build of the tests build the tool first, beside them.
-        .testTarget(name: "ImagoTests", dependencies: ["Imago", "imago", "_ImagoTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "ImagoTests", dependencies: ["Imago", "ImagoUI", "imago", "_ImagoTestSupport"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

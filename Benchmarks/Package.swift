@@ -18,6 +18,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Imago", package: "Imago"),
                 .product(name: "_ImagoCommandLine", package: "Imago"),
+                .product(name: "ImagoUI", package: "Imago"),
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -10,8 +10,8 @@
 # configuration sets as that platform would, and only the stub frameworks that exist
 # on the platform are on the import path, so `canImport(UIKit)` is true on iOS, tvOS,
 # visionOS and watchOS and false on macOS, `canImport(AppKit)` only on macOS. Every
-# file of the Imago module is compiled (the Linux-only ones drop out as on an Apple
-# build), then the README's Apple example against the module.
+# file of the Imago and ImagoUI modules is compiled (the Linux-only ones drop out as
+# on an Apple build), then the README's Apple example against the two modules.
 #
 # Usage: scripts/check-apple.sh [platform...]   (default: iOS macOS tvOS visionOS watchOS)
 set -eu
@@ -42,21 +42,26 @@ rewrite() {
 
 check() {
   local platform="$1" dir="$out/$1" readme="" flags=(-swift-version 6 -D "IMAGO_OS_$1" -warnings-as-errors)
-  rm -rf "$dir"; mkdir -p "$dir/modules" "$dir/sdk" "$dir/Imago" "$dir/readme"
+  rm -rf "$dir"; mkdir -p "$dir/modules" "$dir/sdk" "$dir/readme"
   for framework in $(frameworks "$platform"); do
     rewrite "$sdk/$framework.swift" > "$dir/sdk/$framework.swift"
     "$swiftc" -parse-as-library -wmo -emit-module -module-name "$framework" -I "$dir/modules" "${flags[@]}" \
       -emit-module-path "$dir/modules/$framework.swiftmodule" "$dir/sdk/$framework.swift" || return 1
   done
-  # The module's files under their own names in a tree of the same shape.
-  (cd Sources/Imago && find . -name '*.swift') | while read -r file; do
-    mkdir -p "$(dirname "$dir/Imago/$file")"
-    rewrite "Sources/Imago/$file" > "$dir/Imago/$file"
+  # Each module's files under their own names in a tree of the same shape, Imago
+  # first: ImagoUI is compiled against it, and sees its `package` declarations as a
+  # target of the same package does.
+  local module
+  for module in Imago ImagoUI; do
+    (cd "Sources/$module" && find . -name '*.swift') | while read -r file; do
+      mkdir -p "$(dirname "$dir/$module/$file")"
+      rewrite "Sources/$module/$file" > "$dir/$module/$file"
+    done
+    find "$dir/$module" -name '*.swift' | sort > "$dir/$module.files"
+    "$swiftc" -parse-as-library -wmo -emit-module -module-name "$module" -package-name imago -I "$dir/modules" "${flags[@]}" \
+      -emit-module-path "$dir/modules/$module.swiftmodule" @"$dir/$module.files" 2>&1 | sed "s#$dir/$module/#Sources/$module/#g"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
   done
-  find "$dir/Imago" -name '*.swift' | sort > "$dir/files"
-  "$swiftc" -parse-as-library -wmo -emit-module -module-name Imago -I "$dir/modules" "${flags[@]}" \
-    -emit-module-path "$dir/modules/Imago.swiftmodule" @"$dir/files" 2>&1 | sed "s#$dir/Imago/#Sources/Imago/#g"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
   # The README's Apple example, for the platforms its imports exist on.
   awk -v dir="$dir/readme" '/^```swift[ \t]*$/ { file = sprintf("%s/README-%05d.swift", dir, NR + 1); next }
        /^```/ { file = ""; next } file != "" { print > file }' README.md
@@ -67,7 +72,7 @@ check() {
     [ -e "$block" ] || continue
     local missing="" start=$((10#$(basename "$block" .swift | tr -dc 0-9)))
     for module in $(sed -nE 's/^import ([A-Za-z]+).*/\1/p' "$block"); do
-      [ "$module" = Imago ] || [ "$module" = Foundation ] || [ -e "$dir/modules/$module.swiftmodule" ] || missing="$module"
+      [ "$module" = Foundation ] || [ -e "$dir/modules/$module.swiftmodule" ] || missing="$module"
     done
     # UIKit on watchOS has no views, which is what the README's UIKit examples show.
     if [ "$platform" = watchOS ] && grep -q '^import UIKit' "$block"; then missing=UIKit; fi
@@ -83,7 +88,7 @@ check() {
     [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
     readme=" and README.md's example at line $start"
   done
-  echo "    $platform: $(wc -l < "$dir/files") files of Imago type-check${readme:-}"
+  echo "    $platform: $(wc -l < "$dir/Imago.files") files of Imago and $(wc -l < "$dir/ImagoUI.files") of ImagoUI type-check${readme:-}"
 }
 
 # The platforms side by side, their messages in order.

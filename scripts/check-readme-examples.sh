@@ -7,12 +7,13 @@
 #
 # Usage: scripts/check-readme-examples.sh
 #
-# A block whose first line starts with "// Apple platforms only" is compiled on Apple
-# platforms only (and not at all when it needs UIKit, which macOS lacks); a block
-# that imports ImagoGTK is compiled against the GTK view's package
-# (Integrations/GTK, which needs libgtk-4-dev) and skipped on Apple platforms. The
-# package is built in .build/readme-examples with warnings as errors; compiler
-# messages point at README.md's own lines.
+# Each example depends on the products it imports (Imago, ImagoUI). A block whose
+# first line starts with "// Apple platforms only" is compiled on Apple platforms
+# only (and not at all when it needs UIKit, which macOS lacks); a block that imports
+# ImagoGTK is compiled against the GTK view's package (Integrations/GTK, which needs
+# libgtk-4-dev) and skipped on Apple platforms. The package is built in
+# .build/readme-examples with warnings as errors; compiler messages point at
+# README.md's own lines.
 set -eu
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -45,10 +46,13 @@ for block in "$out"/blocks/*.swift; do
   if head -n 1 "$block" | grep -q '^// Apple platforms only'; then
     if [ "$platform" != Darwin ] || grep -q '^import UIKit' "$block"; then skipped=$((skipped + 1)); continue; fi
   fi
-  product=Imago
+  # The products the block imports: Imago's two, or the GTK package's.
+  products=""
+  grep -q '^import Imago$' "$block" && products="$products .product(name: \"Imago\", package: \"Imago\"),"
+  grep -q '^import ImagoUI$' "$block" && products="$products .product(name: \"ImagoUI\", package: \"Imago\"),"
   if grep -q '^import ImagoGTK' "$block"; then
     if [ "$platform" = Darwin ]; then skipped=$((skipped + 1)); continue; fi
-    product=ImagoGTK
+    products="$products .product(name: \"ImagoGTK\", package: \"ImagoGTK\"),"
     needsGTK=yes
   fi
   if [ -z "$manifest" ]; then
@@ -62,7 +66,7 @@ for block in "$out"/blocks/*.swift; do
     name="$first"
   else
     name="Example$line"
-    targets="$targets        .executableTarget(name: \"$name\", dependencies: [.product(name: \"$product\", package: \"$product\")]),
+    targets="$targets        .executableTarget(name: \"$name\", dependencies: [${products# }]),
 "
   fi
   mkdir -p "$out/Sources/$name"

@@ -24,7 +24,7 @@ let package = Package(
         .target(name: "CImagoGTK", dependencies: ["CGTK"]),
         .target(
             name: "ImagoGTK",
-            dependencies: ["CGTK", "CImagoGTK", .product(name: "Imago", package: "Imago")]),
+            dependencies: ["CGTK", "CImagoGTK", .product(name: "Imago", package: "Imago"), .product(name: "ImagoUI", package: "Imago")]),
         .executableTarget(name: "imago-gallery", dependencies: ["ImagoGTK", "CGTK"]),
         // The tests' C caller: an ImagoPicture driven as a C program drives it, and the
         // variadic accessibility check Swift cannot call.

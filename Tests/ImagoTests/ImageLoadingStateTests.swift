@@ -1,5 +1,6 @@
 import Testing
 @testable import Imago
+@testable import ImagoUI
 import _ImagoTestSupport
 
 /// The rules of the loading view (AsyncImageView's spinner and crossfade), driven

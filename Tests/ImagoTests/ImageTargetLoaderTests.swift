@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+@testable import ImagoUI
 import _ImagoTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 @testable import Imago
+@testable import ImagoUI
 import _ImagoTestSupport
 
 /// The view calls against the real HTTP server: reuse under random delays, the

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+@testable import ImagoUI
 import _ImagoTestSupport
 
 /// The decisions the Apple views and ImageIO's decoder take from what their SDKs

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Imago
+@testable import ImagoUI
 import _ImagoTestSupport
 
 /// Previews on views: a view asking for them shows the placeholder, then previews in

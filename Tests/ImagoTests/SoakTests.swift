@@ -5,6 +5,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Imago
+@testable import ImagoUI
 import _ImagoTestSupport
 
 /// `make soak`: 20,000 loads through the library against the test server, with one

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 @testable import Imago
+@testable import ImagoUI
 import _ImagoTestSupport
 
 /// Suites whose tests must not overlap: some hold the main thread on purpose, as a

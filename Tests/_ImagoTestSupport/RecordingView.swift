@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import ImagoUI
 
 /// A view that records everything it is told: every content, in order; the loading
 /// state a real view (AsyncImageView, the GTK view) would render from them; how often

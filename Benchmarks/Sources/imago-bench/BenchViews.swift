@@ -1,6 +1,7 @@
 import Foundation
 import Imago
 import ImagoCommandLine
+import ImagoUI
 
 /// The cost of a memory-cache hit through `setImage(with:)` on a view, against the
 /// least a cache hit can cost: a look-up in a dictionary behind a lock, and the

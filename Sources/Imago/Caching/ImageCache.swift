@@ -15,6 +15,14 @@ public protocol ImageCaching: AnyObject, Sendable {
     func removeAll()
 }
 
+extension ImageResponse {
+    /// The response for an image that was at hand and cost nothing to load: one the
+    /// memory cache held, or one from the platform's named-image cache (`.local`).
+    package init(image: DecodedImage, url: URL, source: ImageSource) {
+        self.init(image: image, url: url, source: source, metrics: ImageMetrics())
+    }
+}
+
 /// The memory tier: least-recently-used eviction under a cost limit (bytes of decoded
 /// pixels) and a count limit, O(1) look-up and insertion under one short lock.
 ///

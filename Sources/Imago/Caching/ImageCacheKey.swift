@@ -41,7 +41,7 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible, Expres
     }
 
     /// The key of `imageKey` at `targetSize` after `processors`.
-    init(imageKey: String, targetSize: TargetSize?, processors: [any ImageProcessing]) {
+    package init(imageKey: String, targetSize: TargetSize?, processors: [any ImageProcessing]) {
         self.init(imageKey: imageKey, targetSize: targetSize, processing: processors.map(\.identifier))
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import ImagoUI
 
 /// A scrolling grid of image thumbnails: a `GtkGridView` whose recycled cells are
 /// `ImageView`s, square cells of `cellSize` points, as many columns as the width holds,

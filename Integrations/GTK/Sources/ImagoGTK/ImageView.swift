@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import ImagoUI
 
 /// An image view for GTK 4: what `UIImageView` with SDWebImage, or AsyncImageView's
 /// `AsyncImageView`, is on iOS. Call `setImage(with:placeholder:options:completion:)`

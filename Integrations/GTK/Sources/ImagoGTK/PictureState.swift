@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import ImagoUI
 
 /// The ImagoPicture widget type, registered with the GObject type system: a GTK 4
 /// widget that GtkBuilder, C and every language with GObject bindings can make and

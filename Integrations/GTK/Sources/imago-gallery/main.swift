@@ -3,6 +3,7 @@
 
 import Foundation
 import Imago
+import ImagoUI
 import ImagoGTK
 import Synchronization
 

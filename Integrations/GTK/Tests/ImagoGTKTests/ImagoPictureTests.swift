@@ -1,6 +1,7 @@
 import CImagoGTKTestSupport
 import Foundation
 import Imago
+import ImagoUI
 import ImagoGTK
 import Synchronization
 import Testing

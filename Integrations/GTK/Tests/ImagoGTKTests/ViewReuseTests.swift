@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import ImagoUI
 import ImagoGTK
 import _ImagoTestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Imago
+import ImagoUI
 import ImagoGTK
 import Synchronization
 import Testing

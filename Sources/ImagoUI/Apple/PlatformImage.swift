@@ -1,46 +1,10 @@
-// Apple platforms only: thin adapters between Imago's platform-neutral `Bitmap` /
-// `DecodedImage` and Core Graphics, UIKit and AppKit. All behaviour lives in the
-// platform-neutral code that the Linux tests exercise.
-#if canImport(CoreGraphics)
-import CoreGraphics
-import Foundation
-
-extension Bitmap {
-    /// The pixels as a Core Graphics image: sRGB, 8 bits, premultiplied RGBA, exactly
-    /// the bitmap's own layout, so nothing is converted.
-    public func makeCGImage() -> CGImage? {
-        guard let provider = CGDataProvider(data: Data(pixels) as CFData),
-              let space = CGColorSpace(name: CGColorSpace.sRGB) else { return nil }
-        let info = CGBitmapInfo(rawValue: CGImageAlphaInfo.premultipliedLast.rawValue)
-            .union(.byteOrder32Big)
-        return CGImage(
-            width: width, height: height, bitsPerComponent: 8, bitsPerPixel: 32,
-            bytesPerRow: bytesPerRow, space: space, bitmapInfo: info, provider: provider,
-            decode: nil, shouldInterpolate: true, intent: .defaultIntent)
-    }
-
-    /// Draws `image` into a new bitmap of its size; the one copy on the way out of
-    /// ImageIO.
-    static func drawing(_ image: CGImage, format: ImageFormat) throws(ImagoError) -> Bitmap {
-        let width = image.width, height = image.height
-        return try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
-            pixels.initializeMemory(as: UInt8.self, repeating: 0)
-            guard let space = CGColorSpace(name: CGColorSpace.sRGB),
-                  let context = CGContext(
-                    data: pixels.baseAddress, width: width, height: height, bitsPerComponent: 8,
-                    bytesPerRow: width * 4, space: space,
-                    bitmapInfo: CGImageAlphaInfo.premultipliedLast.rawValue | CGBitmapInfo.byteOrder32Big.rawValue)
-            else {
-                throw .decodingFailed(format: format, reason: "Core Graphics could not make a bitmap context", codec: nil)
-            }
-            context.draw(image, in: CGRect(x: 0, y: 0, width: width, height: height))
-        }
-    }
-}
-#endif
+// Apple platforms only: thin adapters between Imago's platform-neutral `DecodedImage`
+// and UIKit and AppKit (the Core Graphics bitmaps underneath are Imago's). All
+// behaviour lives in the platform-neutral code that the Linux tests exercise.
 
 #if canImport(UIKit)
 import UIKit
+import Imago
 
 /// The image type of the platform's UI toolkit.
 public typealias PlatformImage = UIImage
@@ -82,6 +46,7 @@ extension DecodedImage {
 }
 #elseif canImport(AppKit)
 import AppKit
+import Imago
 
 /// The image type of the platform's UI toolkit.
 public typealias PlatformImage = NSImage

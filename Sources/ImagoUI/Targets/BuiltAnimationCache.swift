@@ -1,3 +1,5 @@
+import Imago
+
 /// Toolkit images built from animations, kept so that showing an animation again
 /// costs a look-up instead of decoding and copying every frame again on the main actor.
 ///

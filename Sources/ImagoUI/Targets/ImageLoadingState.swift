@@ -1,3 +1,5 @@
+import Imago
+
 /// What a loading image view shows, as AsyncImageView's `AsyncImageView` class
 /// does it: the image, an activity indicator while loading, and a crossfade to each
 /// new image. The platform views (a UIKit `AsyncImageView`, the GTK view) feed it

@@ -1,3 +1,5 @@
+import Imago
+
 /// What the platform image views make of what their toolkits report: the screen's
 /// scale and how the view scales its image, as the box images are decoded to. Pure
 /// functions, so that the Apple views (which only read their properties and call

@@ -4,6 +4,7 @@
 
 #if canImport(UIKit) && !os(watchOS)
 import UIKit
+import Imago
 
 extension UIImageView: ImageDisplaying {
     /// Shows the content's image, cross-dissolving when the content says so; an
@@ -77,6 +78,7 @@ extension UIImageView: ImageDisplaying {
 
 #elseif canImport(AppKit)
 import AppKit
+import Imago
 
 extension NSImageView: ImageDisplaying {
     /// Shows the content's image, fading it in when the content says so, if the view

@@ -1,4 +1,5 @@
 import Foundation
+import Imago
 
 /// Loads images for targets (views, cells, any object), the way Nick Lockwood's
 /// AsyncImageView's `AsyncImageLoader` does: loads are set on a target with an

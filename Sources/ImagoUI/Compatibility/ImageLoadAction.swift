@@ -1,3 +1,5 @@
+import Imago
+
 /// Names one target-bound load, as a selector does in AsyncImageView: loads set with
 /// the same action on the same target are set in the order they were made, can be
 /// cancelled and looked up together. Two actions are the same when their names are.

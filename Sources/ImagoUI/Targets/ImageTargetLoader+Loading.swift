@@ -1,49 +1,8 @@
 import Foundation
+import Imago
 
 extension ImageTargetLoader {
     // MARK: - Loading
-
-    /// Loads `url` for `target`, calling `success` or `failure` on the main actor with
-    /// the target (held weakly until then, so the closures need not capture it).
-    ///
-    /// Each load replaces the target's previous one, which is cancelled: only the
-    /// latest load set on a target calls anything, and only if nothing was set on the
-    /// target or cancelled since, checked on the main actor at the moment it would
-    /// call. A cached image succeeds before this returns. A cancelled load, or one
-    /// whose target has gone, calls neither.
-    @MainActor @discardableResult
-    public func loadImage(
-        with url: URL, target: AnyObject,
-        success: @escaping @MainActor @Sendable (_ target: AnyObject, _ response: ImageResponse) -> Void,
-        failure: @escaping @MainActor @Sendable (_ target: AnyObject, _ error: ImagoError) -> Void
-    ) -> ImageTask {
-        load(ImageRequest(url: url), target: target, action: nil, success: success, failure: failure)
-    }
-
-    /// Loads `url` for `target`, calling `action`'s handler on the main actor when it
-    /// succeeds; failures arrive by notification. A new load of one action on one
-    /// target replaces the previous one, as with `loadImage(with:target:success:failure:)`;
-    /// loads of other actions go on. A nil target loads with no handler: the outcome
-    /// is seen through the notifications.
-    @MainActor @discardableResult
-    public func loadImage(with url: URL, target: AnyObject?, action: ImageLoadAction) -> ImageTask {
-        guard let target else { return loadImage(with: url) }
-        return load(ImageRequest(url: url), target: target, action: action.name, success: action.handler, failure: nil)
-    }
-
-    /// Loads `url` with no target; the outcome is seen through the notifications and
-    /// `events`.
-    @discardableResult
-    public func loadImage(with url: URL) -> ImageTask {
-        let cache = loader.cache
-        let task = loader.task(with: ImageRequest(url: url)) { [weak self] result in
-            self?.untrack(url: url)
-            guard let self, result.isDelivered else { return }
-            Task { @MainActor in self.announce(result, url: url, target: WeakReference(nil), cache: cache) }
-        }
-        track(task, url: url)
-        return task
-    }
 
     /// Loads `request` for `target` under `action` (nil for the success/failure form):
     /// a new generation of the binding, then the image from the memory cache at once,
@@ -56,7 +15,7 @@ extension ImageTargetLoader {
     ) -> ImageTask {
         let generation = rebind(target, action: action, to: request.url).generation
         if let image = loader.cachedImage(for: request) {
-            let response = ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageMetrics())
+            let response = ImageResponse(image: image, url: request.url, source: .memory)
             success(target, response)
             announce(.success(response), url: request.url, target: WeakReference(target), cache: loader.cache)
             return loader.task(with: request)
@@ -189,7 +148,7 @@ extension ImageTargetLoader {
     }
 
     /// Indexes an unfinished URL-only task by URL, for `cancelLoading(url:)`.
-    private func track(_ task: ImageTask, url: URL) {
+    func track(_ task: ImageTask, url: URL) {
         registry.withLock { registry in
             if !task.isFinished { registry.byURL[url, default: []].append(task) }
         }
@@ -198,7 +157,7 @@ extension ImageTargetLoader {
     }
 
     /// A URL-only load ended: it leaves the index.
-    private func untrack(url: URL) {
+    func untrack(url: URL) {
         registry.withLock { registry in
             registry.byURL[url]?.removeAll { $0.isFinished }
             if registry.byURL[url]?.isEmpty == true { registry.byURL[url] = nil }
@@ -212,7 +171,7 @@ extension ImageTargetLoader {
     /// runs in one: posted from the main actor anywhere else, it would wait on itself
     /// for ever. Observers with `queue: nil` run there too, on the main thread.
     @MainActor
-    private func announce(_ result: Result<ImageResponse, ImagoError>, url: URL, target: WeakReference, cache: (any ImageCaching)?) {
+    func announce(_ result: Result<ImageResponse, ImagoError>, url: URL, target: WeakReference, cache: (any ImageCaching)?) {
         let announcement = Announcement(event: Event(url: url, target: target, result: result), cache: cache)
         if OperationQueue.current === OperationQueue.main {
             announcement.post(to: self)
@@ -221,46 +180,11 @@ extension ImageTargetLoader {
         }
     }
 
-    // MARK: - Cancelling: each call cancels exactly what it names
+    // MARK: - Cancelling
 
-    /// Cancels the load of `url` set on `target` with `action`.
-    @MainActor public func cancelLoading(url: URL, target: AnyObject, action: ImageLoadAction) {
-        cancelTargetLoads(target) { $1 == url && $0 == action.name }
-    }
-
-    /// Cancels the loads of `url` set on `target`, whatever their action.
-    @MainActor public func cancelLoading(url: URL, target: AnyObject) {
-        cancelTargetLoads(target) { $1 == url }
-    }
-
-    /// Cancels every load of `url` made through this loader, for any target or none.
-    /// Called off the main actor, the targets' completions hear of it on the main
-    /// actor soon after; nothing of the cancelled loads is delivered in any case.
-    public func cancelLoading(url: URL) {
-        let (cancelled, urlOnly) = registry.withLock { registry -> ([TargetRegistry.Binding.Load], [ImageTask]) in
-            var cancelled: [TargetRegistry.Binding.Load] = []
-            for record in registry.targets.values {
-                cancelled += Self.takeLoads(of: record, in: &registry) { $1 == url }
-            }
-            return (cancelled, registry.byURL[url] ?? [])
-        }
-        loader.cancel(urlOnly + cancelled.map(\.task))
-        let callbacks = cancelled.compactMap(\.cancelled)
-        if !callbacks.isEmpty { Task { @MainActor in for callback in callbacks { callback() } } }
-    }
-
-    /// Cancels the load set on `target` with `action`, whatever its URL.
-    @MainActor public func cancelLoading(target: AnyObject, action: ImageLoadAction) {
-        cancelTargetLoads(target) { name, _ in name == action.name }
-    }
-
-    /// Cancels every load set on `target`.
-    @MainActor public func cancelLoading(target: AnyObject) {
-        cancelTargetLoads(target) { _, _ in true }
-    }
-
+    /// Cancels the loads of `target` that match (by action and URL).
     @MainActor
-    private func cancelTargetLoads(_ target: AnyObject, where matches: (String?, URL) -> Bool) {
+    func cancelTargetLoads(_ target: AnyObject, where matches: (String?, URL) -> Bool) {
         let cancelled = registry.withLock { registry in
             registry.record(of: target).map { Self.takeLoads(of: $0, in: &registry, where: matches) } ?? []
         }
@@ -269,7 +193,7 @@ extension ImageTargetLoader {
 
     /// Takes the record's unfinished loads that match (by action and URL) from their
     /// bindings, each binding moving on to a new generation.
-    private static func takeLoads(
+    static func takeLoads(
         of record: TargetRegistry.Record, in registry: inout TargetRegistry, where matches: (String?, URL) -> Bool
     ) -> [TargetRegistry.Binding.Load] {
         var taken: [TargetRegistry.Binding.Load] = []
@@ -282,21 +206,9 @@ extension ImageTargetLoader {
 
     // MARK: - Look-ups
 
-    /// The URL of the load queued or running for `target` with `action`; nil once
-    /// it has finished or was cancelled, as AsyncImageLoader's `URLForTarget:action:`.
-    @MainActor public func url(for target: AnyObject, action: ImageLoadAction) -> URL? {
-        registry.withLock { $0.record(of: target)?.byAction[action.name]?.load?.url }
-    }
-
     /// Whether `target`'s binding for `action` has an unfinished load.
     @MainActor func isLoading(_ target: AnyObject, action: String?) -> Bool {
         registry.withLock { $0.record(of: target)?[action].load != nil }
-    }
-
-    /// The latest URL set on `target`, loading or loaded; nil after a nil URL. A
-    /// view's `imageURL`.
-    @MainActor public func url(for target: AnyObject) -> URL? {
-        registry.withLock { $0.record(of: target)?.latestURL }
     }
 
     // MARK: - Targets that go away

@@ -6,6 +6,7 @@
 
 #if canImport(UIKit) && !os(watchOS)
 import UIKit
+import Imago
 
 /// An image view that shows an activity indicator while its image loads and
 /// cross-dissolves to each new image, as AsyncImageView's `AsyncImageView` does. Load

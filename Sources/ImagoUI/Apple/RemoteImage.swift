@@ -7,6 +7,7 @@
 #if canImport(SwiftUI) && canImport(Observation)
 import Observation
 import SwiftUI
+import Imago
 
 /// Shows the image at `url`: `placeholder` until it loads (or when it fails), then
 /// `content` with the image, faded in over `crossfadeDuration` unless it came from

@@ -1,0 +1,40 @@
+// Apple platforms only: Imago's bitmaps to and from Core Graphics, for ImageIO's
+// decoding and for the UIKit and AppKit images of ImagoUI. Nothing is converted: the
+// layouts are the same.
+#if canImport(CoreGraphics)
+import CoreGraphics
+import Foundation
+
+extension Bitmap {
+    /// The pixels as a Core Graphics image: sRGB, 8 bits, premultiplied RGBA, exactly
+    /// the bitmap's own layout, so nothing is converted.
+    public func makeCGImage() -> CGImage? {
+        guard let provider = CGDataProvider(data: Data(pixels) as CFData),
+              let space = CGColorSpace(name: CGColorSpace.sRGB) else { return nil }
+        let info = CGBitmapInfo(rawValue: CGImageAlphaInfo.premultipliedLast.rawValue)
+            .union(.byteOrder32Big)
+        return CGImage(
+            width: width, height: height, bitsPerComponent: 8, bitsPerPixel: 32,
+            bytesPerRow: bytesPerRow, space: space, bitmapInfo: info, provider: provider,
+            decode: nil, shouldInterpolate: true, intent: .defaultIntent)
+    }
+
+    /// Draws `image` into a new bitmap of its size; the one copy on the way out of
+    /// ImageIO.
+    package static func drawing(_ image: CGImage, format: ImageFormat) throws(ImagoError) -> Bitmap {
+        let width = image.width, height = image.height
+        return try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+            pixels.initializeMemory(as: UInt8.self, repeating: 0)
+            guard let space = CGColorSpace(name: CGColorSpace.sRGB),
+                  let context = CGContext(
+                    data: pixels.baseAddress, width: width, height: height, bitsPerComponent: 8,
+                    bytesPerRow: width * 4, space: space,
+                    bitmapInfo: CGImageAlphaInfo.premultipliedLast.rawValue | CGBitmapInfo.byteOrder32Big.rawValue)
+            else {
+                throw .decodingFailed(format: format, reason: "Core Graphics could not make a bitmap context", codec: nil)
+            }
+            context.draw(image, in: CGRect(x: 0, y: 0, width: width, height: height))
+        }
+    }
+}
+#endif

@@ -1,0 +1,121 @@
+// The calls SDWebImage's `UIImageView+WebCache` category and AsyncImageView's
+// `UIImageView` category put on image views, on every `ImageDisplaying` view:
+// `setImage(with:)` for `setImageWithURL:placeholderImage:`, `imageURL`, and
+// `cancelImageLoad()`. They decide what the view shows; the binding of loads to views
+// is `ImageTargetLoader`'s.
+
+import Foundation
+import Imago
+
+extension ImageDisplaying {
+    /// Loads `url` into the view, as SDWebImage's `setImageWithURL:placeholderImage:`:
+    /// the view's previous load is cancelled, the placeholder is shown, an image in
+    /// the memory cache is shown before this returns, and a nil URL shows the
+    /// placeholder and loads nothing. Without a placeholder, the image the view showed
+    /// when it was first loaded into (`displayedImage`) stands in, as the original
+    /// category's did. A file in the app bundle comes from the platform's named-image
+    /// cache where there is one (`bundledImage(named:)`), also before this returns.
+    ///
+    /// The view shows an image only while its URL is still the view's latest and no
+    /// cancel came since: a load overtaken by a newer call or cancelled, even after its
+    /// image arrived but before it reached the main actor, shows nothing, and its
+    /// `completion` gets `.failure(.cancelled)`. Otherwise `completion` runs on the main
+    /// actor with the image and where it came from, or the error.
+    ///
+    /// `options` nil takes the view's own (`imageDisplayOptions`); given, they are the
+    /// call's in full. Returns the load's task; nil when nothing loads (a nil URL, a
+    /// memory hit).
+    ///
+    /// ```swift
+    /// // In a list cell being reused: the previous row's load stops, the placeholder shows.
+    /// cell.imageView.setImage(with: row.photoURL, placeholder: gray) { result in
+    ///     if case .success(let response) = result { print(response) }  // "jpeg 240×160, 1 frame, from disk"
+    /// }
+    /// cell.imageView.setImage(with: nil, placeholder: gray)  // no URL: the placeholder, nothing loads
+    /// ```
+    @discardableResult
+    public func setImage(
+        with url: URL?, placeholder: DecodedImage? = nil, options: ImageDisplayOptions? = nil,
+        completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)? = nil
+    ) -> ImageTask? {
+        let targets = imageTargetLoader
+        let options = options ?? imageDisplayOptions
+        // Every call moves the view's binding on, first: whatever an earlier load
+        // still has on its way to the main actor is dropped from here on.
+        let (generation, initialImage) = targets.rebind(self, action: nil, to: url) { displayedImage }
+        let placeholder = placeholder ?? initialImage
+        guard let url else {
+            display(ImageDisplayContent(phase: .empty, image: placeholder, showsActivityIndicator: false, transition: .none))
+            return nil
+        }
+        let targetSize = options.targetSize ?? displayTargetSize
+        // A memory hit is the common case in a scrolling list: it is shown at once,
+        // with no task, request or notification made for it.
+        let key = ImageCacheKey(imageKey: url.absoluteString, targetSize: targetSize, processors: options.processors)
+        if let image = targets.loader.cache?.image(forKey: key) {
+            display(.success(image, transition: .none))
+            completion?(.success(ImageResponse(image: image, url: url, source: .memory)))
+            return nil
+        }
+        if options.processors.isEmpty, let name = BundledImages.main.resourceName(of: url), let image = bundledImage(named: name) {
+            display(.success(image, transition: .none))
+            completion?(.success(ImageResponse(image: image, url: url, source: .local)))
+            return nil
+        }
+        display(ImageDisplayContent(
+            phase: .loading, image: placeholder, showsActivityIndicator: options.showsActivityIndicator, transition: .none))
+        let request = ImageRequest(
+            url: url, targetSize: targetSize, processors: options.processors, priority: options.priority,
+            options: options.showsProgressivePreviews ? .progressivePreviews : [])
+        let crossfade = options.crossfadeDuration, failureImage = options.failureImage ?? placeholder
+        // A preview is shown in the loading phase, without the activity indicator: the
+        // picture sharpening is the sign of progress.
+        var preview: (@MainActor @Sendable (AnyObject, ImageResponse) -> Void)?
+        if options.showsProgressivePreviews {
+            preview = { target, response in
+                (target as? any ImageDisplaying)?.display(ImageDisplayContent(
+                    phase: .loading, image: response.image, showsActivityIndicator: false, transition: .none))
+            }
+        }
+        // A cancelled load displays nothing, so the view hears of its end apart: unless
+        // a newer call of its own has a load running by the time this runs (a cancel
+        // by URL reaches the main actor later).
+        let handle = WeakReference(self)
+        let cancelled: @MainActor @Sendable () -> Void = {
+            if let view = handle.object as? any ImageDisplaying, !targets.isLoading(view, action: nil) {
+                view.imageLoadDidCancel()
+            }
+            completion?(.failure(.cancelled))
+        }
+        return targets.start(
+            request, target: self, action: nil, generation: generation, cancelled: cancelled,
+            preview: preview,
+            success: { target, response in
+                (target as? any ImageDisplaying)?.display(.success(response, crossfade: crossfade))
+                completion?(.success(response))
+            },
+            failure: { target, error in
+                (target as? any ImageDisplaying)?.display(ImageDisplayContent(
+                    phase: .failure, image: failureImage, showsActivityIndicator: false, transition: .none))
+                completion?(.failure(error))
+            })
+    }
+
+    /// The latest URL set on the view, by `imageURL` or `setImage(with:)`, loading or
+    /// loaded; nil after a nil URL. Setting it is `setImage(with:)` with the view's own
+    /// options (`imageDisplayOptions`): the placeholder or the view's first image and
+    /// the activity indicator while loading, then the image faded in; the earlier
+    /// load is cancelled, and the view only ever shows the latest URL's image, as
+    /// AsyncImageView's `imageURL` ends on the newest URL. Nil cancels the load and
+    /// clears the view.
+    public var imageURL: URL? {
+        get { imageTargetLoader.url(for: self) }
+        set { setImage(with: newValue) }
+    }
+
+    /// Cancels the view's load; what it shows stays. The load delivers nothing, even
+    /// if its image has already arrived and is on its way to the main actor.
+    public func cancelImageLoad() {
+        imageTargetLoader.cancelLoading(target: self)
+    }
+}
