@@ -10,7 +10,7 @@ import _ImagoTestSupport
 /// disposal the reference is computed instead (Pillow's reader keeps the disposed area).
 @Suite struct APNGDecoderTests {
     func frames(_ name: String) throws -> DecodedImage {
-        try PNGDecoder().decode(try Fixture.data("apng/\(name).png"), options: DecodingOptions())
+        try ImageDecoders.PNG().decode(try Fixture.data("apng/\(name).png"), options: DecodingOptions())
     }
 
     @Test func fullFramesWithDurationsAndPlays() throws {
@@ -48,9 +48,9 @@ import _ImagoTestSupport
     /// are shown); the frame count has a limit of its own, checked from the chunks.
     @Test func limitsCountTheCanvasOnceAndTheFrames() throws {
         let data = try Fixture.data("apng/basic.png")
-        #expect(try PNGDecoder().decode(data, options: DecodingOptions(maximumPixelCount: 32 * 20)).frameCount == 3)
+        #expect(try ImageDecoders.PNG().decode(data, options: DecodingOptions(maximumPixelCount: 32 * 20)).frameCount == 3)
         #expect(throws: ImagoError.tooManyFrames(count: 3, limit: 2)) {
-            try PNGDecoder().decode(data, options: DecodingOptions(maximumFrameCount: 2))
+            try ImageDecoders.PNG().decode(data, options: DecodingOptions(maximumFrameCount: 2))
         }
     }
 
@@ -61,16 +61,16 @@ import _ImagoTestSupport
         let bytes = [UInt8](data)
         let fdAT = try #require((0..<bytes.count - 4).first { bytes[$0..<$0 + 4].elementsEqual("fdAT".utf8) })
         data[fdAT + 8] ^= 0xFF
-        let image = try PNGDecoder().decode(data, options: DecodingOptions())
+        let image = try ImageDecoders.PNG().decode(data, options: DecodingOptions())
         #expect(image.frames.count == 1)
         let original = try Fixture.data("apng/dispose-previous.png")
         for length in [original.count / 2, original.count - 13] {
-            #expect(PNGDecoder().failure(original.prefix(length))?.isDecodingFailure(.png) == true)
+            #expect(ImageDecoders.PNG().failure(original.prefix(length))?.isDecodingFailure(.png) == true)
         }
         for offset in stride(from: 8, to: original.count, by: 7) {
             var damaged = original
             damaged[offset] ^= 0x5A
-            if let error = PNGDecoder().failure(damaged, limit: 1 << 16) {
+            if let error = ImageDecoders.PNG().failure(damaged, limit: 1 << 16) {
                 switch error {
                 case .decodingFailed(format: .png, _, _, _), .imageTooLarge: break
                 default: Issue.record("byte \(offset): \(error)")
@@ -90,7 +90,7 @@ import _ImagoTestSupport
 @Suite struct PNGFuzzRegressionTests {
     @Test func theFuzzInputFailsCleanly() throws {
         let data = try Fixture.data("png-regression/fuzz-oom-iccp.png")
-        #expect(PNGDecoder().failure(data)?.isDecodingFailure(.png) == true)
+        #expect(ImageDecoders.PNG().failure(data)?.isDecodingFailure(.png) == true)
     }
 }
 #endif

@@ -20,7 +20,7 @@ import _ImagoTestSupport
     @Test(arguments: AVIFDecoderTests.cases.keys.sorted())
     func decodesLikeTheReference(_ name: String) throws {
         let tolerance = try #require(Self.cases[name])
-        let image = try AVIFDecoder().decode(try Fixture.data("avif/" + name), options: DecodingOptions())
+        let image = try ImageDecoders.AVIF().decode(try Fixture.data("avif/" + name), options: DecodingOptions())
         let reference = try Fixture.reference("avif/" + name.replacingOccurrences(of: ".avif", with: ".ref.png"))
         #expect(image.format == .avif && image.frames.count == 1)
         try #require(image.width == reference.width && image.height == reference.height, "\(name): \(image.width)×\(image.height)")
@@ -36,15 +36,15 @@ import _ImagoTestSupport
     }
 
     @Test func alphaIsKept() throws {
-        let image = try AVIFDecoder().decode(try Fixture.data("avif/alpha.avif"), options: DecodingOptions())
+        let image = try ImageDecoders.AVIF().decode(try Fixture.data("avif/alpha.avif"), options: DecodingOptions())
         #expect(image.bitmap.hasAlpha)
-        let opaque = try AVIFDecoder().decode(try Fixture.data("avif/still-420.avif"), options: DecodingOptions())
+        let opaque = try ImageDecoders.AVIF().decode(try Fixture.data("avif/still-420.avif"), options: DecodingOptions())
         #expect(!opaque.bitmap.hasAlpha)
     }
 
     /// Three frames at a timescale of 10 with durations 1, 3 and 1.
     @Test func sequencesDecodeEveryFrameWithItsDuration() throws {
-        let image = try AVIFDecoder().decode(try Fixture.data("avif/animated.avif"), options: DecodingOptions())
+        let image = try ImageDecoders.AVIF().decode(try Fixture.data("avif/animated.avif"), options: DecodingOptions())
         #expect(image.frames.count == 3 && image.loopCount == 0)
         #expect(image.frames.map(\.duration) == [0.1, 0.3, 0.1])
         for index in 0..<3 {
@@ -53,17 +53,17 @@ import _ImagoTestSupport
         }
         // The canvas counts once against the pixel limit; the frame count has its
         // own limit, from the header.
-        #expect(try AVIFDecoder().decode(try Fixture.data("avif/animated.avif"), options: DecodingOptions(maximumPixelCount: 40 * 24)).frameCount == 3)
+        #expect(try ImageDecoders.AVIF().decode(try Fixture.data("avif/animated.avif"), options: DecodingOptions(maximumPixelCount: 40 * 24)).frameCount == 3)
         #expect(throws: ImagoError.tooManyFrames(count: 3, limit: 2)) {
-            try AVIFDecoder().decode(try Fixture.data("avif/animated.avif"), options: DecodingOptions(maximumFrameCount: 2))
+            try ImageDecoders.AVIF().decode(try Fixture.data("avif/animated.avif"), options: DecodingOptions(maximumFrameCount: 2))
         }
     }
 
     @Test func transformsAreReportedAndCanBeLeftAlone() throws {
         let data = try Fixture.data("avif/irot1-imir1.avif")
-        let upright = try AVIFDecoder().decode(data, options: DecodingOptions())
+        let upright = try ImageDecoders.AVIF().decode(data, options: DecodingOptions())
         #expect(upright.orientation == .rightMirrored && upright.width == 24 && upright.height == 40)
-        let stored = try AVIFDecoder().decode(data, options: DecodingOptions(appliesOrientation: false))
+        let stored = try ImageDecoders.AVIF().decode(data, options: DecodingOptions(appliesOrientation: false))
         #expect(stored.width == 40 && stored.height == 24)
     }
 
@@ -80,7 +80,7 @@ import _ImagoTestSupport
                 for _ in 0..<turns { expected = turnAnticlockwise(expected) }
                 if mirror == 0 { expected = flipVertically(expected) }
                 if mirror == 1 { expected = flipHorizontally(expected) }
-                let orientation = AVIFDecoder.orientation(quarterTurnsAnticlockwise: turns, mirror: mirror)
+                let orientation = ImageDecoders.AVIF.orientation(quarterTurnsAnticlockwise: turns, mirror: mirror)
                 #expect(source.applying(orientation) == expected, "irot \(turns), imir \(String(describing: mirror))")
             }
         }
@@ -99,7 +99,7 @@ import _ImagoTestSupport
     func truncatedFilesFail(_ name: String) throws {
         let data = try Fixture.data("avif/" + name)
         for length in Set([0, 12, 40, data.count / 10, data.count / 2, data.count * 9 / 10, data.count - 1]) {
-            let error = AVIFDecoder().failure(data.prefix(length))
+            let error = ImageDecoders.AVIF().failure(data.prefix(length))
             #expect(error?.isDecodingFailure(.avif) == true, "\(name) cut to \(length): \(String(describing: error))")
         }
     }
@@ -111,7 +111,7 @@ import _ImagoTestSupport
             for value: UInt8 in [0, 0x80, 0xFF] {
                 var damaged = data
                 damaged[offset] = value
-                if let error = AVIFDecoder().failure(damaged, limit: 1 << 16) {
+                if let error = ImageDecoders.AVIF().failure(damaged, limit: 1 << 16) {
                     switch error {
                     case .decodingFailed(format: .avif, _, _, _), .imageTooLarge: break
                     default: Issue.record("\(name) byte \(offset) = \(value): \(error)")
@@ -123,7 +123,7 @@ import _ImagoTestSupport
 
     @Test func libavifsWordIsKept() throws {
         let data = try Fixture.data("avif/still-420.avif")
-        let error = try #require(AVIFDecoder().failure(data.prefix(data.count / 2)))
+        let error = try #require(ImageDecoders.AVIF().failure(data.prefix(data.count / 2)))
         #expect(error.codecMessage?.library == "libavif")
     }
 }

@@ -11,7 +11,7 @@ import _ImagoTestSupport
 
     @Test func longAnimationHoldsOneFrameAndItsData() throws {
         let data = Self.longGIF(frames: 500, side: 500)
-        let image = try GIFDecoder().decode(data, options: DecodingOptions())
+        let image = try ImageDecoders.GIF().decode(data, options: DecodingOptions())
         #expect(image.frameCount == 500 && image.isAnimated)
         #expect(image.width == 500 && image.height == 500)
         // The first frame and the compressed data, nothing per frame.
@@ -34,7 +34,7 @@ import _ImagoTestSupport
     @Test func playerPlaysEveryFrameInOrderAcrossALoop() async throws {
         let count = 500
         let data = Self.longGIF(frames: count, side: 500)
-        let image = try GIFDecoder().decode(data, options: DecodingOptions())
+        let image = try ImageDecoders.GIF().decode(data, options: DecodingOptions())
         let player = AnimationPlayer(image)
         #expect(player.capacity >= 1 && player.capacity <= 4)
         // The reference: a cursor of its own, frame by frame.
@@ -44,11 +44,11 @@ import _ImagoTestSupport
             if position < count {
                 let expected = try #require(try reference.next())
                 #expect(frame.bitmap == expected.bitmap, "frame \(position)")
-                #expect(frame.duration == GIFDecoder.frameDuration(centiseconds: 4 + position % 3))
+                #expect(frame.duration == ImageDecoders.GIF.frameDuration(centiseconds: 4 + position % 3))
             } else if position == count {
                 #expect(frame.bitmap == image.bitmap, "the second loop starts from the first frame")
             }
-            #expect(player.duration(at: position) == GIFDecoder.frameDuration(centiseconds: 4 + position % count % 3))
+            #expect(player.duration(at: position) == ImageDecoders.GIF.frameDuration(centiseconds: 4 + position % count % 3))
             #expect(player.bufferedFrameCount <= player.capacity)
         }
         #expect(player.endPosition == nil)
@@ -57,7 +57,7 @@ import _ImagoTestSupport
     @Test func playerStopsAtAFiniteAnimationsLastPlay() async throws {
         var gif = TestGIF(width: 4, height: 4, loop: 1)
         gif.frames = (0..<3).map { .init(width: 4, height: 4, indices: [UInt8](repeating: UInt8($0 + 1), count: 16)) }
-        let image = try GIFDecoder().decode(Data(gif.encode()), options: DecodingOptions())
+        let image = try ImageDecoders.GIF().decode(Data(gif.encode()), options: DecodingOptions())
         #expect(image.loopCount == 2)
         let player = AnimationPlayer(image)
         for position in 0..<6 { #expect(await player.waitForFrame(at: position) != nil) }
@@ -66,7 +66,7 @@ import _ImagoTestSupport
 
     @Test func playerJumpsAheadAndBack() async throws {
         let data = Self.longGIF(frames: 9, side: 30)
-        let image = try GIFDecoder().decode(data, options: DecodingOptions())
+        let image = try ImageDecoders.GIF().decode(data, options: DecodingOptions())
         let frames = image.frames
         let player = AnimationPlayer(image, maximumFrames: 2)
         // Far ahead: the frames between are decoded and dropped, never held.
@@ -104,13 +104,13 @@ import _ImagoTestSupport
         options.maximumFrameCount = 1000
         let elapsed = threadCPUTime {
             #expect(throws: ImagoError.tooManyFrames(count: 5000, limit: 1000)) {
-                try GIFDecoder().decode(data, options: options)
+                try ImageDecoders.GIF().decode(data, options: options)
             }
         }
         print("5,000-frame GIF refused by the frame limit in \(elapsed) of CPU time")
         #expect(elapsed < .seconds(5))
         // Under the default limit it decodes, holding one frame and the file.
-        let image = try GIFDecoder().decode(data, options: DecodingOptions())
+        let image = try ImageDecoders.GIF().decode(data, options: DecodingOptions())
         #expect(image.frameCount == 5000 && image.cost == 4 + data.count)
         #expect(ImagoError.tooManyFrames(count: 5000, limit: 1000).description.contains("5000 exceeds the limit of 1000"))
     }
@@ -137,7 +137,7 @@ import _ImagoTestSupport
 
     @Test func processorsApplyToEachFrameAsItIsDecoded() throws {
         let data = Self.longGIF(frames: 12, side: 60)
-        let image = try GIFDecoder().decode(data, options: DecodingOptions())
+        let image = try ImageDecoders.GIF().decode(data, options: DecodingOptions())
         let processed = image.processed(by: [ImageProcessors.Resize(TargetSize(width: 20, height: 20))])
         #expect(processed.cost == 20 * 20 * 4 + data.count)
         let frames = processed.frames
@@ -154,7 +154,7 @@ import _ImagoTestSupport
         defer { try? FileManager.default.removeItem(at: folder) }
         let side = 6000
         let still = folder.appendingPathComponent("still.webp")
-        let stillData = try WebPEncoder().encode(Self.gradient(width: side, height: side, from: (0x33, 0x66, 0x99), to: (0xFF, 0xCC, 0x00)))
+        let stillData = try ImageEncoders.WebP().encode(Self.gradient(width: side, height: side, from: (0x33, 0x66, 0x99), to: (0xFF, 0xCC, 0x00)))
         try stillData.write(to: still)
         let image = [UInt8](stillData[12...])
         try #require(image.starts(with: Array("VP8 ".utf8)))
@@ -195,7 +195,7 @@ import _ImagoTestSupport
         let length = Int(bytes[start + 11])
         for i in start + 12..<start + 12 + length { bytes[i] = 0xFF }
 
-        let image = try GIFDecoder().decode(Data(bytes), options: DecodingOptions())
+        let image = try ImageDecoders.GIF().decode(Data(bytes), options: DecodingOptions())
         #expect(image.frameCount == 6 && !image.isPartial)
         #expect(image.frames.count == 3)
         let player = AnimationPlayer(image)
@@ -216,12 +216,12 @@ import _ImagoTestSupport
         head.frames = Array(Self.longGIFFrames(frames: 10, side: 40).prefix(5))
         // Cut inside frame 6's data: five whole frames, the sixth begun.
         let cut = data.prefix(head.encode().count - 1 + 8 + 14)
-        let image = try GIFDecoder().decode(cut, options: DecodingOptions())
+        let image = try ImageDecoders.GIF().decode(cut, options: DecodingOptions())
         #expect(image.isPartial)
         #expect(image.frameCount == 6)
         let frames = image.frames
         #expect(frames.count == 6)
-        let whole = try GIFDecoder().decode(data, options: DecodingOptions()).frames
+        let whole = try ImageDecoders.GIF().decode(data, options: DecodingOptions()).frames
         for index in 0..<5 { #expect(frames[index].bitmap == whole[index].bitmap, "frame \(index)") }
         let player = AnimationPlayer(image)
         for position in 0..<12 { #expect(await player.waitForFrame(at: position) != nil) }
@@ -281,7 +281,7 @@ import _ImagoTestSupport
         var animation: [UInt8] = []
         for bitmap in frames {
             // The encoder's file is RIFF, size, WEBP, then the one VP8L chunk.
-            let file = try WebPEncoder(lossless: true).encode(bitmap)
+            let file = try ImageEncoders.WebP(lossless: true).encode(bitmap)
             animation += chunk("ANMF", littleEndian(0, 6) + littleEndian(width - 1, 3) + littleEndian(height - 1, 3)
                 + littleEndian(100, 3) + [0] + [UInt8](file.dropFirst(12)))
         }

@@ -47,7 +47,7 @@ import _ImagoTestSupport
     @Test(arguments: BMPDecoderTests.cases.keys.sorted())
     func decodesLikeTheReference(_ name: String) throws {
         let (referenceName, tolerance) = try #require(Self.cases[name])
-        let image = try BMPDecoder().decode(try Fixture.data("bmp/" + name), options: DecodingOptions())
+        let image = try ImageDecoders.BMP().decode(try Fixture.data("bmp/" + name), options: DecodingOptions())
         let reference = try Fixture.reference("bmp/" + referenceName)
         #expect(image.format == .bmp)
         try #require(image.width == reference.width && image.height == reference.height, "\(name): \(image.width)×\(image.height)")
@@ -64,9 +64,9 @@ import _ImagoTestSupport
     }
 
     @Test func thirtyTwoBitsWithZeroAlphaAreOpaque() throws {
-        let image = try BMPDecoder().decode(try Fixture.data("bmp/xrgb32-zero-alpha.bmp"), options: DecodingOptions())
+        let image = try ImageDecoders.BMP().decode(try Fixture.data("bmp/xrgb32-zero-alpha.bmp"), options: DecodingOptions())
         #expect(!image.bitmap.hasAlpha)
-        let withAlpha = try BMPDecoder().decode(try Fixture.data("bmp/argb32-birgb.bmp"), options: DecodingOptions())
+        let withAlpha = try ImageDecoders.BMP().decode(try Fixture.data("bmp/argb32-birgb.bmp"), options: DecodingOptions())
         #expect(withAlpha.bitmap.hasAlpha)
     }
 
@@ -86,7 +86,7 @@ import _ImagoTestSupport
         // Cutting only the last row's padding is allowed, so cut into the pixels.
         let padding = (4 - (data.count - Int(data[10])) % 4) % 4
         for length in Set([0, 1, 14, 20, data.count / 10, data.count / 2, data.count * 9 / 10, data.count - 5 - padding]) {
-            let error = BMPDecoder().failure(data.prefix(length))
+            let error = ImageDecoders.BMP().failure(data.prefix(length))
             #expect(error?.isDecodingFailure(.bmp) == true, "\(name) cut to \(length): \(String(describing: error))")
         }
     }
@@ -97,7 +97,7 @@ import _ImagoTestSupport
     func damagedFilesNeverCrash(_ name: String) throws {
         let data = try Fixture.data("bmp/" + name)
         for length in 0..<data.count {
-            if let error = BMPDecoder().failure(data.prefix(length), limit: 1 << 16) {
+            if let error = ImageDecoders.BMP().failure(data.prefix(length), limit: 1 << 16) {
                 #expect(error.isDecodingFailure(.bmp) || isTooLarge(error))
             }
         }
@@ -105,7 +105,7 @@ import _ImagoTestSupport
             for value: UInt8 in [0, 2, 0xFF] {
                 var damaged = data
                 damaged[offset] = value
-                if let error = BMPDecoder().failure(damaged, limit: 1 << 16) {
+                if let error = ImageDecoders.BMP().failure(damaged, limit: 1 << 16) {
                     #expect(error.isDecodingFailure(.bmp) || isTooLarge(error), "\(name) byte \(offset) = \(value): \(error)")
                 }
             }
@@ -117,10 +117,10 @@ import _ImagoTestSupport
     @Test func hugeHeadersAreRefusedBeforeAllocating() throws {
         var data = try Fixture.data("bmp/rgb24.bmp")
         data.replaceSubrange(18..<26, with: [0xFF, 0xFF, 0xFF, 0x7F, 0xFF, 0xFF, 0xFF, 0x7F])
-        #expect(isTooLarge(BMPDecoder().failure(data.prefix(60))))
+        #expect(isTooLarge(ImageDecoders.BMP().failure(data.prefix(60))))
         let small = try Fixture.data("bmp/rgb24.bmp")
         #expect(throws: ImagoError.imageTooLarge(width: 23, height: 13, frames: 1, limit: 100)) {
-            try BMPDecoder().decode(small, options: DecodingOptions(maximumPixelCount: 100))
+            try ImageDecoders.BMP().decode(small, options: DecodingOptions(maximumPixelCount: 100))
         }
     }
 
@@ -142,7 +142,7 @@ import _ImagoTestSupport
             (with(18, [0, 0, 0, 0]), "the header gives an empty image (0×13)"),
         ]
         for (data, reason) in cases {
-            #expect(BMPDecoder().failure(data) == .decodingFailed(format: .bmp, reason: reason, codec: nil))
+            #expect(ImageDecoders.BMP().failure(data) == .decodingFailed(format: .bmp, reason: reason, codec: nil))
         }
     }
 
@@ -153,7 +153,7 @@ import _ImagoTestSupport
     /// applied, Pillow fully transparent, so only its colours are compared there.
     @Test(arguments: [16, 20, 24, 32, 48])
     func icoEntriesDecodeLikeTheReference(_ size: Int) throws {
-        let image = try ICODecoder().decode(
+        let image = try ImageDecoders.ICO().decode(
             try Fixture.data("bmp/icon.ico"),
             options: options(target: TargetSize(width: size, height: size)))
         #expect(image.format == .ico)
@@ -176,7 +176,7 @@ import _ImagoTestSupport
         func size(_ target: TargetSize?) throws -> Int {
             var options = DecodingOptions()
             options.targetSize = target
-            return try ICODecoder().decode(data, options: options).width
+            return try ImageDecoders.ICO().decode(data, options: options).width
         }
         #expect(try size(nil) == 48)
         #expect(try size(.thumbnail(16)) == 16)
@@ -195,7 +195,7 @@ import _ImagoTestSupport
         let data = try Fixture.data("ico-regression/fuzz-png-entry-area.ico")
         for options in [DecodingOptions(), DecodingOptions(targetSize: .thumbnail(16))] {
             do {
-                _ = try ICODecoder().decode(data, options: options)
+                _ = try ImageDecoders.ICO().decode(data, options: options)
             } catch {
                 #expect(error.isDecodingFailure(.ico) || isTooLarge(error), "\(error)")
             }
@@ -204,12 +204,12 @@ import _ImagoTestSupport
 
     @Test func icoWithAPNGEntry() throws {
         let data = try Fixture.data("bmp/icon-png.ico")
-        let large = try ICODecoder().decode(data, options: DecodingOptions())
+        let large = try ImageDecoders.ICO().decode(data, options: DecodingOptions())
         #expect(large.format == .ico && large.width == 64)
         #expect(large.bitmap.difference(to: try Fixture.reference("bmp/icon-png-64.ref.png")).maximum == 0)
         var options = DecodingOptions()
         options.targetSize = .thumbnail(16)
-        let small = try ICODecoder().decode(data, options: options)
+        let small = try ImageDecoders.ICO().decode(data, options: options)
         #expect(small.width == 16)
         #expect(small.bitmap.difference(to: try Fixture.reference("bmp/icon-png-16.ref.png")).maximum == 0)
     }
@@ -218,7 +218,7 @@ import _ImagoTestSupport
     /// cursor reader leaves the AND mask out (browsers apply it), so the icon's
     /// reference is the one to match.
     @Test func curDecodesLikeICO() throws {
-        let image = try ICODecoder().decode(try Fixture.data("bmp/cursor.cur"), options: DecodingOptions())
+        let image = try ImageDecoders.ICO().decode(try Fixture.data("bmp/cursor.cur"), options: DecodingOptions())
         #expect(image.format == .ico && image.width == 32)
         #expect(image.bitmap.difference(to: try Fixture.reference("bmp/icon-32.ref.png")).maximum == 0)
     }
@@ -227,7 +227,7 @@ import _ImagoTestSupport
     func truncatedIconsFail(_ name: String) throws {
         let data = try Fixture.data("bmp/" + name)
         for length in Set([0, 5, 6, 21, data.count / 10, data.count / 2, data.count * 9 / 10, data.count - 1]) {
-            let error = ICODecoder().failure(data.prefix(length))
+            let error = ImageDecoders.ICO().failure(data.prefix(length))
             #expect(error?.isDecodingFailure(.ico) == true, "\(name) cut to \(length): \(String(describing: error))")
         }
     }
@@ -238,16 +238,16 @@ import _ImagoTestSupport
             for value: UInt8 in [0, 1, 0xFF] {
                 var damaged = data
                 damaged[offset] = value
-                if let error = ICODecoder().failure(damaged, limit: 1 << 16) {
+                if let error = ImageDecoders.ICO().failure(damaged, limit: 1 << 16) {
                     #expect(error.isDecodingFailure(.ico) || isTooLarge(error), "byte \(offset) = \(value): \(error)")
                 }
             }
         }
         // A directory of zero entries, and one whose only entry is a bad PNG.
-        #expect(ICODecoder().failure(Data([0, 0, 1, 0, 0, 0])) == .decodingFailed(format: .ico, reason: "the icon directory is empty", codec: nil))
+        #expect(ImageDecoders.ICO().failure(Data([0, 0, 1, 0, 0, 0])) == .decodingFailed(format: .ico, reason: "the icon directory is empty", codec: nil))
         var badPNG = try Fixture.data("bmp/icon-png.ico")
         badPNG[badPNG.count - 20] ^= 0xFF
-        #expect(ICODecoder().failure(badPNG)?.isDecodingFailure(.ico) == true)
+        #expect(ImageDecoders.ICO().failure(badPNG)?.isDecodingFailure(.ico) == true)
     }
 
     func options(target: TargetSize) -> DecodingOptions {

@@ -51,12 +51,12 @@ import _ImagoTestSupport
     /// progressive files.
     @Test func scansWithinTheLimitDecode() throws {
         let data = Self.emptyScansJPEG(side: 64, scans: DecodingOptions.defaultMaximumScanCount)
-        let image = try JPEGDecoder().decode(data, options: DecodingOptions())
+        let image = try ImageDecoders.JPEG().decode(data, options: DecodingOptions())
         #expect(image.width == 64 && image.height == 64)
         var options = DecodingOptions()
         options.maximumScanCount = 10
         #expect(throws: ImagoError.tooManyScans(count: DecodingOptions.defaultMaximumScanCount, limit: 10)) {
-            try JPEGDecoder().decode(data, options: options)
+            try ImageDecoders.JPEG().decode(data, options: options)
         }
     }
 
@@ -85,7 +85,7 @@ import _ImagoTestSupport
         let data = try Self.photo()
         var options = DecodingOptions()
         options.timeout = 600
-        #expect(try JPEGDecoder().decode(data, options: options).bitmap == JPEGDecoder().decode(data, options: DecodingOptions()).bitmap)
+        #expect(try ImageDecoders.JPEG().decode(data, options: options).bitmap == ImageDecoders.JPEG().decode(data, options: DecodingOptions()).bitmap)
     }
 
     /// A loader gives each decode its `loadingTimeout` as the decode's own limit.
@@ -104,7 +104,7 @@ import _ImagoTestSupport
     }
 
     static func photo() throws -> Data {
-        try JPEGEncoder(quality: 90, progressive: true).encode(InterlacedPNG.picture(width: 320, height: 240))
+        try ImageEncoders.JPEG(quality: 90, progressive: true).encode(InterlacedPNG.picture(width: 320, height: 240))
     }
 }
 
@@ -116,7 +116,7 @@ private struct TimeoutRecordingDecoder: ImageDecoding {
 
     func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
         seen.withLock { $0.append(options.timeout) }
-        return try JPEGDecoder().decode(data, options: options)
+        return try ImageDecoders.JPEG().decode(data, options: options)
     }
 }
 #endif

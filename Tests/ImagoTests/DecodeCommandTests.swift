@@ -200,7 +200,7 @@ import _ImagoTestSupport
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-order-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let large = try JPEGEncoder().encode(Bitmap(width: 900, height: 700, pixels: (0..<900 * 700 * 4).map { UInt8(truncatingIfNeeded: $0 / 7) | 1 }))
+        let large = try ImageEncoders.JPEG().encode(Bitmap(width: 900, height: 700, pixels: (0..<900 * 700 * 4).map { UInt8(truncatingIfNeeded: $0 / 7) | 1 }))
         var files: [String] = []
         for n in 0..<120 {
             let file = folder.appendingPathComponent(String(format: "f%03d.%@", n, n % 10 == 9 ? "bad" : n % 2 == 0 ? "jpg" : "png")).path

@@ -69,7 +69,7 @@ extension Bitmap {
     // MARK: Round trips
 
     @Test(Corpus.available) func everyEncoderRoundTripsPhotosAtTheirSize() throws {
-        let encoders: [any ImageEncoding] = [PNGEncoder(), JPEGEncoder(), WebPEncoder(), WebPEncoder(lossless: true)]
+        let encoders: [any ImageEncoding] = [ImageEncoders.PNG(), ImageEncoders.JPEG(), ImageEncoders.WebP(), ImageEncoders.WebP(lossless: true)]
         for path in [Self.kodak, "jpeg/exif-orientation/Landscape_1.jpg"] {
             let source = try Self.corpusBitmap(path)
             for encoder in encoders {
@@ -88,8 +88,8 @@ extension Bitmap {
     /// (wrong colour conversion, lost chroma) through.
     @Test(Corpus.available) func jpegQualityTradesSizeForFidelity() throws {
         let source = try Self.corpusBitmap(Self.kodak)
-        let high = try JPEGEncoder(quality: 90).encode(source)
-        let low = try JPEGEncoder(quality: 30).encode(source)
+        let high = try ImageEncoders.JPEG(quality: 90).encode(source)
+        let low = try ImageEncoders.JPEG(quality: 30).encode(source)
         let highPSNR = try Self.decode(high).psnr(to: source)
         let lowPSNR = try Self.decode(low).psnr(to: source)
         #expect(highPSNR >= 35, "quality 90: \(highPSNR) dB")
@@ -101,8 +101,8 @@ extension Bitmap {
     /// 29.4 dB and 45 KB at quality 30 (JPEG at 85 gives 34.6 dB in 131 KB).
     @Test(Corpus.available) func webpLossyQualityTradesSizeForFidelity() throws {
         let source = try Self.corpusBitmap(Self.kodak)
-        let high = try WebPEncoder(quality: 80).encode(source)
-        let low = try WebPEncoder(quality: 30).encode(source)
+        let high = try ImageEncoders.WebP(quality: 80).encode(source)
+        let low = try ImageEncoders.WebP(quality: 30).encode(source)
         let highPSNR = try Self.decode(high).psnr(to: source)
         let lowPSNR = try Self.decode(low).psnr(to: source)
         #expect(highPSNR >= 33, "quality 80: \(highPSNR) dB")
@@ -112,15 +112,15 @@ extension Bitmap {
 
     @Test(Corpus.available) func higherQualityMeansALargerFile() throws {
         let source = try Self.corpusBitmap(Self.kodak)
-        let jpeg = try [5, 20, 40, 60, 75, 85, 90, 95, 100].map { try JPEGEncoder(quality: $0).encode(source).count }
+        let jpeg = try [5, 20, 40, 60, 75, 85, 90, 95, 100].map { try ImageEncoders.JPEG(quality: $0).encode(source).count }
         #expect(jpeg == jpeg.sorted() && Set(jpeg).count == jpeg.count, "\(jpeg)")
-        let webp = try [0, 25, 50, 75, 90, 100].map { try WebPEncoder(quality: Float($0)).encode(source).count }
+        let webp = try [0, 25, 50, 75, 90, 100].map { try ImageEncoders.WebP(quality: Float($0)).encode(source).count }
         #expect(webp == webp.sorted() && Set(webp).count == webp.count, "\(webp)")
     }
 
     @Test(Corpus.available) func webpLosslessIsExactOnOpaqueImages() throws {
         for source in [try Self.corpusBitmap(Self.kodak), Bitmap.coordinates(width: 16, height: 16)] {
-            let decoded = try Self.decode(try WebPEncoder(lossless: true).encode(source))
+            let decoded = try Self.decode(try ImageEncoders.WebP(lossless: true).encode(source))
             #expect(decoded.difference(to: source).maximum == 0)
         }
     }
@@ -134,11 +134,11 @@ extension Bitmap {
     @Test(Corpus.available) func webpLosslessKeepsAlphaImages() throws {
         for name in ["basn6a08.png", "tbbn3p08.png"] {
             let source = try Self.corpusBitmap("png/pngsuite/\(name)")
-            let decoded = try Self.decode(try WebPEncoder(lossless: true).encode(source))
+            let decoded = try Self.decode(try ImageEncoders.WebP(lossless: true).encode(source))
             #expect(decoded.alphaDifference(to: source) == 0, "\(name)")
             #expect(decoded.difference(to: source).maximum <= 1, "\(name)")
             #expect(decoded.isPremultiplied)
-            let png = try Self.decode(try PNGEncoder().encode(source))
+            let png = try Self.decode(try ImageEncoders.PNG().encode(source))
             #expect(png.difference(to: source).maximum == 0, "\(name) through PNG")
         }
     }
@@ -152,7 +152,7 @@ extension Bitmap {
             for name in ["basn6a08.png", "tbbn3p08.png"] {
                 let source = try Self.corpusBitmap("png/pngsuite/\(name)")
                 #expect(source[0, 0] == (0, 0, 0, 0))
-                let decoded = try Self.decode(try WebPEncoder(lossless: lossless).encode(source))
+                let decoded = try Self.decode(try ImageEncoders.WebP(lossless: lossless).encode(source))
                 #expect(decoded[0, 0] == (0, 0, 0, 0), "\(name), lossless: \(lossless)")
                 #expect(decoded.alphaDifference(to: source) == 0, "\(name), lossless: \(lossless)")
             }
@@ -167,8 +167,8 @@ extension Bitmap {
             for x in 0..<64 { pixels += x < 32 ? [0, 0, 0, 0] : [200, 0, 0, 255] }
         }
         let bitmap = Bitmap(width: 64, height: 64, pixels: pixels)
-        for (background, expected) in [(nil, (255, 255, 255)), (JPEGEncoder.Color(red: 0, green: 128, blue: 255), (0, 128, 255))] {
-            let encoder = background.map { JPEGEncoder(background: $0) } ?? JPEGEncoder()
+        for (background, expected) in [(nil, (255, 255, 255)), (ImageEncoders.JPEG.Color(red: 0, green: 128, blue: 255), (0, 128, 255))] {
+            let encoder = background.map { ImageEncoders.JPEG(background: $0) } ?? ImageEncoders.JPEG()
             let decoded = try Self.decode(try encoder.encode(bitmap))
             #expect(decoded.hasAlpha == false)
             for (x, y) in [(4, 4), (8, 32), (12, 60)] {
@@ -186,9 +186,9 @@ extension Bitmap {
     /// by at most 1).
     @Test func jpegCompositesTranslucentPixels() throws {
         let bitmap = Bitmap.uniform(width: 16, height: 16, [100, 50, 0, 128])
-        for (background, expected) in [(JPEGEncoder.Color.white, (227, 177, 127)), (.black, (100, 50, 0)),
-                                       (JPEGEncoder.Color(red: 10, green: 20, blue: 30), (105, 60, 15))] {
-            let p = try Self.decode(try JPEGEncoder(quality: 100, background: background).encode(bitmap))[8, 8]
+        for (background, expected) in [(ImageEncoders.JPEG.Color.white, (227, 177, 127)), (.black, (100, 50, 0)),
+                                       (ImageEncoders.JPEG.Color(red: 10, green: 20, blue: 30), (105, 60, 15))] {
+            let p = try Self.decode(try ImageEncoders.JPEG(quality: 100, background: background).encode(bitmap))[8, 8]
             #expect(abs(Int(p.r) - expected.0) <= 1 && abs(Int(p.g) - expected.1) <= 1 && abs(Int(p.b) - expected.2) <= 1,
                     "\(p), expected \(expected)")
         }
@@ -206,7 +206,7 @@ extension Bitmap {
             composite[i + 3] = 255
         }
         let reference = Bitmap(width: source.width, height: source.height, pixels: composite)
-        let psnr = try Self.decode(try JPEGEncoder(quality: 95).encode(source)).psnr(to: reference)
+        let psnr = try Self.decode(try ImageEncoders.JPEG(quality: 95).encode(source)).psnr(to: reference)
         #expect(psnr >= 44, "\(psnr) dB")
     }
 
@@ -215,12 +215,12 @@ extension Bitmap {
     /// 4:2:0 below quality 90 and 4:4:4 from 90; baseline unless progressive is asked.
     @Test func jpegSubsamplingAndProgressionFollowTheSettings() throws {
         let bitmap = Bitmap.gradient(width: 40, height: 24)
-        let cases: [(JPEGEncoder, marker: UInt8, sampling: UInt8)] = [
-            (JPEGEncoder(quality: 89), 0xC0, 0x22),
-            (JPEGEncoder(quality: 90), 0xC0, 0x11),
-            (JPEGEncoder(), 0xC0, 0x22),
-            (JPEGEncoder(quality: 95, progressive: true), 0xC2, 0x11),
-            (JPEGEncoder(quality: 50, progressive: true), 0xC2, 0x22),
+        let cases: [(ImageEncoders.JPEG, marker: UInt8, sampling: UInt8)] = [
+            (ImageEncoders.JPEG(quality: 89), 0xC0, 0x22),
+            (ImageEncoders.JPEG(quality: 90), 0xC0, 0x11),
+            (ImageEncoders.JPEG(), 0xC0, 0x22),
+            (ImageEncoders.JPEG(quality: 95, progressive: true), 0xC2, 0x11),
+            (ImageEncoders.JPEG(quality: 50, progressive: true), 0xC2, 0x22),
         ]
         for (encoder, marker, sampling) in cases {
             let coding = try #require(jpegFrameCoding(try encoder.encode(bitmap)))
@@ -229,15 +229,15 @@ extension Bitmap {
     }
 
     @Test func qualitiesAreClamped() {
-        #expect(JPEGEncoder(quality: 0).quality == 1)
-        #expect(JPEGEncoder(quality: 250).quality == 100)
-        var jpeg = JPEGEncoder()
+        #expect(ImageEncoders.JPEG(quality: 0).quality == 1)
+        #expect(ImageEncoders.JPEG(quality: 250).quality == 100)
+        var jpeg = ImageEncoders.JPEG()
         #expect(jpeg.quality == 85)
         jpeg.quality = -3
         #expect(jpeg.quality == 1)
-        #expect(WebPEncoder(quality: -1).quality == 0)
-        #expect(WebPEncoder(quality: 101).quality == 100)
-        var webp = WebPEncoder()
+        #expect(ImageEncoders.WebP(quality: -1).quality == 0)
+        #expect(ImageEncoders.WebP(quality: 101).quality == 100)
+        var webp = ImageEncoders.WebP()
         #expect(webp.quality == 80 && webp.lossless == false)
         webp.quality = 1000
         #expect(webp.quality == 100)
@@ -254,7 +254,7 @@ extension Bitmap {
             Bitmap.gradient(width: 17, height: 9), Bitmap.gradient(width: 7, height: 3, bytesPerRow: 40),
         ]
         let encoders: [any ImageEncoding] = [
-            PNGEncoder(), JPEGEncoder(), JPEGEncoder(quality: 95, progressive: true), WebPEncoder(), WebPEncoder(lossless: true),
+            ImageEncoders.PNG(), ImageEncoders.JPEG(), ImageEncoders.JPEG(quality: 95, progressive: true), ImageEncoders.WebP(), ImageEncoders.WebP(lossless: true),
         ]
         for bitmap in bitmaps {
             for encoder in encoders {
@@ -263,20 +263,20 @@ extension Bitmap {
                 #expect(decoded.width == bitmap.width && decoded.height == bitmap.height, "\(size)")
                 guard decoded.width == bitmap.width && decoded.height == bitmap.height else { continue }
                 let difference = decoded.difference(to: bitmap)
-                let lossless = encoder is PNGEncoder || (encoder as? WebPEncoder)?.lossless == true
+                let lossless = encoder is ImageEncoders.PNG || (encoder as? ImageEncoders.WebP)?.lossless == true
                 #expect(lossless ? difference.maximum == 0 : difference.mean < 4, "\(size): \(difference)")
             }
         }
         // JPEG reads padded rows in place, without the copy the other encoders make.
         let padded = Bitmap.gradient(width: 7, height: 3, bytesPerRow: 40)
         let compact = Bitmap.gradient(width: 7, height: 3)
-        #expect(try JPEGEncoder().encode(padded) == JPEGEncoder().encode(compact))
+        #expect(try ImageEncoders.JPEG().encode(padded) == ImageEncoders.JPEG().encode(compact))
     }
 
     /// A 1×1 image keeps its colour; the smallest case of every block-padding path.
     @Test func aSinglePixelKeepsItsColour() throws {
         let pixel = Bitmap.uniform(width: 1, height: 1, [30, 140, 220, 255])
-        for encoder in [JPEGEncoder(quality: 95) as any ImageEncoding, WebPEncoder(quality: 95), WebPEncoder(lossless: true), PNGEncoder()] {
+        for encoder in [ImageEncoders.JPEG(quality: 95) as any ImageEncoding, ImageEncoders.WebP(quality: 95), ImageEncoders.WebP(lossless: true), ImageEncoders.PNG()] {
             let p = try Self.decode(try encoder.encode(pixel))[0, 0]
             #expect(abs(Int(p.r) - 30) <= 3 && abs(Int(p.g) - 140) <= 3 && abs(Int(p.b) - 220) <= 3 && p.a == 255, "\(encoder): \(p)")
         }
@@ -289,7 +289,7 @@ extension Bitmap {
         var pixels = [UInt8](repeating: 255, count: 256 * 256 * 4)
         for i in pixels.indices where i % 4 != 3 { pixels[i] = UInt8.random(in: 0...255, using: &generator) }
         let noise = Bitmap(width: 256, height: 256, pixels: pixels)
-        let data = try JPEGEncoder(quality: 100).encode(noise)
+        let data = try ImageEncoders.JPEG(quality: 100).encode(noise)
         #expect(data.count > 256 * 256 * 3 / 8 + 4096)
         #expect(try Self.decode(data).psnr(to: noise) > 30)
     }
@@ -302,7 +302,7 @@ extension Bitmap {
     @Test func oversizedBitmapsFailWithAReason() throws {
         let wide = Bitmap.uniform(width: 65_501, height: 1, [0, 0, 0, 255])
         #expect {
-            try JPEGEncoder().encode(wide)
+            try ImageEncoders.JPEG().encode(wide)
         } throws: { error in
             guard case .encodingFailed(.jpeg, let reason, let codec) = error as? ImagoError else { return false }
             return reason.contains("65500") && codec == .init(library: "libjpeg-turbo", message: reason)
@@ -310,14 +310,14 @@ extension Bitmap {
         let webpWide = Bitmap.uniform(width: 16_384, height: 1, [0, 0, 0, 255])
         for lossless in [false, true] {
             #expect {
-                try WebPEncoder(lossless: lossless).encode(webpWide)
+                try ImageEncoders.WebP(lossless: lossless).encode(webpWide)
             } throws: { error in
                 guard case .encodingFailed(.webp, let reason, let codec) = error as? ImagoError else { return false }
                 return reason.contains("16383") && codec == .init(library: "libwebp", message: "VP8_ENC_ERROR_BAD_DIMENSION")
             }
         }
         // The encoders are stateless: a failure leaves them working.
-        #expect(try JPEGEncoder().encode(Bitmap.gradient(width: 8, height: 8)).count > 0)
+        #expect(try ImageEncoders.JPEG().encode(Bitmap.gradient(width: 8, height: 8)).count > 0)
     }
 
     // MARK: Choosing an encoder
@@ -344,15 +344,15 @@ extension Bitmap {
                 #expect(encoder == nil, "\(format)")
             }
         }
-        #expect(ImageEncoders.encoder(for: .png) is PNGEncoder)
-        #expect((ImageEncoders.encoder(for: .jpeg) as? JPEGEncoder)?.quality == 85)
-        #expect((ImageEncoders.encoder(for: .jpeg, quality: 40) as? JPEGEncoder)?.quality == 40)
-        #expect((ImageEncoders.encoder(for: .jpeg, quality: 400) as? JPEGEncoder)?.quality == 100)
-        #expect((ImageEncoders.encoder(for: .webp) as? WebPEncoder)?.quality == 80)
-        let webp = try #require(ImageEncoders.encoder(for: .webp, quality: 40) as? WebPEncoder)
+        #expect(ImageEncoders.encoder(for: .png) is ImageEncoders.PNG)
+        #expect((ImageEncoders.encoder(for: .jpeg) as? ImageEncoders.JPEG)?.quality == 85)
+        #expect((ImageEncoders.encoder(for: .jpeg, quality: 40) as? ImageEncoders.JPEG)?.quality == 40)
+        #expect((ImageEncoders.encoder(for: .jpeg, quality: 400) as? ImageEncoders.JPEG)?.quality == 100)
+        #expect((ImageEncoders.encoder(for: .webp) as? ImageEncoders.WebP)?.quality == 80)
+        let webp = try #require(ImageEncoders.encoder(for: .webp, quality: 40) as? ImageEncoders.WebP)
         #expect(webp.quality == 40 && webp.lossless == false)
-        #expect((ImageEncoders.encoder(for: .webp, quality: 0) as? WebPEncoder)?.quality == 1)
-        #expect(ImageEncoders.encoder(for: .png, quality: 10) is PNGEncoder)
+        #expect((ImageEncoders.encoder(for: .webp, quality: 0) as? ImageEncoders.WebP)?.quality == 1)
+        #expect(ImageEncoders.encoder(for: .png, quality: 10) is ImageEncoders.PNG)
     }
 }
 #endif

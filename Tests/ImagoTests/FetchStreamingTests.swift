@@ -118,7 +118,7 @@ import _ImagoTestSupport
     @Test(.disabled(if: ProcessInfo.processInfo.environment["IMAGO_SANITIZER"] != nil, "memory figures mean nothing under a sanitizer"))
     func memoryIsBoundedByTheConcurrencyNotTheInput() async throws {
         defer { server.stop() }
-        let photo = try JPEGEncoder(quality: 80).encode(Bitmap.smoothPhoto(width: 800, height: 720))
+        let photo = try ImageEncoders.JPEG(quality: 80).encode(Bitmap.smoothPhoto(width: 800, height: 720))
         server.route("/photo.jpg", data: photo)
         let peaks = try await peakMemory(fetching: "/photo.jpg", counts: [200, 2000])
         let small = try #require(peaks[200]), large = try #require(peaks[2000])

@@ -62,7 +62,7 @@ import _ImagoTestSupport
     @Test(Corpus.available, arguments: GIFDecoderTests.expectations.keys.sorted())
     func corpusFileDecodes(_ name: String) throws {
         let expected = try #require(Self.expectations[name])
-        let image = try GIFDecoder().decode(try Corpus.data(Self.corpus + name), options: DecodingOptions())
+        let image = try ImageDecoders.GIF().decode(try Corpus.data(Self.corpus + name), options: DecodingOptions())
         #expect(image.format == .gif)
         #expect(image.width == expected.width && image.height == expected.height)
         #expect(image.frames.count == expected.frames)
@@ -125,7 +125,7 @@ import _ImagoTestSupport
     /// pixels) must decode to exactly the same bitmap.
     @Test(Corpus.available) func interlacedMatchesItsDeinterlacedCopy() throws {
         let interlaced = try decodeCorpus("samples/interlaced.gif")
-        let copy = try GIFDecoder().decode(try fixture("interlaced-deinterlaced.gif"), options: DecodingOptions())
+        let copy = try ImageDecoders.GIF().decode(try fixture("interlaced-deinterlaced.gif"), options: DecodingOptions())
         #expect(interlaced.bitmap == copy.bitmap)
     }
 
@@ -166,7 +166,7 @@ import _ImagoTestSupport
         let expected = try #require(Self.expectations[name])
         for length in Set([data.count / 10, data.count / 2, data.count * 9 / 10, data.count - 1]) {
             do {
-                let image = try GIFDecoder().decode(data.prefix(length), options: DecodingOptions())
+                let image = try ImageDecoders.GIF().decode(data.prefix(length), options: DecodingOptions())
                 #expect(image.isPartial, "\(name) cut to \(length) bytes")
                 #expect(image.frameCount <= expected.frames)
                 #expect(image.frames.count >= 1 && image.frames.count <= image.frameCount)
@@ -179,10 +179,10 @@ import _ImagoTestSupport
         }
         // Only the trailer is missing: every frame is there, and the result says the
         // file was cut.
-        let cut = try GIFDecoder().decode(data.prefix(data.count - 1), options: DecodingOptions())
+        let cut = try ImageDecoders.GIF().decode(data.prefix(data.count - 1), options: DecodingOptions())
         #expect(cut.isPartial)
         #expect(cut.frameCount == expected.frames)
-        let whole = try GIFDecoder().decode(data, options: DecodingOptions())
+        let whole = try ImageDecoders.GIF().decode(data, options: DecodingOptions())
         #expect(!whole.isPartial)
         #expect(cut.frames.last?.bitmap == whole.frames.last?.bitmap)
     }
@@ -194,12 +194,12 @@ import _ImagoTestSupport
             .init(left: 1, top: 1, width: 3, height: 3, indices: pattern(9), disposal: 2, interlaced: true),
         ]
         let bytes = gif.encode()
-        let whole = try GIFDecoder().decode(Data(bytes), options: DecodingOptions())
+        let whole = try ImageDecoders.GIF().decode(Data(bytes), options: DecodingOptions())
         #expect(whole.frames.count == 2 && !whole.isPartial)
         var partials = 0
         for length in 0..<bytes.count {
             do {
-                let image = try GIFDecoder().decode(Data(bytes.prefix(length)), options: DecodingOptions())
+                let image = try ImageDecoders.GIF().decode(Data(bytes.prefix(length)), options: DecodingOptions())
                 #expect(image.isPartial, "a prefix of \(length) of \(bytes.count) bytes")
                 #expect((1...2).contains(image.frames.count))
                 partials += 1
@@ -225,7 +225,7 @@ import _ImagoTestSupport
     }
 
     @Test func canDecodeOnlyGIF() {
-        let decoder = GIFDecoder()
+        let decoder = ImageDecoders.GIF()
         #expect(decoder.canDecode(Data("GIF89a".utf8), format: .gif))
         for format in ImageFormat.allCases where format != .gif {
             #expect(!decoder.canDecode(Data(), format: format))
@@ -311,7 +311,7 @@ import _ImagoTestSupport
             // Every shorter prefix fails with a typed error, or, once the frame's
             // data has begun, shows what arrived and says it is partial.
             for length in 0..<bytes.count - 1 {
-                let partial = try? GIFDecoder().decode(Data(bytes.prefix(length)), options: DecodingOptions()).isPartial
+                let partial = try? ImageDecoders.GIF().decode(Data(bytes.prefix(length)), options: DecodingOptions()).isPartial
                 #expect(partial == true || failure(Data(bytes.prefix(length))) != nil, "code size \(codeSize), \(length) bytes")
             }
         }
@@ -351,7 +351,7 @@ import _ImagoTestSupport
         gif.frames = Array(repeating: .init(width: 10, height: 10, indices: pattern(100)), count: 5)
         let data = Data(gif.encode())
         // The canvas counts once against the pixel limit.
-        #expect(try GIFDecoder().decode(data, options: DecodingOptions(maximumPixelCount: 100)).frames.count == 5)
+        #expect(try ImageDecoders.GIF().decode(data, options: DecodingOptions(maximumPixelCount: 100)).frames.count == 5)
         #expect(failure(data, options: DecodingOptions(maximumPixelCount: 99))
             == .imageTooLarge(width: 10, height: 10, frames: 1, limit: 99))
         #expect(failure(data, options: DecodingOptions(maximumFrameCount: 4)) == .tooManyFrames(count: 5, limit: 4))
@@ -552,16 +552,16 @@ import _ImagoTestSupport
         gif.frames = [0, 1, 2, 10, 150].map { .init(width: 1, height: 1, indices: [1], delay: $0) }
         gif.frames.append(.init(width: 1, height: 1, indices: [1], control: false))
         #expect(try decode(gif.encode()).frames.map(\.duration) == [0.1, 0.1, 0.02, 0.1, 1.5, 0.1])
-        #expect(GIFDecoder.frameDuration(centiseconds: 3) == 0.03)
+        #expect(ImageDecoders.GIF.frameDuration(centiseconds: 3) == 0.03)
     }
 
     @Test func interlacedRowOrder() {
         for height in 1...40 {
             let expected = Array(stride(from: 0, to: height, by: 8)) + Array(stride(from: 4, to: height, by: 8))
                 + Array(stride(from: 2, to: height, by: 4)) + Array(stride(from: 1, to: height, by: 2))
-            #expect((0..<height).map { GIFDecoder.interlacedRow($0, height: height) } == expected, "height \(height)")
+            #expect((0..<height).map { ImageDecoders.GIF.interlacedRow($0, height: height) } == expected, "height \(height)")
             for visible in 0...height {
-                let needed = GIFDecoder.rowsNeeded(height: height, interlaced: true, visibleRows: visible)
+                let needed = ImageDecoders.GIF.rowsNeeded(height: height, interlaced: true, visibleRows: visible)
                 let lastVisible = expected.lastIndex { $0 < visible }.map { $0 + 1 } ?? 0
                 #expect(needed == lastVisible, "height \(height), visible \(visible)")
             }
@@ -578,17 +578,17 @@ import _ImagoTestSupport
     }
 
     func decodeCorpus(_ name: String) throws -> DecodedImage {
-        try GIFDecoder().decode(try Corpus.data(Self.corpus + name), options: DecodingOptions())
+        try ImageDecoders.GIF().decode(try Corpus.data(Self.corpus + name), options: DecodingOptions())
     }
 
     func decode(_ bytes: [UInt8]) throws -> DecodedImage {
-        try GIFDecoder().decode(Data(bytes), options: DecodingOptions())
+        try ImageDecoders.GIF().decode(Data(bytes), options: DecodingOptions())
     }
 
     /// The error decoding `data` throws, or nil when it decodes.
     func failure(_ data: Data, options: DecodingOptions = DecodingOptions()) -> ImagoError? {
         do {
-            _ = try GIFDecoder().decode(data, options: options)
+            _ = try ImageDecoders.GIF().decode(data, options: options)
             return nil
         } catch {
             return error

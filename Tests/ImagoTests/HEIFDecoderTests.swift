@@ -14,7 +14,7 @@ import _ImagoTestSupport
     @Test(arguments: HEIFDecoderTests.cases.keys.sorted())
     func decodesLikeTheReference(_ name: String) throws {
         let tolerance = try #require(Self.cases[name])
-        let image = try HEIFDecoder().decode(try Fixture.data("heic/" + name), options: DecodingOptions())
+        let image = try ImageDecoders.HEIF().decode(try Fixture.data("heic/" + name), options: DecodingOptions())
         let reference = try Fixture.reference("heic/" + name.replacingOccurrences(of: ".heic", with: ".ref.png"))
         #expect(image.format == .heic)
         try #require(image.width == reference.width && image.height == reference.height, "\(name): \(image.width)×\(image.height)")
@@ -33,12 +33,12 @@ import _ImagoTestSupport
         let alpha = try Fixture.data("heic/alpha.heic")
         #expect(ImageFormat.detect(alpha) == .heic)
         #expect(try ImageDecoderRegistry().decode(alpha).bitmap.hasAlpha)
-        #expect(try !HEIFDecoder().decode(try Fixture.data("heic/still.heic"), options: DecodingOptions()).bitmap.hasAlpha)
+        #expect(try !ImageDecoders.HEIF().decode(try Fixture.data("heic/still.heic"), options: DecodingOptions()).bitmap.hasAlpha)
     }
 
     @Test func hugeImagesAreRefusedFromTheHeader() throws {
         #expect(throws: ImagoError.imageTooLarge(width: 40, height: 24, frames: 1, limit: 500)) {
-            try HEIFDecoder().decode(try Fixture.data("heic/still.heic"), options: DecodingOptions(maximumPixelCount: 500))
+            try ImageDecoders.HEIF().decode(try Fixture.data("heic/still.heic"), options: DecodingOptions(maximumPixelCount: 500))
         }
     }
 
@@ -46,7 +46,7 @@ import _ImagoTestSupport
     func truncatedFilesFail(_ name: String) throws {
         let data = try Fixture.data("heic/" + name)
         for length in Set([0, 12, 40, data.count / 10, data.count / 2, data.count * 9 / 10, data.count - 1]) {
-            let error = HEIFDecoder().failure(data.prefix(length))
+            let error = ImageDecoders.HEIF().failure(data.prefix(length))
             #expect(error?.isDecodingFailure(.heic) == true, "\(name) cut to \(length): \(String(describing: error))")
         }
     }
@@ -55,7 +55,7 @@ import _ImagoTestSupport
     /// took 1.4 GB and seconds to decode; the plane is refused before it is allocated.
     @Test func anAlphaPlaneLargerThanTheImageIsRefused() throws {
         let data = try Fixture.data("heic/regression/slow-alpha.heic")
-        guard case .decodingFailed(format: .heic, _, let codec, _)? = HEIFDecoder().failure(data) else {
+        guard case .decodingFailed(format: .heic, _, let codec, _)? = ImageDecoders.HEIF().failure(data) else {
             Issue.record("the oversized alpha plane was not refused")
             return
         }
@@ -67,7 +67,7 @@ import _ImagoTestSupport
     @Test(arguments: ["grid-cycle.heic", "grid-cycle-long-box.heic", "alpha-grid-cycle.heic"])
     func aGridDerivedFromItselfIsRefused(_ name: String) throws {
         let data = try Fixture.data("heic/regression/" + name)
-        guard case .decodingFailed(format: .heic, let reason, _, _)? = HEIFDecoder().failure(data) else {
+        guard case .decodingFailed(format: .heic, let reason, _, _)? = ImageDecoders.HEIF().failure(data) else {
             Issue.record("the self-derived grid was not refused")
             return
         }
@@ -107,7 +107,7 @@ import _ImagoTestSupport
             for value: UInt8 in [0, 0x80, 0xFF] {
                 var damaged = data
                 damaged[offset] = value
-                if let error = HEIFDecoder().failure(damaged, limit: 1 << 16) {
+                if let error = ImageDecoders.HEIF().failure(damaged, limit: 1 << 16) {
                     switch error {
                     case .decodingFailed(format: .heic, _, _, _), .imageTooLarge: break
                     default: Issue.record("byte \(offset) = \(value): \(error)")

@@ -311,7 +311,7 @@ import FoundationNetworking
         var events = targets.events.makeAsyncIterator()
         targets.loadImage(with: url, target: nil, action: action)
         let event = await events.next()
-        #expect(event?.url == url && event?.target.object == nil)
+        #expect(event?.url == url && event?.target == nil)
         #expect((try? event?.result.get())?.image.bitmap[0, 0].r == 12)
         #expect(called.withLock { $0 } == 0)
     }

@@ -63,7 +63,7 @@ import _ImagoTestSupport
         // The quality reaches the encoder: a lower one gives a smaller file.
         let photo = DecodedImage(bitmap: Bitmap.smoothPhoto(width: 200, height: 160), format: .jpeg)
         #expect(try photo.encoded(as: .jpeg, quality: 30).count < photo.encoded(as: .jpeg, quality: 95).count)
-        #expect(try photo.encoded(as: .jpeg) == JPEGEncoder().encode(photo.bitmap))
+        #expect(try photo.encoded(as: .jpeg) == ImageEncoders.JPEG().encode(photo.bitmap))
     }
 
     @Test func aFormatThatCannotBeWrittenIsATypedError() throws {

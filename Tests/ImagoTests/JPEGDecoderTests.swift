@@ -23,7 +23,7 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
 }
 
 @Suite struct JPEGDecoderTests {
-    let decoder = JPEGDecoder()
+    let decoder = ImageDecoders.JPEG()
 
     /// Valid JPEGs that libjpeg-turbo 2.1 decodes: baseline, extended and progressive
     /// 8-bit, Huffman and arithmetic, from every corpus folder.
@@ -72,7 +72,7 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
             guard FileManager.default.fileExists(atPath: referenceURL.path),
                   url.lastPathComponent != "jpg-size-6x6.jpg" else { continue }
             let image = try decoder.decode(try Data(contentsOf: url), options: DecodingOptions())
-            let reference = try PNGDecoder().decode(try Data(contentsOf: referenceURL), options: DecodingOptions())
+            let reference = try ImageDecoders.PNG().decode(try Data(contentsOf: referenceURL), options: DecodingOptions())
             #expect(image.width == reference.width && image.height == reference.height, "\(url.lastPathComponent)")
             guard image.width == reference.width && image.height == reference.height else { continue }
             let difference = image.bitmap.difference(to: reference.bitmap)
@@ -190,7 +190,7 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
     /// A damaged file fails with libjpeg-turbo's message as the codec's word; where
     /// Imago can say it more plainly (data that ends early) the reason is its own.
     @Test func corruptDataNamesLibjpegTurboAndItsMessage() throws {
-        let encoded = [UInt8](try JPEGEncoder().encode(Bitmap.coordinates(width: 16, height: 16)))
+        let encoded = [UInt8](try ImageEncoders.JPEG().encode(Bitmap.coordinates(width: 16, height: 16)))
         // The first quantisation table's index byte (after FF DB and the length):
         // libjpeg has four tables, 0 to 3.
         let dqt = try #require((2..<encoded.count - 1).first { encoded[$0] == 0xFF && encoded[$0 + 1] == 0xDB })
@@ -232,7 +232,7 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
             count = width * height * 4
         }
         let bitmap = Bitmap(width: width, height: height, pixels: pixels)
-        let jpeg = try JPEGEncoder(quality: 95).encode(bitmap), png = try PNGEncoder().encode(bitmap)
+        let jpeg = try ImageEncoders.JPEG(quality: 95).encode(bitmap), png = try ImageEncoders.PNG().encode(bitmap)
         for target in [TargetSize.thumbnail(256), TargetSize(width: 100, height: 60, contentMode: .aspectFill)] {
             let options = DecodingOptions(targetSize: target)
             let layout = target.layout(sourceWidth: width, sourceHeight: height)

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// The tiers in a load (memory → disk → network) and HTTP freshness, against the
@@ -370,7 +370,7 @@ import _ImagoTestSupport
 
     @Test func processedVariantsAreKeptWhenThePolicySaysSo() async throws {
         defer { cleanUp() }
-        server.route("/big.png", data: try PNGEncoder().encode(Bitmap(width: 400, height: 200, pixels: [UInt8](repeating: 200, count: 400 * 200 * 4))),
+        server.route("/big.png", data: try ImageEncoders.PNG().encode(Bitmap(width: 400, height: 200, pixels: [UInt8](repeating: 200, count: 400 * 200 * 4))),
                      headers: ["Cache-Control": "max-age=3600"])
         let (first, disk) = makeLoader(policy: .both)
         _ = try await load(first, "/big.png", target: .thumbnail(40)).get()
@@ -383,7 +383,7 @@ import _ImagoTestSupport
     }
 
     /// A photo-like bitmap, 600×400: big enough that its thumbnail is a real resize.
-    static let photo = try! JPEGEncoder(quality: 85).encode(Bitmap(width: 600, height: 400, pixels: (0..<600 * 400 * 4).map {
+    static let photo = try! ImageEncoders.JPEG(quality: 85).encode(Bitmap(width: 600, height: 400, pixels: (0..<600 * 400 * 4).map {
         $0 % 4 == 3 ? 255 : UInt8(truncatingIfNeeded: ($0 / 4 % 600) / 3 + ($0 / 2400) / 2 + $0 % 4 * 40)
     }))
 

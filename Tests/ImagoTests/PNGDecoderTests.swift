@@ -5,7 +5,7 @@ import Testing
 import _ImagoTestSupport
 
 @Suite struct PNGDecoderTests {
-    let decoder = PNGDecoder()
+    let decoder = ImageDecoders.PNG()
 
     /// Width and height from the IHDR chunk, read without libpng.
     static func headerSize(_ data: Data) -> (Int, Int) {
@@ -137,7 +137,7 @@ import _ImagoTestSupport
     /// A damaged chunk fails with libpng's message, attributed to libpng; data that
     /// ends early is found by Imago's reader, which says so without libpng's name.
     @Test func corruptDataNamesLibpngAndItsMessage() throws {
-        let encoded = [UInt8](try PNGEncoder().encode(Bitmap.coordinates(width: 16, height: 16)))
+        let encoded = [UInt8](try ImageEncoders.PNG().encode(Bitmap.coordinates(width: 16, height: 16)))
         #expect(Array(encoded[12..<16]) == Array("IHDR".utf8))
         var badCRC = encoded
         badCRC[29] ^= 0xFF  // the first byte of IHDR's CRC
@@ -157,7 +157,7 @@ import _ImagoTestSupport
     @Test(Corpus.available) func encodedPNGDecodesToTheSamePixels() throws {
         for name in ["basn6a08.png", "basn2c08.png", "tbbn3p08.png"] {
             let image = try decoder.decode(try Corpus.data("png/pngsuite/\(name)"), options: DecodingOptions())
-            let again = try decoder.decode(try PNGEncoder().encode(image.bitmap), options: DecodingOptions())
+            let again = try decoder.decode(try ImageEncoders.PNG().encode(image.bitmap), options: DecodingOptions())
             // Dividing alpha out and multiplying it back in loses at most one level.
             let difference = image.bitmap.difference(to: again.bitmap)
             #expect(difference.maximum <= 1, "\(name): \(difference.maximum)")

@@ -94,7 +94,7 @@ import _ImagoTestSupport
     /// libjpeg would misread) and inside each scan: every cut shows what came before.
     @Test func progressiveJPEGCutAnywhereAfterTheFirstScanDecodes() throws {
         let picture = InterlacedPNG.picture(width: 96, height: 64)
-        let data = try JPEGEncoder(quality: 90, progressive: true).encode(picture)
+        let data = try ImageEncoders.JPEG(quality: 90, progressive: true).encode(picture)
         let bytes = [UInt8](data)
         let whole = try registry.decode(data)
         #expect(!whole.isPartial)
@@ -116,7 +116,7 @@ import _ImagoTestSupport
         let jpeg = try Corpus.data("jpeg/exif-orientation/Landscape_1.jpg")
         let start = try Self.firstScanData(jpeg)
         for cut in [2, 3, 100, start - 3, start] {
-            do { _ = try JPEGDecoder().decode(jpeg.prefix(cut), options: DecodingOptions()) } catch {
+            do { _ = try ImageDecoders.JPEG().decode(jpeg.prefix(cut), options: DecodingOptions()) } catch {
                 guard case .decodingFailed(.jpeg, let reason, _, _) = error else {
                     Issue.record("JPEG cut at \(cut): \(error)")
                     continue

@@ -14,7 +14,7 @@ import _ImagoTestSupport
     }
 
     /// A 160 × 120 baseline JPEG, made here so the test needs no corpus.
-    static let jpeg: Data = (try? JPEGEncoder(quality: 90).encode(InterlacedPNG.picture(width: 160, height: 120))) ?? Data()
+    static let jpeg: Data = (try? ImageEncoders.JPEG(quality: 90).encode(InterlacedPNG.picture(width: 160, height: 120))) ?? Data()
 
     func makeLoader(_ kind: LoaderKind) -> (ImageLoader, ImageCache, DiskCache) {
         let memory = ImageCache()

@@ -17,8 +17,8 @@ import _ImagoTestSupport
 
     static let picture = InterlacedPNG.picture(width: 320, height: 240)
     /// libjpeg's standard progressive script: ten scans.
-    static let progressive = (try? JPEGEncoder(quality: 90, progressive: true).encode(picture)) ?? Data()
-    static let baseline = (try? JPEGEncoder(quality: 90).encode(picture)) ?? Data()
+    static let progressive = (try? ImageEncoders.JPEG(quality: 90, progressive: true).encode(picture)) ?? Data()
+    static let baseline = (try? ImageEncoders.JPEG(quality: 90).encode(picture)) ?? Data()
     static let interlaced = InterlacedPNG.encode(picture, chunkSize: 2048)
 
     /// Offsets just after each SOS marker: the piece that ends there completes the

@@ -20,7 +20,7 @@ import _ImagoTestSupport
                 pixels[offset + 2] = UInt8(truncatingIfNeeded: x &* y)
             }
         }
-        return try! JPEGEncoder(quality: 80).encode(Bitmap(width: width, height: height, pixels: pixels))
+        return try! ImageEncoders.JPEG(quality: 80).encode(Bitmap(width: width, height: height, pixels: pixels))
     }()
 
     /// A 1400×1000 photo of a shade of its own: ten of them (5.6 MB of pixels each)
@@ -33,7 +33,7 @@ import _ImagoTestSupport
             pixels[index + 1] = UInt8(truncatingIfNeeded: index / 4 / width + shade * 7)
             pixels[index + 2] = UInt8(truncatingIfNeeded: shade * 25)
         }
-        return try! JPEGEncoder(quality: 80).encode(Bitmap(width: width, height: height, pixels: pixels))
+        return try! ImageEncoders.JPEG(quality: 80).encode(Bitmap(width: width, height: height, pixels: pixels))
     }
 
     private func fetch(_ lines: [String], _ extra: [String] = []) async throws -> (Tool.Result, [String: Any]) {

@@ -256,15 +256,15 @@ import _ImagoTestSupport
     @Test func jpegScaleCoversTheTarget() {
         // 4000 px to a 256 px thumbnail decodes at 1/8: a 500 × 375 buffer, never the
         // 48 MB of the full image.
-        #expect(JPEGDecoder.scaleDenominator(width: 4000, height: 3000, orientation: .up, target: .thumbnail(256)) == 8)
-        #expect(JPEGDecoder.scaleDenominator(width: 1280, height: 960, orientation: .up, target: .thumbnail(256)) == 4)
-        #expect(JPEGDecoder.scaleDenominator(width: 1280, height: 960, orientation: .up, target: .thumbnail(700)) == 1)
+        #expect(ImageDecoders.JPEG.scaleDenominator(width: 4000, height: 3000, orientation: .up, target: .thumbnail(256)) == 8)
+        #expect(ImageDecoders.JPEG.scaleDenominator(width: 1280, height: 960, orientation: .up, target: .thumbnail(256)) == 4)
+        #expect(ImageDecoders.JPEG.scaleDenominator(width: 1280, height: 960, orientation: .up, target: .thumbnail(700)) == 1)
         // Sizes are those of the upright image: stored 1800 × 1200 turned by
         // orientation 6 is 1200 × 1800 upright, and needs 267 × 400 of it.
-        #expect(JPEGDecoder.scaleDenominator(width: 1800, height: 1200, orientation: .right, target: TargetSize(width: 1000, height: 400)) == 4)
-        #expect(JPEGDecoder.scaleDenominator(width: 1800, height: 1200, orientation: .up, target: TargetSize(width: 1000, height: 400)) == 2)
+        #expect(ImageDecoders.JPEG.scaleDenominator(width: 1800, height: 1200, orientation: .right, target: TargetSize(width: 1000, height: 400)) == 4)
+        #expect(ImageDecoders.JPEG.scaleDenominator(width: 1800, height: 1200, orientation: .up, target: TargetSize(width: 1000, height: 400)) == 2)
         let fill = TargetSize(width: 256, height: 256, contentMode: .aspectFill)
-        #expect(JPEGDecoder.scaleDenominator(width: 4000, height: 1000, orientation: .up, target: fill) == 2)
+        #expect(ImageDecoders.JPEG.scaleDenominator(width: 4000, height: 1000, orientation: .up, target: fill) == 2)
     }
 
     @Test(Corpus.available) func animationsResizeEveryFrame() throws {

@@ -18,7 +18,7 @@ import _ImagoTestSupport
     /// The image of URL number `n`: its first pixel names it.
     static func image(_ n: Int) -> Data {
         let pixel: [UInt8] = [UInt8(n >> 8), UInt8(n & 0xFF), 99, 255]
-        return try! PNGEncoder().encode(Bitmap(width: 8, height: 8, pixels: Array(repeatElement(pixel, count: 64).joined())))
+        return try! ImageEncoders.PNG().encode(Bitmap(width: 8, height: 8, pixels: Array(repeatElement(pixel, count: 64).joined())))
     }
 
     /// How the soak's server answers for image `n`: one image in ten is faulty, each

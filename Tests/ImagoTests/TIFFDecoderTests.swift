@@ -25,7 +25,7 @@ import _ImagoTestSupport
     @Test(arguments: TIFFDecoderTests.cases.keys.sorted())
     func decodesLikeTheReference(_ name: String) throws {
         let tolerance = try #require(Self.cases[name])
-        let image = try TIFFDecoder().decode(try Fixture.data("tiff/" + name), options: DecodingOptions())
+        let image = try ImageDecoders.TIFF().decode(try Fixture.data("tiff/" + name), options: DecodingOptions())
         let reference = try Fixture.reference("tiff/" + name.replacingOccurrences(of: ".tif", with: ".ref.png"))
         #expect(image.format == .tiff)
         try #require(image.width == reference.width && image.height == reference.height, "\(name): \(image.width)×\(image.height)")
@@ -42,9 +42,9 @@ import _ImagoTestSupport
 
     @Test func orientationIsReportedAndCanBeLeftAlone() throws {
         let data = try Fixture.data("tiff/orientation-6.tif")
-        let upright = try TIFFDecoder().decode(data, options: DecodingOptions())
+        let upright = try ImageDecoders.TIFF().decode(data, options: DecodingOptions())
         #expect(upright.orientation == .right && upright.width == 17 && upright.height == 29)
-        let stored = try TIFFDecoder().decode(data, options: DecodingOptions(appliesOrientation: false))
+        let stored = try ImageDecoders.TIFF().decode(data, options: DecodingOptions(appliesOrientation: false))
         #expect(stored.orientation == .right && stored.width == 29 && stored.height == 17)
         #expect(stored.bitmap.difference(to: try Fixture.reference("tiff/rgb8.ref.png")).maximum == 0)
     }
@@ -102,7 +102,7 @@ import _ImagoTestSupport
     func truncatedFilesFail(_ name: String) throws {
         let data = try Fixture.data("tiff/" + name)
         for length in Set([0, 4, 8, 20, data.count / 10, data.count / 2, data.count * 9 / 10]) {
-            let error = TIFFDecoder().failure(data.prefix(length))
+            let error = ImageDecoders.TIFF().failure(data.prefix(length))
             #expect(error?.isDecodingFailure(.tiff) == true, "\(name) cut to \(length): \(String(describing: error))")
         }
     }
@@ -116,7 +116,7 @@ import _ImagoTestSupport
             for value: UInt8 in [0, 0x7F, 0xFF] {
                 var damaged = data
                 damaged[offset] = value
-                if let error = TIFFDecoder().failure(damaged, limit: 1 << 16) {
+                if let error = ImageDecoders.TIFF().failure(damaged, limit: 1 << 16) {
                     switch error {
                     case .decodingFailed(format: .tiff, _, _, _), .imageTooLarge: break
                     default: Issue.record("\(name) byte \(offset) = \(value): \(error)")
@@ -129,7 +129,7 @@ import _ImagoTestSupport
     @Test func hugeHeadersAreRefusedBeforeAllocating() throws {
         let data = try Fixture.data("tiff/rgb8.tif")
         #expect(throws: ImagoError.imageTooLarge(width: 29, height: 17, frames: 1, limit: 100)) {
-            try TIFFDecoder().decode(data, options: DecodingOptions(maximumPixelCount: 100))
+            try ImageDecoders.TIFF().decode(data, options: DecodingOptions(maximumPixelCount: 100))
         }
     }
 
@@ -137,7 +137,7 @@ import _ImagoTestSupport
         var data = try Fixture.data("tiff/rgb8.tif")
         // The first IFD's offset pointed past the end.
         data.replaceSubrange(4..<8, with: [0xFF, 0xFF, 0xFF, 0x0F])
-        let error = try #require(TIFFDecoder().failure(data))
+        let error = try #require(ImageDecoders.TIFF().failure(data))
         #expect(error.isDecodingFailure(.tiff))
         #expect(error.codecMessage?.library == "libtiff")
     }

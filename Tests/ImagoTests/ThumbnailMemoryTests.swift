@@ -20,14 +20,14 @@ import _ImagoTestSupport
         let targets = [TargetSize.thumbnail(256), .thumbnail(500), TargetSize(width: 90, height: 160, contentMode: .aspectFill), .thumbnail(3)]
         let (whole, pairs, cut) = try await offThePool {
             let picture = Self.picture(width: 1200, height: 700, alpha: alpha)
-            let data = try PNGEncoder().encode(picture)
-            let whole = try PNGDecoder().decode(data, options: DecodingOptions())
+            let data = try ImageEncoders.PNG().encode(picture)
+            let whole = try ImageDecoders.PNG().decode(data, options: DecodingOptions())
             let pairs = try targets.map { target in
-                (try PNGDecoder().decode(data, options: DecodingOptions(targetSize: target)).bitmap, whole.bitmap.fitted(to: target))
+                (try ImageDecoders.PNG().decode(data, options: DecodingOptions(targetSize: target)).bitmap, whole.bitmap.fitted(to: target))
             }
             let cut = data.prefix(data.count * 2 / 3)
-            let partial = try PNGDecoder().decode(cut, options: DecodingOptions())
-            let streamed = try PNGDecoder().decode(cut, options: DecodingOptions(targetSize: .thumbnail(256)))
+            let partial = try ImageDecoders.PNG().decode(cut, options: DecodingOptions())
+            let streamed = try ImageDecoders.PNG().decode(cut, options: DecodingOptions(targetSize: .thumbnail(256)))
             return (whole.bitmap == picture, pairs, (partial.isPartial && streamed.isPartial, streamed.bitmap == partial.bitmap.fitted(to: .thumbnail(256))))
         }
         #expect(whole)
@@ -52,7 +52,7 @@ import _ImagoTestSupport
         for target in [nil, TargetSize.thumbnail(256)] {
             options.targetSize = target
             #expect(throws: ImagoError.decodingTimedOut(format: .png, seconds: 0.05)) {
-                try PNGDecoder().decode(data, options: options)
+                try ImageDecoders.PNG().decode(data, options: options)
             }
         }
     }
@@ -77,13 +77,13 @@ import _ImagoTestSupport
     @Test func stripTIFFThumbnailsEqualTheWholeDecodeFitted() throws {
         let picture = InterlacedPNG.picture(width: 700, height: 450)
         let data = Self.stripTIFF(picture, rowsPerStrip: 7)
-        #expect(try TIFFDecoder().decode(data, options: DecodingOptions()).bitmap == picture)
+        #expect(try ImageDecoders.TIFF().decode(data, options: DecodingOptions()).bitmap == picture)
         for target in [TargetSize.thumbnail(256), .thumbnail(64), TargetSize(width: 90, height: 160, contentMode: .aspectFill)] {
-            #expect(try TIFFDecoder().decode(data, options: DecodingOptions(targetSize: target)).bitmap == picture.fitted(to: target), "\(target)")
+            #expect(try ImageDecoders.TIFF().decode(data, options: DecodingOptions(targetSize: target)).bitmap == picture.fitted(to: target), "\(target)")
         }
         for name in try Fixture.files("tiff", suffix: ".tif") {
             let data = try Fixture.data("tiff/\(name)")
-            let whole = try TIFFDecoder().decode(data, options: DecodingOptions())
+            let whole = try ImageDecoders.TIFF().decode(data, options: DecodingOptions())
             let target = TargetSize.thumbnail(11)
             // Turned files decode whole, turn, then fit (the registry fits them).
             let thumbnail = try ImageDecoderRegistry.shared.decode(data, options: DecodingOptions(targetSize: target))
@@ -116,7 +116,7 @@ import _ImagoTestSupport
         var frames: [UInt8] = []
         for (number, colour) in colours.enumerated() {
             let pixels = [UInt8]((0..<frameSide * frameSide).flatMap { _ in [colour.0, colour.1, colour.2, colour.3] })
-            let still = try WebPEncoder(lossless: true).encode(Bitmap(width: frameSide, height: frameSide, pixels: pixels))
+            let still = try ImageEncoders.WebP(lossless: true).encode(Bitmap(width: frameSide, height: frameSide, pixels: pixels))
             let image = [UInt8](still[12...])
             // Even offsets (the format stores half), stepping across the canvas.
             let offset = (side - frameSide) * number / colours.count / 2 * 2
@@ -136,9 +136,9 @@ import _ImagoTestSupport
         let targets = [TargetSize.thumbnail(256), TargetSize(width: 120, height: 200, contentMode: .aspectFill)]
         let frames = try await offThePool {
             let data = try Self.largeCanvasWebP(side: 2400, frameSide: 900)
-            let full = try WebPDecoder().decode(data, options: DecodingOptions()).frames
+            let full = try ImageDecoders.WebP().decode(data, options: DecodingOptions()).frames
             return try targets.map { target in
-                let thumbnail = try WebPDecoder().decode(data, options: DecodingOptions(targetSize: target)).frames
+                let thumbnail = try ImageDecoders.WebP().decode(data, options: DecodingOptions(targetSize: target)).frames
                 return zip(thumbnail, full).map { ($0.bitmap, $1.bitmap.fitted(to: target)) }
             }
         }
@@ -200,7 +200,7 @@ import _ImagoTestSupport
                 disposal: number == 1 ? 2 : number == 2 ? 3 : 1, delay: 10, transparent: 0, interlaced: interlaced && number == 3))
         }
         let data = Data(gif.encode())
-        let full = try GIFDecoder().decode(data, options: DecodingOptions())
+        let full = try ImageDecoders.GIF().decode(data, options: DecodingOptions())
         let target = TargetSize.thumbnail(256)
         let thumbnail = try ImageDecoderRegistry.shared.decode(data, options: DecodingOptions(targetSize: target))
         return zip(thumbnail.frames, full.frames).map { ($0.bitmap, $1.bitmap.fitted(to: target)) }

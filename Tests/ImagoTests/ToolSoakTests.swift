@@ -17,7 +17,7 @@ import _ImagoTestSupport
 
     static func jpeg(_ n: Int) -> Data {
         let (width, height) = size(n)
-        return try! JPEGEncoder(quality: 80).encode(Bitmap.smoothPhoto(width: width, height: height))
+        return try! ImageEncoders.JPEG(quality: 80).encode(Bitmap.smoothPhoto(width: width, height: height))
     }
 
     @Test(.enabled(if: SoakTests.enabled, "the soak runs with make soak (IMAGO_SOAK=1)"))

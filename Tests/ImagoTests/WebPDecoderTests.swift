@@ -66,7 +66,7 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
 }
 
 @Suite struct WebPDecoderTests {
-    let decoder = WebPDecoder()
+    let decoder = ImageDecoders.WebP()
 
     // MARK: Corpus
 
@@ -135,10 +135,10 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
     }
 
     @Test func shortFrameDurationsPlayAtBrowserSpeed() {
-        #expect(WebPDecoder.frameDuration(milliseconds: 0) == 0.1)
-        #expect(WebPDecoder.frameDuration(milliseconds: 10) == 0.1)
-        #expect(WebPDecoder.frameDuration(milliseconds: 11) == 0.011)
-        #expect(WebPDecoder.frameDuration(milliseconds: 150) == 0.15)
+        #expect(ImageDecoders.WebP.frameDuration(milliseconds: 0) == 0.1)
+        #expect(ImageDecoders.WebP.frameDuration(milliseconds: 10) == 0.1)
+        #expect(ImageDecoders.WebP.frameDuration(milliseconds: 11) == 0.011)
+        #expect(ImageDecoders.WebP.frameDuration(milliseconds: 150) == 0.15)
     }
 
     @Test func canDecodeOnlyWebP() {
@@ -237,7 +237,7 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
     /// libwebp has no messages, only status codes: a bitstream it rejects fails with
     /// Imago's sentence and the status's name as libwebp's word.
     @Test func corruptBitstreamNamesLibwebpAndItsStatus() throws {
-        var bytes = [UInt8](try WebPEncoder(lossless: true).encode(Bitmap.coordinates(width: 16, height: 16)))
+        var bytes = [UInt8](try ImageEncoders.WebP(lossless: true).encode(Bitmap.coordinates(width: 16, height: 16)))
         #expect(Array(bytes[12..<16]) == Array("VP8L".utf8))
         // Past the VP8L header (the chunk's payload starts at 20): the container
         // and the header pass, the entropy codes do not.
@@ -342,7 +342,7 @@ private func expectDecodingFailure(
     _ data: Data, _ comment: Comment, sourceLocation: SourceLocation = #_sourceLocation
 ) -> String? {
     do {
-        _ = try WebPDecoder().decode(data, options: DecodingOptions())
+        _ = try ImageDecoders.WebP().decode(data, options: DecodingOptions())
         Issue.record("decoded, expected a failure: \(comment)", sourceLocation: sourceLocation)
     } catch {
         if case .decodingFailed(.webp, let reason, _, _) = error { return reason }

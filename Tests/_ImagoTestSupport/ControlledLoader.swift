@@ -148,7 +148,7 @@ extension Duration {
 /// A small PNG whose one colour tells which image it is.
 public func pngData(_ shade: UInt8, width: Int = 2, height: Int = 2) -> Data {
     let pixels = (0..<width * height * 4).map { $0 % 4 == 3 ? 255 : shade }
-    return try! PNGEncoder().encode(Bitmap(width: width, height: height, pixels: pixels))
+    return try! ImageEncoders.PNG().encode(Bitmap(width: width, height: height, pixels: pixels))
 }
 
 /// A successful answer with a PNG of `shade`.

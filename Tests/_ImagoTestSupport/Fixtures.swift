@@ -30,7 +30,7 @@ public enum Fixture {
     #if os(Linux)
     /// The reference decode at `path` (a PNG), premultiplied like every Imago bitmap.
     public static func reference(_ path: String) throws -> Bitmap {
-        try PNGDecoder().decode(try data(path), options: DecodingOptions()).bitmap
+        try ImageDecoders.PNG().decode(try data(path), options: DecodingOptions()).bitmap
     }
     #endif
 

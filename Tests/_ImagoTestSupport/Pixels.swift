@@ -97,7 +97,7 @@ public enum Pixels {
 
     /// PNG bytes of `bitmap`, made by Imago's encoder (libpng).
     public static func png(_ bitmap: Bitmap) throws -> Data {
-        try PNGEncoder().encode(bitmap)
+        try ImageEncoders.PNG().encode(bitmap)
     }
 }
 

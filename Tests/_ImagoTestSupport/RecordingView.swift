@@ -114,7 +114,7 @@ public enum NumberedImage {
     public static func png(_ number: Int) -> Data {
         let pixel: [UInt8] = [UInt8(number >> 8), UInt8(number & 0xFF), 7, 255]
         let pixels = Array([pixel, pixel].joined())
-        return try! PNGEncoder().encode(Bitmap(width: 2, height: 1, pixels: pixels))
+        return try! ImageEncoders.PNG().encode(Bitmap(width: 2, height: 1, pixels: pixels))
     }
 
     /// The number `image` names.

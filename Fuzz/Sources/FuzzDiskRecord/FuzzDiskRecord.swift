@@ -1,5 +1,5 @@
 import Foundation
-import Imago
+@_spi(Internals) import Imago
 
 /// The disk cache and the folder its records live in, made once per process.
 private let cache: DiskCache = {

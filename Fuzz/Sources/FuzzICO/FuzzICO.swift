@@ -6,6 +6,6 @@ import Imago
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let data = Data(bytes: bytes, count: count)
-    _ = try? ICODecoder().decode(data, options: DecodingOptions(maximumPixelCount: 1 << 22))
+    _ = try? ImageDecoders.ICO().decode(data, options: DecodingOptions(maximumPixelCount: 1 << 22))
     return 0
 }

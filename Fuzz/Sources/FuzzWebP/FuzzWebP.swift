@@ -8,7 +8,7 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let data = Data(bytes: bytes, count: count)
     // Few frames: each is a whole canvas, and an animation's frames after the first
     // are decoded by its cursor, which is driven to the end here.
-    let image = try? WebPDecoder().decode(data, options: DecodingOptions(maximumPixelCount: 1 << 22, maximumFrameCount: 64))
+    let image = try? ImageDecoders.WebP().decode(data, options: DecodingOptions(maximumPixelCount: 1 << 22, maximumFrameCount: 64))
     if let cursor = image?.animation?.makeIterator() {
         while (try? cursor.next()) != nil {}
     }

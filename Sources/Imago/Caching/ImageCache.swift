@@ -125,7 +125,7 @@ public final class ImageCache: ImageCaching {
     private let state = Locked(State())
     private let clock: @Sendable () -> Double
     /// Held for the cache's lifetime; dropping it (with the cache) unsubscribes.
-    private let pressureSubscription = Locked<MemoryPressureSubscription?>(nil)
+    private let pressureSubscription = Locked<MemoryPressureMonitor.Subscription?>(nil)
 
     /// The most bytes of pixels kept.
     public let costLimit: Int

@@ -51,7 +51,7 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible, Expres
     }
 
     /// Whether the image is the resource as it decodes, at full size and unprocessed.
-    public var isOriginal: Bool { targetSize == nil && processing.isEmpty }
+    var isOriginal: Bool { targetSize == nil && processing.isEmpty }
 
     /// The same resource and size without the processing: what processors start from.
     var decodedKey: ImageCacheKey { ImageCacheKey(imageKey: imageKey, targetSize: targetSize) }

@@ -13,7 +13,7 @@ import Foundation
 /// frame as it is produced.
 public final class AnimatedFrames: Sendable {
     /// How many frames the scan found; a frame that then fails to decode ends the
-    /// animation early (`FrameIterator.next()` throws).
+    /// animation early (`Iterator.next()` throws).
     public let frameCount: Int
     /// How long each frame stays on screen, in seconds; `frameCount` entries.
     public let durations: [Double]
@@ -25,7 +25,7 @@ public final class AnimatedFrames: Sendable {
     public let height: Int
     /// Bytes this object keeps alive: the compressed data (or, for frames given
     /// decoded, their pixels). What a memory cache charges beyond the first frame.
-    public let retainedCost: Int
+    let retainedCost: Int
 
     private let open: @Sendable () throws(ImagoError) -> any FrameProducing
     private let transform: (@Sendable (Bitmap) -> Bitmap)?
@@ -75,17 +75,17 @@ public final class AnimatedFrames: Sendable {
 
     /// The same animation with `transform` applied to each frame as it is produced;
     /// `width` × `height` is the size it gives.
-    public func mapped(width: Int, height: Int, _ transform: @escaping @Sendable (Bitmap) -> Bitmap) -> AnimatedFrames {
+    func mapped(width: Int, height: Int, _ transform: @escaping @Sendable (Bitmap) -> Bitmap) -> AnimatedFrames {
         AnimatedFrames(base: self, width: width, height: height, transform: transform)
     }
 
     /// A cursor over the frames from the first, decoding each when asked for it.
-    public func makeIterator() -> FrameIterator {
-        FrameIterator(self)
+    public func makeIterator() -> Iterator {
+        Iterator(self)
     }
 
     /// Bytes one frame takes.
-    public var frameCost: Int { width * height * 4 }
+    var frameCost: Int { width * height * 4 }
 
     /// The total time of one play, in seconds.
     public var totalDuration: Double { durations.reduce(0, +) }
@@ -94,41 +94,43 @@ public final class AnimatedFrames: Sendable {
     fileprivate func apply(_ bitmap: Bitmap) -> Bitmap { transform.map { $0(bitmap) } ?? bitmap }
 }
 
-/// Decodes an animation's frames in order, from the first. Not `Sendable`: one
-/// thread at a time uses a cursor (the codecs' state is not shareable).
-public final class FrameIterator {
-    private let animation: AnimatedFrames
-    private var producer: (any FrameProducing)?
-    private var index = 0
-    private var ended = false
+extension AnimatedFrames {
+    /// Decodes an animation's frames in order, from the first. Not `Sendable`: one
+    /// thread at a time uses a cursor (the codecs' state is not shareable).
+    public final class Iterator {
+        private let animation: AnimatedFrames
+        private var producer: (any FrameProducing)?
+        private var index = 0
+        private var ended = false
 
-    fileprivate init(_ animation: AnimatedFrames) {
-        self.animation = animation
-    }
+        fileprivate init(_ animation: AnimatedFrames) {
+            self.animation = animation
+        }
 
-    /// The index of the frame `next()` produces.
-    public var nextIndex: Int { index }
+        /// The index of the frame `next()` produces.
+        public var nextIndex: Int { index }
 
-    /// The next frame, or nil after the last one (or after the data ended early).
-    /// Throws when a frame cannot be decoded; the frames before it stand, and the
-    /// cursor then reports the end.
-    public func next() throws(ImagoError) -> DecodedImage.Frame? {
-        guard !ended, index < animation.frameCount else { return nil }
-        do throws(ImagoError) {
-            if producer == nil { producer = try animation.openProducer() }
-            guard let bitmap = try producer?.nextFrame() else {
+        /// The next frame, or nil after the last one (or after the data ended early).
+        /// Throws when a frame cannot be decoded; the frames before it stand, and the
+        /// cursor then reports the end.
+        public func next() throws(ImagoError) -> DecodedImage.Frame? {
+            guard !ended, index < animation.frameCount else { return nil }
+            do throws(ImagoError) {
+                if producer == nil { producer = try animation.openProducer() }
+                guard let bitmap = try producer?.nextFrame() else {
+                    ended = true
+                    producer = nil
+                    return nil
+                }
+                let frame = DecodedImage.Frame(bitmap: animation.apply(bitmap), duration: animation.durations[index])
+                index += 1
+                if index == animation.frameCount { producer = nil }
+                return frame
+            } catch {
                 ended = true
                 producer = nil
-                return nil
+                throw error
             }
-            let frame = DecodedImage.Frame(bitmap: animation.apply(bitmap), duration: animation.durations[index])
-            index += 1
-            if index == animation.frameCount { producer = nil }
-            return frame
-        } catch {
-            ended = true
-            producer = nil
-            throw error
         }
     }
 }

@@ -20,7 +20,7 @@ public final class AnimationPlayer: @unchecked Sendable {
     /// The image played.
     public let image: DecodedImage
     /// How many frames are kept decoded at most (at least one).
-    public let capacity: Int
+    let capacity: Int
 
     private let animation: AnimatedFrames?
     private let queue: DispatchQueue
@@ -28,7 +28,7 @@ public final class AnimationPlayer: @unchecked Sendable {
     private let lock = NSLock()
     private var buffer: [Int: DecodedImage.Frame] = [:]
     private var wanted = 0
-    private var cursor: FrameIterator?
+    private var cursor: AnimatedFrames.Iterator?
     /// The position the cursor produces next.
     private var nextPosition = 0
     private var decoding = false
@@ -66,12 +66,12 @@ public final class AnimationPlayer: @unchecked Sendable {
     }
 
     /// How many frames are held decoded now: what memory the player costs.
-    public var bufferedFrameCount: Int {
+    var bufferedFrameCount: Int {
         lock.withLock { buffer.count }
     }
 
     /// How many frames have been decoded since the player was made.
-    public var decodedFrameCount: Int {
+    var decodedFrameCount: Int {
         lock.withLock { decodedCount }
     }
 
@@ -147,7 +147,7 @@ public final class AnimationPlayer: @unchecked Sendable {
 
     private func decodeLoop() {
         while true {
-            let cursor = lock.withLock { () -> FrameIterator in
+            let cursor = lock.withLock { () -> AnimatedFrames.Iterator in
                 if let cursor = self.cursor { return cursor }
                 // Each loop decodes from the first frame again.
                 let fresh = animation!.makeIterator()

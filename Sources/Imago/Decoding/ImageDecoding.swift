@@ -86,6 +86,12 @@ public protocol ImageDecoding: Sendable {
     func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage
 }
 
+/// The built-in decoders, one a format: on Linux Debian's codecs (and Imago's own for
+/// BMP and ICO), on Apple platforms ImageIO. `ImageDecoderRegistry.shared` asks them
+/// all; use one directly to decode a format known in advance, or list them in a
+/// registry of one's own.
+public enum ImageDecoders {}
+
 /// The decoders Imago uses, found by the format of the data.
 ///
 /// Decoders registered later are asked first, so a registered decoder can replace a
@@ -134,9 +140,9 @@ public final class ImageDecoderRegistry: Sendable {
     /// The decoders this platform has without any registration.
     static var builtIn: [any ImageDecoding] {
         #if os(Linux)
-        [JPEGDecoder(), PNGDecoder(), GIFDecoder(), WebPDecoder(), BMPDecoder(), ICODecoder(), TIFFDecoder(), AVIFDecoder(), HEIFDecoder()]
+        [ImageDecoders.JPEG(), ImageDecoders.PNG(), ImageDecoders.GIF(), ImageDecoders.WebP(), ImageDecoders.BMP(), ImageDecoders.ICO(), ImageDecoders.TIFF(), ImageDecoders.AVIF(), ImageDecoders.HEIF()]
         #elseif canImport(ImageIO)
-        [ImageIODecoder()]
+        [ImageDecoders.ImageIO()]
         #else
         []
         #endif

@@ -1,9 +1,9 @@
 /// How a file holding several images is read, whichever codec reads it: Imago's own
 /// decoders on Linux, ImageIO's image source on Apple platforms, which only reports
 /// what the file holds and decodes what it is asked for.
-public enum ImageSourceRules {
+enum ImageSourceRules {
     /// What is shown of a file holding several images.
-    public enum Selection: Sendable, Equatable {
+    enum Selection: Sendable, Equatable {
         /// One image, at this index: an icon's best entry, a TIFF's first page, a HEIF
         /// collection's primary image.
         case still(index: Int)
@@ -13,16 +13,16 @@ public enum ImageSourceRules {
     }
 
     /// One image of a file, as its header describes it.
-    public struct Entry: Sendable, Equatable {
+    struct Entry: Sendable, Equatable {
         /// Width in pixels.
-        public let width: Int
+        let width: Int
         /// Height in pixels.
-        public let height: Int
+        let height: Int
         /// Bits per pixel; deeper colour wins between entries of one size.
-        public let depth: Int
+        let depth: Int
 
         /// An entry of `width` × `height` pixels at `depth` bits a pixel.
-        public init(width: Int, height: Int, depth: Int) {
+        init(width: Int, height: Int, depth: Int) {
             self.width = width
             self.height = height
             self.depth = depth
@@ -33,7 +33,7 @@ public enum ImageSourceRules {
     /// the animated formats (a HEIF or AVIF file only when it is a sequence), the best
     /// entry of an icon for `target` (`bestEntry`), the primary image of a HEIF or
     /// AVIF collection, the first image of anything else (a TIFF's first page).
-    public static func selection(
+    static func selection(
         format: ImageFormat, count: Int, primaryIndex: Int, isSequence: Bool, target: TargetSize?, entry: (Int) -> Entry?
     ) -> Selection {
         guard count > 1 else { return .still(index: 0) }
@@ -55,7 +55,7 @@ public enum ImageSourceRules {
     /// upscaling, or the largest when there is no target or none is large enough,
     /// the deeper colour winning between entries of one size — what browsers pick
     /// for a favicon drawn at a given size. Nil for no entries.
-    public static func bestEntry(_ entries: [Entry], for target: TargetSize?) -> Int? {
+    static func bestEntry(_ entries: [Entry], for target: TargetSize?) -> Int? {
         guard !entries.isEmpty else { return nil }
         func better(_ a: Entry, than b: Entry, preferSmaller: Bool) -> Bool {
             let areaA = a.width * a.height, areaB = b.width * b.height
@@ -80,7 +80,7 @@ public enum ImageSourceRules {
     /// The longest side to decode an upright `width` × `height` image at for
     /// `target`, for a codec that scales while it decodes (ImageIO's thumbnails); nil
     /// to decode it whole, when there is no target or it would not shrink the image.
-    public static func decodedLongestSide(width: Int, height: Int, target: TargetSize?) -> Int? {
+    static func decodedLongestSide(width: Int, height: Int, target: TargetSize?) -> Int? {
         guard let target, width > 0, height > 0 else { return nil }
         let layout = target.layout(sourceWidth: width, sourceHeight: height)
         guard layout.scaledWidth < width || layout.scaledHeight < height else { return nil }
@@ -89,7 +89,7 @@ public enum ImageSourceRules {
 
     /// A frame's delay as browsers play it: missing, or 10 ms and under (files that
     /// mean "as fast as possible"), it is 100 ms.
-    public static func frameDelay(_ seconds: Double?) -> Double {
+    static func frameDelay(_ seconds: Double?) -> Double {
         guard let seconds, seconds.isFinite, seconds > 0.01 else { return 0.1 }
         return seconds
     }

@@ -23,8 +23,9 @@ extension ImageFormat {
     }
 }
 
-/// Finds the encoder for a format, so that callers (the `imago` tool, an app saving a
-/// file) need not know which formats can be written on this platform.
+/// The built-in encoders, one a format (JPEG, PNG, and WebP on Linux), and the one for
+/// a format, so that callers (the `imago` tool, an app saving a file) need not know
+/// which formats can be written on this platform.
 public enum ImageEncoders {
     /// An encoder for `format` with default settings, or nil when Imago cannot write
     /// that format here: PNG and JPEG everywhere, WebP on Linux (libwebp; ImageIO
@@ -36,11 +37,11 @@ public enum ImageEncoders {
     public static func encoder(for format: ImageFormat, quality: Int? = nil) -> (any ImageEncoding)? {
         switch format {
         #if os(Linux) || canImport(ImageIO)
-        case .png: return PNGEncoder()
-        case .jpeg: return JPEGEncoder(quality: quality ?? JPEGEncoder.defaultQuality)
+        case .png: return PNG()
+        case .jpeg: return JPEG(quality: quality ?? JPEG.defaultQuality)
         #endif
         #if os(Linux)
-        case .webp: return WebPEncoder(quality: quality.map { Float(min(max($0, 1), 100)) } ?? WebPEncoder.defaultQuality)
+        case .webp: return WebP(quality: quality.map { Float(min(max($0, 1), 100)) } ?? WebP.defaultQuality)
         #endif
         default: return nil
         }

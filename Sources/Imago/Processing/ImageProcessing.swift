@@ -28,7 +28,7 @@ extension DecodedImage {
 }
 
 /// The identifier of a list of processors, as cache keys use it; empty for none.
-public func processingIdentifier(_ processors: [any ImageProcessing]) -> String {
+func processingIdentifier(_ processors: [any ImageProcessing]) -> String {
     processors.map(\.identifier).joined(separator: "|")
 }
 

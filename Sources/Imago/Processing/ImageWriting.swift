@@ -8,7 +8,7 @@ extension DecodedImage {
     /// `quality` (1…100, clamped) is the JPEG or lossy WebP quality; nil means the
     /// encoder's default (JPEG 85, WebP 80); PNG ignores it. For settings beyond
     /// quality (a progressive JPEG, lossless WebP), call an encoder such as
-    /// `JPEGEncoder` directly.
+    /// `ImageEncoders.JPEG` directly.
     ///
     /// ```swift
     /// let thumbnail = try await ImageLoader.shared.image(

@@ -54,13 +54,13 @@ public typealias PlatformImage = NSImage
 /// An animation's frames as AppKit images, each entry of `timeline` naming the frame
 /// shown for one tick. AppKit animates only GIF data read by `NSBitmapImageRep`, not
 /// frames Imago decoded, so `NSImageView` plays these on a timer (`play(_:)`).
-public final class AppKitAnimation: Sendable {
+final class AppKitAnimation: Sendable {
     /// The frames, in order.
-    public let frames: [NSImage]
+    let frames: [NSImage]
     /// Which frame shows at each tick, and how long a tick lasts.
-    public let timeline: UniformFrameTimeline
+    let timeline: UniformFrameTimeline
     /// How many times the animation plays; 0 means forever.
-    public let loopCount: Int
+    let loopCount: Int
 
     init(frames: [NSImage], timeline: UniformFrameTimeline, loopCount: Int) {
         self.frames = frames
@@ -84,7 +84,7 @@ extension DecodedImage {
     /// An animation's frames for AppKit at `scale`, built once and then found in
     /// `builtAnimations`; nil for a still image.
     @MainActor
-    public func appKitAnimation(scale: Double) -> AppKitAnimation? {
+    func appKitAnimation(scale: Double) -> AppKitAnimation? {
         guard isAnimated else { return nil }
         return builtAnimations.image(for: self, scale: scale) {
             // `frames` decodes an animation's frames each time it is read: once here.

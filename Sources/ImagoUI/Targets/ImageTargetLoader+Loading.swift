@@ -172,7 +172,7 @@ extension ImageTargetLoader {
     /// for ever. Observers with `queue: nil` run there too, on the main thread.
     @MainActor
     func announce(_ result: Result<ImageResponse, ImagoError>, url: URL, target: WeakReference, cache: (any ImageCaching)?) {
-        let announcement = Announcement(event: Event(url: url, target: target, result: result), cache: cache)
+        let announcement = Announcement(event: Event(url: url, result: result, reference: target), cache: cache)
         if OperationQueue.current === OperationQueue.main {
             announcement.post(to: self)
         } else {
@@ -282,7 +282,7 @@ private final class Announcement: @unchecked Sendable {
             name = ImageTargetLoader.didFailNotification
             info[Key.error] = error
         }
-        NotificationCenter.default.post(name: name, object: event.target.object, userInfo: info)
+        NotificationCenter.default.post(name: name, object: event.reference.object, userInfo: info)
         for stream in targets.registry.withLock({ Array($0.eventStreams.values) }) { stream.yield(event) }
     }
 }

@@ -37,10 +37,13 @@ public final class ImageTargetLoader: Sendable {
     public struct Event: Sendable {
         /// The URL loaded.
         public let url: URL
-        /// The target it was loaded for; nil for URL-only loads or a target gone.
-        public let target: WeakReference
         /// The image and where it came from, or why it failed.
         public let result: Result<ImageResponse, ImagoError>
+        /// The target, held weakly: reached on the main actor only, where targets live.
+        let reference: WeakReference
+
+        /// The target it was loaded for; nil for URL-only loads or a target gone.
+        @MainActor public var target: AnyObject? { reference.object }
     }
 
     /// The loader underneath.
@@ -71,10 +74,10 @@ public final class ImageTargetLoader: Sendable {
 /// A weak reference that may cross isolation, handed back on the main actor.
 ///
 /// `@unchecked Sendable`: the loader only stores targets and compares them by
-/// identity; the object itself is only used by callers on the main actor.
-public struct WeakReference: @unchecked Sendable {
+/// identity; the object itself is only used on the main actor.
+struct WeakReference: @unchecked Sendable {
     /// The object, while it lives.
-    public weak var object: AnyObject?
+    weak var object: AnyObject?
 
     init(_ object: AnyObject?) {
         self.object = object

@@ -107,7 +107,7 @@ enum Tool {
     /// The peak RSS, in KB, of `imago decode` decoding a one-pixel PNG: the tool at rest.
     static func peakMemoryAtRest(sourceLocation: SourceLocation = #_sourceLocation) async throws -> Int {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("imago-rest-\(UUID().uuidString).png")
-        try PNGEncoder().encode(Bitmap(width: 1, height: 1, pixels: [0, 0, 0, 255])).write(to: file)
+        try ImageEncoders.PNG().encode(Bitmap(width: 1, height: 1, pixels: [0, 0, 0, 255])).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         return try await peakMemory(decoding: file, sourceLocation: sourceLocation)
     }

@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func aProgressiveJPEGSharpensInPlace() async throws {
-        let jpeg = try JPEGEncoder(quality: 92, progressive: true).encode(Self.testPicture())
+        let jpeg = try ImageEncoders.JPEG(quality: 92, progressive: true).encode(Self.testPicture())
         let expected = try ImageDecoderRegistry.shared.decode(jpeg).bitmap
         let server = TestServer()
         try server.start()

@@ -222,7 +222,7 @@ public final class DiskCache: Sendable {
     }
 
     /// The file that holds (or would hold) the record for `key`.
-    public func fileURL(forKey key: String) -> URL {
+    @_spi(Internals) public func fileURL(forKey key: String) -> URL {
         directory.appendingPathComponent(Self.fileName(forKey: key), isDirectory: false)
     }
 

@@ -122,7 +122,7 @@ extension DiskCache {
     /// record claims; it is read from the kernel's coarse clock, so files are taken as
     /// new from a twentieth of a second before `date`. Reads the directory on the
     /// calling thread.
-    public func recordCount(placedBefore date: Date) -> Int {
+    package func recordCount(placedBefore date: Date) -> Int {
         let limit = date.timeIntervalSince1970 - 0.05
         var count = 0
         for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] where RecordFormat.isRecordName(name) {

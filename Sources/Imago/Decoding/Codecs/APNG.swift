@@ -243,7 +243,7 @@ final class APNGFrameCursor: FrameProducing {
         let png = APNG.framePNG(bytes, ihdr: plan.ihdr, shared: plan.shared, data: data, width: control.width, height: control.height)
         var frameOptions = DecodingOptions(maximumPixelCount: plan.width * plan.height, appliesOrientation: false)
         frameOptions.targetSize = nil
-        let frame = try PNGDecoder().decodeStill(png, options: frameOptions)
+        let frame = try ImageDecoders.PNG().decodeStill(png, options: frameOptions)
         let width = plan.width
         let saved = control.dispose == 2 && index > 0 ? APNG.region(canvas, width: width, control) : nil
         APNG.draw(frame.bitmap, over: &canvas, width: width, control)

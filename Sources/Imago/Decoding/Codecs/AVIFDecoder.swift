@@ -2,82 +2,84 @@
 import CLibAVIF
 import Foundation
 
-/// AVIF through libavif (with dav1d for AV1 where libavif has it): stills and image
-/// sequences with their frame durations, alpha, 8, 10 and 12 bits (converted to 8),
-/// and the `irot`/`imir` transforms applied.
-///
-/// As in Chrome and Firefox, the rotation and mirroring boxes decide the orientation
-/// and EXIF orientation inside an AVIF is not applied; libavif's strict checks (a
-/// missing `pixi` box and the like, common in early files) are off, as in browsers.
-/// A sequence plays forever: libavif 0.11 does not read the edit list that could say
-/// otherwise. Only the first frame is decoded up front; the frame count and timings
-/// come from the container, and the other frames are decoded as they are played.
-public struct AVIFDecoder: ImageDecoding {
-    /// Makes the decoder; it holds no state.
-    public init() {}
+extension ImageDecoders {
+    /// AVIF through libavif (with dav1d for AV1 where libavif has it): stills and image
+    /// sequences with their frame durations, alpha, 8, 10 and 12 bits (converted to 8),
+    /// and the `irot`/`imir` transforms applied.
+    ///
+    /// As in Chrome and Firefox, the rotation and mirroring boxes decide the orientation
+    /// and EXIF orientation inside an AVIF is not applied; libavif's strict checks (a
+    /// missing `pixi` box and the like, common in early files) are off, as in browsers.
+    /// A sequence plays forever: libavif 0.11 does not read the edit list that could say
+    /// otherwise. Only the first frame is decoded up front; the frame count and timings
+    /// come from the container, and the other frames are decoded as they are played.
+    public struct AVIF: ImageDecoding {
+        /// Makes the decoder; it holds no state.
+        public init() {}
 
-    /// Takes data sniffed as AVIF, nothing else.
-    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
-        format == .avif
-    }
-
-    /// Decodes the first frame, and for a sequence keeps the data to decode the rest
-    /// as they are played. Throws `imageTooLarge` and `tooManyFrames` from the
-    /// container's header, before any frame is decoded, and `decodingFailed` for
-    /// truncated or corrupt data, with libavif's result and diagnostic as the codec's
-    /// word.
-    public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
-    }
-
-    private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        let cursor = try AVIFFrameCursor(bytes, options: options, keeping: nil)
-        guard let first = try cursor.nextFrame() else { throw Self.failure("the file holds no image", nil) }
-        let durations = cursor.durations
-        let orientation = cursor.orientation
-        let firstFrame = DecodedImage.Frame(bitmap: first, duration: durations[0])
-        guard durations.count > 1 else {
-            return DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: 0, format: .avif, orientation: orientation)
+        /// Takes data sniffed as AVIF, nothing else.
+        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+            format == .avif
         }
-        let pinned = PinnedBytes(bytes)
-        let animation = AnimatedFrames(
-            frameCount: durations.count, durations: durations, loopCount: 0,
-            width: first.width, height: first.height, retainedCost: pinned.count,
-            open: { () throws(ImagoError) in try AVIFFrameCursor(pinned.buffer, options: options, keeping: pinned) })
-        return DecodedImage(firstFrame: firstFrame, animation: animation, loopCount: 0, format: .avif, orientation: orientation)
-    }
 
-    /// The EXIF orientation equal to the file's `irot` (anticlockwise quarter turns)
-    /// followed by its `imir` (mode 0: top and bottom exchanged; 1: left and right),
-    /// the order the MIAF rules fix.
-    static func orientation(_ image: avifImage) -> ImageOrientation {
-        let flags = image.transformFlags
-        let turns = flags & avifTransformFlags(AVIF_TRANSFORM_IROT.rawValue) != 0 ? Int(image.irot.angle & 3) : 0
-        let mirror: Int? = flags & avifTransformFlags(AVIF_TRANSFORM_IMIR.rawValue) != 0 ? Int(image.imir.mode & 1) : nil
-        return orientation(quarterTurnsAnticlockwise: turns, mirror: mirror)
-    }
-
-    /// The same for figures already read: `mirror` nil for none, 0 for a vertical
-    /// flip (top and bottom exchanged), 1 for a horizontal one.
-    static func orientation(quarterTurnsAnticlockwise turns: Int, mirror: Int?) -> ImageOrientation {
-        switch (turns & 3, mirror) {
-        case (0, nil): .up
-        case (1, nil): .left
-        case (2, nil): .down
-        case (3, nil): .right
-        case (0, 1?): .upMirrored
-        case (0, _?): .downMirrored
-        case (1, 1?): .rightMirrored
-        case (1, _?): .leftMirrored
-        case (2, 1?): .downMirrored
-        case (2, _?): .upMirrored
-        case (3, 1?): .leftMirrored
-        default: .rightMirrored
+        /// Decodes the first frame, and for a sequence keeps the data to decode the rest
+        /// as they are played. Throws `imageTooLarge` and `tooManyFrames` from the
+        /// container's header, before any frame is decoded, and `decodingFailed` for
+        /// truncated or corrupt data, with libavif's result and diagnostic as the codec's
+        /// word.
+        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
         }
-    }
 
-    static func failure(_ reason: String, _ message: String?) -> ImagoError {
-        .decodingFailed(format: .avif, reason: reason, codec: message.map { .init(library: "libavif", message: $0) })
+        private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            let cursor = try AVIFFrameCursor(bytes, options: options, keeping: nil)
+            guard let first = try cursor.nextFrame() else { throw Self.failure("the file holds no image", nil) }
+            let durations = cursor.durations
+            let orientation = cursor.orientation
+            let firstFrame = DecodedImage.Frame(bitmap: first, duration: durations[0])
+            guard durations.count > 1 else {
+                return DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: 0, format: .avif, orientation: orientation)
+            }
+            let pinned = PinnedBytes(bytes)
+            let animation = AnimatedFrames(
+                frameCount: durations.count, durations: durations, loopCount: 0,
+                width: first.width, height: first.height, retainedCost: pinned.count,
+                open: { () throws(ImagoError) in try AVIFFrameCursor(pinned.buffer, options: options, keeping: pinned) })
+            return DecodedImage(firstFrame: firstFrame, animation: animation, loopCount: 0, format: .avif, orientation: orientation)
+        }
+
+        /// The EXIF orientation equal to the file's `irot` (anticlockwise quarter turns)
+        /// followed by its `imir` (mode 0: top and bottom exchanged; 1: left and right),
+        /// the order the MIAF rules fix.
+        static func orientation(_ image: avifImage) -> ImageOrientation {
+            let flags = image.transformFlags
+            let turns = flags & avifTransformFlags(AVIF_TRANSFORM_IROT.rawValue) != 0 ? Int(image.irot.angle & 3) : 0
+            let mirror: Int? = flags & avifTransformFlags(AVIF_TRANSFORM_IMIR.rawValue) != 0 ? Int(image.imir.mode & 1) : nil
+            return orientation(quarterTurnsAnticlockwise: turns, mirror: mirror)
+        }
+
+        /// The same for figures already read: `mirror` nil for none, 0 for a vertical
+        /// flip (top and bottom exchanged), 1 for a horizontal one.
+        static func orientation(quarterTurnsAnticlockwise turns: Int, mirror: Int?) -> ImageOrientation {
+            switch (turns & 3, mirror) {
+            case (0, nil): .up
+            case (1, nil): .left
+            case (2, nil): .down
+            case (3, nil): .right
+            case (0, 1?): .upMirrored
+            case (0, _?): .downMirrored
+            case (1, 1?): .rightMirrored
+            case (1, _?): .leftMirrored
+            case (2, 1?): .downMirrored
+            case (2, _?): .upMirrored
+            case (3, 1?): .leftMirrored
+            default: .rightMirrored
+            }
+        }
+
+        static func failure(_ reason: String, _ message: String?) -> ImagoError {
+            .decodingFailed(format: .avif, reason: reason, codec: message.map { .init(library: "libavif", message: $0) })
+        }
     }
 }
 /// libavif open on data: the header parsed (size, frame count, timings), then frames
@@ -98,9 +100,9 @@ final class AVIFFrameCursor: FrameProducing {
     /// Parses `bytes`, which must stay valid for the cursor's life (they are
     /// `keeping`'s when given).
     init(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, keeping storage: PinnedBytes?) throws(ImagoError) {
-        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw AVIFDecoder.failure("no data", nil) }
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw ImageDecoders.AVIF.failure("no data", nil) }
         let avif = try LibAVIF.shared.get()
-        guard let decoder = avif.decoderCreate() else { throw AVIFDecoder.failure("out of memory", nil) }
+        guard let decoder = avif.decoderCreate() else { throw ImageDecoders.AVIF.failure("out of memory", nil) }
         self.avif = avif
         self.decoder = decoder
         self.storage = storage
@@ -126,14 +128,14 @@ final class AVIFFrameCursor: FrameProducing {
         }
         guard let header = decoder.pointee.image else {
             avif.decoderDestroy(decoder)
-            throw AVIFDecoder.failure("the file holds no image", nil)
+            throw ImageDecoders.AVIF.failure("the file holds no image", nil)
         }
         width = Int(header.pointee.width)
         height = Int(header.pointee.height)
         let count = max(Int(decoder.pointee.imageCount), 1)
         var durations: [Double] = []
         do throws(ImagoError) {
-            guard width > 0, height > 0 else { throw AVIFDecoder.failure("the header gives an empty image (\(width)×\(height))", nil) }
+            guard width > 0, height > 0 else { throw ImageDecoders.AVIF.failure("the header gives an empty image (\(width)×\(height))", nil) }
             try options.checkSize(width: width, height: height, frames: count)
             durations.reserveCapacity(count)
             for frame in 0..<count {
@@ -155,7 +157,7 @@ final class AVIFFrameCursor: FrameProducing {
         let detail = withUnsafeBytes(of: decoder.pointee.diag.error) { raw in
             String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
         }
-        return AVIFDecoder.failure(reason, detail.isEmpty ? name : "\(name): \(detail)")
+        return ImageDecoders.AVIF.failure(reason, detail.isEmpty ? name : "\(name): \(detail)")
     }
 
     func nextFrame() throws(ImagoError) -> Bitmap? {
@@ -173,15 +175,15 @@ final class AVIFFrameCursor: FrameProducing {
             let error = Self.fail(avif, decoder, result, result == AVIF_RESULT_TRUNCATED_DATA
                 ? "the data ends before the image does" : "frame \(number) could not be decoded")
             guard error.codecMessage?.message.contains("avifImageScale") == true else { throw error }
-            throw AVIFDecoder.failure(
+            throw ImageDecoders.AVIF.failure(
                 "frame \(number) is not the \(width)×\(height) the container claims", error.codecMessage?.message)
         }
         // Every frame of a sequence has the size the header gave; a file whose
         // frames disagree is refused rather than trusted.
         guard Int(image.pointee.width) == width, Int(image.pointee.height) == height else {
-            throw AVIFDecoder.failure("frame \(number) is \(image.pointee.width)×\(image.pointee.height), not \(width)×\(height)", nil)
+            throw ImageDecoders.AVIF.failure("frame \(number) is \(image.pointee.width)×\(image.pointee.height), not \(width)×\(height)", nil)
         }
-        if index == 0 { orientation = AVIFDecoder.orientation(image.pointee) }
+        if index == 0 { orientation = ImageDecoders.AVIF.orientation(image.pointee) }
         let (width, height, decoder, avif) = (self.width, self.height, self.decoder, self.avif)
         let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
             var rgb = avifRGBImage()

@@ -1,40 +1,42 @@
 import Foundation
 
-/// BMP, Imago's own decoder (no library on either platform reads every variant the
-/// way browsers do): 1, 2, 4, 8, 16, 24 and 32 bits a pixel, RLE4 and RLE8, bit-field
-/// masks (`BI_BITFIELDS`, `BI_ALPHABITFIELDS`), top-down rows, and the OS/2 v1 and v2
-/// headers as well as every Windows one.
-///
-/// The ambiguous cases follow Chrome and Firefox:
-/// - 32-bit pixels use their top byte (or the alpha mask) as alpha, unless every pixel
-///   has alpha 0: many writers leave that byte zero, and such a file is opaque.
-/// - Pixels an RLE stream skips (with a delta or an early end of line) are transparent.
-/// - A palette index past the palette's end is opaque black.
-/// - Low-bit channels are widened to 8 bits by repeating their bits (5-bit 31 is 255).
-///
-/// Embedded JPEG or PNG data (`BI_JPEG`, `BI_PNG`, meant for printers), OS/2 Huffman
-/// and RLE24 compression and 64-bit pixels get a clear error, as in browsers.
-public struct BMPDecoder: ImageDecoding {
-    /// Makes the decoder; it holds no state.
-    public init() {}
+extension ImageDecoders {
+    /// BMP, Imago's own decoder (no library on either platform reads every variant the
+    /// way browsers do): 1, 2, 4, 8, 16, 24 and 32 bits a pixel, RLE4 and RLE8, bit-field
+    /// masks (`BI_BITFIELDS`, `BI_ALPHABITFIELDS`), top-down rows, and the OS/2 v1 and v2
+    /// headers as well as every Windows one.
+    ///
+    /// The ambiguous cases follow Chrome and Firefox:
+    /// - 32-bit pixels use their top byte (or the alpha mask) as alpha, unless every pixel
+    ///   has alpha 0: many writers leave that byte zero, and such a file is opaque.
+    /// - Pixels an RLE stream skips (with a delta or an early end of line) are transparent.
+    /// - A palette index past the palette's end is opaque black.
+    /// - Low-bit channels are widened to 8 bits by repeating their bits (5-bit 31 is 255).
+    ///
+    /// Embedded JPEG or PNG data (`BI_JPEG`, `BI_PNG`, meant for printers), OS/2 Huffman
+    /// and RLE24 compression and 64-bit pixels get a clear error, as in browsers.
+    public struct BMP: ImageDecoding {
+        /// Makes the decoder; it holds no state.
+        public init() {}
 
-    /// Takes data sniffed as BMP, nothing else.
-    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
-        format == .bmp
-    }
+        /// Takes data sniffed as BMP, nothing else.
+        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+            format == .bmp
+        }
 
-    /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
-    /// buffer exists, and `decodingFailed` for truncated or corrupt data.
-    public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        try data.withBytes { bytes throws(ImagoError) in
-            let reader = LittleEndianBytes(bytes)
-            guard reader.has(0, 18), bytes[0] == 0x42, bytes[1] == 0x4D else {
-                throw DIB.failure(.bmp, "the data is not a BMP file")
+        /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
+        /// buffer exists, and `decodingFailed` for truncated or corrupt data.
+        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            try data.withBytes { bytes throws(ImagoError) in
+                let reader = LittleEndianBytes(bytes)
+                guard reader.has(0, 18), bytes[0] == 0x42, bytes[1] == 0x4D else {
+                    throw DIB.failure(.bmp, "the data is not a BMP file")
+                }
+                let header = try DIB.Header(reader, at: 14, inIcon: false, format: .bmp)
+                let bitmap = try DIB.decode(reader, header: header, pixelOffset: Int(reader.u32(10)),
+                                            andMask: false, format: .bmp, options: options)
+                return DecodedImage(bitmap: bitmap, format: .bmp)
             }
-            let header = try DIB.Header(reader, at: 14, inIcon: false, format: .bmp)
-            let bitmap = try DIB.decode(reader, header: header, pixelOffset: Int(reader.u32(10)),
-                                        andMask: false, format: .bmp, options: options)
-            return DecodedImage(bitmap: bitmap, format: .bmp)
         }
     }
 }

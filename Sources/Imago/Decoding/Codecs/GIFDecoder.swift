@@ -2,134 +2,136 @@
 import CGIFLib
 import Foundation
 
-/// GIF through giflib: GIF87a and GIF89a, stills and animations, interlaced frames,
-/// local and global colour tables, and transparency.
-///
-/// Every frame comes out as a full canvas of the logical screen size, composited the
-/// way browsers show it: the canvas starts transparent, frames are drawn over it, and
-/// each frame's disposal method is applied before the next one is drawn. Areas that
-/// are disposed "to background" become transparent rather than the background colour,
-/// as in Chrome, Firefox and Safari. Frame timing and loop counts follow browsers too;
-/// see `frameDuration(centiseconds:)` and `loopCount(repetitions:)`.
-///
-/// As in browsers, a stray byte where the next record should start ends the file
-/// (the frames before it are shown), and LZW minimum code sizes of 9 to 12 bits, which
-/// giflib refuses, are decoded. A file that ends early shows, as in browsers, the
-/// frames that arrived, the last one's missing rows left as the canvas was
-/// (transparent on the first frame), and says so with `DecodedImage.isPartial`;
-/// one that ends before any frame's data is an error.
-///
-/// Only the first frame is decoded up front. A scan of the records (LZW data skipped,
-/// not decoded) gives the frame count, durations and loop count; the other frames
-/// are decoded in order as they are played (`AnimatedFrames`). A thumbnail of a
-/// logical screen over `ScaledCanvas.largestFullCanvas` is composited at its own
-/// scale, each frame's rows resampled as they are decoded, unless a frame is
-/// interlaced (its rows out of order).
-public struct GIFDecoder: ImageDecoding {
-    /// Makes the decoder; it holds no state.
-    public init() {}
-
-    /// Takes data sniffed as GIF, nothing else.
-    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
-        format == .gif
-    }
-
-    /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
-    /// buffer exists, and `decodingFailed` for truncated or corrupt data, with
-    /// giflib's message as the codec's word where giflib refused it.
-    public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
-    }
-
-    private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        guard !bytes.isEmpty else { throw Self.failure("no data") }
-        // giflib checks only "GIF"; the full signature gives a clearer error for data
-        // that was never a GIF, and matches what `canDecode` was asked about.
-        guard ImageFormat.detect(bytes) == .gif else { throw Self.failure("the data is not a GIF") }
-
-        let scan = GIFScan(bytes)
-        if scan.frameCount > options.maximumFrameCount {
-            throw .tooManyFrames(count: scan.frameCount, limit: options.maximumFrameCount)
-        }
-        let cursor = try GIFFrameCursor(bytes, options: options, scan: scan)
-        guard let first = try cursor.nextFrame() else { throw Self.failure("the file has no frames") }
-        let loopCount = Self.loopCount(repetitions: scan.repetitions)
-        let firstFrame = DecodedImage.Frame(bitmap: first, duration: scan.durations.first ?? 0.1)
-        let partial = scan.truncated || cursor.isPartial
-        guard scan.frameCount > 1, !cursor.isFinished else {
-            return DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: loopCount, format: .gif, isPartial: partial)
-        }
-        let pinned = PinnedBytes(bytes)
-        let animation = AnimatedFrames(
-            frameCount: scan.frameCount, durations: scan.durations, loopCount: loopCount,
-            width: first.width, height: first.height, retainedCost: pinned.count,
-            open: { () throws(ImagoError) in
-                try GIFFrameCursor(pinned.buffer, options: options, scan: scan, keeping: pinned)
-            })
-        return DecodedImage(firstFrame: firstFrame, animation: animation, loopCount: loopCount, format: .gif, isPartial: partial)
-    }
-
-    /// A frame's display time in seconds, from the Graphics Control Extension's delay.
+extension ImageDecoders {
+    /// GIF through giflib: GIF87a and GIF89a, stills and animations, interlaced frames,
+    /// local and global colour tables, and transparency.
     ///
-    /// Many GIFs say 0 or 1 hundredths of a second and mean "as fast as is sensible";
-    /// Chrome, Firefox and Safari show such frames for 100 ms, and so does Imago, so
-    /// animations play at the speed their authors saw.
-    static func frameDuration(centiseconds: Int) -> Double {
-        centiseconds <= 1 ? 0.1 : Double(centiseconds) / 100
-    }
-
-    /// The number of plays for the NETSCAPE2.0 extension's loop field.
+    /// Every frame comes out as a full canvas of the logical screen size, composited the
+    /// way browsers show it: the canvas starts transparent, frames are drawn over it, and
+    /// each frame's disposal method is applied before the next one is drawn. Areas that
+    /// are disposed "to background" become transparent rather than the background colour,
+    /// as in Chrome, Firefox and Safari. Frame timing and loop counts follow browsers too;
+    /// see `frameDuration(centiseconds:)` and `loopCount(repetitions:)`.
     ///
-    /// The field counts repetitions after the first play, 0 meaning forever: browsers
-    /// play a file that says 2 three times. `DecodedImage.loopCount` counts plays, so
-    /// 0 stays 0 and anything else gains one. A file without the extension plays once.
-    static func loopCount(repetitions: Int?) -> Int {
-        guard let repetitions else { return 1 }
-        return repetitions == 0 ? 0 : repetitions + 1
-    }
-
-    /// How many rows, in the order the file stores them, must be decoded before every
-    /// row within the first `visibleRows` of the frame has been seen.
-    static func rowsNeeded(height: Int, interlaced: Bool, visibleRows: Int) -> Int {
-        guard visibleRows > 0 else { return 0 }
-        guard interlaced, visibleRows < height else { return visibleRows }
-        var index = height - 1
-        while interlacedRow(index, height: height) >= visibleRows { index -= 1 }
-        return index + 1
-    }
-
-    /// The frame row that the `index`th row of an interlaced frame's data belongs to.
+    /// As in browsers, a stray byte where the next record should start ends the file
+    /// (the frames before it are shown), and LZW minimum code sizes of 9 to 12 bits, which
+    /// giflib refuses, are decoded. A file that ends early shows, as in browsers, the
+    /// frames that arrived, the last one's missing rows left as the canvas was
+    /// (transparent on the first frame), and says so with `DecodedImage.isPartial`;
+    /// one that ends before any frame's data is an error.
     ///
-    /// giflib returns rows in the order they are stored: every 8th row from 0, every
-    /// 8th from 4, every 4th from 2, then every 2nd from 1.
-    static func interlacedRow(_ index: Int, height: Int) -> Int {
-        let pass1 = (height + 7) / 8, pass2 = (height + 3) / 8, pass3 = (height + 1) / 4
-        if index < pass1 { return index * 8 }
-        if index < pass1 + pass2 { return (index - pass1) * 8 + 4 }
-        if index < pass1 + pass2 + pass3 { return (index - pass1 - pass2) * 4 + 2 }
-        return (index - pass1 - pass2 - pass3) * 2 + 1
-    }
+    /// Only the first frame is decoded up front. A scan of the records (LZW data skipped,
+    /// not decoded) gives the frame count, durations and loop count; the other frames
+    /// are decoded in order as they are played (`AnimatedFrames`). A thumbnail of a
+    /// logical screen over `ScaledCanvas.largestFullCanvas` is composited at its own
+    /// scale, each frame's rows resampled as they are decoded, unless a frame is
+    /// interlaced (its rows out of order).
+    public struct GIF: ImageDecoding {
+        /// Makes the decoder; it holds no state.
+        public init() {}
 
-    /// A failure Imago found itself, without giflib's word.
-    static func failure(_ reason: String) -> ImagoError {
-        .decodingFailed(format: .gif, reason: reason, codec: nil)
-    }
-
-    /// The error for a failed giflib call, whose code giflib left in `code`: giflib's
-    /// message for the code, with Imago's reading of it where the message alone
-    /// would mislead.
-    static func failure(code: Int32, source: GIFByteSource) -> ImagoError {
-        let message = GifErrorString(code).map { String(cString: $0) } ?? "error \(code)"
-        let reason = if source.ranOut {
-            "the data ends before the image does"
-        } else if code == D_GIF_ERR_READ_FAILED {
-            // The callback never fails otherwise, so this is giflib's stand-in code
-            // for an LZW code size over 8 bits ("failed to read" would mislead).
-            "the LZW code size is over 8 bits"
-        } else {
-            message
+        /// Takes data sniffed as GIF, nothing else.
+        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+            format == .gif
         }
-        return .decodingFailed(format: .gif, reason: reason, codec: .init(library: "giflib", message: message))
+
+        /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
+        /// buffer exists, and `decodingFailed` for truncated or corrupt data, with
+        /// giflib's message as the codec's word where giflib refused it.
+        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
+        }
+
+        private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            guard !bytes.isEmpty else { throw Self.failure("no data") }
+            // giflib checks only "GIF"; the full signature gives a clearer error for data
+            // that was never a GIF, and matches what `canDecode` was asked about.
+            guard ImageFormat.detect(bytes) == .gif else { throw Self.failure("the data is not a GIF") }
+
+            let scan = GIFScan(bytes)
+            if scan.frameCount > options.maximumFrameCount {
+                throw .tooManyFrames(count: scan.frameCount, limit: options.maximumFrameCount)
+            }
+            let cursor = try GIFFrameCursor(bytes, options: options, scan: scan)
+            guard let first = try cursor.nextFrame() else { throw Self.failure("the file has no frames") }
+            let loopCount = Self.loopCount(repetitions: scan.repetitions)
+            let firstFrame = DecodedImage.Frame(bitmap: first, duration: scan.durations.first ?? 0.1)
+            let partial = scan.truncated || cursor.isPartial
+            guard scan.frameCount > 1, !cursor.isFinished else {
+                return DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: loopCount, format: .gif, isPartial: partial)
+            }
+            let pinned = PinnedBytes(bytes)
+            let animation = AnimatedFrames(
+                frameCount: scan.frameCount, durations: scan.durations, loopCount: loopCount,
+                width: first.width, height: first.height, retainedCost: pinned.count,
+                open: { () throws(ImagoError) in
+                    try GIFFrameCursor(pinned.buffer, options: options, scan: scan, keeping: pinned)
+                })
+            return DecodedImage(firstFrame: firstFrame, animation: animation, loopCount: loopCount, format: .gif, isPartial: partial)
+        }
+
+        /// A frame's display time in seconds, from the Graphics Control Extension's delay.
+        ///
+        /// Many GIFs say 0 or 1 hundredths of a second and mean "as fast as is sensible";
+        /// Chrome, Firefox and Safari show such frames for 100 ms, and so does Imago, so
+        /// animations play at the speed their authors saw.
+        static func frameDuration(centiseconds: Int) -> Double {
+            centiseconds <= 1 ? 0.1 : Double(centiseconds) / 100
+        }
+
+        /// The number of plays for the NETSCAPE2.0 extension's loop field.
+        ///
+        /// The field counts repetitions after the first play, 0 meaning forever: browsers
+        /// play a file that says 2 three times. `DecodedImage.loopCount` counts plays, so
+        /// 0 stays 0 and anything else gains one. A file without the extension plays once.
+        static func loopCount(repetitions: Int?) -> Int {
+            guard let repetitions else { return 1 }
+            return repetitions == 0 ? 0 : repetitions + 1
+        }
+
+        /// How many rows, in the order the file stores them, must be decoded before every
+        /// row within the first `visibleRows` of the frame has been seen.
+        static func rowsNeeded(height: Int, interlaced: Bool, visibleRows: Int) -> Int {
+            guard visibleRows > 0 else { return 0 }
+            guard interlaced, visibleRows < height else { return visibleRows }
+            var index = height - 1
+            while interlacedRow(index, height: height) >= visibleRows { index -= 1 }
+            return index + 1
+        }
+
+        /// The frame row that the `index`th row of an interlaced frame's data belongs to.
+        ///
+        /// giflib returns rows in the order they are stored: every 8th row from 0, every
+        /// 8th from 4, every 4th from 2, then every 2nd from 1.
+        static func interlacedRow(_ index: Int, height: Int) -> Int {
+            let pass1 = (height + 7) / 8, pass2 = (height + 3) / 8, pass3 = (height + 1) / 4
+            if index < pass1 { return index * 8 }
+            if index < pass1 + pass2 { return (index - pass1) * 8 + 4 }
+            if index < pass1 + pass2 + pass3 { return (index - pass1 - pass2) * 4 + 2 }
+            return (index - pass1 - pass2 - pass3) * 2 + 1
+        }
+
+        /// A failure Imago found itself, without giflib's word.
+        static func failure(_ reason: String) -> ImagoError {
+            .decodingFailed(format: .gif, reason: reason, codec: nil)
+        }
+
+        /// The error for a failed giflib call, whose code giflib left in `code`: giflib's
+        /// message for the code, with Imago's reading of it where the message alone
+        /// would mislead.
+        static func failure(code: Int32, source: GIFByteSource) -> ImagoError {
+            let message = GifErrorString(code).map { String(cString: $0) } ?? "error \(code)"
+            let reason = if source.ranOut {
+                "the data ends before the image does"
+            } else if code == D_GIF_ERR_READ_FAILED {
+                // The callback never fails otherwise, so this is giflib's stand-in code
+                // for an LZW code size over 8 bits ("failed to read" would mislead).
+                "the LZW code size is over 8 bits"
+            } else {
+                message
+            }
+            return .decodingFailed(format: .gif, reason: reason, codec: .init(library: "giflib", message: message))
+        }
     }
 }
 
@@ -231,7 +233,7 @@ struct GIFReader {
     var screenHeight: Int { Int(file.pointee.SHeight) }
 
     func failure() -> ImagoError {
-        GIFDecoder.failure(code: file.pointee.Error, source: source.pointee)
+        ImageDecoders.GIF.failure(code: file.pointee.Error, source: source.pointee)
     }
 
     /// Ends the file after the frames produced so far when the data ran out (as
@@ -248,7 +250,7 @@ struct GIFReader {
         guard !isFinished else { return nil }
         if !started {
             guard screenWidth > 0, screenHeight > 0 else {
-                throw GIFDecoder.failure("the logical screen is empty (\(screenWidth)×\(screenHeight))")
+                throw ImageDecoders.GIF.failure("the logical screen is empty (\(screenWidth)×\(screenHeight))")
             }
             try options.checkSize(width: screenWidth, height: screenHeight)
             started = true
@@ -337,7 +339,7 @@ struct GIFReader {
         let left = Int(image.Left), top = Int(image.Top)
         let width = Int(image.Width), height = Int(image.Height)
         guard let colorMap = image.ColorMap ?? file.pointee.SColorMap else {
-            throw GIFDecoder.failure("frame \(number) has no colour table, and the file has no global one")
+            throw ImageDecoders.GIF.failure("frame \(number) has no colour table, and the file has no global one")
         }
         if scaledCanvas == nil, canvas == nil, streamsRows, let target = options.targetSize,
            screenWidth * screenHeight > ScaledCanvas.largestFullCanvas {
@@ -346,7 +348,7 @@ struct GIFReader {
         let canvas: Canvas?
         if scaledCanvas == nil {
             guard let made = self.canvas ?? Canvas(width: screenWidth, height: screenHeight) else {
-                throw GIFDecoder.failure("out of memory for a \(screenWidth)×\(screenHeight) canvas")
+                throw ImageDecoders.GIF.failure("out of memory for a \(screenWidth)×\(screenHeight) canvas")
             }
             canvas = made
             self.canvas = made
@@ -439,7 +441,7 @@ struct GIFReader {
     /// Decodes the frame's rows into the visible part of the canvas, then skips what
     /// is left of its LZW data.
     mutating func readPixels(width: Int, height: Int, interlaced: Bool, visible: Rect, into canvas: any GIFRowTarget) throws(ImagoError) {
-        let rows = GIFDecoder.rowsNeeded(height: height, interlaced: interlaced, visibleRows: visible.height)
+        let rows = ImageDecoders.GIF.rowsNeeded(height: height, interlaced: interlaced, visibleRows: visible.height)
         if rows > 0 {
             // No LZW code emits more than 4096 pixels, and codes are 12 bits wide
             // long before strings grow that long, so a byte carries well under 4096
@@ -450,7 +452,7 @@ struct GIFReader {
             let (claimed, overflow) = width.multipliedReportingOverflow(by: rows)
             if overflow || claimed / 4096 > source.pointee.remaining {
                 guard truncated else {
-                    throw GIFDecoder.failure("frame \(frameIndex + 1) claims \(width)×\(height) pixels, more than the rest of the data can hold")
+                    throw ImageDecoders.GIF.failure("frame \(frameIndex + 1) claims \(width)×\(height) pixels, more than the rest of the data can hold")
                 }
                 // The data ends in this frame: only the rows it can hold are tried.
                 rows = min(rows, (source.pointee.remaining + 1) * 4096 / max(width, 1))
@@ -468,7 +470,7 @@ struct GIFReader {
                             failed = true
                             return
                         }
-                        let y = interlaced ? GIFDecoder.interlacedRow(index, height: height) : index
+                        let y = interlaced ? ImageDecoders.GIF.interlacedRow(index, height: height) : index
                         if y < visible.height {
                             canvas.draw(UnsafeBufferPointer(rebasing: row[0..<visible.width]),
                                         x: visible.x, y: visible.y + y, palette: palette)

@@ -18,7 +18,7 @@ final class GIFFrameCursor: FrameProducing {
     /// when given). `scan` says whether the data ends early and whether rows come in
     /// order.
     init(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, scan: GIFScan, keeping storage: PinnedBytes? = nil) throws(ImagoError) {
-        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw GIFDecoder.failure("no data") }
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw ImageDecoders.GIF.failure("no data") }
         self.storage = storage
         // giflib pulls bytes through a callback; its cursor lives here, reached from
         // the callback through `UserData`, so the data is read in place, never copied.
@@ -37,7 +37,7 @@ final class GIFFrameCursor: FrameProducing {
             return Int32(count)
         }, &openError)
         guard let file else {
-            let error = GIFDecoder.failure(code: openError, source: source.pointee)
+            let error = ImageDecoders.GIF.failure(code: openError, source: source.pointee)
             source.deinitialize(count: 1)
             source.deallocate()
             throw error

@@ -10,7 +10,7 @@
 struct GIFScan {
     /// Frames whose image data begins in the file (the last may be cut short).
     private(set) var frameCount = 0
-    /// Each frame's display time in seconds, as `GIFDecoder.frameDuration` gives it.
+    /// Each frame's display time in seconds, as `ImageDecoders.GIF.frameDuration` gives it.
     private(set) var durations: [Double] = []
     /// The NETSCAPE2.0 loop field; nil without one.
     private(set) var repetitions: Int?
@@ -93,7 +93,7 @@ struct GIFScan {
                 }
                 offset += 1
                 frameCount += 1
-                durations.append(GIFDecoder.frameDuration(centiseconds: centiseconds))
+                durations.append(ImageDecoders.GIF.frameDuration(centiseconds: centiseconds))
                 centiseconds = 0
                 guard skipBlocks() else {
                     truncated = true

@@ -22,10 +22,10 @@ extension GIFReader {
         codeSize: Int, width: Int, height: Int, interlaced: Bool, visible: Rect, into canvas: any GIFRowTarget
     ) throws(ImagoError) {
         let number = frameIndex + 1
-        func corrupt(_ reason: String) -> ImagoError { GIFDecoder.failure("frame \(number): \(reason)") }
+        func corrupt(_ reason: String) -> ImagoError { ImageDecoders.GIF.failure("frame \(number): \(reason)") }
         let (claimed, overflow) = width.multipliedReportingOverflow(by: height)
         if overflow || claimed / 4096 > source.pointee.remaining {
-            throw GIFDecoder.failure("frame \(number) claims \(width)×\(height) pixels, more than the rest of the data can hold")
+            throw ImageDecoders.GIF.failure("frame \(number) claims \(width)×\(height) pixels, more than the rest of the data can hold")
         }
         let clear = 1 << codeSize, end = clear + 1
         var prefix = [Int](repeating: 0, count: 4096)
@@ -43,7 +43,7 @@ extension GIFReader {
             row[x] = index
             x += 1
             if x == width {
-                let y = interlaced ? GIFDecoder.interlacedRow(rowIndex, height: height) : rowIndex
+                let y = interlaced ? ImageDecoders.GIF.interlacedRow(rowIndex, height: height) : rowIndex
                 if y < visible.height {
                     row.withUnsafeBufferPointer { row in
                         palette.withUnsafeBufferPointer { palette in
@@ -60,13 +60,13 @@ extension GIFReader {
 
         // Sub-blocks until the empty one; each step reads at least the length byte.
         while true {
-            guard source.pointee.remaining >= 1 else { source.pointee.ranOut = true; throw GIFDecoder.failure("the data ends before the image does") }
+            guard source.pointee.remaining >= 1 else { source.pointee.ranOut = true; throw ImageDecoders.GIF.failure("the data ends before the image does") }
             let length = Int(source.pointee.base[source.pointee.offset])
             source.pointee.offset += 1
             if length == 0 { break }
             guard source.pointee.remaining >= length else {
                 source.pointee.ranOut = true
-                throw GIFDecoder.failure("the data ends before the image does")
+                throw ImageDecoders.GIF.failure("the data ends before the image does")
             }
             let block = source.pointee.base + source.pointee.offset
             source.pointee.offset += length

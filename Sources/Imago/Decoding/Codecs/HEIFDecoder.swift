@@ -2,98 +2,100 @@
 import CLibHEIF
 import Foundation
 
-/// HEIF and HEIC through libheif (HEVC through libde265): the primary image, with
-/// alpha, and with the file's clean aperture, rotation and mirroring applied by
-/// libheif, as the file says.
-///
-/// Because libheif applies the transforms itself, the pixels come out upright and
-/// `orientation` is `.up`; `appliesOrientation` has no effect here (libheif cannot
-/// report the transforms it found without applying them).
-public struct HEIFDecoder: ImageDecoding {
-    /// Makes the decoder; it holds no state.
-    public init() {}
+extension ImageDecoders {
+    /// HEIF and HEIC through libheif (HEVC through libde265): the primary image, with
+    /// alpha, and with the file's clean aperture, rotation and mirroring applied by
+    /// libheif, as the file says.
+    ///
+    /// Because libheif applies the transforms itself, the pixels come out upright and
+    /// `orientation` is `.up`; `appliesOrientation` has no effect here (libheif cannot
+    /// report the transforms it found without applying them).
+    public struct HEIF: ImageDecoding {
+        /// Makes the decoder; it holds no state.
+        public init() {}
 
-    /// Takes data sniffed as HEIF or HEIC, nothing else.
-    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
-        format == .heic
-    }
-
-    /// Decodes the primary image. Throws `imageTooLarge` from the header, before any
-    /// pixel buffer exists, and `decodingFailed` for truncated or corrupt data, with
-    /// libheif's message as the codec's word.
-    public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
-    }
-
-    private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data", nil) }
-        if let problem = HEIFReferences.problem(in: bytes) { throw Self.failure(problem, nil) }
-        let heif = try LibHEIF.shared.get()
-        guard let context = heif.contextAlloc() else { throw Self.failure("out of memory", nil) }
-        defer { heif.contextFree(context) }
-        // Tiles decoded on this thread: decoding is already spread over the decoding
-        // queue, and libheif's default starts threads for a grid's tiles without
-        // bound (a fuzzed file's grid ran the process out of threads, and libheif's
-        // uncaught std::system_error aborted it).
-        heif.contextSetMaxDecodingThreads(context, 0)
-        // libheif's own guard is per side; Imago's pixel limit is checked below.
-        heif.contextSetMaximumImageSizeLimit(context, Int32(clamping: min(options.maximumPixelCount, 1 << 16)))
-
-        func check(_ error: heif_error, _ reason: String) throws(ImagoError) {
-            guard error.code != heif_error_Ok else { return }
-            let message = error.message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "error \(error.code.rawValue)"
-            let truncated = error.code == heif_error_Invalid_input && error.subcode == heif_suberror_End_of_data
-            throw Self.failure(truncated ? "the data ends before the image does" : reason, message)
+        /// Takes data sniffed as HEIF or HEIC, nothing else.
+        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+            format == .heic
         }
 
-        try check(heif.contextReadFromMemoryWithoutCopy(context, base, bytes.count, nil), "the container is malformed")
-        var handle: OpaquePointer?
-        try check(heif.contextGetPrimaryImageHandle(context, &handle), "the file has no primary image")
-        guard let handle else { throw Self.failure("the file has no primary image", nil) }
-        defer { heif.imageHandleRelease(handle) }
+        /// Decodes the primary image. Throws `imageTooLarge` from the header, before any
+        /// pixel buffer exists, and `decodingFailed` for truncated or corrupt data, with
+        /// libheif's message as the codec's word.
+        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
+        }
 
-        let width = Int(heif.imageHandleGetWidth(handle)), height = Int(heif.imageHandleGetHeight(handle))
-        guard width > 0, height > 0 else { throw Self.failure("the header gives an empty image (\(width)×\(height))", nil) }
-        try options.checkSize(width: width, height: height)
-        // The alpha plane and the tiles are images of their own, whose coded size the
-        // header does not bound: a 1 KB file whose 40×24 image had a 11273×40937
-        // alpha plane took 1.4 GB. None may be larger than the image itself (plus the
-        // coding blocks' rounding), and libheif checks each against this before
-        // allocating it.
-        heif.contextSetMaximumImageSizeLimit(context, Int32(clamping: max(width, height) + 128))
-        let hasAlpha = heif.imageHandleHasAlphaChannel(handle) != 0
-        let premultiplied = heif.imageHandleIsPremultipliedAlpha(handle) != 0
+        private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data", nil) }
+            if let problem = HEIFReferences.problem(in: bytes) { throw Self.failure(problem, nil) }
+            let heif = try LibHEIF.shared.get()
+            guard let context = heif.contextAlloc() else { throw Self.failure("out of memory", nil) }
+            defer { heif.contextFree(context) }
+            // Tiles decoded on this thread: decoding is already spread over the decoding
+            // queue, and libheif's default starts threads for a grid's tiles without
+            // bound (a fuzzed file's grid ran the process out of threads, and libheif's
+            // uncaught std::system_error aborted it).
+            heif.contextSetMaxDecodingThreads(context, 0)
+            // libheif's own guard is per side; Imago's pixel limit is checked below.
+            heif.contextSetMaximumImageSizeLimit(context, Int32(clamping: min(options.maximumPixelCount, 1 << 16)))
 
-        guard let decoding = heif.decodingOptionsAlloc() else { throw Self.failure("out of memory", nil) }
-        defer { heif.decodingOptionsFree(decoding) }
-        decoding.pointee.convert_hdr_to_8bit = 1
-        var image: OpaquePointer?
-        try check(heif.decodeImage(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, decoding),
-                  "the image data is corrupt")
-        guard let image else { throw Self.failure("the image data is corrupt", nil) }
-        defer { heif.imageRelease(image) }
-
-        // The decoded size can differ from the handle's by the clean aperture; the
-        // plane is what there is.
-        let outWidth = Int(heif.imageGetWidth(image, heif_channel_interleaved))
-        let outHeight = Int(heif.imageGetHeight(image, heif_channel_interleaved))
-        var stride: Int32 = 0
-        guard outWidth > 0, outHeight > 0, outWidth <= max(width, height), outHeight <= max(width, height),
-              let plane = heif.imageGetPlaneReadonly(image, heif_channel_interleaved, &stride),
-              Int(stride) >= outWidth * 4
-        else { throw Self.failure("libheif returned no pixels", nil) }
-
-        let bitmap = try Bitmap.make(width: outWidth, height: outHeight) { pixels in
-            for y in 0..<outHeight {
-                (pixels.baseAddress! + y * outWidth * 4).copyMemory(from: plane + y * Int(stride), byteCount: outWidth * 4)
+            func check(_ error: heif_error, _ reason: String) throws(ImagoError) {
+                guard error.code != heif_error_Ok else { return }
+                let message = error.message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "error \(error.code.rawValue)"
+                let truncated = error.code == heif_error_Invalid_input && error.subcode == heif_suberror_End_of_data
+                throw Self.failure(truncated ? "the data ends before the image does" : reason, message)
             }
-            if hasAlpha && !premultiplied { pixels.premultiplyRGBA(count: outWidth * outHeight) }
-        }
-        return DecodedImage(bitmap: bitmap, format: .heic)
-    }
 
-    static func failure(_ reason: String, _ message: String?) -> ImagoError {
-        .decodingFailed(format: .heic, reason: reason, codec: message.map { .init(library: "libheif", message: $0) })
+            try check(heif.contextReadFromMemoryWithoutCopy(context, base, bytes.count, nil), "the container is malformed")
+            var handle: OpaquePointer?
+            try check(heif.contextGetPrimaryImageHandle(context, &handle), "the file has no primary image")
+            guard let handle else { throw Self.failure("the file has no primary image", nil) }
+            defer { heif.imageHandleRelease(handle) }
+
+            let width = Int(heif.imageHandleGetWidth(handle)), height = Int(heif.imageHandleGetHeight(handle))
+            guard width > 0, height > 0 else { throw Self.failure("the header gives an empty image (\(width)×\(height))", nil) }
+            try options.checkSize(width: width, height: height)
+            // The alpha plane and the tiles are images of their own, whose coded size the
+            // header does not bound: a 1 KB file whose 40×24 image had a 11273×40937
+            // alpha plane took 1.4 GB. None may be larger than the image itself (plus the
+            // coding blocks' rounding), and libheif checks each against this before
+            // allocating it.
+            heif.contextSetMaximumImageSizeLimit(context, Int32(clamping: max(width, height) + 128))
+            let hasAlpha = heif.imageHandleHasAlphaChannel(handle) != 0
+            let premultiplied = heif.imageHandleIsPremultipliedAlpha(handle) != 0
+
+            guard let decoding = heif.decodingOptionsAlloc() else { throw Self.failure("out of memory", nil) }
+            defer { heif.decodingOptionsFree(decoding) }
+            decoding.pointee.convert_hdr_to_8bit = 1
+            var image: OpaquePointer?
+            try check(heif.decodeImage(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, decoding),
+                      "the image data is corrupt")
+            guard let image else { throw Self.failure("the image data is corrupt", nil) }
+            defer { heif.imageRelease(image) }
+
+            // The decoded size can differ from the handle's by the clean aperture; the
+            // plane is what there is.
+            let outWidth = Int(heif.imageGetWidth(image, heif_channel_interleaved))
+            let outHeight = Int(heif.imageGetHeight(image, heif_channel_interleaved))
+            var stride: Int32 = 0
+            guard outWidth > 0, outHeight > 0, outWidth <= max(width, height), outHeight <= max(width, height),
+                  let plane = heif.imageGetPlaneReadonly(image, heif_channel_interleaved, &stride),
+                  Int(stride) >= outWidth * 4
+            else { throw Self.failure("libheif returned no pixels", nil) }
+
+            let bitmap = try Bitmap.make(width: outWidth, height: outHeight) { pixels in
+                for y in 0..<outHeight {
+                    (pixels.baseAddress! + y * outWidth * 4).copyMemory(from: plane + y * Int(stride), byteCount: outWidth * 4)
+                }
+                if hasAlpha && !premultiplied { pixels.premultiplyRGBA(count: outWidth * outHeight) }
+            }
+            return DecodedImage(bitmap: bitmap, format: .heic)
+        }
+
+        static func failure(_ reason: String, _ message: String?) -> ImagoError {
+            .decodingFailed(format: .heic, reason: reason, codec: message.map { .init(library: "libheif", message: $0) })
+        }
     }
 }
 #endif

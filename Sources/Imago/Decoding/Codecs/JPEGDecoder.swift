@@ -2,137 +2,139 @@
 import CImagoCodecs
 import Foundation
 
-/// JPEG through libjpeg-turbo: baseline, progressive, arithmetic-coded, grayscale,
-/// RGB, CMYK and YCCK, with the EXIF orientation applied.
-///
-/// 12-bit and lossless JPEGs need a libjpeg-turbo built for them (3.0 or later); with
-/// Debian 12's 2.1 they fail naming the variant, with the library's own message as
-/// the error's `codec`.
-public struct JPEGDecoder: ImageDecoding {
-    /// Makes the decoder; it holds no state.
-    public init() {}
-
-    /// Takes data sniffed as JPEG, nothing else.
-    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
-        format == .jpeg
-    }
-
-    /// Decodes the image. Throws `imageTooLarge` from the header and `tooManyScans`
-    /// from a count of the scans, before any pixel buffer exists; `decodingTimedOut`
-    /// once `options.timeout` has passed, wherever libjpeg-turbo then is; and
-    /// `decodingFailed` for corrupt data, with libjpeg-turbo's message as the codec's
-    /// word where libjpeg-turbo refused it.
+extension ImageDecoders {
+    /// JPEG through libjpeg-turbo: baseline, progressive, arithmetic-coded, grayscale,
+    /// RGB, CMYK and YCCK, with the EXIF orientation applied.
     ///
-    /// Data that ends early decodes as far as it goes, as browsers show it: the rows
-    /// received of a baseline file (the rest grey, as libjpeg fills it), the scans
-    /// received of a progressive one, and the image says `isPartial`. Data that ends
-    /// in the header, or before any scan data, has nothing to show and fails.
-    public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
-    }
+    /// 12-bit and lossless JPEGs need a libjpeg-turbo built for them (3.0 or later); with
+    /// Debian 12's 2.1 they fail naming the variant, with the library's own message as
+    /// the error's `codec`.
+    public struct JPEG: ImageDecoding {
+        /// Makes the decoder; it holds no state.
+        public init() {}
 
-    private func decode(_ whole: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        let deadline = options.deadline()
-        // libjpeg passes over every block of the image for each scan, data or not:
-        // 65,535 empty scans in 918 KB held a core for four minutes at 8192².
-        let scans = JPEGStructure.scanHeaderCount(whole)
-        if scans > options.maximumScanCount {
-            throw .tooManyScans(count: scans, limit: options.maximumScanCount)
+        /// Takes data sniffed as JPEG, nothing else.
+        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+            format == .jpeg
         }
-        var bytes = whole
-        var endsEarly = false
-        // A whole file ends with EOI; only a file that does not is walked, to be cut
-        // where libjpeg can stop cleanly.
-        if whole.count >= 4, !(whole[whole.count - 2] == 0xFF && whole[whole.count - 1] == 0xD9) {
-            let structure = JPEGStructure(whole)
-            if !structure.isComplete {
-                endsEarly = true
-                if structure.scans > 0 && !structure.hasScanData {
-                    throw .decodingFailed(format: .jpeg, reason: "the data ends before the image does", codec: nil)
+
+        /// Decodes the image. Throws `imageTooLarge` from the header and `tooManyScans`
+        /// from a count of the scans, before any pixel buffer exists; `decodingTimedOut`
+        /// once `options.timeout` has passed, wherever libjpeg-turbo then is; and
+        /// `decodingFailed` for corrupt data, with libjpeg-turbo's message as the codec's
+        /// word where libjpeg-turbo refused it.
+        ///
+        /// Data that ends early decodes as far as it goes, as browsers show it: the rows
+        /// received of a baseline file (the rest grey, as libjpeg fills it), the scans
+        /// received of a progressive one, and the image says `isPartial`. Data that ends
+        /// in the header, or before any scan data, has nothing to show and fails.
+        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
+        }
+
+        private func decode(_ whole: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            let deadline = options.deadline()
+            // libjpeg passes over every block of the image for each scan, data or not:
+            // 65,535 empty scans in 918 KB held a core for four minutes at 8192².
+            let scans = JPEGStructure.scanHeaderCount(whole)
+            if scans > options.maximumScanCount {
+                throw .tooManyScans(count: scans, limit: options.maximumScanCount)
+            }
+            var bytes = whole
+            var endsEarly = false
+            // A whole file ends with EOI; only a file that does not is walked, to be cut
+            // where libjpeg can stop cleanly.
+            if whole.count >= 4, !(whole[whole.count - 2] == 0xFF && whole[whole.count - 1] == 0xD9) {
+                let structure = JPEGStructure(whole)
+                if !structure.isComplete {
+                    endsEarly = true
+                    if structure.scans > 0 && !structure.hasScanData {
+                        throw .decodingFailed(format: .jpeg, reason: "the data ends before the image does", codec: nil)
+                    }
+                    bytes = UnsafeBufferPointer(rebasing: whole[..<max(structure.usableLength, 2)])
                 }
-                bytes = UnsafeBufferPointer(rebasing: whole[..<max(structure.usableLength, 2)])
             }
-        }
-        guard let base = bytes.baseAddress, !bytes.isEmpty, let jpeg = imago_jpeg_create(base, bytes.count) else {
-            throw .decodingFailed(format: .jpeg, reason: "no data", codec: nil)
-        }
-        defer { imago_jpeg_destroy(jpeg) }
-        imago_jpeg_set_deadline(jpeg, deadline.nanoseconds)
-        func fail() -> ImagoError {
-            if imago_jpeg_timed_out(jpeg) != 0 { return .decodingTimedOut(format: .jpeg, seconds: deadline.seconds) }
-            let message = String(cString: imago_jpeg_message(jpeg))
-            guard imago_jpeg_message_is_own(jpeg) == 0 else {
-                return .decodingFailed(format: .jpeg, reason: message, codec: nil)
+            guard let base = bytes.baseAddress, !bytes.isEmpty, let jpeg = imago_jpeg_create(base, bytes.count) else {
+                throw .decodingFailed(format: .jpeg, reason: "no data", codec: nil)
             }
-            return .decodingFailed(
-                format: .jpeg, reason: Self.explain(message),
-                codec: .init(library: "libjpeg-turbo", message: message))
+            defer { imago_jpeg_destroy(jpeg) }
+            imago_jpeg_set_deadline(jpeg, deadline.nanoseconds)
+            func fail() -> ImagoError {
+                if imago_jpeg_timed_out(jpeg) != 0 { return .decodingTimedOut(format: .jpeg, seconds: deadline.seconds) }
+                let message = String(cString: imago_jpeg_message(jpeg))
+                guard imago_jpeg_message_is_own(jpeg) == 0 else {
+                    return .decodingFailed(format: .jpeg, reason: message, codec: nil)
+                }
+                return .decodingFailed(
+                    format: .jpeg, reason: Self.explain(message),
+                    codec: .init(library: "libjpeg-turbo", message: message))
+            }
+
+            var info = imago_jpeg_info()
+            guard imago_jpeg_read_header(jpeg, &info) == 0 else { throw fail() }
+            let width = Int(info.width), height = Int(info.height)
+            guard width > 0, height > 0 else {
+                throw .decodingFailed(format: .jpeg, reason: "the header gives an empty image", codec: nil)
+            }
+            try options.checkSize(width: width, height: height)
+            let orientation = info.exif.map {
+                ImageOrientation(exif: UnsafeBufferPointer(start: $0, count: info.exif_length))
+            } ?? nil
+
+            let applied = options.appliesOrientation ? orientation ?? .up : .up
+            let denominator = options.targetSize.map {
+                Self.scaleDenominator(width: width, height: height, orientation: applied, target: $0)
+            } ?? 1
+            var outWidth: UInt32 = 0, outHeight: UInt32 = 0
+            guard imago_jpeg_start(jpeg, Int32(denominator), &outWidth, &outHeight) == 0 else { throw fail() }
+            let isCMYK = info.color_space == IMAGO_JPEG_CMYK || info.color_space == IMAGO_JPEG_YCCK
+            let bitmap = try Bitmap.make(width: Int(outWidth), height: Int(outHeight)) { pixels throws(ImagoError) in
+                guard imago_jpeg_read_pixels(jpeg, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int(outWidth) * 4) == 0 else {
+                    throw fail()
+                }
+                if isCMYK {
+                    pixels.convertCMYKToRGBA(count: Int(outWidth) * Int(outHeight), inverted: info.adobe != 0)
+                }
+            }
+            let isPartial = endsEarly || imago_jpeg_truncated(jpeg) != 0
+            var upright = bitmap.applying(applied)
+            if let target = options.targetSize {
+                // Sized from the source's dimensions: the reduced decode's own round differently.
+                let (uprightWidth, uprightHeight) = applied.swapsDimensions ? (height, width) : (width, height)
+                upright = upright.fitted(to: target, sourceWidth: uprightWidth, sourceHeight: uprightHeight)
+            }
+            return DecodedImage(bitmap: upright, format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial)
         }
 
-        var info = imago_jpeg_info()
-        guard imago_jpeg_read_header(jpeg, &info) == 0 else { throw fail() }
-        let width = Int(info.width), height = Int(info.height)
-        guard width > 0, height > 0 else {
-            throw .decodingFailed(format: .jpeg, reason: "the header gives an empty image", codec: nil)
-        }
-        try options.checkSize(width: width, height: height)
-        let orientation = info.exif.map {
-            ImageOrientation(exif: UnsafeBufferPointer(start: $0, count: info.exif_length))
-        } ?? nil
-
-        let applied = options.appliesOrientation ? orientation ?? .up : .up
-        let denominator = options.targetSize.map {
-            Self.scaleDenominator(width: width, height: height, orientation: applied, target: $0)
-        } ?? 1
-        var outWidth: UInt32 = 0, outHeight: UInt32 = 0
-        guard imago_jpeg_start(jpeg, Int32(denominator), &outWidth, &outHeight) == 0 else { throw fail() }
-        let isCMYK = info.color_space == IMAGO_JPEG_CMYK || info.color_space == IMAGO_JPEG_YCCK
-        let bitmap = try Bitmap.make(width: Int(outWidth), height: Int(outHeight)) { pixels throws(ImagoError) in
-            guard imago_jpeg_read_pixels(jpeg, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int(outWidth) * 4) == 0 else {
-                throw fail()
+        /// The largest DCT reduction (1/8, 1/4, 1/2) whose output still covers what
+        /// `target` needs of this image: libjpeg then skips most of the inverse DCT and
+        /// the buffer is up to 64 times smaller. The resampler makes the exact size after.
+        static func scaleDenominator(width: Int, height: Int, orientation: ImageOrientation, target: TargetSize) -> Int {
+            let (uprightWidth, uprightHeight) = orientation.swapsDimensions ? (height, width) : (width, height)
+            let layout = target.layout(sourceWidth: uprightWidth, sourceHeight: uprightHeight)
+            for denominator in [8, 4, 2] {
+                // libjpeg rounds scaled sizes up.
+                let w = (uprightWidth + denominator - 1) / denominator
+                let h = (uprightHeight + denominator - 1) / denominator
+                if w >= layout.scaledWidth && h >= layout.scaledHeight { return denominator }
             }
-            if isCMYK {
-                pixels.convertCMYKToRGBA(count: Int(outWidth) * Int(outHeight), inverted: info.adobe != 0)
-            }
+            return 1
         }
-        let isPartial = endsEarly || imago_jpeg_truncated(jpeg) != 0
-        var upright = bitmap.applying(applied)
-        if let target = options.targetSize {
-            // Sized from the source's dimensions: the reduced decode's own round differently.
-            let (uprightWidth, uprightHeight) = applied.swapsDimensions ? (height, width) : (width, height)
-            upright = upright.fitted(to: target, sourceWidth: uprightWidth, sourceHeight: uprightHeight)
-        }
-        return DecodedImage(bitmap: upright, format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial)
-    }
 
-    /// The largest DCT reduction (1/8, 1/4, 1/2) whose output still covers what
-    /// `target` needs of this image: libjpeg then skips most of the inverse DCT and
-    /// the buffer is up to 64 times smaller. The resampler makes the exact size after.
-    static func scaleDenominator(width: Int, height: Int, orientation: ImageOrientation, target: TargetSize) -> Int {
-        let (uprightWidth, uprightHeight) = orientation.swapsDimensions ? (height, width) : (width, height)
-        let layout = target.layout(sourceWidth: uprightWidth, sourceHeight: uprightHeight)
-        for denominator in [8, 4, 2] {
-            // libjpeg rounds scaled sizes up.
-            let w = (uprightWidth + denominator - 1) / denominator
-            let h = (uprightHeight + denominator - 1) / denominator
-            if w >= layout.scaledWidth && h >= layout.scaledHeight { return denominator }
+        /// The reason for libjpeg's `message`: the message itself, which names the marker
+        /// at fault, except for data that ends early and for the JPEG variants that are
+        /// valid but beyond this library, which are said in words.
+        static func explain(_ message: String) -> String {
+            let variants: [(String, String)] = [
+                ("Unsupported JPEG data precision", "12- and 16-bit JPEG is not supported by this libjpeg-turbo"),
+                ("SOF type 0xc3", "lossless JPEG is not supported by this libjpeg-turbo"),
+                ("SOF type 0xcb", "lossless JPEG is not supported by this libjpeg-turbo"),
+                ("Unsupported marker type 0xf7", "JPEG-LS is a different codec and is not supported"),
+                ("DNL not supported", "a height given by a DNL marker is not supported"),
+                ("Premature end of JPEG file", "the data ends before the image does"),
+            ]
+            return variants.first(where: { message.contains($0.0) })?.1 ?? message
         }
-        return 1
-    }
-
-    /// The reason for libjpeg's `message`: the message itself, which names the marker
-    /// at fault, except for data that ends early and for the JPEG variants that are
-    /// valid but beyond this library, which are said in words.
-    static func explain(_ message: String) -> String {
-        let variants: [(String, String)] = [
-            ("Unsupported JPEG data precision", "12- and 16-bit JPEG is not supported by this libjpeg-turbo"),
-            ("SOF type 0xc3", "lossless JPEG is not supported by this libjpeg-turbo"),
-            ("SOF type 0xcb", "lossless JPEG is not supported by this libjpeg-turbo"),
-            ("Unsupported marker type 0xf7", "JPEG-LS is a different codec and is not supported"),
-            ("DNL not supported", "a height given by a DNL marker is not supported"),
-            ("Premature end of JPEG file", "the data ends before the image does"),
-        ]
-        return variants.first(where: { message.contains($0.0) })?.1 ?? message
     }
 }
 

@@ -2,116 +2,118 @@
 import CImagoCodecs
 import Foundation
 
-/// PNG through libpng: every bit depth (16 bits are scaled to 8 with rounding),
-/// palette, gray, tRNS transparency, gray+alpha and Adam7 interlace, with the `eXIf`
-/// orientation applied.
-///
-/// The full libpng API rather than its simplified one: the simplified reader gets
-/// the alpha of interlaced 16-bit gray+alpha images wrong (PngSuite `basi4a16`), and
-/// does not expose `eXIf`. An animated PNG (APNG) decodes to its frames,
-/// composited as browsers do, as they are played (see `APNG`).
-public struct PNGDecoder: ImageDecoding {
-    /// Makes the decoder; it holds no state.
-    public init() {}
-
-    /// Takes data sniffed as PNG, nothing else.
-    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
-        format == .png
-    }
-
-    /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
-    /// buffer exists, and `decodingFailed` for corrupt data, with libpng's message as
-    /// the codec's word where libpng refused it.
+extension ImageDecoders {
+    /// PNG through libpng: every bit depth (16 bits are scaled to 8 with rounding),
+    /// palette, gray, tRNS transparency, gray+alpha and Adam7 interlace, with the `eXIf`
+    /// orientation applied.
     ///
-    /// Data that ends early decodes as far as it goes, as browsers show it: the rows
-    /// received, the rest transparent (for an interlaced file, the passes received,
-    /// each pixel widened over its block), and the image says `isPartial`. Data that
-    /// ends before the first row has nothing to show and fails. An animated file's
-    /// frames are whole or not shown, so one that ends early fails.
-    public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        let (still, endsEarly) = try data.withBytes { bytes throws(ImagoError) in
-            try decode(bytes, options: options, allowsPartial: !Self.declaresAnimation(bytes))
-        }
-        if endsEarly { return still }
-        return try APNG.animation(data, still: still, options: options) ?? still
-    }
+    /// The full libpng API rather than its simplified one: the simplified reader gets
+    /// the alpha of interlaced 16-bit gray+alpha images wrong (PngSuite `basi4a16`), and
+    /// does not expose `eXIf`. An animated PNG (APNG) decodes to its frames,
+    /// composited as browsers do, as they are played (see `APNG`).
+    public struct PNG: ImageDecoding {
+        /// Makes the decoder; it holds no state.
+        public init() {}
 
-    /// The default image alone: what a viewer without APNG support shows. Data that
-    /// ends early fails here: an animation's frame is whole or not shown.
-    func decodeStill(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options, allowsPartial: false).image }
-    }
-
-    /// Whether an `acTL` chunk comes before the image data: the file is an animation.
-    static func declaresAnimation(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        var i = 8
-        while i + 8 <= bytes.count {
-            let length = Int(bytes[i]) << 24 | Int(bytes[i + 1]) << 16 | Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
-            let type = (bytes[i + 4], bytes[i + 5], bytes[i + 6], bytes[i + 7])
-            if type == (0x61, 0x63, 0x54, 0x4C) { return true }  // acTL
-            if type == (0x49, 0x44, 0x41, 0x54) { return false }  // IDAT
-            i += 12 + length
-        }
-        return false
-    }
-
-    /// The image, and whether the data ended before the file did (then the image is
-    /// all there is: partial, or whole but with nothing after it).
-    private func decode(
-        _ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, allowsPartial: Bool
-    ) throws(ImagoError) -> (image: DecodedImage, endsEarly: Bool) {
-        guard let base = bytes.baseAddress, !bytes.isEmpty, let png = imago_png_create(base, bytes.count) else {
-            throw .decodingFailed(format: .png, reason: "no data", codec: nil)
-        }
-        defer { imago_png_destroy(png) }
-        let deadline = options.deadline()
-        // libpng's messages are precise ("IHDR: CRC error"), so they are the reason
-        // as they stand.
-        func fail() -> ImagoError {
-            if imago_png_timed_out(png) != 0 { return .decodingTimedOut(format: .png, seconds: deadline.seconds) }
-            let message = String(cString: imago_png_message(png))
-            let codec = imago_png_message_is_own(png) == 0 ? ImagoError.CodecMessage(library: "libpng", message: message) : nil
-            return .decodingFailed(format: .png, reason: message, codec: codec)
+        /// Takes data sniffed as PNG, nothing else.
+        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+            format == .png
         }
 
-        var info = imago_png_info()
-        guard imago_png_read_header(png, &info) == 0 else { throw fail() }
-        let width = Int(info.width), height = Int(info.height)
-        try options.checkSize(width: width, height: height)
-        let orientation = info.exif.map {
-            ImageOrientation(exif: UnsafeBufferPointer(start: $0, count: info.exif_length))
-        } ?? nil
-        let applied = options.appliesOrientation ? orientation ?? .up : .up
-        imago_png_set_deadline(png, deadline.nanoseconds)
-        var partial: Int32 = Int32(IMAGO_PNG_WHOLE)
-        let upright: Bitmap
-        if info.interlaced == 0, applied == .up,
-           let stream = options.targetSize.flatMap({ Resampler.stream(fitting: $0, sourceWidth: width, sourceHeight: height) }) {
-            // Rows go through the resampler as libpng makes them: a thumbnail of an
-            // 11000² image holds its own pixels and a few rows, not the 484 MB canvas.
-            let rows = PNGRowSink(stream: stream, width: width, premultiplies: info.has_alpha != 0)
-            let status = withExtendedLifetime(rows) {
-                imago_png_read_rows(png, { context, row, number in
-                    Unmanaged<PNGRowSink>.fromOpaque(context!).takeUnretainedValue().take(row!, number: Int(number))
-                }, Unmanaged.passUnretained(rows).toOpaque(), &partial)
+        /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
+        /// buffer exists, and `decodingFailed` for corrupt data, with libpng's message as
+        /// the codec's word where libpng refused it.
+        ///
+        /// Data that ends early decodes as far as it goes, as browsers show it: the rows
+        /// received, the rest transparent (for an interlaced file, the passes received,
+        /// each pixel widened over its block), and the image says `isPartial`. Data that
+        /// ends before the first row has nothing to show and fails. An animated file's
+        /// frames are whole or not shown, so one that ends early fails.
+        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            let (still, endsEarly) = try data.withBytes { bytes throws(ImagoError) in
+                try decode(bytes, options: options, allowsPartial: !Self.declaresAnimation(bytes))
             }
-            guard status == 0 else { throw fail() }
-            upright = stream.finish()
-        } else {
-            let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
-                guard imago_png_read_pixels(png, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), width * 4, &partial) == 0 else {
-                    throw fail()
+            if endsEarly { return still }
+            return try APNG.animation(data, still: still, options: options) ?? still
+        }
+
+        /// The default image alone: what a viewer without APNG support shows. Data that
+        /// ends early fails here: an animation's frame is whole or not shown.
+        func decodeStill(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options, allowsPartial: false).image }
+        }
+
+        /// Whether an `acTL` chunk comes before the image data: the file is an animation.
+        static func declaresAnimation(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            var i = 8
+            while i + 8 <= bytes.count {
+                let length = Int(bytes[i]) << 24 | Int(bytes[i + 1]) << 16 | Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
+                let type = (bytes[i + 4], bytes[i + 5], bytes[i + 6], bytes[i + 7])
+                if type == (0x61, 0x63, 0x54, 0x4C) { return true }  // acTL
+                if type == (0x49, 0x44, 0x41, 0x54) { return false }  // IDAT
+                i += 12 + length
+            }
+            return false
+        }
+
+        /// The image, and whether the data ended before the file did (then the image is
+        /// all there is: partial, or whole but with nothing after it).
+        private func decode(
+            _ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, allowsPartial: Bool
+        ) throws(ImagoError) -> (image: DecodedImage, endsEarly: Bool) {
+            guard let base = bytes.baseAddress, !bytes.isEmpty, let png = imago_png_create(base, bytes.count) else {
+                throw .decodingFailed(format: .png, reason: "no data", codec: nil)
+            }
+            defer { imago_png_destroy(png) }
+            let deadline = options.deadline()
+            // libpng's messages are precise ("IHDR: CRC error"), so they are the reason
+            // as they stand.
+            func fail() -> ImagoError {
+                if imago_png_timed_out(png) != 0 { return .decodingTimedOut(format: .png, seconds: deadline.seconds) }
+                let message = String(cString: imago_png_message(png))
+                let codec = imago_png_message_is_own(png) == 0 ? ImagoError.CodecMessage(library: "libpng", message: message) : nil
+                return .decodingFailed(format: .png, reason: message, codec: codec)
+            }
+
+            var info = imago_png_info()
+            guard imago_png_read_header(png, &info) == 0 else { throw fail() }
+            let width = Int(info.width), height = Int(info.height)
+            try options.checkSize(width: width, height: height)
+            let orientation = info.exif.map {
+                ImageOrientation(exif: UnsafeBufferPointer(start: $0, count: info.exif_length))
+            } ?? nil
+            let applied = options.appliesOrientation ? orientation ?? .up : .up
+            imago_png_set_deadline(png, deadline.nanoseconds)
+            var partial: Int32 = Int32(IMAGO_PNG_WHOLE)
+            let upright: Bitmap
+            if info.interlaced == 0, applied == .up,
+               let stream = options.targetSize.flatMap({ Resampler.stream(fitting: $0, sourceWidth: width, sourceHeight: height) }) {
+                // Rows go through the resampler as libpng makes them: a thumbnail of an
+                // 11000² image holds its own pixels and a few rows, not the 484 MB canvas.
+                let rows = PNGRowSink(stream: stream, width: width, premultiplies: info.has_alpha != 0)
+                let status = withExtendedLifetime(rows) {
+                    imago_png_read_rows(png, { context, row, number in
+                        Unmanaged<PNGRowSink>.fromOpaque(context!).takeUnretainedValue().take(row!, number: Int(number))
+                    }, Unmanaged.passUnretained(rows).toOpaque(), &partial)
                 }
-                // Rows that did not arrive are zeros, premultiplied already.
-                if info.has_alpha != 0 { pixels.premultiplyRGBA(count: width * height) }
+                guard status == 0 else { throw fail() }
+                upright = stream.finish()
+            } else {
+                let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+                    guard imago_png_read_pixels(png, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), width * 4, &partial) == 0 else {
+                        throw fail()
+                    }
+                    // Rows that did not arrive are zeros, premultiplied already.
+                    if info.has_alpha != 0 { pixels.premultiplyRGBA(count: width * height) }
+                }
+                upright = bitmap.applying(applied)
             }
-            upright = bitmap.applying(applied)
+            if partial != IMAGO_PNG_WHOLE && !allowsPartial {
+                throw .decodingFailed(format: .png, reason: "the data ends before the image does", codec: nil)
+            }
+            let image = DecodedImage(bitmap: upright, format: .png, orientation: orientation ?? .up, isPartial: partial == IMAGO_PNG_PARTIAL)
+            return (image, partial != IMAGO_PNG_WHOLE)
         }
-        if partial != IMAGO_PNG_WHOLE && !allowsPartial {
-            throw .decodingFailed(format: .png, reason: "the data ends before the image does", codec: nil)
-        }
-        let image = DecodedImage(bitmap: upright, format: .png, orientation: orientation ?? .up, isPartial: partial == IMAGO_PNG_PARTIAL)
-        return (image, partial != IMAGO_PNG_WHOLE)
     }
 }
 

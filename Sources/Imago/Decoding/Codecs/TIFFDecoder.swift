@@ -2,185 +2,187 @@
 import CLibTIFF
 import Foundation
 
-/// TIFF through libtiff: the first page, in every layout libtiff's RGBA interface
-/// reads (bilevel, gray, palette, RGB, CMYK, YCbCr and CIE Lab; 1 to 16 bits; strips
-/// or tiles; uncompressed, PackBits, LZW, Deflate, JPEG and the rest Debian's libtiff
-/// is built with), with associated or unassociated alpha, and the orientation tag
-/// applied.
-///
-/// The data is read in place through libtiff's client callbacks, never written to a
-/// file. libtiff's messages go to handlers of this decode only (its defaults print to
-/// standard error and are process-wide), and its own allocations are capped, so a
-/// crafted file cannot make it ask for more than the pixel limit allows.
-public struct TIFFDecoder: ImageDecoding {
-    /// Makes the decoder; it holds no state.
-    public init() {}
+extension ImageDecoders {
+    /// TIFF through libtiff: the first page, in every layout libtiff's RGBA interface
+    /// reads (bilevel, gray, palette, RGB, CMYK, YCbCr and CIE Lab; 1 to 16 bits; strips
+    /// or tiles; uncompressed, PackBits, LZW, Deflate, JPEG and the rest Debian's libtiff
+    /// is built with), with associated or unassociated alpha, and the orientation tag
+    /// applied.
+    ///
+    /// The data is read in place through libtiff's client callbacks, never written to a
+    /// file. libtiff's messages go to handlers of this decode only (its defaults print to
+    /// standard error and are process-wide), and its own allocations are capped, so a
+    /// crafted file cannot make it ask for more than the pixel limit allows.
+    public struct TIFF: ImageDecoding {
+        /// Makes the decoder; it holds no state.
+        public init() {}
 
-    /// Takes data sniffed as TIFF, nothing else.
-    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
-        format == .tiff
-    }
-
-    /// Decodes the first page. Throws `imageTooLarge` from the header, before any pixel
-    /// buffer exists, and `decodingFailed` for truncated or corrupt data, with
-    /// libtiff's first error message as the codec's word.
-    public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
-    }
-
-    private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data", nil) }
-        guard ImageFormat.detect(bytes) == .tiff else { throw Self.failure("the data is not a TIFF file", nil) }
-
-        let source = UnsafeMutablePointer<TIFFSource>.allocate(capacity: 1)
-        source.initialize(to: TIFFSource(base: base, count: bytes.count))
-        defer {
-            source.deinitialize(count: 1)
-            source.deallocate()
-        }
-        func fail(_ reason: String) -> ImagoError {
-            Self.failure(reason, source.pointee.message)
+        /// Takes data sniffed as TIFF, nothing else.
+        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+            format == .tiff
         }
 
-        guard let openOptions = TIFFOpenOptionsAlloc() else { throw Self.failure("out of memory", nil) }
-        defer { TIFFOpenOptionsFree(openOptions) }
-        TIFFOpenOptionsSetErrorHandlerExtR(openOptions, { _, user, _, format, arguments in
-            if let arguments { user?.assumingMemoryBound(to: TIFFSource.self).pointee.record(format, arguments) }
-            return 1  // handled: libtiff's process-wide handler is not called
-        }, source)
-        TIFFOpenOptionsSetWarningHandlerExtR(openOptions, { _, _, _, _, _ in 1 }, nil)
-        // libtiff sizes its strip and tile buffers from the header; no single buffer
-        // needs more than the pixel limit's worth of 16-bit RGBA.
-        let (cap, overflow) = options.maximumPixelCount.multipliedReportingOverflow(by: 8)
-        TIFFOpenOptionsSetMaxSingleMemAlloc(openOptions, tmsize_t(overflow ? Int.max : max(cap, 1 << 24)))
+        /// Decodes the first page. Throws `imageTooLarge` from the header, before any pixel
+        /// buffer exists, and `decodingFailed` for truncated or corrupt data, with
+        /// libtiff's first error message as the codec's word.
+        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
+        }
 
-        guard let tiff = TIFFClientOpenExt(
-            "image", "rm", source,
-            { handle, buffer, size in
-                guard let handle, let buffer else { return -1 }
-                let source = handle.assumingMemoryBound(to: TIFFSource.self)
-                let count = min(Int(size), source.pointee.count - source.pointee.offset)
-                guard count >= 0 else { return 0 }
-                buffer.copyMemory(from: source.pointee.base + source.pointee.offset, byteCount: count)
-                source.pointee.offset += count
-                return tmsize_t(count)
-            },
-            { _, _, _ in -1 },  // never written
-            { handle, offset, whence in
-                guard let handle else { return toff_t.max }
-                let source = handle.assumingMemoryBound(to: TIFFSource.self)
-                let origin: Int
-                switch whence {
-                case SEEK_SET: origin = 0
-                case SEEK_CUR: origin = source.pointee.offset
-                case SEEK_END: origin = source.pointee.count
-                default: return toff_t.max
+        private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data", nil) }
+            guard ImageFormat.detect(bytes) == .tiff else { throw Self.failure("the data is not a TIFF file", nil) }
+
+            let source = UnsafeMutablePointer<TIFFSource>.allocate(capacity: 1)
+            source.initialize(to: TIFFSource(base: base, count: bytes.count))
+            defer {
+                source.deinitialize(count: 1)
+                source.deallocate()
+            }
+            func fail(_ reason: String) -> ImagoError {
+                Self.failure(reason, source.pointee.message)
+            }
+
+            guard let openOptions = TIFFOpenOptionsAlloc() else { throw Self.failure("out of memory", nil) }
+            defer { TIFFOpenOptionsFree(openOptions) }
+            TIFFOpenOptionsSetErrorHandlerExtR(openOptions, { _, user, _, format, arguments in
+                if let arguments { user?.assumingMemoryBound(to: TIFFSource.self).pointee.record(format, arguments) }
+                return 1  // handled: libtiff's process-wide handler is not called
+            }, source)
+            TIFFOpenOptionsSetWarningHandlerExtR(openOptions, { _, _, _, _, _ in 1 }, nil)
+            // libtiff sizes its strip and tile buffers from the header; no single buffer
+            // needs more than the pixel limit's worth of 16-bit RGBA.
+            let (cap, overflow) = options.maximumPixelCount.multipliedReportingOverflow(by: 8)
+            TIFFOpenOptionsSetMaxSingleMemAlloc(openOptions, tmsize_t(overflow ? Int.max : max(cap, 1 << 24)))
+
+            guard let tiff = TIFFClientOpenExt(
+                "image", "rm", source,
+                { handle, buffer, size in
+                    guard let handle, let buffer else { return -1 }
+                    let source = handle.assumingMemoryBound(to: TIFFSource.self)
+                    let count = min(Int(size), source.pointee.count - source.pointee.offset)
+                    guard count >= 0 else { return 0 }
+                    buffer.copyMemory(from: source.pointee.base + source.pointee.offset, byteCount: count)
+                    source.pointee.offset += count
+                    return tmsize_t(count)
+                },
+                { _, _, _ in -1 },  // never written
+                { handle, offset, whence in
+                    guard let handle else { return toff_t.max }
+                    let source = handle.assumingMemoryBound(to: TIFFSource.self)
+                    let origin: Int
+                    switch whence {
+                    case SEEK_SET: origin = 0
+                    case SEEK_CUR: origin = source.pointee.offset
+                    case SEEK_END: origin = source.pointee.count
+                    default: return toff_t.max
+                    }
+                    // Offsets are unsigned; a "negative" relative seek arrives wrapped.
+                    let target = origin &+ Int(truncatingIfNeeded: offset)
+                    guard target >= 0, target <= source.pointee.count else { return toff_t.max }
+                    source.pointee.offset = target
+                    return toff_t(target)
+                },
+                { _ in 0 },
+                { handle in toff_t(handle?.assumingMemoryBound(to: TIFFSource.self).pointee.count ?? 0) },
+                { _, _, _ in 0 },  // no mapping: reads go through the callback
+                { _, _, _ in },
+                openOptions)
+            else { throw fail("libtiff could not read the header") }
+            defer { TIFFClose(tiff) }
+
+            var width: UInt32 = 0, height: UInt32 = 0, rawOrientation: UInt16 = 0
+            guard field(tiff, TIFFTAG_IMAGEWIDTH, &width), field(tiff, TIFFTAG_IMAGELENGTH, &height) else {
+                throw fail("the first page has no size")
+            }
+            guard width > 0, height > 0 else { throw fail("the first page is empty (\(width)×\(height))") }
+            try options.checkSize(width: Int(width), height: Int(height))
+            if !field(tiff, TIFFTAG_ORIENTATION, &rawOrientation) { rawOrientation = 1 }
+            let orientation = ImageOrientation(rawValue: Int(rawOrientation)) ?? .up
+
+            var message = [CChar](repeating: 0, count: 1024)
+            guard TIFFRGBAImageOK(tiff, &message) != 0 else {
+                let reason = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                throw .decodingFailed(format: .tiff, reason: "libtiff cannot show this layout", codec: .init(library: "libtiff", message: reason))
+            }
+
+            let applied = options.appliesOrientation ? orientation : .up
+            if applied == .up,
+               let stream = options.targetSize.flatMap({ Resampler.stream(fitting: $0, sourceWidth: Int(width), sourceHeight: Int(height)) }) {
+                guard try readBands(tiff, width: width, height: height, orientation: orientation, into: stream, deadline: options.deadline()) else {
+                    throw fail(source.pointee.ranOut ? "the data ends before the image does" : "the image data is corrupt")
                 }
-                // Offsets are unsigned; a "negative" relative seek arrives wrapped.
-                let target = origin &+ Int(truncatingIfNeeded: offset)
-                guard target >= 0, target <= source.pointee.count else { return toff_t.max }
-                source.pointee.offset = target
-                return toff_t(target)
-            },
-            { _ in 0 },
-            { handle in toff_t(handle?.assumingMemoryBound(to: TIFFSource.self).pointee.count ?? 0) },
-            { _, _, _ in 0 },  // no mapping: reads go through the callback
-            { _, _, _ in },
-            openOptions)
-        else { throw fail("libtiff could not read the header") }
-        defer { TIFFClose(tiff) }
-
-        var width: UInt32 = 0, height: UInt32 = 0, rawOrientation: UInt16 = 0
-        guard field(tiff, TIFFTAG_IMAGEWIDTH, &width), field(tiff, TIFFTAG_IMAGELENGTH, &height) else {
-            throw fail("the first page has no size")
-        }
-        guard width > 0, height > 0 else { throw fail("the first page is empty (\(width)×\(height))") }
-        try options.checkSize(width: Int(width), height: Int(height))
-        if !field(tiff, TIFFTAG_ORIENTATION, &rawOrientation) { rawOrientation = 1 }
-        let orientation = ImageOrientation(rawValue: Int(rawOrientation)) ?? .up
-
-        var message = [CChar](repeating: 0, count: 1024)
-        guard TIFFRGBAImageOK(tiff, &message) != 0 else {
-            let reason = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw .decodingFailed(format: .tiff, reason: "libtiff cannot show this layout", codec: .init(library: "libtiff", message: reason))
-        }
-
-        let applied = options.appliesOrientation ? orientation : .up
-        if applied == .up,
-           let stream = options.targetSize.flatMap({ Resampler.stream(fitting: $0, sourceWidth: Int(width), sourceHeight: Int(height)) }) {
-            guard try readBands(tiff, width: width, height: height, orientation: orientation, into: stream, deadline: options.deadline()) else {
-                throw fail(source.pointee.ranOut ? "the data ends before the image does" : "the image data is corrupt")
+                return DecodedImage(bitmap: stream.finish(), format: .tiff, orientation: orientation)
             }
-            return DecodedImage(bitmap: stream.finish(), format: .tiff, orientation: orientation)
-        }
-        let bitmap = try Bitmap.make(width: Int(width), height: Int(height)) { pixels throws(ImagoError) in
-            // Asked for the file's own orientation, libtiff leaves the rows as stored,
-            // top row first; the turn is done below for all eight orientations (libtiff
-            // itself can only flip, not transpose). Its output is ABGR words, that is
-            // R, G, B, A bytes on little-endian machines, premultiplied.
-            let raster = pixels.baseAddress!.assumingMemoryBound(to: UInt32.self)
-            guard TIFFReadRGBAImageOriented(tiff, width, height, raster, Int32(orientation.rawValue), 1) != 0 else {
-                throw fail(source.pointee.ranOut ? "the data ends before the image does" : "the image data is corrupt")
-            }
-            #if _endian(big)
-            let words = pixels.bindMemory(to: UInt32.self)
-            for i in 0..<words.count { words[i] = words[i].byteSwapped }
-            #endif
-        }
-        let upright = bitmap.applying(applied)
-        return DecodedImage(bitmap: upright, format: .tiff, orientation: orientation)
-    }
-
-    /// Reads the page a band of rows at a time (a strip's or a tile row's worth, as
-    /// libtiff decodes them) into `stream`: a thumbnail holds one band, not the page.
-    /// The rows come as stored, as `TIFFReadRGBAImageOriented` gives them with the
-    /// file's own orientation. False when libtiff fails; `decodingTimedOut` past the
-    /// deadline, checked between bands.
-    private func readBands(
-        _ tiff: OpaquePointer, width: UInt32, height: UInt32, orientation: ImageOrientation, into stream: Resampler.Stream,
-        deadline: DecodeDeadline
-    ) throws(ImagoError) -> Bool {
-        var band: UInt32 = 0
-        if TIFFIsTiled(tiff) != 0 {
-            if !field(tiff, TIFFTAG_TILELENGTH, &band) { band = 0 }
-        } else if !field(tiff, TIFFTAG_ROWSPERSTRIP, &band) {
-            band = height
-        }
-        band = min(max(band, 1), height)
-        var message = [CChar](repeating: 0, count: 1024)
-        var image = TIFFRGBAImage()
-        guard TIFFRGBAImageBegin(&image, tiff, 1, &message) != 0 else { return false }
-        defer { TIFFRGBAImageEnd(&image) }
-        image.req_orientation = UInt16(orientation.rawValue)
-        let raster = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: Int(width) * Int(band))
-        defer { raster.deallocate() }
-        var top: UInt32 = 0
-        while top < height {
-            try deadline.check(.tiff)
-            let rows = min(band, height - top)
-            image.row_offset = Int32(top)
-            guard TIFFRGBAImageGet(&image, raster.baseAddress, width, rows) != 0 else { return false }
-            let bytes = UnsafeRawPointer(raster.baseAddress!).assumingMemoryBound(to: UInt8.self)
-            for row in 0..<Int(rows) {
+            let bitmap = try Bitmap.make(width: Int(width), height: Int(height)) { pixels throws(ImagoError) in
+                // Asked for the file's own orientation, libtiff leaves the rows as stored,
+                // top row first; the turn is done below for all eight orientations (libtiff
+                // itself can only flip, not transpose). Its output is ABGR words, that is
+                // R, G, B, A bytes on little-endian machines, premultiplied.
+                let raster = pixels.baseAddress!.assumingMemoryBound(to: UInt32.self)
+                guard TIFFReadRGBAImageOriented(tiff, width, height, raster, Int32(orientation.rawValue), 1) != 0 else {
+                    throw fail(source.pointee.ranOut ? "the data ends before the image does" : "the image data is corrupt")
+                }
                 #if _endian(big)
-                for i in row * Int(width)..<(row + 1) * Int(width) { raster[i] = raster[i].byteSwapped }
+                let words = pixels.bindMemory(to: UInt32.self)
+                for i in 0..<words.count { words[i] = words[i].byteSwapped }
                 #endif
-                stream.append(row: Int(top) + row, bytes + row * Int(width) * 4)
             }
-            top += rows
+            let upright = bitmap.applying(applied)
+            return DecodedImage(bitmap: upright, format: .tiff, orientation: orientation)
         }
-        return true
-    }
 
-    /// Reads one scalar tag of the current directory; false when absent.
-    private func field<T>(_ tiff: OpaquePointer, _ tag: Int32, _ value: inout T) -> Bool {
-        withUnsafeMutablePointer(to: &value) { pointer in
-            withVaList([pointer]) { TIFFVGetField(tiff, UInt32(tag), $0) } != 0
+        /// Reads the page a band of rows at a time (a strip's or a tile row's worth, as
+        /// libtiff decodes them) into `stream`: a thumbnail holds one band, not the page.
+        /// The rows come as stored, as `TIFFReadRGBAImageOriented` gives them with the
+        /// file's own orientation. False when libtiff fails; `decodingTimedOut` past the
+        /// deadline, checked between bands.
+        private func readBands(
+            _ tiff: OpaquePointer, width: UInt32, height: UInt32, orientation: ImageOrientation, into stream: Resampler.Stream,
+            deadline: DecodeDeadline
+        ) throws(ImagoError) -> Bool {
+            var band: UInt32 = 0
+            if TIFFIsTiled(tiff) != 0 {
+                if !field(tiff, TIFFTAG_TILELENGTH, &band) { band = 0 }
+            } else if !field(tiff, TIFFTAG_ROWSPERSTRIP, &band) {
+                band = height
+            }
+            band = min(max(band, 1), height)
+            var message = [CChar](repeating: 0, count: 1024)
+            var image = TIFFRGBAImage()
+            guard TIFFRGBAImageBegin(&image, tiff, 1, &message) != 0 else { return false }
+            defer { TIFFRGBAImageEnd(&image) }
+            image.req_orientation = UInt16(orientation.rawValue)
+            let raster = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: Int(width) * Int(band))
+            defer { raster.deallocate() }
+            var top: UInt32 = 0
+            while top < height {
+                try deadline.check(.tiff)
+                let rows = min(band, height - top)
+                image.row_offset = Int32(top)
+                guard TIFFRGBAImageGet(&image, raster.baseAddress, width, rows) != 0 else { return false }
+                let bytes = UnsafeRawPointer(raster.baseAddress!).assumingMemoryBound(to: UInt8.self)
+                for row in 0..<Int(rows) {
+                    #if _endian(big)
+                    for i in row * Int(width)..<(row + 1) * Int(width) { raster[i] = raster[i].byteSwapped }
+                    #endif
+                    stream.append(row: Int(top) + row, bytes + row * Int(width) * 4)
+                }
+                top += rows
+            }
+            return true
         }
-    }
 
-    static func failure(_ reason: String, _ message: String?) -> ImagoError {
-        .decodingFailed(format: .tiff, reason: reason, codec: message.map { .init(library: "libtiff", message: $0) })
+        /// Reads one scalar tag of the current directory; false when absent.
+        private func field<T>(_ tiff: OpaquePointer, _ tag: Int32, _ value: inout T) -> Bool {
+            withUnsafeMutablePointer(to: &value) { pointer in
+                withVaList([pointer]) { TIFFVGetField(tiff, UInt32(tag), $0) } != 0
+            }
+        }
+
+        static func failure(_ reason: String, _ message: String?) -> ImagoError {
+            .decodingFailed(format: .tiff, reason: reason, codec: message.map { .init(library: "libtiff", message: $0) })
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 import CLibWebP
 import Foundation
 
-extension WebPDecoder {
+extension ImageDecoders.WebP {
     /// Decodes the first frame of an animation the demuxer has accepted, and keeps
     /// the data to decode the rest on demand. Frame count, durations and loop count
     /// come from the demuxer's frame records, without decoding.
@@ -110,7 +110,7 @@ final class WebPFrameCursor: FrameProducing {
         self.target = target
         var animOptions = WebPAnimDecoderOptions()
         guard WebPAnimDecoderOptionsInit(&animOptions) != 0 else {
-            throw WebPDecoder.failure("the libwebp library does not match the headers Imago was built with")
+            throw ImageDecoders.WebP.failure("the libwebp library does not match the headers Imago was built with")
         }
         animOptions.color_mode = MODE_rgbA
         // Decoding runs on the caller's thread; Imago parallelises across images.
@@ -118,14 +118,14 @@ final class WebPFrameCursor: FrameProducing {
         // The decoder reads the bytes in place; `storage` keeps them alive.
         var data = WebPData(bytes: storage.base, size: storage.count)
         guard let decoder = WebPAnimDecoderNew(&data, &animOptions) else {
-            throw WebPDecoder.failure("the animation is malformed")
+            throw ImageDecoders.WebP.failure("the animation is malformed")
         }
         self.decoder = decoder
         var info = WebPAnimInfo()
         guard WebPAnimDecoderGetInfo(decoder, &info) != 0,
               Int(info.canvas_width) == width, Int(info.canvas_height) == height,
               Int(info.frame_count) == frameCount else {
-            throw WebPDecoder.failure("the animation is malformed")
+            throw ImageDecoders.WebP.failure("the animation is malformed")
         }
     }
 
@@ -137,7 +137,7 @@ final class WebPFrameCursor: FrameProducing {
         var canvas: UnsafeMutablePointer<UInt8>?
         var timestamp: Int32 = 0
         guard WebPAnimDecoderGetNext(decoder, &canvas, &timestamp) != 0, let canvas else {
-            throw WebPDecoder.failure("corrupt bitstream in frame \(index)")
+            throw ImageDecoders.WebP.failure("corrupt bitstream in frame \(index)")
         }
         // libwebp reuses its canvas for the next frame, so each frame needs its own
         // pixels: a copy, or the scaled frame read straight from the canvas.
@@ -171,7 +171,7 @@ final class ScaledWebPFrameCursor: FrameProducing {
         self.orientation = orientation
         canvas = ScaledCanvas(width: width, height: height, target: target)
         var data = WebPData(bytes: storage.base, size: storage.count)
-        guard let demux = WebPDemux(&data) else { throw WebPDecoder.failure("the animation is malformed") }
+        guard let demux = WebPDemux(&data) else { throw ImageDecoders.WebP.failure("the animation is malformed") }
         self.demux = demux
     }
 
@@ -182,7 +182,7 @@ final class ScaledWebPFrameCursor: FrameProducing {
         index += 1
         var iterator = WebPIterator()
         guard WebPDemuxGetFrame(demux, Int32(index), &iterator) != 0, let start = iterator.fragment.bytes else {
-            throw WebPDecoder.failure("the animation is malformed")
+            throw ImageDecoders.WebP.failure("the animation is malformed")
         }
         defer { WebPDemuxReleaseIterator(&iterator) }
         if let disposed { canvas.clear(disposed) }
@@ -192,9 +192,9 @@ final class ScaledWebPFrameCursor: FrameProducing {
         let fragment = UnsafeBufferPointer(start: start, count: iterator.fragment.size)
         var config = WebPDecoderConfig()
         guard WebPInitDecoderConfig(&config) != 0 else {
-            throw WebPDecoder.failure("the libwebp library does not match the headers Imago was built with")
+            throw ImageDecoders.WebP.failure("the libwebp library does not match the headers Imago was built with")
         }
-        try WebPDecoder.check(WebPGetFeatures(fragment.baseAddress, fragment.count, &config.input))
+        try ImageDecoders.WebP.check(WebPGetFeatures(fragment.baseAddress, fragment.count, &config.input))
         if (rectangle.width, rectangle.height) != (Int(iterator.width), Int(iterator.height)) {
             config.options.use_scaling = 1
             config.options.scaled_width = Int32(rectangle.width)
@@ -202,9 +202,9 @@ final class ScaledWebPFrameCursor: FrameProducing {
         }
         let frame: Bitmap
         do throws(ImagoError) {
-            frame = try WebPDecoder().decodeStill(fragment, config: &config, width: rectangle.width, height: rectangle.height)
+            frame = try ImageDecoders.WebP().decodeStill(fragment, config: &config, width: rectangle.width, height: rectangle.height)
         } catch {
-            throw WebPDecoder.failure("corrupt bitstream in frame \(index)")
+            throw ImageDecoders.WebP.failure("corrupt bitstream in frame \(index)")
         }
         canvas.draw(frame, in: rectangle, blending: iterator.blend_method == WEBP_MUX_BLEND && iterator.has_alpha != 0)
         disposed = iterator.dispose_method == WEBP_MUX_DISPOSE_BACKGROUND ? rectangle : nil

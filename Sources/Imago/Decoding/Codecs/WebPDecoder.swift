@@ -2,164 +2,166 @@
 import CLibWebP
 import Foundation
 
-/// WebP through libwebp: lossy, lossless, lossy with an alpha channel, and animations,
-/// with the EXIF orientation applied.
-///
-/// Still images decode straight into the bitmap's buffer. Animations come out as full
-/// canvases, one per frame, composited by libwebp (blending and disposal done) as
-/// they are played (see `AnimatedFrames`); the ANIM chunk's background colour is
-/// ignored and disposed areas become transparent, as the WebP container
-/// specification allows and browsers do.
-public struct WebPDecoder: ImageDecoding {
-    /// Makes the decoder; it holds no state.
-    public init() {}
+extension ImageDecoders {
+    /// WebP through libwebp: lossy, lossless, lossy with an alpha channel, and animations,
+    /// with the EXIF orientation applied.
+    ///
+    /// Still images decode straight into the bitmap's buffer. Animations come out as full
+    /// canvases, one per frame, composited by libwebp (blending and disposal done) as
+    /// they are played (see `AnimatedFrames`); the ANIM chunk's background colour is
+    /// ignored and disposed areas become transparent, as the WebP container
+    /// specification allows and browsers do.
+    public struct WebP: ImageDecoding {
+        /// Makes the decoder; it holds no state.
+        public init() {}
 
-    /// Takes data sniffed as WebP (a RIFF container of type WEBP), nothing else.
-    public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
-        format == .webp
-    }
-
-    /// Decodes a still or animated WebP. Throws `imageTooLarge` from the header, before
-    /// any pixel buffer exists, and `decodingFailed` for truncated or corrupt data.
-    public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
-    }
-
-    private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data") }
-
-        var config = WebPDecoderConfig()
-        guard WebPInitDecoderConfig(&config) != 0 else {
-            throw Self.failure("the libwebp library does not match the headers Imago was built with")
-        }
-        try Self.check(WebPGetFeatures(base, bytes.count, &config.input))
-
-        // The demuxer checks the whole RIFF container, which WebPDecode does not: a
-        // still image whose metadata chunks are cut short would otherwise pass. Its
-        // full-data mode refuses data shorter than the RIFF header says.
-        var webpData = WebPData(bytes: base, size: bytes.count)
-        guard let demux = WebPDemux(&webpData) else {
-            var state = WEBP_DEMUX_PARSE_ERROR
-            let partial = WebPDemuxPartial(&webpData, &state)
-            WebPDemuxDelete(partial)
-            throw Self.failure(partial != nil && state != WEBP_DEMUX_DONE
-                ? "the data ends before the image does"
-                : "the RIFF container is malformed")
-        }
-        defer { WebPDemuxDelete(demux) }
-
-        let orientation = Self.orientation(demux)
-        let appliedOrientation = options.appliesOrientation ? orientation : .up
-
-        if config.input.has_animation != 0 {
-            return try decodeAnimation(bytes, demux: demux, config: &config, orientation: orientation, options: options)
+        /// Takes data sniffed as WebP (a RIFF container of type WEBP), nothing else.
+        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+            format == .webp
         }
 
-        let width = Int(config.input.width), height = Int(config.input.height)
-        guard width > 0, height > 0 else { throw Self.failure("the header gives an empty image") }
-        try options.checkSize(width: width, height: height)
-        var (outWidth, outHeight) = (width, height)
-        if let target = options.targetSize {
-            // libwebp scales while decoding, into the final buffer; the size is the
-            // fitted size of the upright image, turned back to the stored orientation.
-            let swaps = appliedOrientation.swapsDimensions
-            let layout = swaps
-                ? target.layout(sourceWidth: height, sourceHeight: width)
-                : target.layout(sourceWidth: width, sourceHeight: height)
-            (outWidth, outHeight) = swaps ? (layout.scaledHeight, layout.scaledWidth) : (layout.scaledWidth, layout.scaledHeight)
-            if (outWidth, outHeight) != (width, height) {
-                config.options.use_scaling = 1
-                config.options.scaled_width = Int32(outWidth)
-                config.options.scaled_height = Int32(outHeight)
+        /// Decodes a still or animated WebP. Throws `imageTooLarge` from the header, before
+        /// any pixel buffer exists, and `decodingFailed` for truncated or corrupt data.
+        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
+        }
+
+        private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data") }
+
+            var config = WebPDecoderConfig()
+            guard WebPInitDecoderConfig(&config) != 0 else {
+                throw Self.failure("the libwebp library does not match the headers Imago was built with")
+            }
+            try Self.check(WebPGetFeatures(base, bytes.count, &config.input))
+
+            // The demuxer checks the whole RIFF container, which WebPDecode does not: a
+            // still image whose metadata chunks are cut short would otherwise pass. Its
+            // full-data mode refuses data shorter than the RIFF header says.
+            var webpData = WebPData(bytes: base, size: bytes.count)
+            guard let demux = WebPDemux(&webpData) else {
+                var state = WEBP_DEMUX_PARSE_ERROR
+                let partial = WebPDemuxPartial(&webpData, &state)
+                WebPDemuxDelete(partial)
+                throw Self.failure(partial != nil && state != WEBP_DEMUX_DONE
+                    ? "the data ends before the image does"
+                    : "the RIFF container is malformed")
+            }
+            defer { WebPDemuxDelete(demux) }
+
+            let orientation = Self.orientation(demux)
+            let appliedOrientation = options.appliesOrientation ? orientation : .up
+
+            if config.input.has_animation != 0 {
+                return try decodeAnimation(bytes, demux: demux, config: &config, orientation: orientation, options: options)
+            }
+
+            let width = Int(config.input.width), height = Int(config.input.height)
+            guard width > 0, height > 0 else { throw Self.failure("the header gives an empty image") }
+            try options.checkSize(width: width, height: height)
+            var (outWidth, outHeight) = (width, height)
+            if let target = options.targetSize {
+                // libwebp scales while decoding, into the final buffer; the size is the
+                // fitted size of the upright image, turned back to the stored orientation.
+                let swaps = appliedOrientation.swapsDimensions
+                let layout = swaps
+                    ? target.layout(sourceWidth: height, sourceHeight: width)
+                    : target.layout(sourceWidth: width, sourceHeight: height)
+                (outWidth, outHeight) = swaps ? (layout.scaledHeight, layout.scaledWidth) : (layout.scaledWidth, layout.scaledHeight)
+                if (outWidth, outHeight) != (width, height) {
+                    config.options.use_scaling = 1
+                    config.options.scaled_width = Int32(outWidth)
+                    config.options.scaled_height = Int32(outHeight)
+                }
+            }
+            let bitmap = try decodeStill(bytes, config: &config, width: outWidth, height: outHeight)
+            return DecodedImage(bitmap: bitmap.applying(appliedOrientation), format: .webp, orientation: orientation)
+        }
+
+        /// Decodes a still image at `width` × `height` (the scaled size when
+        /// `config.options.use_scaling` is set) into a new bitmap.
+        func decodeStill(
+            _ bytes: UnsafeBufferPointer<UInt8>, config: inout WebPDecoderConfig, width: Int, height: Int
+        ) throws(ImagoError) -> Bitmap {
+            try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+                config.output.colorspace = MODE_rgbA
+                // External memory: libwebp writes the rows into the bitmap itself, and
+                // WebPFreeDecBuffer then frees only what libwebp allocated on its own.
+                config.output.is_external_memory = 1
+                config.output.u.RGBA.rgba = pixels.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                config.output.u.RGBA.stride = Int32(width * 4)
+                config.output.u.RGBA.size = pixels.count
+                let status = WebPDecode(bytes.baseAddress, bytes.count, &config)
+                WebPFreeDecBuffer(&config.output)
+                try Self.check(status)
             }
         }
-        let bitmap = try decodeStill(bytes, config: &config, width: outWidth, height: outHeight)
-        return DecodedImage(bitmap: bitmap.applying(appliedOrientation), format: .webp, orientation: orientation)
-    }
 
-    /// Decodes a still image at `width` × `height` (the scaled size when
-    /// `config.options.use_scaling` is set) into a new bitmap.
-    func decodeStill(
-        _ bytes: UnsafeBufferPointer<UInt8>, config: inout WebPDecoderConfig, width: Int, height: Int
-    ) throws(ImagoError) -> Bitmap {
-        try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
-            config.output.colorspace = MODE_rgbA
-            // External memory: libwebp writes the rows into the bitmap itself, and
-            // WebPFreeDecBuffer then frees only what libwebp allocated on its own.
-            config.output.is_external_memory = 1
-            config.output.u.RGBA.rgba = pixels.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            config.output.u.RGBA.stride = Int32(width * 4)
-            config.output.u.RGBA.size = pixels.count
-            let status = WebPDecode(bytes.baseAddress, bytes.count, &config)
-            WebPFreeDecBuffer(&config.output)
-            try Self.check(status)
+        /// A frame's display time in seconds.
+        ///
+        /// Files written for browsers often say 0 ms (or 10 ms) and mean "as fast as is
+        /// sensible"; Chrome, Firefox and Safari show frames of 10 ms or less for 100 ms,
+        /// and so does Imago, so animations play at the speed their authors saw.
+        static func frameDuration(milliseconds: Int) -> Double {
+            milliseconds <= 10 ? 0.1 : Double(milliseconds) / 1000
         }
-    }
 
-    /// A frame's display time in seconds.
-    ///
-    /// Files written for browsers often say 0 ms (or 10 ms) and mean "as fast as is
-    /// sensible"; Chrome, Firefox and Safari show frames of 10 ms or less for 100 ms,
-    /// and so does Imago, so animations play at the speed their authors saw.
-    static func frameDuration(milliseconds: Int) -> Double {
-        milliseconds <= 10 ? 0.1 : Double(milliseconds) / 1000
-    }
-
-    /// The orientation in the EXIF chunk; `.up` without one, or when it is unreadable.
-    private static func orientation(_ demux: OpaquePointer) -> ImageOrientation {
-        var iterator = WebPChunkIterator()
-        guard WebPDemuxGetChunk(demux, "EXIF", 1, &iterator) != 0 else { return .up }
-        defer { WebPDemuxReleaseChunkIterator(&iterator) }
-        guard let start = iterator.chunk.bytes else { return .up }
-        var exif = UnsafeBufferPointer(start: start, count: iterator.chunk.size)
-        // The specification says the chunk holds the TIFF block itself, but some
-        // writers copy the JPEG APP1 payload, "Exif\0\0" prefix and all.
-        let prefix: [UInt8] = [0x45, 0x78, 0x69, 0x66, 0, 0]
-        if exif.starts(with: prefix) {
-            exif = UnsafeBufferPointer(rebasing: exif.dropFirst(prefix.count))
+        /// The orientation in the EXIF chunk; `.up` without one, or when it is unreadable.
+        private static func orientation(_ demux: OpaquePointer) -> ImageOrientation {
+            var iterator = WebPChunkIterator()
+            guard WebPDemuxGetChunk(demux, "EXIF", 1, &iterator) != 0 else { return .up }
+            defer { WebPDemuxReleaseChunkIterator(&iterator) }
+            guard let start = iterator.chunk.bytes else { return .up }
+            var exif = UnsafeBufferPointer(start: start, count: iterator.chunk.size)
+            // The specification says the chunk holds the TIFF block itself, but some
+            // writers copy the JPEG APP1 payload, "Exif\0\0" prefix and all.
+            let prefix: [UInt8] = [0x45, 0x78, 0x69, 0x66, 0, 0]
+            if exif.starts(with: prefix) {
+                exif = UnsafeBufferPointer(rebasing: exif.dropFirst(prefix.count))
+            }
+            return ImageOrientation(exif: exif) ?? .up
         }
-        return ImageOrientation(exif: exif) ?? .up
-    }
 
-    static func check(_ status: VP8StatusCode) throws(ImagoError) {
-        if status != VP8_STATUS_OK {
-            throw .decodingFailed(
-                format: .webp, reason: reason(status), codec: .init(library: "libwebp", message: name(status)))
+        static func check(_ status: VP8StatusCode) throws(ImagoError) {
+            if status != VP8_STATUS_OK {
+                throw .decodingFailed(
+                    format: .webp, reason: reason(status), codec: .init(library: "libwebp", message: name(status)))
+            }
         }
-    }
 
-    /// The status code's name in libwebp's header, which stands for its message.
-    static func name(_ status: VP8StatusCode) -> String {
-        switch status {
-        case VP8_STATUS_OK: "VP8_STATUS_OK"
-        case VP8_STATUS_OUT_OF_MEMORY: "VP8_STATUS_OUT_OF_MEMORY"
-        case VP8_STATUS_INVALID_PARAM: "VP8_STATUS_INVALID_PARAM"
-        case VP8_STATUS_BITSTREAM_ERROR: "VP8_STATUS_BITSTREAM_ERROR"
-        case VP8_STATUS_UNSUPPORTED_FEATURE: "VP8_STATUS_UNSUPPORTED_FEATURE"
-        case VP8_STATUS_SUSPENDED: "VP8_STATUS_SUSPENDED"
-        case VP8_STATUS_USER_ABORT: "VP8_STATUS_USER_ABORT"
-        case VP8_STATUS_NOT_ENOUGH_DATA: "VP8_STATUS_NOT_ENOUGH_DATA"
-        default: "VP8StatusCode \(status.rawValue)"
+        /// The status code's name in libwebp's header, which stands for its message.
+        static func name(_ status: VP8StatusCode) -> String {
+            switch status {
+            case VP8_STATUS_OK: "VP8_STATUS_OK"
+            case VP8_STATUS_OUT_OF_MEMORY: "VP8_STATUS_OUT_OF_MEMORY"
+            case VP8_STATUS_INVALID_PARAM: "VP8_STATUS_INVALID_PARAM"
+            case VP8_STATUS_BITSTREAM_ERROR: "VP8_STATUS_BITSTREAM_ERROR"
+            case VP8_STATUS_UNSUPPORTED_FEATURE: "VP8_STATUS_UNSUPPORTED_FEATURE"
+            case VP8_STATUS_SUSPENDED: "VP8_STATUS_SUSPENDED"
+            case VP8_STATUS_USER_ABORT: "VP8_STATUS_USER_ABORT"
+            case VP8_STATUS_NOT_ENOUGH_DATA: "VP8_STATUS_NOT_ENOUGH_DATA"
+            default: "VP8StatusCode \(status.rawValue)"
+            }
         }
-    }
 
-    /// libwebp's status as a sentence; it has no error messages of its own.
-    static func reason(_ status: VP8StatusCode) -> String {
-        switch status {
-        case VP8_STATUS_OUT_OF_MEMORY: "out of memory"
-        case VP8_STATUS_INVALID_PARAM: "invalid decoding parameters"
-        case VP8_STATUS_BITSTREAM_ERROR: "corrupt bitstream"
-        case VP8_STATUS_UNSUPPORTED_FEATURE: "the image uses a feature libwebp does not support"
-        case VP8_STATUS_SUSPENDED: "decoding was suspended"
-        case VP8_STATUS_USER_ABORT: "decoding was aborted"
-        case VP8_STATUS_NOT_ENOUGH_DATA: "the data ends before the image does"
-        default: "libwebp status \(status.rawValue)"
+        /// libwebp's status as a sentence; it has no error messages of its own.
+        static func reason(_ status: VP8StatusCode) -> String {
+            switch status {
+            case VP8_STATUS_OUT_OF_MEMORY: "out of memory"
+            case VP8_STATUS_INVALID_PARAM: "invalid decoding parameters"
+            case VP8_STATUS_BITSTREAM_ERROR: "corrupt bitstream"
+            case VP8_STATUS_UNSUPPORTED_FEATURE: "the image uses a feature libwebp does not support"
+            case VP8_STATUS_SUSPENDED: "decoding was suspended"
+            case VP8_STATUS_USER_ABORT: "decoding was aborted"
+            case VP8_STATUS_NOT_ENOUGH_DATA: "the data ends before the image does"
+            default: "libwebp status \(status.rawValue)"
+            }
         }
-    }
 
-    /// A failure Imago found itself, or where libwebp gave no status to report.
-    static func failure(_ reason: String) -> ImagoError {
-        .decodingFailed(format: .webp, reason: reason, codec: nil)
+        /// A failure Imago found itself, or where libwebp gave no status to report.
+        static func failure(_ reason: String) -> ImagoError {
+            .decodingFailed(format: .webp, reason: reason, codec: nil)
+        }
     }
 }
 #endif

@@ -5,7 +5,7 @@ import Foundation
 /// memory-pressure source (warning and critical), and on UIKit platforms the
 /// application's memory warning, reported as critical because iOS sends it just
 /// before it terminates apps.
-public final class SystemMemoryPressureSource: MemoryPressureSource, @unchecked Sendable {
+final class SystemMemoryPressureSource: MemoryPressureSource, @unchecked Sendable {
     // Unchecked: `sources` and `observer` are only touched with `lock` held.
 
     // The UIKit constant's value, spelt out: `UIApplication` is main-actor isolated
@@ -18,10 +18,10 @@ public final class SystemMemoryPressureSource: MemoryPressureSource, @unchecked 
     private var observer: (any NSObjectProtocol)?
 
     /// Makes a source; nothing is watched until `start`.
-    public init() {}
+    init() {}
 
     /// Listens to the dispatch source and, with UIKit, the memory warning.
-    public func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism? {
+    func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism? {
         lock.lock()
         defer { lock.unlock() }
         guard sources.isEmpty else { return Self.mechanism }
@@ -43,7 +43,7 @@ public final class SystemMemoryPressureSource: MemoryPressureSource, @unchecked 
     }
 
     /// Cancels the dispatch sources and the observer.
-    public func stop() {
+    func stop() {
         lock.lock()
         defer { lock.unlock() }
         for source in sources { source.cancel() }

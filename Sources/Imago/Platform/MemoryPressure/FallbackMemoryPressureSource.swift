@@ -1,13 +1,13 @@
 #if !os(Linux) && !canImport(Darwin)
 
 /// No memory-pressure signal is known on this platform: the source stays silent.
-public final class SystemMemoryPressureSource: MemoryPressureSource {
+final class SystemMemoryPressureSource: MemoryPressureSource {
     /// Makes a silent source.
-    public init() {}
+    init() {}
     /// Watches nothing: returns nil.
-    public func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism? { nil }
+    func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism? { nil }
     /// Does nothing.
-    public func stop() {}
+    func stop() {}
 }
 
 #endif

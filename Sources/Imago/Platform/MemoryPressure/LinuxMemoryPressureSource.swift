@@ -28,9 +28,9 @@ import Glibc
 /// The kernel mechanisms are waited on with `poll(2)` on one dedicated thread, next
 /// to an eventfd that ``stop()`` signals, so stopping is immediate rather than
 /// waiting out a poll timeout.
-public final class SystemMemoryPressureSource: MemoryPressureSource {
+final class SystemMemoryPressureSource: MemoryPressureSource {
     /// One of the kernel's ways to tell of memory pressure.
-    public enum Kind: String, Sendable, CaseIterable {
+    enum Kind: String, Sendable, CaseIterable {
         /// Pressure stall information triggers.
         case psi
         /// Changes of the cgroup v2 `memory.events` counters.
@@ -42,12 +42,12 @@ public final class SystemMemoryPressureSource: MemoryPressureSource {
     }
 
     /// The mechanisms tried, first choice first.
-    public let preference: [Kind]
+    let preference: [Kind]
     /// The fraction of total memory below which available memory is critical for the
     /// polling fallback (a warning below twice this).
-    public let availableMemoryThreshold: Double
+    let availableMemoryThreshold: Double
     /// Seconds between two looks at `/proc/meminfo` in the polling fallback.
-    public let pollInterval: Double
+    let pollInterval: Double
 
     private let running = Locked<(watcher: PressureWatcher, mechanism: MemoryPressureMechanism)?>(nil)
 
@@ -59,7 +59,7 @@ public final class SystemMemoryPressureSource: MemoryPressureSource {
     /// growing into a 64 MiB limit drew seven v1 `medium` and six `critical`
     /// notifications, from 0.7 s on, before it was OOM-killed, and not one PSI
     /// trigger, since with nothing to swap the kernel stalls little before killing.
-    public static var defaultPreference: [Kind] {
+    static var defaultPreference: [Kind] {
         let cgroups = LinuxCgroups.current
         guard let limit = cgroups.memoryLimit, limit < ProcessInfo.processInfo.physicalMemory else {
             return Kind.allCases
@@ -74,7 +74,7 @@ public final class SystemMemoryPressureSource: MemoryPressureSource {
     /// The 5% default means the machine is close to reclaiming hard or killing, yet
     /// it is not reached by a machine that merely runs full of page cache, which
     /// counts as available: caches are not purged on a healthy, busy machine.
-    public init(
+    init(
         preferring preference: [Kind] = SystemMemoryPressureSource.defaultPreference,
         availableMemoryThreshold: Double = 0.05,
         pollInterval: Double = 2
@@ -88,7 +88,7 @@ public final class SystemMemoryPressureSource: MemoryPressureSource {
 
     /// Watches with the first mechanism of ``preference`` that can be set up here and
     /// returns it; nil when none can. Starting a running source keeps its watch.
-    public func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism? {
+    func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism? {
         running.withLock { running in
             if let running { return running.mechanism }
             for kind in preference {
@@ -103,7 +103,7 @@ public final class SystemMemoryPressureSource: MemoryPressureSource {
 
     /// Ends the watch and waits for its thread to finish (unless called from that
     /// thread, inside a handler, which then finishes on its own once it returns).
-    public func stop() {
+    func stop() {
         running.withLock { $0.take() }?.watcher.stop()
     }
 

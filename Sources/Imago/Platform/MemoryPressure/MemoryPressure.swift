@@ -19,27 +19,27 @@ public enum MemoryPressureLevel: Int, Sendable, Comparable, CustomStringConverti
 
 /// What a memory-pressure source watches: for logs and tests, so a deployment can tell
 /// whether it gets kernel signals or only the polling fallback.
-public struct MemoryPressureMechanism: Hashable, Sendable, CustomStringConvertible {
+struct MemoryPressureMechanism: Hashable, Sendable, CustomStringConvertible {
     /// A short stable name, such as `psi` or `meminfo`.
-    public var name: String
+    var name: String
     /// What exactly is watched, such as a file and a trigger.
-    public var detail: String
+    var detail: String
 
-    /// Makes a description of a mechanism; custom sources name their own.
-    public init(name: String, detail: String = "") {
+    /// Makes a description of a mechanism.
+    init(name: String, detail: String = "") {
         self.name = name
         self.detail = detail
     }
 
     /// The name, and the detail in parentheses when there is one.
-    public var description: String { detail.isEmpty ? name : "\(name) (\(detail))" }
+    var description: String { detail.isEmpty ? name : "\(name) (\(detail))" }
 }
 
 /// Where memory-pressure events come from: the operating system's signal, or a test's.
 ///
 /// A ``MemoryPressureMonitor`` starts its source once, when the first subscriber
 /// arrives, and stops it when the monitor goes away.
-public protocol MemoryPressureSource: AnyObject, Sendable {
+protocol MemoryPressureSource: AnyObject, Sendable {
     /// Begins calling `handler` on each event, from any thread, and says what it
     /// watches; nil when nothing can be watched here (the source then stays silent).
     func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism?
@@ -56,8 +56,13 @@ public protocol MemoryPressureSource: AnyObject, Sendable {
 /// released: the shared monitor lives for the whole process, and starting and stopping
 /// a kernel watch (a thread, open files) each time a cache comes and goes would cost
 /// more than one idle thread.
+///
+/// An app with a signal of its own (a host's memory limit, a test) tells a monitor of
+/// it with ``report(_:)``: the shared one, or one made with ``init()`` and handed to
+/// the caches that should hear only that signal.
 public final class MemoryPressureMonitor: Sendable {
-    /// The monitor on the system's own signal (``SystemMemoryPressureSource``).
+    /// The monitor on the system's own signal: the memory warning on Apple platforms;
+    /// on Linux PSI triggers, the cgroup's memory events, or `MemAvailable`.
     public static let shared = MemoryPressureMonitor(source: SystemMemoryPressureSource())
 
     private struct Handlers {
@@ -70,28 +75,33 @@ public final class MemoryPressureMonitor: Sendable {
         var mechanism: MemoryPressureMechanism?
     }
 
-    private let source: any MemoryPressureSource
+    private let source: (any MemoryPressureSource)?
     // Two locks, so that a source reporting while it is being started (from its own
     // thread, or even synchronously) needs only the handlers' lock.
     private let handlers = Locked(Handlers())
     private let lifecycle = Locked(Lifecycle())
 
-    /// Makes a monitor on `source`; tests pass one they can trigger.
-    public init(source: any MemoryPressureSource) {
+    /// A monitor that watches nothing itself and hears only what ``report(_:)`` tells it.
+    public init() {
+        source = nil
+    }
+
+    /// Makes a monitor on `source`.
+    init(source: any MemoryPressureSource) {
         self.source = source
     }
 
     deinit {
-        if lifecycle.withLock({ $0.started }) { source.stop() }
+        if lifecycle.withLock({ $0.started }) { source?.stop() }
     }
 
     /// What the source watches; nil before the first subscription, or when nothing
     /// can be watched on this system.
-    public var mechanism: MemoryPressureMechanism? { lifecycle.withLock { $0.mechanism } }
+    var mechanism: MemoryPressureMechanism? { lifecycle.withLock { $0.mechanism } }
 
     /// Calls `handler` on every event until the returned subscription is cancelled or
     /// released. Handlers run on the source's thread: keep them short.
-    public func subscribe(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureSubscription {
+    public func subscribe(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> Subscription {
         let id = handlers.withLock { handlers in
             defer { handlers.next += 1 }
             handlers.all[handlers.next] = handler
@@ -101,36 +111,37 @@ public final class MemoryPressureMonitor: Sendable {
             guard !state.started else { return }
             state.started = true
             // Weak: the source holds this closure, and the monitor holds the source.
-            state.mechanism = source.start { [weak self] level in self?.report(level) }
+            state.mechanism = source?.start { [weak self] level in self?.report(level) }
         }
-        return MemoryPressureSubscription(monitor: self, id: id)
+        return Subscription(monitor: self, id: id)
     }
 
     fileprivate func unsubscribe(_ id: Int) {
         _ = handlers.withLock { $0.all.removeValue(forKey: id) }
     }
 
-    /// Delivers `level` to every subscriber, outside the lock so that a handler may
-    /// subscribe or cancel.
-    func report(_ level: MemoryPressureLevel) {
+    /// Tells every subscriber of `level`, on the calling thread, as the system's signal
+    /// does on its own: for an app's signal of its own, or a test's. Handlers run
+    /// outside the monitor's lock, so that one may subscribe or cancel.
+    public func report(_ level: MemoryPressureLevel) {
         let all = handlers.withLock { Array($0.all.values) }
         for handler in all { handler(level) }
     }
-}
 
-/// A subscriber's place in a ``MemoryPressureMonitor``; released or cancelled, the
-/// handler is called no more.
-public final class MemoryPressureSubscription: Sendable {
-    private let monitor: MemoryPressureMonitor
-    private let id: Int
+    /// A subscriber's place in a monitor; released or cancelled, the handler is called
+    /// no more.
+    public final class Subscription: Sendable {
+        private let monitor: MemoryPressureMonitor
+        private let id: Int
 
-    fileprivate init(monitor: MemoryPressureMonitor, id: Int) {
-        self.monitor = monitor
-        self.id = id
+        fileprivate init(monitor: MemoryPressureMonitor, id: Int) {
+            self.monitor = monitor
+            self.id = id
+        }
+
+        deinit { monitor.unsubscribe(id) }
+
+        /// Stops the handler now rather than when the subscription is released.
+        public func cancel() { monitor.unsubscribe(id) }
     }
-
-    deinit { monitor.unsubscribe(id) }
-
-    /// Stops the handler now rather than when the subscription is released.
-    public func cancel() { monitor.unsubscribe(id) }
 }
