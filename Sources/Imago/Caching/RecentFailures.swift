@@ -32,7 +32,7 @@ public final class RecentFailures: Sendable {
 
     /// Whether `error` is one this memory keeps: a 4xx other than 408 and 429, or
     /// bytes that are no image Imago can decode.
-    public static func remembers(_ error: ImagoError) -> Bool {
+    static func remembers(_ error: ImagoError) -> Bool {
         switch error {
         case .httpStatus(let status, _): (400...499).contains(status) && status != 408 && status != 429
         case .decodingFailed, .unsupportedFormat: true
@@ -41,12 +41,12 @@ public final class RecentFailures: Sendable {
     }
 
     /// The failure remembered for `imageKey`, if any and not expired.
-    public func failure(forKey imageKey: String) -> ImagoError? {
+    func failure(forKey imageKey: String) -> ImagoError? {
         memory.value(forKey: imageKey)
     }
 
     /// Remembers `error` for `imageKey` if it is one this memory keeps.
-    public func record(_ error: ImagoError, forKey imageKey: String) {
+    func record(_ error: ImagoError, forKey imageKey: String) {
         guard Self.remembers(error) else { return }
         memory.set(error, cost: 0, entryCostLimit: 0, forKey: imageKey)
     }

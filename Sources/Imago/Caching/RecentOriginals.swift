@@ -54,7 +54,7 @@ public final class RecentOriginals: Sendable {
     public var totalBytes: Int { memory.totalCost }
 
     /// The bytes kept for `imageKey` (`ImageRequest.imageKey`), if any.
-    public func data(forKey imageKey: String) -> Data? {
+    func data(forKey imageKey: String) -> Data? {
         memory.value(forKey: imageKey)?.data
     }
 
