@@ -1,6 +1,5 @@
 import Foundation
 import Imago
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -55,7 +54,7 @@ public final class ControlledLoader: DataLoading {
         var next = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let script: Script?
 
     /// A loader whose requests wait for the test's answer, or, with `script`, are

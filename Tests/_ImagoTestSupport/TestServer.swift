@@ -5,7 +5,7 @@ import Darwin
 #endif
 import Dispatch
 import Foundation
-import Synchronization
+import Imago
 import Testing
 
 /// One request as the test server received it.
@@ -68,7 +68,7 @@ public final class TestServer: Sendable {
         public var clientWaited: Duration? { closedByClient ? ended - began : nil }
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Entered by every thread the server starts; `stop()` waits for it to empty.
     private let threads = DispatchGroup()
 

@@ -1,6 +1,5 @@
 import Foundation
 import Imago
-import Synchronization
 import Testing
 
 /// Runs `operation` in its own task and waits at most `seconds` for it (of time the
@@ -62,5 +61,5 @@ public func withTimeLimit<T: Sendable>(
 
 /// The work and its timer, and whether one of them has answered already.
 private final class Race: Sendable {
-    let state = Mutex((resumed: false, work: Task<Void, Never>?.none, timer: Task<Void, Never>?.none))
+    let state = Locked((resumed: false, work: Task<Void, Never>?.none, timer: Task<Void, Never>?.none))
 }
