@@ -31,7 +31,7 @@ final class PictureState: ImageDisplaying {
     /// The URL whose load took its size from the widget, and that size (nil when the
     /// widget had none yet): when the widget grows past it, or its scale changes, the
     /// image is asked for again at the new size.
-    private var sizedLoad: (url: URL?, size: TargetSize?)?
+    private var sizedLoad: (url: URL, size: TargetSize?)?
     /// A URL set through the "url" property before the widget had a size: loaded at
     /// its first allocation, never at full size first.
     private var pendingURL: URL?
@@ -141,7 +141,7 @@ final class PictureState: ImageDisplaying {
             failed(.invalidURL(string))
             return
         }
-        if !isAllocated, currentTargetSize == nil {
+        if !isAllocated, displayTargetSize == nil {
             cancelImageLoad()
             pendingURL = url
             display(ImageDisplayContent(
@@ -174,6 +174,7 @@ final class PictureState: ImageDisplaying {
         _ url: URL?, placeholder: DecodedImage? = nil, options: ImageDisplayOptions? = nil,
         completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)? = nil
     ) -> ImageTask? {
+        recordSizedLoad(of: url, options: options)
         let handle = WeakPictureState(self)
         return setImage(with: url, placeholder: placeholder, options: options) { result in
             if case .failure(let error) = result {
@@ -181,6 +182,16 @@ final class PictureState: ImageDisplaying {
             }
             completion?(result)
         }
+    }
+
+    /// Remembers the size a load of `url` takes from the widget, when its options name
+    /// none: a widget that grows past it, or whose scale changes, asks again.
+    private func recordSizedLoad(of url: URL?, options: ImageDisplayOptions?) {
+        guard let url, (options ?? imageDisplayOptions).targetSize == nil else {
+            sizedLoad = nil
+            return
+        }
+        sizedLoad = (url, displayTargetSize)
     }
 
     /// Tells of a failed load: `didFail`, then the "load-failed" signal.
@@ -282,13 +293,10 @@ final class PictureState: ImageDisplaying {
         render()
     }
 
+    /// The widget's allocation, else its size request, in pixels, with its content
+    /// mode; nil while it has neither. Reading it changes nothing (`ImageView` hands
+    /// it out): `start` remembers the loads sized by it, since only it knows which are.
     var displayTargetSize: TargetSize? {
-        let size = currentTargetSize
-        sizedLoad = (imageTargetLoader.url(for: self), size)
-        return size
-    }
-
-    private var currentTargetSize: TargetSize? {
         var width = gtk_widget_get_width(widget), height = gtk_widget_get_height(widget)
         if width <= 0 || height <= 0 {
             gtk_widget_get_size_request(widget, &width, &height)
@@ -319,7 +327,7 @@ final class PictureState: ImageDisplaying {
     }
 
     private func askAgainIfGrown() {
-        guard let sizedLoad, let url = sizedLoad.url, url == imageURL, let size = currentTargetSize else { return }
+        guard let sizedLoad, sizedLoad.url == imageURL, let size = displayTargetSize else { return }
         // In pixels: a larger scale factor is a larger size. A widget that shrank keeps
         // its sharper image; one whose content fit changed asks for the box it needs.
         if let asked = sizedLoad.size, asked.width >= size.width, asked.height >= size.height,
@@ -330,6 +338,6 @@ final class PictureState: ImageDisplaying {
         // What is shown stays until the sharper image replaces it, with no spinner.
         var options = imageDisplayOptions
         if loadingState.image != nil { options.showsActivityIndicator = false }
-        start(url, placeholder: loadingState.image, options: options)
+        start(sizedLoad.url, placeholder: loadingState.image, options: options)
     }
 }
