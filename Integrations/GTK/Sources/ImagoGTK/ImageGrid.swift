@@ -82,28 +82,28 @@ public final class ImageGrid {
     /// Called when `statistics` change.
     public var didChangeStatistics: (@MainActor (Statistics) -> Void)?
     /// What the loads came to so far.
-    public private(set) var statistics = Statistics() {
+    public internal(set) var statistics = Statistics() {
         didSet { if statistics != oldValue { didChangeStatistics?(statistics) } }
     }
 
     /// The space around each cell, in points, on every side.
-    private static let margin = 2
+    static let margin = 2
     /// Rows above and below those on screen whose cells load as if on screen: what a
     /// frame of scrolling brings in is already on its way.
-    private static let nearRows = 1
+    static let nearRows = 1
 
-    private let targetLoader: ImageTargetLoader
+    let targetLoader: ImageTargetLoader
     /// The grid's own reference to its model.
     private let modelReference: ObjectReference
-    private let itemURL: ItemReader<URL>
-    private let itemCaption: ItemReader<String>?
+    let itemURL: ItemReader<URL>
+    let itemCaption: ItemReader<String>?
     /// Cells by their list item's address: GTK owns the items, the grid their views.
-    private var cells: [UnsafeMutableRawPointer: Cell] = [:]
+    var cells: [UnsafeMutableRawPointer: Cell] = [:]
     /// The prefetches of the rows ahead, by URL.
-    private var prefetches: [URL: ImageTask] = [:]
+    var prefetches: [URL: ImageTask] = [:]
     /// Loads no cell waits for any more, let go on at the lowest priority, oldest first.
-    private var keptLoads: [(url: URL, task: ImageTask)] = []
-    private var lastScrollValue = 0.0
+    var keptLoads: [(url: URL, task: ImageTask)] = []
+    var lastScrollValue = 0.0
     /// The columns shown: as many cells as the width holds.
     public private(set) var columns = 1
 
@@ -220,7 +220,7 @@ public final class ImageGrid {
         Self.accessibleLabel(caption: caption(at: index), url: url(at: index))
     }
 
-    private static func accessibleLabel(caption: String?, url: URL?) -> String? {
+    static func accessibleLabel(caption: String?, url: URL?) -> String? {
         if let caption, !caption.isEmpty { return caption }
         return url.map { $0.lastPathComponent.isEmpty ? $0.absoluteString : $0.lastPathComponent }
     }
@@ -256,7 +256,7 @@ public final class ImageGrid {
 
     /// The size cells decode to: the options' (the cell's side in points by default)
     /// times the screen's scale factor, so cells stay sharp on a 2× screen.
-    private var cellTargetSize: TargetSize? {
+    var cellTargetSize: TargetSize? {
         guard let size = options.targetSize else { return nil }
         let scale = Double(max(1, gtk_widget_get_scale_factor(gridView)))
         return TargetSize(
@@ -277,7 +277,7 @@ public final class ImageGrid {
     }
 
     /// The items of the rows on screen and `extra` rows either side of them.
-    private func rows(extendedBy extra: Int) -> Range<Int> {
+    func rows(extendedBy extra: Int) -> Range<Int> {
         let adjustment = verticalAdjustment
         let value = gtk_adjustment_get_value(adjustment), page = gtk_adjustment_get_page_size(adjustment)
         guard page > 0 else { return 0..<0 }
@@ -290,7 +290,7 @@ public final class ImageGrid {
 
     // MARK: - Columns
 
-    private func widthChanged() {
+    func widthChanged() {
         let width = gtk_adjustment_get_page_size(gtk_scrolled_window_get_hadjustment(widget.opaque))
         // The count GTK itself arrives at, given no limit.
         let wanted = max(1, Int(width / cellExtent.width))
@@ -306,250 +306,7 @@ public final class ImageGrid {
             }
         }
     }
-
-    // MARK: - Cells
-
-    private final class Cell {
-        let view: ImageView
-        /// The list item's child: the view, or a box of the view and its caption.
-        let child: UnsafeMutablePointer<GtkWidget>
-        let captionLabel: UnsafeMutablePointer<GtkWidget>?
-        let listItem: OpaquePointer
-        /// Whether the cell shows an item now.
-        var isBound = false
-        /// The bound item's URL, read when it was bound.
-        var url: URL?
-        /// Whether the bound item's load is running.
-        var loading = false
-        /// The bound item's load, while it runs (nil for a memory hit).
-        var task: ImageTask?
-        /// Whether the bound item's load has ended (its image or failure shown).
-        var done = false
-        /// Counts bindings and loads, so that a completion of an earlier one is told apart.
-        var binding = 0
-
-        init(view: ImageView, child: UnsafeMutablePointer<GtkWidget>, captionLabel: UnsafeMutablePointer<GtkWidget>?, listItem: OpaquePointer) {
-            self.view = view
-            self.child = child
-            self.captionLabel = captionLabel
-            self.listItem = listItem
-        }
-
-        /// The position of the bound item now: items added or removed before it move
-        /// it without binding the cell again.
-        var index: Int? {
-            guard isBound else { return nil }
-            let position = gtk_list_item_get_position(listItem)
-            return position == UInt32.max ? nil : Int(position)
-        }
-    }
-
-    private func setUp(_ item: UnsafeMutableRawPointer?) {
-        guard let item else { return }
-        let view = ImageView(targetLoader: targetLoader, contentMode: .aspectFill, width: cellSize, height: cellSize)
-        var child = view.widget
-        var label: UnsafeMutablePointer<GtkWidget>?
-        if itemCaption != nil {
-            let box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 2)!
-            let caption = gtk_label_new(nil)!
-            gtk_label_set_ellipsize(caption.opaque, PANGO_ELLIPSIZE_END)
-            // As wide as the image, however long the caption.
-            gtk_label_set_max_width_chars(caption.opaque, 1)
-            gtk_widget_set_size_request(caption, Int32(cellSize), -1)
-            gtk_box_append(box.cast(GtkBox.self), view.widget)
-            gtk_box_append(box.cast(GtkBox.self), caption)
-            child = box
-            label = caption
-        }
-        for margin in [gtk_widget_set_margin_top, gtk_widget_set_margin_bottom, gtk_widget_set_margin_start, gtk_widget_set_margin_end] {
-            margin(child, Int32(Self.margin))
-        }
-        // Square, whatever width the column is given.
-        gtk_widget_set_halign(child, GTK_ALIGN_CENTER)
-        gtk_widget_set_valign(child, GTK_ALIGN_CENTER)
-        cells[item] = Cell(view: view, child: child, captionLabel: label, listItem: OpaquePointer(item))
-        gtk_list_item_set_child(OpaquePointer(item), child)
-    }
-
-    private func bind(_ item: UnsafeMutableRawPointer?) {
-        guard let item, let cell = cells[item], let object = gtk_list_item_get_item(cell.listItem) else { return }
-        stopLoading(cell)
-        cell.isBound = true
-        cell.url = itemURL(object)
-        cell.binding += 1
-        cell.done = false
-        let caption = itemCaption?(object)
-        if let label = cell.captionLabel { gtk_label_set_text(label.opaque, caption ?? "") }
-        setAccessibleLabel(Self.accessibleLabel(caption: caption, url: cell.url), of: cell)
-        guard let index = cell.index else { return }
-        didBind?(cell.view, index)
-        // The first cells tell how wide GTK finds a cell with the theme's padding.
-        widthChanged()
-        if cell.url != nil, rows(extendedBy: Self.nearRows).contains(index) {
-            load(cell)
-        } else {
-            // Off screen, or nothing to load: only the placeholder until it scrolls near.
-            cell.view.cancelImageLoad()
-            cell.view.image = placeholder
-        }
-    }
-
-    /// The label goes on the list item's widget, the one that takes the focus.
-    private func setAccessibleLabel(_ label: String?, of cell: Cell) {
-        guard let focusable = gtk_widget_get_parent(cell.child) else { return }
-        var value = GValue()
-        g_value_init(&value, stringType)
-        defer { g_value_unset(&value) }
-        g_value_set_string(&value, label)
-        var property = GTK_ACCESSIBLE_PROPERTY_LABEL
-        gtk_accessible_update_property_value(OpaquePointer(focusable), 1, &property, &value)
-    }
-
-    private func load(_ cell: Cell) {
-        guard let url = cell.url else { return }
-        cell.binding += 1
-        let binding = cell.binding
-        cell.loading = true
-        statistics.inFlight += 1
-        var options = options
-        options.targetSize = cellTargetSize
-        let task = cell.view.setImage(with: url, placeholder: placeholder, options: options) { [weak self, weak cell] result in
-            guard let self, let cell, cell.binding == binding, cell.loading else { return }
-            cell.loading = false
-            cell.task = nil
-            var statistics = self.statistics
-            statistics.inFlight -= 1
-            switch result {
-            case .success(let response):
-                cell.done = true
-                statistics.loaded += 1
-                if response.source == .memory { statistics.memoryHits += 1 }
-                if response.source == .disk || response.source == .revalidated { statistics.diskHits += 1 }
-            case .failure(.cancelled):
-                // The cell was unbound, rebound or scrolled away: nothing failed.
-                break
-            case .failure(let error):
-                cell.done = true
-                statistics.failed += 1
-                if let index = cell.index { self.didFail?(cell.view, index, error) }
-            }
-            self.statistics = statistics
-        }
-        if cell.loading, cell.binding == binding { cell.task = task }
-        // The cell's own load has joined any prefetch or kept load of its URL, which
-        // are no longer needed.
-        var joined = keptLoads.filter { $0.url == url }.map(\.task)
-        keptLoads.removeAll { $0.url == url }
-        if let prefetch = prefetches.removeValue(forKey: url) { joined.append(prefetch) }
-        if !joined.isEmpty { targetLoader.loader.cancel(joined) }
-    }
-
-    /// Stops the load of a cell that GTK rebinds or unbinds before its image came. Its
-    /// view will show nothing of it; the load itself goes on for the caches, at the
-    /// lowest priority, among the latest `keptLoadLimit`.
-    private func stopLoading(_ cell: Cell) {
-        guard cell.loading else { return }
-        // Counted first: the cancelled load's completion, told at once, is then one
-        // of an earlier binding and counts nothing.
-        cell.loading = false
-        let task = cell.task
-        cell.task = nil
-        cell.binding += 1
-        statistics.inFlight -= 1
-        if let task, let url = cell.url, keptLoadLimit > 0, !task.isFinished {
-            // Made before the view's is cancelled, so the transfer and decode they
-            // share never lose their last waiter.
-            keep(targetLoader.loader.task(with: task.request), for: url)
-        }
-        cell.view.cancelImageLoad()
-    }
-
-    /// Lets `task`, which no cell waits for, go on behind everything else, so that its
-    /// image lands in the caches; the oldest such loads beyond `keptLoadLimit` are
-    /// cancelled.
-    private func keep(_ task: ImageTask, for url: URL) {
-        task.priority = .veryLow
-        keptLoads.removeAll { $0.task.isFinished }
-        keptLoads.append((url, task))
-        guard keptLoads.count > keptLoadLimit else { return }
-        let dropped = keptLoads.prefix(keptLoads.count - keptLoadLimit)
-        keptLoads.removeFirst(dropped.count)
-        targetLoader.loader.cancel(dropped.map(\.task))
-    }
-
-    private func unbind(_ item: UnsafeMutableRawPointer?) {
-        guard let item, let cell = cells[item] else { return }
-        stopLoading(cell)
-        cell.view.cancelImageLoad()
-        cell.binding += 1
-        cell.done = false
-        if let index = cell.index { didUnbind?(cell.view, index) }
-        cell.isBound = false
-        cell.url = nil
-    }
-
-    /// A click or Enter on the cell at `position` (GtkGridView's `activate`).
-    private func activate(at position: Int) {
-        guard let cell = cells.values.first(where: { $0.index == position }) else { return }
-        didActivate?(position, cell.view)
-    }
-
-    /// Items came or went: GTK rebinds the cells of new items and moves the others,
-    /// so what is near the screen is looked at again once it has.
-    private func itemsChanged() {
-        DispatchQueue.main.async { [weak self] in
-            MainActor.assumeIsolated { self?.scrolled() }
-        }
-    }
-
-    // MARK: - Visible first
-
-    /// Starts the loads of the bound cells near the screen that have none, and puts
-    /// those of cells that left it behind everything else (`veryLow`), so that what is
-    /// on screen is next in line; a transfer under way is not thrown away, since the
-    /// cell may well come back.
-    private func updateLoads() {
-        let near = rows(extendedBy: Self.nearRows)
-        for cell in cells.values {
-            guard let index = cell.index, !cell.done else { continue }
-            if near.contains(index) {
-                if !cell.loading { load(cell) } else { cell.task?.priority = options.priority }
-            } else {
-                cell.task?.priority = .veryLow
-            }
-        }
-    }
-
-    /// Loads what scrolled near, lowers what scrolled away, prefetches the rows beyond
-    /// in the direction of scrolling, and lets the prefetches that fell behind go on
-    /// among the kept loads (a prefetch is stopped only as they are).
-    private func scrolled() {
-        let value = gtk_adjustment_get_value(verticalAdjustment)
-        let downwards = value >= lastScrollValue
-        lastScrollValue = value
-        updateLoads()
-        let near = rows(extendedBy: Self.nearRows)
-        guard !near.isEmpty else { return }
-        let ahead = columns * prefetchRows
-        let range = downwards
-            ? near.upperBound..<min(count, near.upperBound + ahead)
-            : max(0, near.lowerBound - ahead)..<near.lowerBound
-        // Nearest first.
-        let ordered = (downwards ? Array(range) : range.reversed()).compactMap(request(for:))
-        let wanted = Dictionary(ordered.map { ($0.url, $0) }) { first, _ in first }
-        // A prefetch whose row has come near goes on: its cell, bound in the coming
-        // layout, joins its transfer rather than starting the request over.
-        let nearURLs = Set(near.compactMap(url(at:)))
-        for (url, task) in prefetches where task.isFinished || (wanted[url] == nil && !nearURLs.contains(url)) {
-            prefetches[url] = nil
-            if !task.isFinished { keep(task, for: url) }
-        }
-        for var request in ordered where prefetches[request.url] == nil {
-            request.priority = .low
-            prefetches[request.url] = targetLoader.loader.task(with: request)
-        }
-    }
 }
 
 /// `G_TYPE_STRING`, a C macro.
-private let stringType = GType(16 << G_TYPE_FUNDAMENTAL_SHIFT)
+let stringType = GType(16 << G_TYPE_FUNDAMENTAL_SHIFT)

@@ -165,6 +165,33 @@ import Testing
         #expect(view.imageURL == server.url("/photo.png"))
     }
 
+    /// A load whose options name its size keeps that size: reading the view's
+    /// `displayTargetSize` changes nothing, so the view growing afterwards does not
+    /// ask again at its own size.
+    @Test func aLoadAtASizeOfItsOwnIsNotAskedForAgainWhenTheViewGrows() async throws {
+        let server = TestServer()
+        try server.start()
+        defer { server.stop() }
+        let photo = Pixels.solid(width: 1600, height: 1200, 40, 120, 200)
+        server.route("/photo.png", data: try Pixels.png(photo), headers: ["Content-Type": "image/png"])
+        let view = ImageView(targetLoader: GTK.targetLoader())
+        let window = await GTK.window(width: 400, height: 300, child: view.widget)
+        defer { window.close() }
+        var loaded = false
+        let options = ImageDisplayOptions(targetSize: TargetSize(width: 200, height: 150), crossfadeDuration: 0)
+        view.setImage(with: server.url("/photo.png"), options: options) { _ in loaded = true }
+        await GTK.waitUntil { loaded }
+        #expect(view.loadingState.image?.width == 200)
+        #expect(view.displayTargetSize?.width == 400, "the view's own size, only read")
+
+        gtk_widget_set_size_request(view.widget, 800, 600)
+        await GTK.waitUntil("the view grew to 800 wide") { gtk_widget_get_width(view.widget) == 800 }
+        // The look at the new size is queued once the layout is over.
+        await GTK.run(for: 0.3)
+        #expect(!view.loadingState.isLoading, "no load at the view's size")
+        #expect(view.loadingState.image?.width == 200)
+    }
+
     @Test func animatedGIFPlaysAtItsFrameDelaysAndStopsWhenUnmapped() async throws {
         let gif = try Fixture.sample("moon.gif")
         let decoded = try ImageDecoderRegistry.shared.decode(gif)
