@@ -57,9 +57,14 @@ extension ImageStage {
         let queuedAt = ContinuousClock.now
         // A look-up in the shared tier waits on the network, not the CPU: it takes a
         // transfer slot, so that as many run at once as transfers do, rather than one
-        // a core.
-        graph.enqueue(Key.erase(stage), in: work.shared == nil ? .decoding : .transfers) { [self] run in
-            readVariant(work: work, queuedAt: queuedAt, run: run)
+        // a core. Work of the transfer queue runs on the thread that frees its slot
+        // (a transfer starts a task of its own); this look-up blocks on Redis and
+        // then decodes, so it takes a thread of its own, or every hit would wait
+        // behind the others on the thread that submits the loads.
+        let shared = work.shared != nil
+        graph.enqueue(Key.erase(stage), in: shared ? .transfers : .decoding) { [self] run in
+            guard shared else { return readVariant(work: work, queuedAt: queuedAt, run: run) }
+            DispatchQueue.global(qos: .userInitiated).async { readVariant(work: work, queuedAt: queuedAt, run: run) }
         }
     }
 
