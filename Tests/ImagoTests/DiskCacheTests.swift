@@ -147,6 +147,27 @@ private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x"
         }
     }
 
+    @Test func crc32OfTwoPiecesFromTheirOwnChecksums() {
+        let data = [UInt8](Self.body(2, 5000))
+        let whole = data.withUnsafeBytes { CRC32.update(0, $0) }
+        for split in [0, 1, 7, 8, 255, 256, 2049, 4999, 5000] {
+            let first = data[..<split].withUnsafeBytes { CRC32.update(0, $0) }
+            let second = data[split...].withUnsafeBytes { CRC32.update(0, $0) }
+            #expect(CRC32.combine(first, second, secondCount: data.count - split) == whole)
+        }
+        // A record's trailer made from its body's checksum is the one made by reading
+        // the body, and a record decoded gives that checksum back.
+        let body = Self.body(3, 3000), metadata = Data("meta".utf8)
+        let prefix = RecordFormat.prefix(key: "k", metadata: metadata, bodyCount: body.count, storedAt: 12)
+        let checksum = body.withUnsafeBytes { CRC32.update(0, $0) }
+        #expect(RecordFormat.trailer(prefix: prefix, body: body, bodyChecksum: checksum) == RecordFormat.trailer(prefix: prefix, body: body))
+        let record = RecordFormat.encode(key: "k", metadata: metadata, body: body, storedAt: 12)
+        #expect(RecordFormat.decode(record, key: "k")?.bodyChecksum == checksum)
+        var damaged = record
+        damaged[damaged.count - 10] ^= 1
+        #expect(RecordFormat.decode(damaged, key: "k") == nil)
+    }
+
     @Test func roundTripBeforeAndAfterTheWrite() throws {
         let cache = cache()
         let metadata = Data("HTTP/1.1 200\r\nETag: \"x\"".utf8)

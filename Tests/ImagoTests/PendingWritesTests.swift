@@ -6,7 +6,7 @@ import _ImagoTestSupport
 @Suite("PendingWrites")
 struct PendingWritesTests {
     private func add(_ writes: inout PendingWrites, _ name: String, size: Int) -> UInt64 {
-        writes.add(name, key: "key of \(name)", data: Data(), metadata: Data(), storedAt: 0, size: size)
+        writes.add(name, key: "key of \(name)", data: Data(), metadata: Data(), bodyChecksum: nil, storedAt: 0, size: size)
     }
 
     @Test func aNewerStoreSupersedesTheQueuedWrite() {

@@ -30,7 +30,7 @@ import Glibc
     }
 
     private func hit(_ lookup: SharedCache.Lookup) -> DiskCache.Record? {
-        if case .hit(let record) = lookup { return record }
+        if case .hit(let record, _) = lookup { return record }
         return nil
     }
 
@@ -271,7 +271,7 @@ import Glibc
         var hits = 0
         for index in 0..<200 {
             switch cache.record(named: "o", imageKey: "http://h/\(index).jpg") {
-            case .hit(let record):
+            case .hit(let record, _):
                 #expect(record.data == body(index, count: 20 << 10))
                 hits += 1
             case .miss: break

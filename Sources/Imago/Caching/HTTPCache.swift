@@ -15,11 +15,20 @@ protocol HTTPCacheTier: Sendable {
     /// The body and metadata of the record under `key`.
     func recordContents(forKey key: String) -> (data: Data, metadata: Data)?
     /// Keeps `data` with `metadata` under `key`, replacing what was there.
-    func store(_ data: Data, metadata: Data, forKey key: String)
+    /// `bodyChecksum`, the CRC-32 of `data` when it is known, spares the tier
+    /// reading `data` again to checksum it.
+    func store(_ data: Data, metadata: Data, forKey key: String, bodyChecksum: UInt32?)
     /// Removes the record under `key`.
     func removeRecord(forKey key: String)
     /// Where the record under `key` is kept, for error messages.
     func location(ofKey key: String) -> String
+}
+
+extension HTTPCacheTier {
+    /// Keeps `data` with `metadata` under `key`, its checksum made by the tier.
+    func store(_ data: Data, metadata: Data, forKey key: String) {
+        store(data, metadata: metadata, forKey: key, bodyChecksum: nil)
+    }
 }
 
 extension DiskCache: HTTPCacheTier {
@@ -180,10 +189,11 @@ struct HTTPCache: Sendable {
     }
 
     /// Keeps a variant with the HTTP freshness of its original, unless the server
-    /// forbade storing it; `encode` makes its bytes only then.
-    func storeVariant(metadata: HTTPCacheMetadata, key: String, encode: () -> Data) {
+    /// forbade storing it; `encode` makes its bytes only then (whose CRC-32 is
+    /// `bodyChecksum` when known).
+    func storeVariant(metadata: HTTPCacheMetadata, key: String, bodyChecksum: UInt32? = nil, encode: () -> Data) {
         guard metadata.isStorable else { return }
-        tier.store(encode(), metadata: metadata.encoded(), forKey: key)
+        tier.store(encode(), metadata: metadata.encoded(), forKey: key, bodyChecksum: bodyChecksum)
     }
 
     /// Removes what is kept under `key`: a record that no longer decodes.

@@ -91,7 +91,7 @@ extension ImageStage {
         case .stale(let data, let metadata):
             work.staleVariant = (data, metadata)
         case .miss:
-            if let shared = work.shared, let (data, metadata) = pipeline.sharedVariant(work.key, of: work.request, in: shared),
+            if let shared = work.shared, let (data, metadata, checksum) = pipeline.sharedVariant(work.key, of: work.request, in: shared),
                let image = pipeline.decodeVariant(data) {
                 var metrics = ImageMetrics()
                 metrics.decodeQueued = (start - queuedAt).seconds
@@ -100,7 +100,7 @@ extension ImageStage {
                 response.httpMetadata = metadata
                 pipeline.finish(stage, run: run, with: .success(response)) {
                     work.cache?.setImage(image, forKey: work.key)
-                    work.variants?.storeVariant(metadata: metadata, key: work.key.variantDiskKey) { data }
+                    work.variants?.storeVariant(metadata: metadata, key: work.key.variantDiskKey, bodyChecksum: checksum) { data }
                 }
                 return
             }

@@ -26,7 +26,7 @@ extension Pipeline {
     func sharedOriginal(_ request: ImageRequest, in shared: SharedCache) async -> SharedOriginal {
         let name = ImageCacheKey.originalDiskKey(request.imageKey)
         switch shared.record(named: name, imageKey: request.imageKey) {
-        case .hit(let record):
+        case .hit(let record, _):
             if let metadata = freshMetadata(of: record) { return .found(record.data, metadata) }
         case .miss: break
         case .unavailable: return .fetch(nil)
@@ -47,7 +47,7 @@ extension Pipeline {
     /// look-up that missed and the lease this load just took: looked for once more
     /// before the origin is asked, so that the fleet asks it once.
     private func lookAgain(_ name: String, of request: ImageRequest, holding lease: SharedCache.Lease, in shared: SharedCache) -> SharedOriginal {
-        if case .hit(let record) = shared.record(named: name, imageKey: request.imageKey, counted: false),
+        if case .hit(let record, _) = shared.record(named: name, imageKey: request.imageKey, counted: false),
            let metadata = freshMetadata(of: record) {
             shared.release(lease)
             return .found(record.data, metadata)
@@ -69,12 +69,15 @@ extension Pipeline {
     }
 
     /// A sized or processed image of `request` from the shared tier, in the variant
-    /// form, with its metadata; nil unless fresh.
-    func sharedVariant(_ key: ImageCacheKey, of request: ImageRequest, in shared: SharedCache) -> (data: Data, metadata: HTTPCacheMetadata)? {
-        guard case .hit(let record) = shared.record(named: key.variantDiskKey, imageKey: request.imageKey),
+    /// form, with its metadata and the CRC of its bytes (for the disk tier's copy);
+    /// nil unless fresh.
+    func sharedVariant(
+        _ key: ImageCacheKey, of request: ImageRequest, in shared: SharedCache
+    ) -> (data: Data, metadata: HTTPCacheMetadata, checksum: UInt32)? {
+        guard case .hit(let record, let checksum) = shared.record(named: key.variantDiskKey, imageKey: request.imageKey),
               let metadata = freshMetadata(of: record)
         else { return nil }
-        return (record.data, metadata)
+        return (record.data, metadata, checksum)
     }
 
     /// Stores a variant for the fleet, to live as long as its original.

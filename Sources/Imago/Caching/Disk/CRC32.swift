@@ -49,4 +49,32 @@ enum CRC32 {
         }
         return ~crc
     }
+
+    /// The CRC of two pieces one after the other, from the CRC of each and the
+    /// length of the second (as zlib's `crc32_combine`): a record made of a new
+    /// header and a body whose CRC is known costs no second pass over the body.
+    static func combine(_ first: UInt32, _ second: UInt32, secondCount: Int) -> UInt32 {
+        // Appending n bytes multiplies the first CRC by x^8n modulo the polynomial.
+        var factor: UInt32 = 1 << 31  // x^0, bits reflected as the CRC's are
+        var square: UInt32 = 1 << 23  // x^8
+        var count = secondCount
+        while count > 0 {
+            if count & 1 == 1 { factor = multiply(square, factor) }
+            square = multiply(square, square)
+            count >>= 1
+        }
+        return multiply(factor, first) ^ second
+    }
+
+    /// a × b modulo the polynomial, in the reflected bit order.
+    private static func multiply(_ a: UInt32, _ b: UInt32) -> UInt32 {
+        var b = b, product: UInt32 = 0
+        var bit: UInt32 = 1 << 31
+        while bit != 0 {
+            if a & bit != 0 { product ^= b }
+            b = b & 1 == 1 ? (b >> 1) ^ 0xEDB8_8320 : b >> 1
+            bit >>= 1
+        }
+        return product
+    }
 }

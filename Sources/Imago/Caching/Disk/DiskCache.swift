@@ -323,6 +323,12 @@ public final class DiskCache: Sendable {
     /// Stores `data` and `metadata` under `key`, replacing any record there. Returns at
     /// once: the record is readable immediately and written to disk in the background.
     public func store(_ data: Data, metadata: Data = Data(), forKey key: String) {
+        store(data, metadata: metadata, forKey: key, bodyChecksum: nil)
+    }
+
+    /// Stores as `store(_:metadata:forKey:)` does; `bodyChecksum`, the CRC-32 of
+    /// `data` when known, spares the writer a pass over it.
+    func store(_ data: Data, metadata: Data, forKey key: String, bodyChecksum: UInt32?) {
         let name = Self.fileName(forKey: key)
         let size = RecordFormat.fileSize(key: key.utf8.count, metadata: metadata.count, body: data.count)
         let time = now().timeIntervalSince1970
@@ -330,7 +336,7 @@ public final class DiskCache: Sendable {
             state.withLock { $0.noteFreeSpace(available) }
         }
         let victims: [String] = state.withLock { s in
-            guard let generation = s.stage(name, key: key, data: data, metadata: metadata, size: size, at: time) else {
+            guard let generation = s.stage(name, key: key, data: data, metadata: metadata, bodyChecksum: bodyChecksum, size: size, at: time) else {
                 return [name]
             }
             // Queued under the lock so the queue's order is the order of the stores.

@@ -112,7 +112,7 @@ struct DiskCacheState {
     /// generation, or nil when it is not kept (too big, or too many bytes already
     /// waiting), in which case its name waits for `deleteFiles`.
     mutating func stage(
-        _ name: String, key: String, data: Data, metadata: Data, size: Int, at time: Double
+        _ name: String, key: String, data: Data, metadata: Data, bodyChecksum: UInt32?, size: Int, at time: Double
     ) -> UInt64? {
         // A record bigger than the whole cache would only flush everything else.
         guard size <= sizeLimit, writes.admits(size: size, under: name, limit: DiskCache.maximumPendingBytes) else {
@@ -121,7 +121,7 @@ struct DiskCacheState {
             drop(name)
             return nil
         }
-        let generation = writes.add(name, key: key, data: data, metadata: metadata, storedAt: time, size: size)
+        let generation = writes.add(name, key: key, data: data, metadata: metadata, bodyChecksum: bodyChecksum, storedAt: time, size: size)
         if index[name] != nil {
             index.setPendingSize(name, size)
             index.touch(name, at: time)

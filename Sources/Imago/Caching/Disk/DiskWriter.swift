@@ -20,6 +20,8 @@ struct PendingWrites {
         let key: String
         let data: Data
         let metadata: Data
+        /// The CRC-32 of `data`, when it came with it.
+        let bodyChecksum: UInt32?
         let storedAt: Double
         /// The size of its file.
         let size: Int
@@ -58,10 +60,11 @@ struct PendingWrites {
     }
 
     /// Holds a record for writing, replacing any under `name`; returns its generation.
-    mutating func add(_ name: String, key: String, data: Data, metadata: Data, storedAt: Double, size: Int) -> UInt64 {
+    mutating func add(_ name: String, key: String, data: Data, metadata: Data, bodyChecksum: UInt32?, storedAt: Double, size: Int) -> UInt64 {
         generation += 1
         bytes += size - (records[name]?.size ?? 0)
-        records[name] = Record(key: key, data: data, metadata: metadata, storedAt: storedAt, size: size, generation: generation)
+        records[name] = Record(
+            key: key, data: data, metadata: metadata, bodyChecksum: bodyChecksum, storedAt: storedAt, size: size, generation: generation)
         return generation
     }
 
@@ -195,7 +198,7 @@ extension DiskCache {
         func failure() -> WriteOutcome { errno == ENOSPC || errno == EDQUOT ? .noSpace : .failed }
         guard fd >= 0 else { return failure() }
         let prefix = RecordFormat.prefix(key: job.key, metadata: job.metadata, bodyCount: job.data.count, storedAt: job.storedAt)
-        let trailer = RecordFormat.trailer(prefix: prefix, body: job.data)
+        let trailer = RecordFormat.trailer(prefix: prefix, body: job.data, bodyChecksum: job.bodyChecksum)
         var outcome = WriteOutcome.written
         if !(DiskFiles.writeAll(fd, prefix) && DiskFiles.writeAll(fd, job.data) && DiskFiles.writeAll(fd, trailer)) {
             outcome = failure()

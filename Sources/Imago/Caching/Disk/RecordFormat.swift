@@ -81,10 +81,13 @@ enum RecordFormat {
     }
 
     /// The checksum that ends a record of `prefix` and `body`: the body is written
-    /// between the two as it is, never copied into one buffer with them.
-    static func trailer(prefix: Data, body: Data) -> Data {
-        var checksum = prefix.withUnsafeBytes { CRC32.update(0, $0) }
-        checksum = body.withUnsafeBytes { CRC32.update(checksum, $0) }
+    /// between the two as it is, never copied into one buffer with them. With the
+    /// body's own CRC (known when it came out of a checked record) the body is not
+    /// read again.
+    static func trailer(prefix: Data, body: Data, bodyChecksum: UInt32? = nil) -> Data {
+        let head = prefix.withUnsafeBytes { CRC32.update(0, $0) }
+        let checksum = bodyChecksum.map { CRC32.combine(head, $0, secondCount: body.count) }
+            ?? body.withUnsafeBytes { CRC32.update(head, $0) }
         return littleEndian(UInt64(checksum), count: 4)
     }
 
@@ -95,18 +98,24 @@ enum RecordFormat {
     }
 
     /// The metadata, body and time stored of a record in one buffer, if it is a whole
-    /// record of this format version stored under `key` whose checksum holds.
-    static func decode(_ record: Data, key: String) -> (metadata: Data, body: Data, storedAt: Double)? {
+    /// record of this format version stored under `key` whose checksum holds; with
+    /// the CRC of the body alone, which a copy of the body under another key (the
+    /// disk tier's) is checksummed from without a second pass.
+    static func decode(_ record: Data, key: String) -> (metadata: Data, body: Data, storedAt: Double, bodyChecksum: UInt32)? {
         guard let header = Header(record), header.fileSize == record.count else { return nil }
         let checked = record.count - trailerSize
-        let (checksum, stored) = record.withUnsafeBytes { bytes in
-            (CRC32.update(0, UnsafeRawBufferPointer(rebasing: bytes.prefix(checked))),
+        let bodyOffset = headerSize + header.keyCount + header.metadataCount
+        let (head, bodyChecksum, stored) = record.withUnsafeBytes { bytes in
+            (CRC32.update(0, UnsafeRawBufferPointer(rebasing: bytes[..<bodyOffset])),
+             CRC32.update(0, UnsafeRawBufferPointer(rebasing: bytes[bodyOffset..<checked])),
              UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: checked, as: UInt32.self)))
         }
         let keyStart = record.startIndex + headerSize, metadataStart = keyStart + header.keyCount
         let bodyStart = metadataStart + header.metadataCount
-        guard checksum == stored, record[keyStart..<metadataStart].elementsEqual(key.utf8) else { return nil }
-        return (Data(record[metadataStart..<bodyStart]), Data(record[bodyStart..<(bodyStart + header.bodyCount)]), header.storedAt)
+        guard CRC32.combine(head, bodyChecksum, secondCount: checked - bodyOffset) == stored,
+              record[keyStart..<metadataStart].elementsEqual(key.utf8)
+        else { return nil }
+        return (Data(record[metadataStart..<bodyStart]), Data(record[bodyStart..<(bodyStart + header.bodyCount)]), header.storedAt, bodyChecksum)
     }
 
     static func littleEndian(_ value: UInt64, count: Int) -> Data {

@@ -41,7 +41,9 @@ public final class SharedCache: Sendable {
 
     /// What a look-up found.
     enum Lookup: Sendable {
-        case hit(DiskCache.Record)
+        /// With the CRC of the body alone, so that a copy on disk is checksummed
+        /// without reading the body again.
+        case hit(DiskCache.Record, bodyChecksum: UInt32)
         case miss
         /// The tier could not be asked (down, hung, resting): go on without it.
         case unavailable
@@ -120,7 +122,7 @@ public final class SharedCache: Sendable {
             if counted { count { $0.misses += 1 } }
             return .miss
         }
-        guard value.count <= cap, let (metadata, body, storedAt) = RecordFormat.decode(value, key: recordKey(name)) else {
+        guard value.count <= cap, let (metadata, body, storedAt, bodyChecksum) = RecordFormat.decode(value, key: recordKey(name)) else {
             count {
                 $0.rejected += 1
                 if counted { $0.misses += 1 }
@@ -131,7 +133,7 @@ public final class SharedCache: Sendable {
             return .miss
         }
         if counted { count { $0.hits += 1 } }
-        return .hit(DiskCache.Record(data: body, metadata: metadata, storedAt: Date(timeIntervalSince1970: storedAt)))
+        return .hit(DiskCache.Record(data: body, metadata: metadata, storedAt: Date(timeIntervalSince1970: storedAt)), bodyChecksum: bodyChecksum)
     }
 
     /// Queues the record for writing with a time to live of `lifetime` seconds,
@@ -228,7 +230,7 @@ public final class SharedCache: Sendable {
             }) else { return .givenUp }
             if exists == 1 {
                 switch record(named: name, imageKey: imageKey) {
-                case .hit(let record):
+                case .hit(let record, _):
                     count { $0.leaseWaitsAnswered += 1 }
                     return .found(record)
                 case .miss: break
