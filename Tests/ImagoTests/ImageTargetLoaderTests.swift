@@ -115,7 +115,10 @@ import FoundationNetworking
     /// Nothing pins a bound target's address (an Objective-C object's is free for the
     /// next allocation as soon as it is deallocated, whatever holds it weakly or
     /// unowned): a new object born where a bound one died must get none of its record.
-    @MainActor @Test func anObjectAtADeadTargetsAddressInheritsNothingOfIts() async throws {
+    @MainActor @Test(.disabled(
+        if: ProcessInfo.processInfo.environment["IMAGO_SANITIZER"] == "address",
+        "the address sanitizer quarantines freed memory: no object is born at a dead one's address"))
+    func anObjectAtADeadTargetsAddressInheritsNothingOfIts() async throws {
         let old = Self.url(1), new = Self.url(2)
         var found: (view: TargetView, deadTask: ImageTask)?
         // The allocator hands the chunk just freed to the next object of its size; a

@@ -91,15 +91,22 @@ extension MainThreadSuites {
                 ("cancelLoading(target:)", { $0.cancelLoading(target: $1) }),
             ]
             let announced = Locked(0)
-            // Other suites' loads are announced meanwhile: only this suite's views count.
-            let observer = NotificationCenter.default.addObserver(forName: ImageTargetLoader.didFinishNotification, object: nil, queue: nil) {
-                note in if note.object is RecordingView { announced.withLock { $0 += 1 } }
+            // Other suites' loads are announced meanwhile, to views of the same type: only
+            // this test's views count, each kept alive to the end so no other object
+            // takes its address.
+            let ours = Locked<Set<ObjectIdentifier>>([])
+            var kept: [RecordingView] = []
+            let observer = NotificationCenter.default.addObserver(forName: ImageTargetLoader.didFinishNotification, object: nil, queue: nil) { note in
+                guard let object = note.object as? AnyObject, ours.withLock({ $0.contains(ObjectIdentifier(object)) }) else { return }
+                announced.withLock { $0 += 1 }
             }
             defer { NotificationCenter.default.removeObserver(observer) }
             for (name, cancel) in cancels {
                 // A fresh memory tier each time: the image must come from the server.
                 let targets = makeTargets()
                 let target = RecordingView(targets)
+                kept.append(target)
+                ours.withLock { _ = $0.insert(ObjectIdentifier(target)) }
                 let task = targets.loadImage(with: url, target: target, action: action)
                 keepBusy(until: { task.isFinished }, extra: 0.1)
                 cancel(targets, target)
@@ -111,6 +118,8 @@ extension MainThreadSuites {
             for name in ["cancelImageLoad()", "cancelLoading(target:) on a view"] {
                 let targets = makeTargets()
                 let view = RecordingView(targets)
+                kept.append(view)
+                ours.withLock { _ = $0.insert(ObjectIdentifier(view)) }
                 var completions: [Result<ImageResponse, ImagoError>] = []
                 let task = try #require(view.setImage(with: url) { completions.append($0) })
                 keepBusy(until: { task.isFinished }, extra: 0.1)
@@ -120,6 +129,7 @@ extension MainThreadSuites {
                 #expect(completions.count == 1 && completions.first?.error == .cancelled, "\(name): \(completions)")
             }
             #expect(announced.withLock { $0 } == 0, "a cancelled load was announced")
+            _ = kept
         }
 
         // MARK: - Storms
