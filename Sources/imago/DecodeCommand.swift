@@ -165,7 +165,7 @@ private func decodeFile(_ file: String, to target: String?, writer: ImageOutput?
     var record = DecodeRecord(file: file, ok: true)
     do throws(ImagoError) {
         let data = try LocalDataLoader.contentsOfFile(atPath: file)
-        let image = try ImageDecoderRegistry.shared.decode(data, options: options)
+        let image = try ImageDecoders.Registry.shared.decode(data, options: options)
         record.format = image.format.rawValue
         record.width = image.width
         record.height = image.height

@@ -225,9 +225,9 @@ struct LoaderOptions {
             }
             return nil
         }
-        var configuration: SharedCacheConfiguration
+        var configuration: SharedCache.Configuration
         do throws(ImagoError) {
-            configuration = SharedCacheConfiguration(servers: try SharedCacheConfiguration.servers(fromList: list))
+            configuration = SharedCache.Configuration(servers: try SharedCache.Configuration.servers(fromList: list))
         } catch {
             throw UsageError(message: "--redis: \(error.description)")
         }

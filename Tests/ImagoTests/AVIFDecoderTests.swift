@@ -1,7 +1,7 @@
 #if os(Linux)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// The AVIF decoder against files written by libavif's `avifenc` (aom) from small
@@ -89,7 +89,7 @@ import _ImagoTestSupport
     @Test func registryAndSniffingFindAVIF() throws {
         let data = try Fixture.data("avif/still-420.avif")
         #expect(ImageFormat.detect(data) == .avif)
-        #expect(try ImageDecoderRegistry().decode(data).format == .avif)
+        #expect(try ImageDecoders.Registry().decode(data).format == .avif)
         #expect(ImageFormat.detect(try Fixture.data("avif/animated.avif")) == .avif)
     }
 

@@ -1,7 +1,7 @@
 #if os(Linux)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// Animations decoded on demand: what a decode holds, the player's bounded buffer,
@@ -83,7 +83,7 @@ import _ImagoTestSupport
     @Test(arguments: ["apng/basic.png", "apng/dispose-previous.png", "avif/animated.avif", "gif", "webp"])
     func playerFramesEqualTheEagerDecode(_ name: String) async throws {
         let data = try Self.animation(name)
-        let image = try ImageDecoderRegistry.shared.decode(data)
+        let image = try ImageDecoders.Registry.shared.decode(data)
         let eager = image.frames
         #expect(eager.count == image.frameCount && eager.count > 1, "\(name)")
         let player = AnimationPlayer(image, maximumFrames: 2)
@@ -120,11 +120,11 @@ import _ImagoTestSupport
     @Test(arguments: ["gif", "apng/dispose-previous.png", "webp", "avif/animated.avif"])
     func thumbnailFramesMatchTheFullDecodeFitted(_ name: String) throws {
         let data = try Self.animation(name)
-        let full = try ImageDecoderRegistry.shared.decode(data)
+        let full = try ImageDecoders.Registry.shared.decode(data)
         let target = TargetSize(width: max(1, full.width / 3), height: max(1, full.height / 3), contentMode: .aspectFill)
         var options = DecodingOptions()
         options.targetSize = target
-        let thumbnail = try ImageDecoderRegistry.shared.decode(data, options: options)
+        let thumbnail = try ImageDecoders.Registry.shared.decode(data, options: options)
         let small = thumbnail.frames, large = full.frames
         #expect(small.count == large.count && small.count == thumbnail.frameCount)
         for (index, (frame, reference)) in zip(small, large).enumerated() {
@@ -167,8 +167,8 @@ import _ImagoTestSupport
 
         var options = DecodingOptions()
         options.targetSize = .thumbnail(256)
-        let thumbnail = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: animated), options: options)
-        let stillThumbnail = try ImageDecoderRegistry.shared.decode(stillData, options: options)
+        let thumbnail = try ImageDecoders.Registry.shared.decode(try Data(contentsOf: animated), options: options)
+        let stillThumbnail = try ImageDecoders.Registry.shared.decode(stillData, options: options)
         #expect(thumbnail.bitmap == stillThumbnail.bitmap)
 
         let rest = try await Tool.peakMemoryAtRest()

@@ -1,7 +1,7 @@
 #if os(Linux)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// The BMP and ICO/CUR decoders against files written byte by byte for every header
@@ -74,7 +74,7 @@ import _ImagoTestSupport
         for (name, format) in [("rgb24.bmp", ImageFormat.bmp), ("icon.ico", .ico), ("cursor.cur", .ico)] {
             let data = try Fixture.data("bmp/" + name)
             #expect(ImageFormat.detect(data) == format)
-            #expect(try ImageDecoderRegistry().decode(data).format == format)
+            #expect(try ImageDecoders.Registry().decode(data).format == format)
         }
     }
 
@@ -186,7 +186,7 @@ import _ImagoTestSupport
         // Through the registry the chosen entry is then fitted to the target.
         var options = DecodingOptions()
         options.targetSize = .thumbnail(30)
-        #expect(try ImageDecoderRegistry().decode(data, options: options).width == 30)
+        #expect(try ImageDecoders.Registry().decode(data, options: options).width == 30)
     }
 
     /// Found by fuzzing: a PNG entry whose header claims sides near 2³², whose area

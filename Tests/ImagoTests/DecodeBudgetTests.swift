@@ -1,7 +1,7 @@
 #if os(Linux)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// What a decode may spend: the scans a JPEG may have, and the time any decode may
@@ -38,7 +38,7 @@ import _ImagoTestSupport
         let limit = DecodingOptions.defaultMaximumScanCount
         let elapsed = threadCPUTime {
             #expect(throws: ImagoError.tooManyScans(count: 65_535, limit: limit)) {
-                try ImageDecoderRegistry.shared.decode(data, options: options)
+                try ImageDecoders.Registry.shared.decode(data, options: options)
             }
         }
         print("\(side)² JPEG of 65,535 empty scans (\(data.count / 1024) KB), \(thumbnail.map { "\($0) px thumbnail" } ?? "full size"): refused in \(elapsed) of CPU time")
@@ -72,7 +72,7 @@ import _ImagoTestSupport
         options.timeout = 0.25
         let elapsed = threadCPUTime {
             #expect(throws: ImagoError.decodingTimedOut(format: .jpeg, seconds: 0.25)) {
-                try ImageDecoderRegistry.shared.decode(data, options: options)
+                try ImageDecoders.Registry.shared.decode(data, options: options)
             }
         }
         print("\(side)² JPEG of 65,535 empty scans, \(thumbnail.map { "\($0) px thumbnail" } ?? "full size"), scan limit lifted: stopped by a 0.25 s time limit after \(elapsed) of CPU time")
@@ -91,7 +91,7 @@ import _ImagoTestSupport
     /// A loader gives each decode its `loadingTimeout` as the decode's own limit.
     @Test func aLoaderPassesItsTimeoutToTheDecoder() async throws {
         let seen = Locked<[Double?]>([])
-        let registry = ImageDecoderRegistry(decoders: [TimeoutRecordingDecoder(seen: seen)])
+        let registry = ImageDecoders.Registry(decoders: [TimeoutRecordingDecoder(seen: seen)])
         var configuration = ImageLoader.Configuration(diskCache: nil)
         configuration.decoders = registry
         let loader = ImageLoader(configuration: configuration, cache: nil)

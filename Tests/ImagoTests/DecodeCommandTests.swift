@@ -135,8 +135,8 @@ import _ImagoTestSupport
         let out = folder.appendingPathComponent("one.png")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         #expect(try await Tool.run(["decode", source.path, "--out", out.path]).status == 0)
-        let original = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: source))
-        let written = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: out))
+        let original = try ImageDecoders.Registry.shared.decode(try Data(contentsOf: source))
+        let written = try ImageDecoders.Registry.shared.decode(try Data(contentsOf: out))
         #expect(written.format == .png && written.width == 1800 && written.height == 1200)
         #expect(written.bitmap.pixels == original.bitmap.pixels)
 
@@ -144,7 +144,7 @@ import _ImagoTestSupport
         for (name, format) in [("small.jpg", ImageFormat.jpeg), ("small.webp", .webp)] {
             let path = folder.appendingPathComponent(name).path
             #expect(try await Tool.run(["decode", source.path, "--thumbnail", "100", "--quality", "70", "--out", path]).status == 0)
-            let image = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: URL(fileURLWithPath: path)))
+            let image = try ImageDecoders.Registry.shared.decode(try Data(contentsOf: URL(fileURLWithPath: path)))
             #expect(image.format == format && image.width == 100 && image.height == 67, "\(name)")
         }
 

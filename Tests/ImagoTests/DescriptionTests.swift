@@ -20,7 +20,7 @@ import _ImagoTestSupport
         #expect(String(describing: still.frames) == "[Frame(512×512 RGBA bitmap for 0 s)]")
         #expect(String(describing: Optional(still)) == "Optional(DecodedImage(jpeg 512×512, 1 frame))")
 
-        let gif = try ImageDecoderRegistry.shared.decode(Data(contentsOf: URL(fileURLWithPath: "Samples/moon.gif")))
+        let gif = try ImageDecoders.Registry.shared.decode(Data(contentsOf: URL(fileURLWithPath: "Samples/moon.gif")))
         #expect(gif.description == "gif \(gif.width)×\(gif.height), \(gif.frameCount) frames")
         #expect(DecodedImage(bitmap: bitmap, format: .png, isPartial: true).description == "png 512×512, 1 frame, partial")
     }
@@ -79,7 +79,7 @@ import _ImagoTestSupport
             return error
         }
 
-        #expect(throws: ImagoError.unsupportedFormat(nil)) { try ImageDecoderRegistry.shared.decode(Data("<html>".utf8)) }
+        #expect(throws: ImagoError.unsupportedFormat(nil)) { try ImageDecoders.Registry.shared.decode(Data("<html>".utf8)) }
         let page = server.url("/page").absoluteString
         let notAnImage = try await failure("/page")
         #expect(notAnImage == .unsupportedFormat(nil, url: page))
@@ -87,7 +87,7 @@ import _ImagoTestSupport
         #expect(notAnImage.localizedDescription == notAnImage.description)
 
         let bad = server.url("/bad.png").absoluteString
-        let decoderError = try #require(throws: ImagoError.self) { try ImageDecoderRegistry.shared.decode(corrupt) }
+        let decoderError = try #require(throws: ImagoError.self) { try ImageDecoders.Registry.shared.decode(corrupt) }
         let loadError = try await failure("/bad.png")
         #expect(loadError == decoderError.naming(URL(string: bad)!))
         guard case .decodingFailed(.png, _, _, nil) = decoderError, case .decodingFailed(.png, _, _, bad?) = loadError else {

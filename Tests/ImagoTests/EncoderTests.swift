@@ -57,7 +57,7 @@ extension Bitmap {
 
 @Suite struct EncoderTests {
     static func decode(_ data: Data) throws -> Bitmap {
-        try ImageDecoderRegistry.shared.decode(data).bitmap
+        try ImageDecoders.Registry.shared.decode(data).bitmap
     }
 
     static func corpusBitmap(_ path: String) throws -> Bitmap {
@@ -75,7 +75,7 @@ extension Bitmap {
             for encoder in encoders {
                 let data = try encoder.encode(source)
                 #expect(ImageFormat.detect(data) == encoder.format, "\(path) as \(encoder)")
-                let image = try ImageDecoderRegistry.shared.decode(data)
+                let image = try ImageDecoders.Registry.shared.decode(data)
                 #expect(image.format == encoder.format)
                 #expect(image.width == source.width && image.height == source.height, "\(path) as \(encoder)")
             }

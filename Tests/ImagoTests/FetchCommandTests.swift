@@ -117,7 +117,7 @@ import _ImagoTestSupport
         #expect(second.stdout.contains("\"source\":\"disk\""), "\(second.stdout)")
         #expect(server.requests(for: "/swr.png").last?.header("If-None-Match") == "\"v1\"")
         let record = try #require(DiskCache(directory: directory).record(forKey: ImageCacheKey.originalDiskKey(url)))
-        #expect(try ImageDecoderRegistry.shared.decode(record.data).bitmap[0, 0].r == 20)
+        #expect(try ImageDecoders.Registry.shared.decode(record.data).bitmap[0, 0].r == 20)
     }
 
     @Test func badUsageExitsTwo() async throws {

@@ -1,7 +1,7 @@
 #if os(Linux)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// The GIF decoder: the shared corpus against figures checked independently, and
@@ -130,7 +130,7 @@ import _ImagoTestSupport
     }
 
     @Test(Corpus.available) func registryPicksTheGIFDecoder() throws {
-        let image = try ImageDecoderRegistry().decode(try Corpus.data(Self.corpus + "samples/beacon.gif"))
+        let image = try ImageDecoders.Registry().decode(try Corpus.data(Self.corpus + "samples/beacon.gif"))
         #expect(image.format == .gif && image.frames.count == 2)
     }
 

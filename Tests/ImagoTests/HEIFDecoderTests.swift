@@ -1,7 +1,7 @@
 #if os(Linux)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// The HEIF decoder against files written by libheif's `heif-enc` (x265) from small
@@ -32,7 +32,7 @@ import _ImagoTestSupport
     @Test func alphaIsKeptAndSniffingFindsHEIC() throws {
         let alpha = try Fixture.data("heic/alpha.heic")
         #expect(ImageFormat.detect(alpha) == .heic)
-        #expect(try ImageDecoderRegistry().decode(alpha).bitmap.hasAlpha)
+        #expect(try ImageDecoders.Registry().decode(alpha).bitmap.hasAlpha)
         #expect(try !ImageDecoders.HEIF().decode(try Fixture.data("heic/still.heic"), options: DecodingOptions()).bitmap.hasAlpha)
     }
 

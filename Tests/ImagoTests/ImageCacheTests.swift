@@ -21,7 +21,7 @@ private final class ManualClock: Sendable {
 /// A memory-pressure source the test fires.
 private final class TestPressureSource: MemoryPressureSource {
     private struct State {
-        var handler: (@Sendable (MemoryPressureLevel) -> Void)?
+        var handler: (@Sendable (MemoryPressureMonitor.Level) -> Void)?
         var starts = 0
         var stops = 0
     }
@@ -30,7 +30,7 @@ private final class TestPressureSource: MemoryPressureSource {
     var starts: Int { state.withLock { $0.starts } }
     var stops: Int { state.withLock { $0.stops } }
 
-    func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism? {
+    func start(_ handler: @escaping @Sendable (MemoryPressureMonitor.Level) -> Void) -> MemoryPressureMechanism? {
         state.withLock {
             $0.handler = handler
             $0.starts += 1
@@ -45,7 +45,7 @@ private final class TestPressureSource: MemoryPressureSource {
         }
     }
 
-    func fire(_ level: MemoryPressureLevel) {
+    func fire(_ level: MemoryPressureMonitor.Level) {
         state.withLock { $0.handler }?(level)
     }
 }
@@ -363,7 +363,7 @@ struct MemoryPressureTests {
         let source = SystemMemoryPressureSource(preferring: [.memAvailable], availableMemoryThreshold: 1, pollInterval: 0.01)
         // The handler runs on the watcher thread: it notes that thread's id, then stops.
         let stoppedOn = Locked<pid_t?>(nil)
-        let handler: @Sendable (MemoryPressureLevel) -> Void = { [weak source] _ in
+        let handler: @Sendable (MemoryPressureMonitor.Level) -> Void = { [weak source] _ in
             source?.stop()
             stoppedOn.withLock { $0 = LinuxThreads.currentID }
         }

@@ -10,7 +10,7 @@ import _ImagoTestSupport
     let network = ControlledLoader()
     let loader: ImageLoader
     let targets: ImageTargetLoader
-    let placeholder = try! ImageDecoderRegistry.shared.decode(pngData(1))
+    let placeholder = try! ImageDecoders.Registry.shared.decode(pngData(1))
 
     init() {
         loader = ImageLoader(configuration: .init(dataLoader: network, retryPolicy: .none), cache: ImageCache())
@@ -83,7 +83,7 @@ import _ImagoTestSupport
     @Test func aCachedImageIsShownBeforeTheCallReturnsWithoutAFade() async throws {
         let view = RecordingView(targets)
         let url = Self.url(2)
-        loader.cache?.setImage(try ImageDecoderRegistry.shared.decode(pngData(50)), forKey: ImageRequest(url: url).cacheKey)
+        loader.cache?.setImage(try ImageDecoders.Registry.shared.decode(pngData(50)), forKey: ImageRequest(url: url).cacheKey)
         view.setImage(with: url, placeholder: placeholder)
         #expect(view.contents.map(\.phase) == [.success] && view.contents[0].transition == .none && view.shade == 50)
         #expect(network.started.isEmpty)
@@ -129,7 +129,7 @@ import _ImagoTestSupport
         let view = RecordingView(targets)
         let url = Self.url(404)
         network.answer(url, with: ok(url, status: 404))
-        let failureImage = try ImageDecoderRegistry.shared.decode(pngData(99))
+        let failureImage = try ImageDecoders.Registry.shared.decode(pngData(99))
         let result = await load(url, on: view, options: ImageDisplayOptions(showsActivityIndicator: false, failureImage: failureImage))
         guard case .failure(.httpStatus(404, _))? = result else { Issue.record("\(String(describing: result))"); return }
         #expect(view.contents.map(\.phase) == [.loading, .failure])
@@ -175,7 +175,7 @@ import _ImagoTestSupport
                 return name.hasSuffix("missing.png") ? nil : self.named
             }
         }
-        let named = try ImageDecoderRegistry.shared.decode(pngData(33))
+        let named = try ImageDecoders.Registry.shared.decode(pngData(33))
         let view = BundleView(targets, named: named)
         let url = Bundle.main.bundleURL.appendingPathComponent("icons/star.png")
         var response: ImageResponse?

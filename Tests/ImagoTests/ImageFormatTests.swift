@@ -37,18 +37,18 @@ import _ImagoTestSupport
     @Test func recognisedButUndecodableFormatsGetUnsupportedFormat() {
         for (format, bytes) in Self.signatures where !Self.decodedFormats.contains(format) {
             #expect(throws: ImagoError.unsupportedFormat(format)) {
-                try ImageDecoderRegistry.shared.decode(Data(bytes))
+                try ImageDecoders.Registry.shared.decode(Data(bytes))
             }
         }
         #expect(throws: ImagoError.unsupportedFormat(nil)) {
-            try ImageDecoderRegistry.shared.decode(Data("not an image".utf8))
+            try ImageDecoders.Registry.shared.decode(Data("not an image".utf8))
         }
     }
 
     @Test(Corpus.available) func theMisnamedJPEGIsFoundToBeAPNG() throws {
         let data = try Corpus.data("jpeg/jpeg-decoder/reftest/mozilla/jpg-size-6x6.jpg")
         #expect(ImageFormat.detect(data) == .png)
-        let image = try ImageDecoderRegistry.shared.decode(data)
+        let image = try ImageDecoders.Registry.shared.decode(data)
         #expect(image.format == .png && image.width == 6 && image.height == 6)
     }
 
@@ -62,7 +62,7 @@ import _ImagoTestSupport
                 DecodedImage(bitmap: Bitmap(width: 1, height: 1, pixels: [1, 2, 3, 255]), format: .svg)
             }
         }
-        let registry = ImageDecoderRegistry()
+        let registry = ImageDecoders.Registry()
         let svg = Data("<svg xmlns=\"http://www.w3.org/2000/svg\"/>".utf8)
         #expect(throws: ImagoError.unsupportedFormat(.svg)) { try registry.decode(svg) }
         registry.register(Fixed())

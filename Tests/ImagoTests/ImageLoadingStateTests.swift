@@ -12,8 +12,8 @@ import _ImagoTestSupport
 
     let clock = Clock()
     let state: ImageLoadingState
-    let placeholder = try! ImageDecoderRegistry.shared.decode(pngData(1))
-    let photo = try! ImageDecoderRegistry.shared.decode(pngData(2))
+    let placeholder = try! ImageDecoders.Registry.shared.decode(pngData(1))
+    let photo = try! ImageDecoders.Registry.shared.decode(pngData(2))
 
     init() {
         let clock = self.clock

@@ -23,7 +23,7 @@ import FoundationNetworking
     @MainActor @Test func aCachedImageSucceedsSynchronously() async {
         let url = Self.url(1)
         let request = ImageRequest(url: url)
-        loader.cache?.setImage(try! ImageDecoderRegistry.shared.decode(pngData(9)), forKey: request.cacheKey)
+        loader.cache?.setImage(try! ImageDecoders.Registry.shared.decode(pngData(9)), forKey: request.cacheKey)
         let view = TargetView()
         var called = false
         targets.loadImage(with: url, target: view, success: { _, response in
@@ -250,7 +250,7 @@ import FoundationNetworking
 
         // The full image already cached: set at once, the earlier load cancelled.
         let thumbnail3 = Self.url(5), cached = Self.url(6)
-        loader.cache?.setImage(try ImageDecoderRegistry.shared.decode(pngData(9)), forKey: ImageRequest(url: cached).cacheKey)
+        loader.cache?.setImage(try ImageDecoders.Registry.shared.decode(pngData(9)), forKey: ImageRequest(url: cached).cacheKey)
         let pending = targets.loadImage(with: thumbnail3, target: view, action: action)
         targets.loadImage(with: cached, target: view, action: action)
         #expect(shown.withLock { $0.last } == cached)

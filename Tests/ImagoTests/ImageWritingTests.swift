@@ -44,7 +44,7 @@ import _ImagoTestSupport
         defer { cleanUp() }
         let source = Self.image(alpha: true)
         let png = try source.encoded(as: .png)
-        let decodedPNG = try ImageDecoderRegistry.shared.decode(png)
+        let decodedPNG = try ImageDecoders.Registry.shared.decode(png)
         #expect(ImageFormat.detect(png) == .png && decodedPNG.format == .png)
         // PNG is lossless: premultiplied pixels come back to within the rounding of
         // dividing alpha out and in again.
@@ -55,7 +55,7 @@ import _ImagoTestSupport
 
         for format in [ImageFormat.jpeg, .webp] {
             let data = try source.encoded(as: format, quality: 95)
-            let decoded = try ImageDecoderRegistry.shared.decode(data)
+            let decoded = try ImageDecoders.Registry.shared.decode(data)
             #expect(decoded.format == format && decoded.width == 48 && decoded.height == 32)
             let a = source.bitmap[30, 20], b = decoded.bitmap[30, 20]
             #expect(abs(Int(a.r) - Int(b.r)) <= 6 && abs(Int(a.g) - Int(b.g)) <= 6 && abs(Int(a.b) - Int(b.b)) <= 6, "\(format)")
@@ -90,7 +90,7 @@ import _ImagoTestSupport
                                          ("d.bin", ImageFormat.png, .png)] {
             let url = folder.appendingPathComponent(name)
             try image.write(to: url, format: format, quality: 90)
-            let decoded = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: url))
+            let decoded = try ImageDecoders.Registry.shared.decode(try Data(contentsOf: url))
             #expect(decoded.format == expected && decoded.width == 48 && decoded.height == 32, "\(name)")
         }
         // Nothing but the files asked for: no temporary file is left beside them.
@@ -108,11 +108,11 @@ import _ImagoTestSupport
         let reader = try FileHandle(forReadingFrom: url)
         defer { try? reader.close() }
         try Self.image(width: 10, height: 10).write(to: url)
-        let replaced = try ImageDecoderRegistry.shared.decode(try Data(contentsOf: url))
+        let replaced = try ImageDecoders.Registry.shared.decode(try Data(contentsOf: url))
         #expect(replaced.width == 10 && replaced.height == 10)
         let kept = try #require(try reader.readToEnd())
         #expect(kept.count == oldSize)
-        #expect(try ImageDecoderRegistry.shared.decode(kept).width == 400)
+        #expect(try ImageDecoders.Registry.shared.decode(kept).width == 400)
         #expect(try files() == ["thumb.png"])
     }
 

@@ -1,7 +1,7 @@
 #if os(Linux)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// The size a JPEG's SOF marker declares, read without libjpeg so the decoder is
@@ -236,8 +236,8 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
         for target in [TargetSize.thumbnail(256), TargetSize(width: 100, height: 60, contentMode: .aspectFill)] {
             let options = DecodingOptions(targetSize: target)
             let layout = target.layout(sourceWidth: width, sourceHeight: height)
-            let fromJPEG = try ImageDecoderRegistry.shared.decode(jpeg, options: options)
-            let fromPNG = try ImageDecoderRegistry.shared.decode(png, options: options)
+            let fromJPEG = try ImageDecoders.Registry.shared.decode(jpeg, options: options)
+            let fromPNG = try ImageDecoders.Registry.shared.decode(png, options: options)
             #expect(fromJPEG.width == layout.outputWidth && fromJPEG.height == layout.outputHeight, "\(target)")
             #expect(fromPNG.width == layout.outputWidth && fromPNG.height == layout.outputHeight, "\(target)")
             guard fromJPEG.width == fromPNG.width, fromJPEG.height == fromPNG.height else { continue }
@@ -246,7 +246,7 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
             let difference = fromJPEG.bitmap.difference(to: fromPNG.bitmap)
             #expect(difference.maximum <= 12 && difference.total / difference.count <= 2, "\(target): \(difference)")
         }
-        let thumbnail = try ImageDecoderRegistry.shared.decode(jpeg, options: DecodingOptions(targetSize: .thumbnail(256)))
+        let thumbnail = try ImageDecoders.Registry.shared.decode(jpeg, options: DecodingOptions(targetSize: .thumbnail(256)))
         #expect(min(thumbnail.width, thumbnail.height) == 171 && max(thumbnail.width, thumbnail.height) == 256)
     }
 

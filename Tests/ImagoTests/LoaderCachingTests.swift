@@ -17,7 +17,7 @@ import _ImagoTestSupport
 
     /// A loader with a fresh memory cache on the shared directory: what a restarted
     /// app sees.
-    func makeLoader(policy: DiskCachePolicy = .originals, retries: Int = 1, disk: DiskCache? = nil) -> (ImageLoader, DiskCache) {
+    func makeLoader(policy: DiskCache.Policy = .originals, retries: Int = 1, disk: DiskCache? = nil) -> (ImageLoader, DiskCache) {
         let disk = disk ?? DiskCache(directory: directory)
         let loader = ImageLoader(
             configuration: .init(

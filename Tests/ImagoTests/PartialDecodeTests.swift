@@ -1,13 +1,13 @@
 #if os(Linux)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// Files that end early decode as far as they go, as browsers show them: real corpus
 /// files cut at several lengths, compared with the decode of the whole file.
 @Suite struct PartialDecodeTests {
-    let registry = ImageDecoderRegistry()
+    let registry = ImageDecoders.Registry()
 
     /// The rows `[0, rows)` of both bitmaps compared.
     static func topDifference(_ a: Bitmap, _ b: Bitmap, rows: Int) -> PixelDifference {

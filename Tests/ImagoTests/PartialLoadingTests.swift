@@ -60,7 +60,7 @@ import _ImagoTestSupport
         #expect(image.isPartial && image.width == 160 && image.height == 120)
         #expect(response.source == .network && response.metrics.bytes == jpeg.count * 6 / 10)
         #expect(server.count(for: "/cut.jpg") == 3)
-        let whole = try ImageDecoderRegistry.shared.decode(jpeg)
+        let whole = try ImageDecoders.Registry.shared.decode(jpeg)
         let rows = PartialDecodeTests.matchingRows(image.bitmap, whole.bitmap, tolerance: 2)
         print("\(kind): a transfer cut at 60% showed the top \(rows) of 120 rows")
         #expect(rows >= 40 && rows < 120)

@@ -12,7 +12,7 @@ extension MainThreadSuites {
         let server = TestServer()
         let loader = ImageLoader(configuration: .init(retryPolicy: .none), cache: ImageCache())
         let targets: ImageTargetLoader
-        let placeholder = try! ImageDecoderRegistry.shared.decode(pngData(1))
+        let placeholder = try! ImageDecoders.Registry.shared.decode(pngData(1))
 
         init() throws {
             try server.start()

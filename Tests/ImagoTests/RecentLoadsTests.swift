@@ -153,7 +153,7 @@ import _ImagoTestSupport
 
     @Test func failuresAreForgottenAfterTheirTimeToLive() {
         let now = Locked(0.0)
-        let failures = RecentFailures(countLimit: 2, timeToLive: 10, clock: { now.withLock { $0 } })
+        let failures = ImageLoader.RecentFailures(countLimit: 2, timeToLive: 10, clock: { now.withLock { $0 } })
         let missing = ImagoError.httpStatus(404, url: "http://a/1")
         failures.record(missing, forKey: "1")
         failures.record(.httpStatus(503, url: "http://a/2"), forKey: "2")
@@ -170,8 +170,8 @@ import _ImagoTestSupport
     }
 
     @Test func originalsStayWithinTheirBudget() {
-        #expect(RecentOriginals(byteLimit: 100).entryByteLimit == 25)
-        let originals = RecentOriginals(byteLimit: 100, countLimit: 10, entryByteLimit: 40)
+        #expect(ImageLoader.RecentOriginals(byteLimit: 100).entryByteLimit == 25)
+        let originals = ImageLoader.RecentOriginals(byteLimit: 100, countLimit: 10, entryByteLimit: 40)
         let metadata = HTTPCacheMetadata(url: URL(string: "http://a/")!, statusCode: 200, headers: [:], storedAt: Date())
         originals.store(Data(count: 40), metadata: metadata, forKey: "a")
         originals.store(Data(count: 40), metadata: metadata, forKey: "b")

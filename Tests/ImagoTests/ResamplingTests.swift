@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 @Suite struct TargetSizeTests {
@@ -96,12 +96,12 @@ import _ImagoTestSupport
     @Test(Corpus.available, arguments: ["photos/kodak/kodim05.png", "photos/kodak/kodim23.png", "jpeg/exif-orientation/Landscape_1.jpg"])
     func downsampledPhotosMatchTheExactAreaAverage(path: String) throws {
         let data = try Corpus.data(path)
-        let full = try ImageDecoderRegistry.shared.decode(data).bitmap
+        let full = try ImageDecoders.Registry.shared.decode(data).bitmap
         let target = TargetSize.thumbnail(200)
         let reference = Self.areaAverage(full, width: target.layout(sourceWidth: full.width, sourceHeight: full.height).outputWidth,
                                          height: target.layout(sourceWidth: full.width, sourceHeight: full.height).outputHeight)
         let resized = full.fitted(to: target)
-        let thumbnail = try ImageDecoderRegistry.shared.decode(data, options: DecodingOptions(targetSize: target)).bitmap
+        let thumbnail = try ImageDecoders.Registry.shared.decode(data, options: DecodingOptions(targetSize: target)).bitmap
         #expect(resized.width == reference.width && resized.height == reference.height)
         #expect(thumbnail.width == reference.width && thumbnail.height == reference.height)
         #expect(Self.psnr(resized, reference) > 38, "\(path): \(Self.psnr(resized, reference)) dB")
@@ -244,9 +244,9 @@ import _ImagoTestSupport
     }
 
     @Test(Corpus.available) func orientationIsAppliedBeforeSizing() throws {
-        let upright = try ImageDecoderRegistry.shared.decode(try Corpus.data("jpeg/exif-orientation/Portrait_1.jpg"), options: DecodingOptions(targetSize: .thumbnail(120)))
+        let upright = try ImageDecoders.Registry.shared.decode(try Corpus.data("jpeg/exif-orientation/Portrait_1.jpg"), options: DecodingOptions(targetSize: .thumbnail(120)))
         for n in [3, 5, 6, 8] {
-            let image = try ImageDecoderRegistry.shared.decode(try Corpus.data("jpeg/exif-orientation/Portrait_\(n).jpg"), options: DecodingOptions(targetSize: .thumbnail(120)))
+            let image = try ImageDecoders.Registry.shared.decode(try Corpus.data("jpeg/exif-orientation/Portrait_\(n).jpg"), options: DecodingOptions(targetSize: .thumbnail(120)))
             #expect(image.width == 80 && image.height == 120, "Portrait_\(n)")
             let differences = zip(image.bitmap.blockAverages(block: 20), upright.bitmap.blockAverages(block: 20)).map { abs($0 - $1) }
             #expect(differences.reduce(0, +) / Double(differences.count) < 4, "Portrait_\(n)")
@@ -268,7 +268,7 @@ import _ImagoTestSupport
     }
 
     @Test(Corpus.available) func animationsResizeEveryFrame() throws {
-        let image = try ImageDecoderRegistry.shared.decode(try Corpus.data("gif/image-gif/samples/moon_impact.gif"), options: DecodingOptions(targetSize: .thumbnail(50)))
+        let image = try ImageDecoders.Registry.shared.decode(try Corpus.data("gif/image-gif/samples/moon_impact.gif"), options: DecodingOptions(targetSize: .thumbnail(50)))
         #expect(image.frames.count == 14)
         #expect(image.frames.allSatisfy { $0.bitmap.width == 50 && $0.bitmap.height == 43 })
     }

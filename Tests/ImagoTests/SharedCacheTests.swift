@@ -15,9 +15,9 @@ import Glibc
     private static let metadata = Data("metadata".utf8)
 
     private func tier(
-        _ urls: [URL], namespace: String = "imago-test", _ change: (inout SharedCacheConfiguration) -> Void = { _ in }
+        _ urls: [URL], namespace: String = "imago-test", _ change: (inout SharedCache.Configuration) -> Void = { _ in }
     ) throws -> SharedCache {
-        var configuration = SharedCacheConfiguration(servers: urls, namespace: namespace)
+        var configuration = SharedCache.Configuration(servers: urls, namespace: namespace)
         // Generous on a loaded 2-core machine; the fault tests set their own.
         configuration.connectTimeout = 2
         configuration.commandTimeout = 5
@@ -47,9 +47,9 @@ import Glibc
         for bad in ["http://host:6379", "redis://", "redis://host:6379/db", "redis://host:6379?x=1", "redis://host:0"] {
             #expect(URL(string: bad).flatMap(RedisAddress.init) == nil, "\(bad)")
         }
-        #expect(try SharedCacheConfiguration.servers(fromList: "redis://a:7000, redis://b:7001").count == 2)
-        #expect(throws: ImagoError.self) { try SharedCacheConfiguration.servers(fromList: "redis://a:7000,b:7001") }
-        #expect(throws: ImagoError.self) { try SharedCacheConfiguration.servers(fromList: ",") }
+        #expect(try SharedCache.Configuration.servers(fromList: "redis://a:7000, redis://b:7001").count == 2)
+        #expect(throws: ImagoError.self) { try SharedCache.Configuration.servers(fromList: "redis://a:7000,b:7001") }
+        #expect(throws: ImagoError.self) { try SharedCache.Configuration.servers(fromList: ",") }
     }
 
     @Test func storedRecordsAreReadBackUnderTheirNameOnly() throws {

@@ -20,7 +20,7 @@ import _ImagoTestSupport
 
     /// A machine: its own memory and disk tiers, the fleet's Redis.
     func machine(_ name: String, redisURL: URL? = nil, commandTimeout: Double = 5) throws -> (ImageLoader, SharedCache) {
-        var settings = SharedCacheConfiguration(servers: [redisURL ?? redis.url], namespace: "loader-test")
+        var settings = SharedCache.Configuration(servers: [redisURL ?? redis.url], namespace: "loader-test")
         settings.connectTimeout = min(commandTimeout, 2)
         settings.commandTimeout = commandTimeout
         settings.warningHandler = { _ in }

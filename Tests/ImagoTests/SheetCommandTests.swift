@@ -35,7 +35,7 @@ import _ImagoTestSupport
     }
 
     private func sheet(_ path: String) throws -> Bitmap {
-        try ImageDecoderRegistry.shared.decode(Data(contentsOf: URL(fileURLWithPath: path)), options: DecodingOptions()).bitmap
+        try ImageDecoders.Registry.shared.decode(Data(contentsOf: URL(fileURLWithPath: path)), options: DecodingOptions()).bitmap
     }
 
     private func records(_ result: Tool.Result) throws -> [[String: Any]] {
@@ -56,7 +56,7 @@ import _ImagoTestSupport
 
         for (index, name) in Self.samples.enumerated() {
             // What a view of the cell's box shows: the sample decoded to fit it.
-            let expected = try ImageDecoderRegistry.shared.decode(
+            let expected = try ImageDecoders.Registry.shared.decode(
                 Data(contentsOf: Self.samplesFolder.appendingPathComponent(name)),
                 options: DecodingOptions(targetSize: .thumbnail(size))).bitmap
             #expect(records[index]["cell"] as? Int == index && records[index]["ok"] as? Bool == true, "\(name)")

@@ -2,7 +2,7 @@
 import CLibTIFF
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// The TIFF decoder against files written by Pillow, libtiff's `tiffcp` and
@@ -53,7 +53,7 @@ import _ImagoTestSupport
         for name in ["rgb8.tif", "rgb16.tif"] {
             let data = try Fixture.data("tiff/" + name)
             #expect(ImageFormat.detect(data) == .tiff)
-            #expect(try ImageDecoderRegistry().decode(data).format == .tiff)
+            #expect(try ImageDecoders.Registry().decode(data).format == .tiff)
         }
         let bigEndian = try Fixture.data("tiff/rgb8-bigendian.tif")
         #expect(bigEndian.prefix(4) == Data([0x4D, 0x4D, 0x00, 0x2A]))
@@ -89,7 +89,7 @@ import _ImagoTestSupport
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         #expect(data.prefix(4) == Data(mode == "w8l" ? [0x49, 0x49, 0x2B, 0x00] : [0x4D, 0x4D, 0x00, 0x2B]))
         #expect(ImageFormat.detect(data) == .tiff)
-        let image = try ImageDecoderRegistry().decode(data)
+        let image = try ImageDecoders.Registry().decode(data)
         #expect(image.format == .tiff && image.width == width && image.height == height)
         var expected: [UInt8] = []
         for i in 0..<width * height { expected += rgb[i * 3..<i * 3 + 3] + [255] }

@@ -1,7 +1,7 @@
 #if os(Linux)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// Thumbnails whose memory follows the output, not the source: rows streamed into
@@ -43,7 +43,7 @@ private let underSanitizer = ProcessInfo.processInfo.environment["IMAGO_SANITIZE
     @Test func interlacedPNGThumbnailsStillFit() throws {
         let picture = InterlacedPNG.picture(width: 600, height: 400)
         let data = InterlacedPNG.encode(picture)
-        let thumbnail = try ImageDecoderRegistry.shared.decode(data, options: DecodingOptions(targetSize: .thumbnail(256)))
+        let thumbnail = try ImageDecoders.Registry.shared.decode(data, options: DecodingOptions(targetSize: .thumbnail(256)))
         #expect(thumbnail.bitmap == picture.fitted(to: .thumbnail(256)))
     }
 
@@ -89,7 +89,7 @@ private let underSanitizer = ProcessInfo.processInfo.environment["IMAGO_SANITIZE
             let whole = try ImageDecoders.TIFF().decode(data, options: DecodingOptions())
             let target = TargetSize.thumbnail(11)
             // Turned files decode whole, turn, then fit (the registry fits them).
-            let thumbnail = try ImageDecoderRegistry.shared.decode(data, options: DecodingOptions(targetSize: target))
+            let thumbnail = try ImageDecoders.Registry.shared.decode(data, options: DecodingOptions(targetSize: target))
             #expect(thumbnail.bitmap == whole.bitmap.fitted(to: target), "\(name)")
         }
     }
@@ -205,7 +205,7 @@ private let underSanitizer = ProcessInfo.processInfo.environment["IMAGO_SANITIZE
         let data = Data(gif.encode())
         let full = try ImageDecoders.GIF().decode(data, options: DecodingOptions())
         let target = TargetSize.thumbnail(256)
-        let thumbnail = try ImageDecoderRegistry.shared.decode(data, options: DecodingOptions(targetSize: target))
+        let thumbnail = try ImageDecoders.Registry.shared.decode(data, options: DecodingOptions(targetSize: target))
         return zip(thumbnail.frames, full.frames).map { ($0.bitmap, $1.bitmap.fitted(to: target)) }
     }
 
@@ -301,7 +301,7 @@ private let underSanitizer = ProcessInfo.processInfo.environment["IMAGO_SANITIZE
         let data = try Self.lyingAVIF(side: 11_000)
         for target in [nil, TargetSize.thumbnail(256)] {
             let error = #expect(throws: ImagoError.self) {
-                try ImageDecoderRegistry.shared.decode(data, options: DecodingOptions(targetSize: target))
+                try ImageDecoders.Registry.shared.decode(data, options: DecodingOptions(targetSize: target))
             }
             guard case .decodingFailed(.avif, let reason, let codec, _)? = error else {
                 Issue.record("unexpected \(String(describing: error))")

@@ -21,7 +21,7 @@ import _ImagoTestSupport
 
     /// A loader with a fresh memory cache on the shared directory: what a restarted
     /// app sees.
-    func makeLoader(freshness: DiskFreshnessPolicy = .httpHeaders) -> (ImageLoader, DiskCache) {
+    func makeLoader(freshness: DiskCache.FreshnessPolicy = .httpHeaders) -> (ImageLoader, DiskCache) {
         let disk = DiskCache(directory: directory)
         let loader = ImageLoader(
             configuration: .init(retryPolicy: .none, diskCache: disk, diskCachePolicy: .both, diskFreshnessPolicy: freshness),

@@ -54,7 +54,7 @@ extension MainThreadSuites {
             defer { server.stop() }
             routeNumbered(1..<2)
             server.route("/never.png") { _ in .stall() }
-            let placeholder = try ImageDecoderRegistry.shared.decode(pngData(200))
+            let placeholder = try ImageDecoders.Registry.shared.decode(pngData(200))
             for cancelFirst in [true, false] {
                 let view = RecordingView(makeTargets())
                 view.expected = 1
@@ -284,7 +284,7 @@ extension MainThreadSuites {
             defer { server.stop() }
             routeNumbered(1..<3)
             server.route("/never.png") { _ in .stall() }
-            let first = try ImageDecoderRegistry.shared.decode(pngData(77))
+            let first = try ImageDecoders.Registry.shared.decode(pngData(77))
             let view = RecordingView(makeTargets(), firstImage: first)
             view.expected = 1
             view.setImage(with: server.url("/1.png"))
@@ -296,7 +296,7 @@ extension MainThreadSuites {
             view.setImage(with: server.url("/2.png"))
             #expect(view.contents.last?.phase == .loading && view.contents.last?.image?.bitmap[0, 0].r == 77)
             await waitUntil { view.shown == [1, 2] }
-            let own = try ImageDecoderRegistry.shared.decode(pngData(88))
+            let own = try ImageDecoders.Registry.shared.decode(pngData(88))
             view.expected = nil
             view.setImage(with: server.url("/never.png"), placeholder: own)
             #expect(view.contents.last?.image?.bitmap[0, 0].r == 88)

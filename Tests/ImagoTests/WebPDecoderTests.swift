@@ -3,7 +3,7 @@ import CLibPNG
 import CLibWebP
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// One corpus WebP and what it is, as `webpinfo` and `webpmux -info` (libwebp 1.2.4)

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import Imago
+@_spi(Internals) import Imago
 
 /// The committed test files under `Tests/ImagoTests/Fixtures`, and their reference
 /// decodes: PNG files made by another decoder (Pillow, or the format's own command-line

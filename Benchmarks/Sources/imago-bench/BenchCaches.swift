@@ -57,7 +57,7 @@ enum CacheBenchmark {
 
         var start = ContinuousClock.now
         var thumbnails: [DecodedImage] = []
-        for photo in sample { thumbnails.append(try ImageDecoderRegistry.shared.decode(photo, options: thumbnail)) }
+        for photo in sample { thumbnails.append(try ImageDecoders.Registry.shared.decode(photo, options: thumbnail)) }
         let cold = (ContinuousClock.now - start).seconds / Double(sample.count)
 
         for (index, image) in thumbnails.enumerated() {
@@ -69,7 +69,7 @@ enum CacheBenchmark {
         start = ContinuousClock.now
         for index in thumbnails.indices {
             guard let record = reopened.record(forKey: "thumbnail-\(index)") else { throw BenchError(message: "a stored thumbnail was lost") }
-            _ = try ImageDecoderRegistry.shared.decode(record.data)
+            _ = try ImageDecoders.Registry.shared.decode(record.data)
         }
         let stored = (ContinuousClock.now - start).seconds / Double(thumbnails.count)
 

@@ -42,7 +42,7 @@ private func timeConcurrently(count: Int, options: DecodingOptions, data: @Senda
 
 func decodeOrThrow(_ data: Data, options: DecodingOptions) throws -> DecodedImage {
     do throws(ImagoError) {
-        return try ImageDecoderRegistry.shared.decode(data, options: options)
+        return try ImageDecoders.Registry.shared.decode(data, options: options)
     } catch {
         throw BenchError(message: error.description)
     }

@@ -43,12 +43,12 @@ extension DiskCache: HTTPCacheTier {
 
 /// HTTP caching of originals, and of the variants made from them, over one tier:
 /// what a load may use as it is, what it asks the server to confirm, and what it
-/// keeps of the answer. The rules (RFC 9111 freshness as `DiskFreshnessPolicy`
+/// keeps of the answer. The rules (RFC 9111 freshness as `DiskCache.FreshnessPolicy`
 /// adjusts it, RFC 5861's stale-while-revalidate and stale-if-error) are applied here
 /// alone; the stages ask and act on the answers.
 struct HTTPCache: Sendable {
     let tier: any HTTPCacheTier
-    let freshnessPolicy: DiskFreshnessPolicy
+    let freshnessPolicy: DiskCache.FreshnessPolicy
     /// How long past its freshness a stored response may stand in after a network
     /// failure, unless it says otherwise; nil for never.
     let staleIfErrorAllowance: Double?
@@ -95,7 +95,7 @@ struct HTTPCache: Sendable {
     /// Returns the image's bytes, where they came from, and their freshness.
     func update(
         with response: DataResponse, for url: URL, stored: Stored?, key: String, at now: Date
-    ) -> (bytes: OriginalBytes, source: ImageSource, metadata: HTTPCacheMetadata?) {
+    ) -> (bytes: OriginalBytes, source: ImageResponse.Source, metadata: HTTPCacheMetadata?) {
         if response.statusCode == 304, let stored {
             let updated = stored.metadata.updated(with: response.headers, statusCode: 304, at: now)
             // The stored bytes are read here only to write the record again or

@@ -18,8 +18,8 @@ public protocol ImageCaching: AnyObject, Sendable {
 extension ImageResponse {
     /// The response for an image that was at hand and cost nothing to load: one the
     /// memory cache held, or one from the platform's named-image cache (`.local`).
-    package init(image: DecodedImage, url: URL, source: ImageSource) {
-        self.init(image: image, url: url, source: source, metrics: ImageMetrics())
+    package init(image: DecodedImage, url: URL, source: ImageResponse.Source) {
+        self.init(image: image, url: url, source: source, metrics: ImageResponse.Metrics())
     }
 }
 
@@ -263,7 +263,7 @@ public final class ImageCache: ImageCaching {
     }
 
     /// Removes least recently used images until at most `count` remain.
-    public func trim(toCount count: Int) {
+    package func trim(toCount count: Int) {
         let evicted = state.withLock { state -> [DecodedImage] in
             var evicted: [DecodedImage] = []
             state.evict(into: &evicted) { $0.list.count > count }
@@ -274,7 +274,7 @@ public final class ImageCache: ImageCaching {
 
     /// Removes every expired image now rather than when it is next touched: O(n), for
     /// a periodic sweep or before a memory-hungry task.
-    public func removeExpired() {
+    package func removeExpired() {
         let now = clock()
         let evicted = state.withLock { state -> [DecodedImage] in
             var evicted: [DecodedImage] = []
@@ -289,7 +289,7 @@ public final class ImageCache: ImageCaching {
         _ = evicted
     }
 
-    private func respond(to level: MemoryPressureLevel) {
+    private func respond(to level: MemoryPressureMonitor.Level) {
         switch level {
         case .warning:
             let target = totalCost / 2

@@ -1,6 +1,6 @@
 /// Values by string key, the least recently used dropped first, within a total cost
 /// and a count, each served for at most a time to live after it was stored: the
-/// store behind `RecentOriginals` and `RecentFailures`. O(1) under one short lock.
+/// store behind `ImageLoader.RecentOriginals` and `ImageLoader.RecentFailures`. O(1) under one short lock.
 final class RecentMemory<Value: Sendable>: Sendable {
     private struct Entry {
         var value: Value

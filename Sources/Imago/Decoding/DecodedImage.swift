@@ -54,7 +54,7 @@ public struct DecodedImage: Sendable {
 
     /// Makes an animation from its decoded first frame and its frames on demand (nil
     /// for a still image).
-    public init(
+    package init(
         firstFrame: Frame, animation: AnimatedFrames?, loopCount: Int, format: ImageFormat,
         orientation: ImageOrientation = .up, isPartial: Bool = false
     ) {

@@ -17,7 +17,7 @@ public struct DecodingOptions: Sendable, Hashable {
     /// The default limit on a JPEG's scans: 200. A progressive photo has about ten
     /// (a few dozen at most from any encoder); each scan passes over the whole image,
     /// so a small file of thousands of empty scans would hold a core for minutes.
-    public static let defaultMaximumScanCount = 200
+    package static let defaultMaximumScanCount = 200
 
     /// The most pixels one image (an animation's canvas) may have; checked from the
     /// header before any pixel buffer exists.
@@ -73,7 +73,7 @@ public struct DecodingOptions: Sendable, Hashable {
 /// A decoder for one or more formats.
 ///
 /// Conform to add a format Imago lacks (JPEG XL, say) or to replace a built-in decoder,
-/// then register it with `ImageDecoderRegistry.shared.register(_:)`.
+/// then register it with `ImageDecoders.Registry.shared.register(_:)`.
 public protocol ImageDecoding: Sendable {
     /// Whether this decoder takes `data`, whose sniffed format is `format` (nil when
     /// Imago did not recognise it; a decoder for a format Imago does not know looks at
@@ -87,65 +87,67 @@ public protocol ImageDecoding: Sendable {
 }
 
 /// The built-in decoders, one a format: on Linux Debian's codecs (and Imago's own for
-/// BMP and ICO), on Apple platforms ImageIO. `ImageDecoderRegistry.shared` asks them
+/// BMP and ICO), on Apple platforms ImageIO. `ImageDecoders.Registry.shared` asks them
 /// all; use one directly to decode a format known in advance, or list them in a
 /// registry of one's own.
 public enum ImageDecoders {}
 
-/// The decoders Imago uses, found by the format of the data.
-///
-/// Decoders registered later are asked first, so a registered decoder can replace a
-/// built-in one.
-public final class ImageDecoderRegistry: Sendable {
-    /// The registry the loader and the `imago` tool use.
-    public static let shared = ImageDecoderRegistry()
-
-    private let decoders: Locked<[any ImageDecoding]>
-
-    /// Makes a registry with the platform's built-in decoders.
-    public init() {
-        decoders = Locked(Self.builtIn)
-    }
-
-    /// Makes a registry with exactly `decoders`, in order of preference.
-    public init(decoders: [any ImageDecoding]) {
-        self.decoders = Locked(decoders)
-    }
-
-    /// Adds a decoder, asked before those already registered.
-    public func register(_ decoder: any ImageDecoding) {
-        decoders.withLock { $0.insert(decoder, at: 0) }
-    }
-
-    /// The decoder that would take `data`, if any.
-    public func decoder(for data: Data) -> (any ImageDecoding)? {
-        let format = ImageFormat.detect(data)
-        return decoders.withLock { $0 }.first { $0.canDecode(data, format: format) }
-    }
-
-    /// Decodes `data` with the first decoder that takes it, at `options.targetSize`
-    /// when one is given.
+extension ImageDecoders {
+    /// The decoders Imago uses, found by the format of the data.
     ///
-    /// Decoders that can decode small (JPEG, WebP) do so themselves; whatever a
-    /// decoder returns is then fitted to the target, which leaves an image that
-    /// already fits untouched.
-    public func decode(_ data: Data, options: DecodingOptions = DecodingOptions()) throws(ImagoError) -> DecodedImage {
-        guard let decoder = decoder(for: data) else {
-            throw .unsupportedFormat(ImageFormat.detect(data))
-        }
-        let image = try decoder.decode(data, options: options)
-        return options.targetSize.map { image.fitted(to: $0) } ?? image
-    }
+    /// Decoders registered later are asked first, so a registered decoder can replace a
+    /// built-in one.
+    public final class Registry: Sendable {
+        /// The registry the loader and the `imago` tool use.
+        public static let shared = ImageDecoders.Registry()
 
-    /// The decoders this platform has without any registration.
-    static var builtIn: [any ImageDecoding] {
-        #if os(Linux)
-        [ImageDecoders.JPEG(), ImageDecoders.PNG(), ImageDecoders.GIF(), ImageDecoders.WebP(), ImageDecoders.BMP(), ImageDecoders.ICO(), ImageDecoders.TIFF(), ImageDecoders.AVIF(), ImageDecoders.HEIF()]
-        #elseif canImport(ImageIO)
-        [ImageDecoders.ImageIO()]
-        #else
-        []
-        #endif
+        private let decoders: Locked<[any ImageDecoding]>
+
+        /// Makes a registry with the platform's built-in decoders.
+        public init() {
+            decoders = Locked(Self.builtIn)
+        }
+
+        /// Makes a registry with exactly `decoders`, in order of preference.
+        public init(decoders: [any ImageDecoding]) {
+            self.decoders = Locked(decoders)
+        }
+
+        /// Adds a decoder, asked before those already registered.
+        public func register(_ decoder: any ImageDecoding) {
+            decoders.withLock { $0.insert(decoder, at: 0) }
+        }
+
+        /// The decoder that would take `data`, if any.
+        public func decoder(for data: Data) -> (any ImageDecoding)? {
+            let format = ImageFormat.detect(data)
+            return decoders.withLock { $0 }.first { $0.canDecode(data, format: format) }
+        }
+
+        /// Decodes `data` with the first decoder that takes it, at `options.targetSize`
+        /// when one is given.
+        ///
+        /// Decoders that can decode small (JPEG, WebP) do so themselves; whatever a
+        /// decoder returns is then fitted to the target, which leaves an image that
+        /// already fits untouched.
+        public func decode(_ data: Data, options: DecodingOptions = DecodingOptions()) throws(ImagoError) -> DecodedImage {
+            guard let decoder = decoder(for: data) else {
+                throw .unsupportedFormat(ImageFormat.detect(data))
+            }
+            let image = try decoder.decode(data, options: options)
+            return options.targetSize.map { image.fitted(to: $0) } ?? image
+        }
+
+        /// The decoders this platform has without any registration.
+        static var builtIn: [any ImageDecoding] {
+            #if os(Linux)
+            [ImageDecoders.JPEG(), ImageDecoders.PNG(), ImageDecoders.GIF(), ImageDecoders.WebP(), ImageDecoders.BMP(), ImageDecoders.ICO(), ImageDecoders.TIFF(), ImageDecoders.AVIF(), ImageDecoders.HEIF()]
+            #elseif canImport(ImageIO)
+            [ImageDecoders.ImageIO()]
+            #else
+            []
+            #endif
+        }
     }
 }
 

@@ -28,9 +28,9 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
     /// Servers and CDNs that negotiate (Cloudflare, imgix, Akamai, Next.js) send AVIF
     /// or WebP only to clients that name them, and JPEG or PNG otherwise; naming a
     /// format this build cannot decode would get an image that fails to decode.
-    public static let acceptHeader: String = {
+    package static let acceptHeader: String = {
         let negotiated: [(ImageFormat, String)] = [(.avif, "image/avif"), (.webp, "image/webp")]
-        let decoders = ImageDecoderRegistry.builtIn
+        let decoders = ImageDecoders.Registry.builtIn
         let named = negotiated.filter { format, _ in decoders.contains { $0.canDecode(Data(), format: format) } }
         return (named.map(\.1) + ["image/*;q=0.8"]).joined(separator: ",")
     }()

@@ -29,7 +29,7 @@ public final class CurlDataLoader: DataLoading {
     /// Fewer once the process runs short of descriptors while it loads: a socket that
     /// would leave fewer than three free is refused, and the limit comes down to the
     /// connections held, so later loads wait for one of them (`CurlSockets`).
-    public let connectionLimit: Int
+    package let connectionLimit: Int
 
     private struct DriverSlot {
         /// The thread and multi handle, made by the first load that finds
@@ -83,7 +83,7 @@ public final class CurlDataLoader: DataLoading {
     /// process opens while loads run: files of the disk cache, pipes, and the
     /// `/proc` files libdispatch opens when it starts a thread, which abort the
     /// process when they cannot be opened.
-    public static func connectionBudget() -> Int {
+    package static func connectionBudget() -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 64 }
         let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 16

@@ -14,9 +14,9 @@ import FoundationNetworking
 /// Apple platforms, where URLSession is the system's own client.
 public final class DefaultDataLoader: DataLoading {
     /// Loads the URLs its `canLoad(_:)` takes that are not local: `http` and `https`.
-    public let network: any DataLoading
+    package let network: any DataLoading
     /// Loads `file` and `data` URLs.
-    public let local: LocalDataLoader
+    package let local: LocalDataLoader
 
     /// Makes a loader from its two halves; the network half is a seam so that tests
     /// and benchmarks can put another HTTP client behind the same routing.

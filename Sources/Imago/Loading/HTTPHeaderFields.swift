@@ -5,13 +5,13 @@ import FoundationNetworking
 
 extension ImageLoader {
     /// Imago's version, as its User-Agent gives it.
-    public static let version = "0.1.0"
+    package static let version = "0.1.0"
     /// `Imago/<version>`: the User-Agent both network loaders (curl and
     /// URLSession) send unless the request, the loader configuration's `headers`,
     /// or the data loader's `httpAdditionalHeaders` set one. Some servers and CDNs
     /// refuse requests without one, and a server's logs can tell Imago's requests
     /// from others'.
-    public static let defaultUserAgent = "Imago/\(version)"
+    package static let defaultUserAgent = "Imago/\(version)"
 }
 
 extension ImageLoader.Configuration {

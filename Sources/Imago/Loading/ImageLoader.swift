@@ -133,10 +133,10 @@ public final class ImageLoader: Sendable {
     /// is kept, where `image(for:)` asks the server when the headers say to.
     public func cachedResponse(for request: ImageRequest) async -> ImageResponse? {
         if let image = cachedImage(for: request) {
-            return ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageMetrics())
+            return ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageResponse.Metrics())
         }
         let pipeline = pipeline
-        let found = await withCheckedContinuation { (continuation: CheckedContinuation<(DecodedImage, ImageMetrics)?, Never>) in
+        let found = await withCheckedContinuation { (continuation: CheckedContinuation<(DecodedImage, ImageResponse.Metrics)?, Never>) in
             DispatchQueue.global(qos: .userInitiated).async {
                 continuation.resume(returning: pipeline.storedImage(for: request))
             }
@@ -153,7 +153,7 @@ public final class ImageLoader: Sendable {
     /// (then `DiskCache.flush()`), so that what it learned is not lost with the
     /// process; an app need not. Returns whether all of it ended.
     @discardableResult
-    public func waitForBackgroundWork(timeout seconds: Double) async -> Bool {
+    package func waitForBackgroundWork(timeout seconds: Double) async -> Bool {
         await pipeline.backgroundWorkEnded(within: seconds)
     }
 
@@ -173,7 +173,7 @@ public final class ImageLoader: Sendable {
             return task
         }
         if let image = cache?.image(forKey: task.key) {
-            task.complete(.success(ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageMetrics())))
+            task.complete(.success(ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageResponse.Metrics())))
             return task
         }
         pipeline.submit(task)

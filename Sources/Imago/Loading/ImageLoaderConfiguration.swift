@@ -11,7 +11,7 @@ extension ImageLoader {
         /// `http` and `https`, the file system for `file:`, the URL itself for `data:`.
         public var dataLoader: any DataLoading
         /// Decoders.
-        public var decoders: ImageDecoderRegistry
+        public var decoders: ImageDecoders.Registry
         /// When and how often failed transfers are tried again.
         public var retryPolicy: RetryPolicy
         /// The largest image decoded (pixels; an animation's canvas counts once).
@@ -32,10 +32,10 @@ extension ImageLoader {
         public var sharedCache: SharedCache?
         /// What the disk tier keeps: by default (`.both`) the originals, and the sized
         /// or processed images of requests that ask for a size or processing.
-        public var diskCachePolicy: DiskCachePolicy
+        public var diskCachePolicy: DiskCache.Policy
         /// When a stored image is used without asking the server: by HTTP's rules
         /// (the default), or for a set time whatever the headers say.
-        public var diskFreshnessPolicy: DiskFreshnessPolicy
+        public var diskFreshnessPolicy: DiskCache.FreshnessPolicy
         /// How long past its freshness a stored image may still be served when the
         /// network fails (unless the server forbade it); nil never to.
         public var staleIfErrorAllowance: Double?
@@ -52,11 +52,11 @@ extension ImageLoader {
         /// The files of recent network loads, kept so that a repeat of a URL costs a
         /// decode, not a transfer; nil to keep none. Used only by a loader with a
         /// memory cache.
-        public var recentOriginals: RecentOriginals?
+        public var recentOriginals: ImageLoader.RecentOriginals?
         /// Failures a repeat would meet again (a 4xx, bytes that do not decode),
         /// remembered so that repeats fail at once without a request; nil to remember
         /// none. Used only by a loader with a memory cache.
-        public var recentFailures: RecentFailures?
+        public var recentFailures: ImageLoader.RecentFailures?
 
         /// The defaults, made for apps: `ImageCache.shared` in memory, no disk tier,
         /// two transfers at a time.
@@ -70,20 +70,20 @@ extension ImageLoader {
         /// server or a tool, start from `server(diskCache:concurrentLoads:dataLoader:)`.
         public init(
             dataLoader: any DataLoading = DefaultDataLoader(),
-            decoders: ImageDecoderRegistry = .shared,
+            decoders: ImageDecoders.Registry = .shared,
             retryPolicy: RetryPolicy = RetryPolicy(),
             maximumPixelCount: Int = DecodingOptions.defaultMaximumPixelCount,
             headers: [String: String] = [:],
             requestModifier: (@Sendable (URLRequest) -> URLRequest)? = nil,
             diskCache: DiskCache? = nil,
-            diskCachePolicy: DiskCachePolicy = .both,
-            diskFreshnessPolicy: DiskFreshnessPolicy = .httpHeaders,
+            diskCachePolicy: DiskCache.Policy = .both,
+            diskFreshnessPolicy: DiskCache.FreshnessPolicy = .httpHeaders,
             staleIfErrorAllowance: Double? = 7 * 86400,
             concurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount,
             concurrentLoads: Int = 2,
             memoryTier: MemoryTier = .shared,
-            recentOriginals: RecentOriginals? = RecentOriginals(),
-            recentFailures: RecentFailures? = RecentFailures()
+            recentOriginals: ImageLoader.RecentOriginals? = ImageLoader.RecentOriginals(),
+            recentFailures: ImageLoader.RecentFailures? = ImageLoader.RecentFailures()
         ) {
             self.dataLoader = dataLoader
             self.decoders = decoders
@@ -161,53 +161,57 @@ extension ImageLoader {
     }
 }
 
-/// What the disk tier keeps of loaded images.
-///
-/// Sized and processed images ("variants") are kept in a compact lossless form with
-/// their original's HTTP freshness, and answer only while it holds; then the
-/// original is revalidated and the variant made again. A request with neither a
-/// target size nor processors has no variant: its image is the original decoded.
-public enum DiskCachePolicy: String, Sendable, Hashable, Codable {
-    /// The bytes as the server sent them, with their HTTP freshness: any size or
-    /// processing can be made from them again, and they revalidate cheaply.
-    case originals
-    /// The sized and processed result only: the fastest hit for a thumbnail, but
-    /// once stale, or for any other size, the original is fetched whole.
-    case processed
-    /// The originals, and the variants of requests that ask for a size or processing,
-    /// as Nuke's automatic policy keeps them: a thumbnail comes back from disk without
-    /// decoding its photo again, any other size is made from the kept original, and a
-    /// stale one revalidates with a bodiless 304. The default.
-    case both
+extension DiskCache {
+    /// What the disk tier keeps of loaded images.
+    ///
+    /// Sized and processed images ("variants") are kept in a compact lossless form with
+    /// their original's HTTP freshness, and answer only while it holds; then the
+    /// original is revalidated and the variant made again. A request with neither a
+    /// target size nor processors has no variant: its image is the original decoded.
+    public enum Policy: String, Sendable, Hashable, Codable {
+        /// The bytes as the server sent them, with their HTTP freshness: any size or
+        /// processing can be made from them again, and they revalidate cheaply.
+        case originals
+        /// The sized and processed result only: the fastest hit for a thumbnail, but
+        /// once stale, or for any other size, the original is fetched whole.
+        case processed
+        /// The originals, and the variants of requests that ask for a size or processing,
+        /// as Nuke's automatic policy keeps them: a thumbnail comes back from disk without
+        /// decoding its photo again, any other size is made from the kept original, and a
+        /// stale one revalidates with a bodiless 304. The default.
+        case both
 
-    var storesOriginals: Bool { self != .processed }
-    var storesProcessed: Bool { self != .originals }
+        var storesOriginals: Bool { self != .processed }
+        var storesProcessed: Bool { self != .originals }
+    }
 }
 
-/// When the disk tier uses a stored image without asking the server.
-///
-/// Under HTTP's rules an image whose server sends `Cache-Control: no-cache`, or no
-/// freshness at all, is confirmed with the server (a conditional request, answered
-/// by a bodiless 304 while it has not changed) at every load from disk. An app that
-/// would rather not wait for that, and accepts showing an image that changed on the
-/// server for a while, trusts its disk tier for a set time instead, as Kingfisher does
-/// for 7 days by default.
-public enum DiskFreshnessPolicy: Sendable, Hashable {
-    /// HTTP's rules alone: `max-age`, `Expires`, `no-cache` and the heuristic from
-    /// `Last-Modified` decide. The default.
-    case httpHeaders
-    /// A stored image, original or sized variant, is used without asking the server
-    /// for `seconds` after it arrived (or the server last confirmed it), whatever its
-    /// headers say; after that HTTP's rules decide. `no-store` responses are never
-    /// stored, so never trusted.
-    case trusted(seconds: Double)
+extension DiskCache {
+    /// When the disk tier uses a stored image without asking the server.
+    ///
+    /// Under HTTP's rules an image whose server sends `Cache-Control: no-cache`, or no
+    /// freshness at all, is confirmed with the server (a conditional request, answered
+    /// by a bodiless 304 while it has not changed) at every load from disk. An app that
+    /// would rather not wait for that, and accepts showing an image that changed on the
+    /// server for a while, trusts its disk tier for a set time instead, as Kingfisher does
+    /// for 7 days by default.
+    public enum FreshnessPolicy: Sendable, Hashable {
+        /// HTTP's rules alone: `max-age`, `Expires`, `no-cache` and the heuristic from
+        /// `Last-Modified` decide. The default.
+        case httpHeaders
+        /// A stored image, original or sized variant, is used without asking the server
+        /// for `seconds` after it arrived (or the server last confirmed it), whatever its
+        /// headers say; after that HTTP's rules decide. `no-store` responses are never
+        /// stored, so never trusted.
+        case trusted(seconds: Double)
 
-    /// Whether a stored response with `metadata` may be used at `now` without asking
-    /// the server.
-    func isFresh(_ metadata: HTTPCacheMetadata, at now: Date) -> Bool {
-        if case .fresh = metadata.freshness(at: now) { return true }
-        guard case .trusted(let seconds) = self, metadata.isStorable else { return false }
-        return now.timeIntervalSince(metadata.storedAt) < seconds
+        /// Whether a stored response with `metadata` may be used at `now` without asking
+        /// the server.
+        func isFresh(_ metadata: HTTPCacheMetadata, at now: Date) -> Bool {
+            if case .fresh = metadata.freshness(at: now) { return true }
+            guard case .trusted(let seconds) = self, metadata.isStorable else { return false }
+            return now.timeIntervalSince(metadata.storedAt) < seconds
+        }
     }
 }
 

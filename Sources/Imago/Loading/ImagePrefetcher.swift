@@ -38,7 +38,7 @@ public final class ImagePrefetcher: Sendable {
         public var isFinished: Bool { finished == total }
 
         /// Makes progress from its counts.
-        public init(total: Int = 0, completed: Int = 0, failed: Int = 0, cancelled: Int = 0) {
+        package init(total: Int = 0, completed: Int = 0, failed: Int = 0, cancelled: Int = 0) {
             self.total = total
             self.completed = completed
             self.failed = failed

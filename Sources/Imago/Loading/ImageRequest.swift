@@ -69,7 +69,7 @@ public struct ImageRequest: Sendable {
     public var priority: Priority
     /// Names the resource in place of the URL's absolute string, for URLs whose query
     /// changes but whose image does not (signed URLs); nil to use the URL.
-    public var imageKeyOverride: String?
+    package var imageKeyOverride: String?
     /// Partial images and progressive previews; none by default.
     public var options: Options
 
@@ -124,48 +124,52 @@ public struct ImageRequest: Sendable {
     }
 }
 
-/// Where a loaded image came from.
-public enum ImageSource: String, Sendable, Codable {
-    /// Memory: the memory cache, or the file of a recent network load
-    /// (`RecentOriginals`), decoded again.
-    case memory
-    /// The disk cache, without asking the server.
-    case disk
-    /// The disk cache, after the server said the stored image had not changed (a
-    /// `304 Not Modified` to a conditional request): one round trip, no body, and a
-    /// stored thumbnail is used as it is, not made again from its original.
-    case revalidated
-    /// The cache shared by a fleet (``SharedCache``, on Redis), without asking the
-    /// server: another machine fetched or made the image.
-    case shared
-    /// The data loader, for a remote resource (`ImageRequest.Resource.remote`).
-    case network
-    /// A local resource (`ImageRequest.Resource.local`): a file or a `data:` URL.
-    case local
+extension ImageResponse {
+    /// Where a loaded image came from.
+    public enum Source: String, Sendable, Codable {
+        /// Memory: the memory cache, or the file of a recent network load
+        /// (`ImageLoader.RecentOriginals`), decoded again.
+        case memory
+        /// The disk cache, without asking the server.
+        case disk
+        /// The disk cache, after the server said the stored image had not changed (a
+        /// `304 Not Modified` to a conditional request): one round trip, no body, and a
+        /// stored thumbnail is used as it is, not made again from its original.
+        case revalidated
+        /// The cache shared by a fleet (``SharedCache``, on Redis), without asking the
+        /// server: another machine fetched or made the image.
+        case shared
+        /// The data loader, for a remote resource (`ImageRequest.Resource.remote`).
+        case network
+        /// A local resource (`ImageRequest.Resource.local`): a file or a `data:` URL.
+        case local
+    }
 }
 
-/// Timings and sizes of one load. The seconds add up to the load's time from its
-/// start to its result, but for the moments between stages (microseconds); a
-/// request that joined a load already in flight shares that load's metrics.
-public struct ImageMetrics: Sendable {
-    /// Seconds spent waiting for a free transfer slot (`concurrentLoads`).
-    public var queued: Double = 0
-    /// Seconds spent transferring, retries included.
-    public var transfer: Double = 0
-    /// Seconds spent waiting for a free decoding slot
-    /// (`ImageLoader.Configuration.concurrentDecodes`), before decoding and before
-    /// processing, and looking for a sized variant on disk that was not there. With
-    /// more finished transfers than cores this is where a load's time goes.
-    public var decodeQueued: Double = 0
-    /// Seconds spent decoding (and sizing).
-    public var decode: Double = 0
-    /// Seconds spent in processors.
-    public var processing: Double = 0
-    /// Bytes received: the body as transferred (none for a bodiless 304, whose
-    /// image comes from the disk tier), or as read from a cache or a local file.
-    public var bytes: Int = 0
-    /// Transfer attempts made (1 without retries; 0 when a cache answered).
-    public var attempts: Int = 0
+extension ImageResponse {
+    /// Timings and sizes of one load. The seconds add up to the load's time from its
+    /// start to its result, but for the moments between stages (microseconds); a
+    /// request that joined a load already in flight shares that load's metrics.
+    public struct Metrics: Sendable {
+        /// Seconds spent waiting for a free transfer slot (`concurrentLoads`).
+        public var queued: Double = 0
+        /// Seconds spent transferring, retries included.
+        public var transfer: Double = 0
+        /// Seconds spent waiting for a free decoding slot
+        /// (`ImageLoader.Configuration.concurrentDecodes`), before decoding and before
+        /// processing, and looking for a sized variant on disk that was not there. With
+        /// more finished transfers than cores this is where a load's time goes.
+        public var decodeQueued: Double = 0
+        /// Seconds spent decoding (and sizing).
+        public var decode: Double = 0
+        /// Seconds spent in processors.
+        public var processing: Double = 0
+        /// Bytes received: the body as transferred (none for a bodiless 304, whose
+        /// image comes from the disk tier), or as read from a cache or a local file.
+        public var bytes: Int = 0
+        /// Transfer attempts made (1 without retries; 0 when a cache answered).
+        public var attempts: Int = 0
+    }
 }
 
 /// A loaded image with where it came from.
@@ -175,9 +179,9 @@ public struct ImageResponse: Sendable {
     /// The URL requested.
     public let url: URL
     /// Which tier answered.
-    public let source: ImageSource
+    public let source: ImageResponse.Source
     /// What the load cost.
-    public let metrics: ImageMetrics
+    public let metrics: ImageResponse.Metrics
     /// The HTTP freshness of the original the image was made from, when known: the
     /// disk tier keeps sized and processed variants with it, so they expire with it.
     var httpMetadata: HTTPCacheMetadata?

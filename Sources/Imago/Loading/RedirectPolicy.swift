@@ -4,14 +4,14 @@ import Foundation
 /// to a scheme other than http(s), and never from https down to http unless allowed.
 ///
 /// A pure value, so the decision can be tested without a TLS server.
-public struct RedirectPolicy: Sendable, Hashable {
+package struct RedirectPolicy: Sendable, Hashable {
     /// How many redirects one load may follow.
-    public var maximumRedirects: Int
+    package var maximumRedirects: Int
     /// Whether `https` may redirect to `http`.
-    public var allowsHTTPSDowngrade: Bool
+    package var allowsHTTPSDowngrade: Bool
 
     /// Makes a policy; the defaults are the safe ones.
-    public init(maximumRedirects: Int = 10, allowsHTTPSDowngrade: Bool = false) {
+    package init(maximumRedirects: Int = 10, allowsHTTPSDowngrade: Bool = false) {
         self.maximumRedirects = maximumRedirects
         self.allowsHTTPSDowngrade = allowsHTTPSDowngrade
     }
@@ -19,7 +19,7 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// Checks a redirect from `source` to `target`, where `seen` holds every URL of
     /// this load so far, the original first. Throws `ImagoError.redirectRefused`
     /// naming the target and the reason.
-    public func check(from source: URL, to target: URL, seen: [URL]) throws(ImagoError) {
+    package func check(from source: URL, to target: URL, seen: [URL]) throws(ImagoError) {
         let refuse = { (reason: String) -> ImagoError in .redirectRefused(url: target.absoluteString, reason: reason) }
         let targetScheme = target.scheme?.lowercased() ?? ""
         guard targetScheme == "http" || targetScheme == "https" else {

@@ -74,7 +74,7 @@ public struct RetryPolicy: Sendable {
     ///   - retryAfter: the failed response's `Retry-After` header, if any: seconds or
     ///     an HTTP-date; it replaces the computed backoff, capped at `maximumDelay`.
     ///   - now: the time an HTTP-date is measured from.
-    public func delay(afterAttempt attempt: Int, error: ImagoError, retryAfter: String?, now: Date = Date()) -> Double? {
+    package func delay(afterAttempt attempt: Int, error: ImagoError, retryAfter: String?, now: Date = Date()) -> Double? {
         guard attempt < maximumAttempts, isRetryable(error) else { return nil }
         if let retryAfter, let seconds = Self.retryAfterSeconds(retryAfter, now: now) {
             return min(seconds, max(maximumDelay, 0))
@@ -85,7 +85,7 @@ public struct RetryPolicy: Sendable {
 
     /// The delay ceiling after attempt number `attempt`, before jitter:
     /// `baseDelay × multiplier^(attempt − 1)`, at most `maximumDelay`.
-    public func backoff(afterAttempt attempt: Int) -> Double {
+    package func backoff(afterAttempt attempt: Int) -> Double {
         let cap = max(maximumDelay, 0)
         var delay = min(max(baseDelay, 0), cap)
         var step = 1
@@ -99,7 +99,7 @@ public struct RetryPolicy: Sendable {
     }
 
     /// Whether `error` is worth another attempt at all.
-    public func isRetryable(_ error: ImagoError) -> Bool {
+    package func isRetryable(_ error: ImagoError) -> Bool {
         switch error {
         case .network(_, _, let code, let errno):
             return Self.isTransient(code: code, errno: errno)
@@ -125,7 +125,7 @@ public struct RetryPolicy: Sendable {
     /// is the server's answer or the client's refusal, and would come out the same:
     /// untrusted certificates, a reply that is not HTTP, undecodable content, a
     /// server that wants credentials.
-    public static func isTransient(code: URLError.Code, errno: Int32?) -> Bool {
+    package static func isTransient(code: URLError.Code, errno: Int32?) -> Bool {
         if let errno, transientErrnos.contains(errno) { return true }
         return transientCodes.contains(code)
     }
@@ -143,7 +143,7 @@ public struct RetryPolicy: Sendable {
     /// Seconds to wait per a `Retry-After` value (RFC 9110 §10.2.3): a number of
     /// seconds, or an HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime
     /// forms) measured from `now`. A date in the past gives 0; anything else, nil.
-    public static func retryAfterSeconds(_ value: String, now: Date) -> Double? {
+    package static func retryAfterSeconds(_ value: String, now: Date) -> Double? {
         let text = value.trimmingHTTPWhitespace
         guard !text.isEmpty else { return nil }
         if text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber) {

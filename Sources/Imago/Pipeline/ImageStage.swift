@@ -79,7 +79,7 @@ extension ImageStage {
         switch work.variants?.lookUpVariant(work.key.variantDiskKey, at: Date()) ?? .miss {
         case .fresh(let data, let metadata):
             if let image = pipeline.decodeVariant(data) {
-                var metrics = ImageMetrics()
+                var metrics = ImageResponse.Metrics()
                 metrics.decodeQueued = (start - queuedAt).seconds
                 metrics.decode = (ContinuousClock.now - start).seconds
                 var response = ImageResponse(image: image, url: work.request.url, source: .disk, metrics: metrics)
@@ -93,7 +93,7 @@ extension ImageStage {
         case .miss:
             if let shared = work.shared, let (data, metadata, checksum) = pipeline.sharedVariant(work.key, of: work.request, in: shared),
                let image = pipeline.decodeVariant(data) {
-                var metrics = ImageMetrics()
+                var metrics = ImageResponse.Metrics()
                 metrics.decodeQueued = (start - queuedAt).seconds
                 metrics.decode = (ContinuousClock.now - start).seconds
                 var response = ImageResponse(image: image, url: work.request.url, source: .shared, metrics: metrics)
@@ -146,7 +146,7 @@ extension ImageStage {
     /// again only when the 304 changed something a later load reads. False when there
     /// is no such variant, or it no longer decodes (dropped then).
     func answerWithConfirmedVariant(
-        work: ImageWork, source: ImageSource, metrics: ImageMetrics, metadata: HTTPCacheMetadata?, run: StageRun
+        work: ImageWork, source: ImageResponse.Source, metrics: ImageResponse.Metrics, metadata: HTTPCacheMetadata?, run: StageRun
     ) -> Bool {
         guard source == .revalidated, let variant = work.staleVariant, let metadata, let variants = work.variants,
               variants.confirms(metadata, variant: variant.metadata)
@@ -277,7 +277,7 @@ struct DecodingStage: ImageStage {
         let options = pipeline.decodingOptions(targetSize: work.key.targetSize, timeout: pipeline.loadingTimeout)
         guard let image = try? configuration.decoders.decode(data, options: options) else { return }
         let preview = ImageResponse(
-            image: image.isPartial ? image : image.markedPartial, url: work.request.url, source: .network, metrics: ImageMetrics())
+            image: image.isPartial ? image : image.markedPartial, url: work.request.url, source: .network, metrics: ImageResponse.Metrics())
         pipeline.reportPreview(.preview(preview), to: stage)
     }
 }
@@ -305,7 +305,7 @@ struct ProcessingStage: ImageStage {
     func buildUpstream(work: ImageWork, waited: Double, in graph: inout StageGraph) {
         let key = work.key
         if let decoded = work.cache?.image(forKey: key.decodedKey) {
-            let response = ImageResponse(image: decoded, url: work.request.url, source: .memory, metrics: ImageMetrics())
+            let response = ImageResponse(image: decoded, url: work.request.url, source: .memory, metrics: ImageResponse.Metrics())
             let queuedAt = ContinuousClock.now
             graph.enqueue(.processed(stage), in: .decoding) { [self] run in
                 process(response, work: work, waited: waited + (ContinuousClock.now - queuedAt).seconds, run: run)
@@ -342,7 +342,7 @@ struct ProcessingStage: ImageStage {
     /// Applies the stage's processors to a preview of the image it builds on.
     private func processPreview(_ input: ImageResponse, work: ImageWork) {
         let image = input.image.processed(by: work.request.processors)
-        let preview = ImageResponse(image: image, url: work.request.url, source: input.source, metrics: ImageMetrics())
+        let preview = ImageResponse(image: image, url: work.request.url, source: input.source, metrics: ImageResponse.Metrics())
         pipeline.reportPreview(.preview(preview), to: stage)
     }
 }
@@ -352,13 +352,13 @@ extension Pipeline {
     /// freshness: the stored variant of its size and processing, else the stored
     /// original decoded and processed; nil when there is neither, or it does not
     /// decode whole. Reads and decodes on the calling thread.
-    func storedImage(for request: ImageRequest) -> (DecodedImage, ImageMetrics)? {
+    func storedImage(for request: ImageRequest) -> (DecodedImage, ImageResponse.Metrics)? {
         let (cache, timeout) = graph.withLock { ($0.cache, $0.loadingTimeout) }
         guard let tier = httpCache(for: request, cache: cache)?.tier else { return nil }
         let key = request.cacheKey
         let policy = configuration.diskCachePolicy
         let start = ContinuousClock.now
-        var metrics = ImageMetrics()
+        var metrics = ImageResponse.Metrics()
         if policy.storesProcessed, !key.isOriginal, let record = tier.recordContents(forKey: key.variantDiskKey),
            let image = decodeVariant(record.data) {
             metrics.decode = (ContinuousClock.now - start).seconds

@@ -7,9 +7,9 @@ import FoundationNetworking
 struct OriginalData: Sendable {
     let bytes: OriginalBytes
     /// Where they came from: the network, the disk tier, or a `file:`/`data:` URL.
-    let source: ImageSource
+    let source: ImageResponse.Source
     /// Queueing and transfer times, bytes and attempts.
-    let metrics: ImageMetrics
+    let metrics: ImageResponse.Metrics
     /// The HTTP freshness of the bytes, when they came over HTTP (or from the disk
     /// tier, which keeps it): what the sized and processed variants made from them
     /// are kept with, so that they expire with their original.
@@ -100,7 +100,7 @@ struct OriginalDataStage: Sendable {
         let key = request.imageKey
         if let failure = configuration.recentFailures?.failure(forKey: key) { return .failure(failure) }
         guard let entry = configuration.recentOriginals?.entry(forKey: key) else { return nil }
-        var metrics = ImageMetrics()
+        var metrics = ImageResponse.Metrics()
         metrics.bytes = entry.data.count
         return .success(OriginalData(bytes: .loaded(entry.data), source: .memory, metrics: metrics, httpMetadata: entry.metadata))
     }
@@ -129,10 +129,10 @@ struct OriginalDataStage: Sendable {
         // `transferred`: the body that crossed the wire, when that is not `data` (none
         // for a 304, whose image is the stored bytes).
         func done(
-            _ bytes: OriginalBytes, _ source: ImageSource, attempts: Int, _ metadata: HTTPCacheMetadata?, truncated: Bool = false,
+            _ bytes: OriginalBytes, _ source: ImageResponse.Source, attempts: Int, _ metadata: HTTPCacheMetadata?, truncated: Bool = false,
             transferred: Int? = nil
         ) -> OriginalData {
-            var metrics = ImageMetrics()
+            var metrics = ImageResponse.Metrics()
             metrics.queued = queued.seconds
             metrics.transfer = (clock.now - start).seconds
             metrics.bytes = transferred ?? bytes.count

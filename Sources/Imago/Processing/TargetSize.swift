@@ -60,7 +60,7 @@ public struct TargetSize: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 
     /// Where an upright source of `sourceWidth` × `sourceHeight` pixels ends up.
-    public func layout(sourceWidth: Int, sourceHeight: Int) -> Layout {
+    package func layout(sourceWidth: Int, sourceHeight: Int) -> Layout {
         let sx = Double(width) / Double(sourceWidth), sy = Double(height) / Double(sourceHeight)
         var scale = contentMode == .aspectFit ? min(sx, sy) : max(sx, sy)
         if !allowsUpscaling { scale = min(scale, 1) }
@@ -86,18 +86,18 @@ public struct TargetSize: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 
     /// The result of fitting a source into a target size.
-    public struct Layout: Sendable, Hashable {
+    package struct Layout: Sendable, Hashable {
         /// The whole source, scaled.
-        public let scaledWidth: Int
+        package let scaledWidth: Int
         /// The whole source, scaled.
-        public let scaledHeight: Int
+        package let scaledHeight: Int
         /// The final size: the scaled source, cropped to the box for `aspectFill`.
-        public let outputWidth: Int
+        package let outputWidth: Int
         /// The final size: the scaled source, cropped to the box for `aspectFill`.
-        public let outputHeight: Int
+        package let outputHeight: Int
 
         /// Whether the source is used as it is.
-        public func isIdentity(sourceWidth: Int, sourceHeight: Int) -> Bool {
+        package func isIdentity(sourceWidth: Int, sourceHeight: Int) -> Bool {
             outputWidth == sourceWidth && outputHeight == sourceHeight && scaledWidth == sourceWidth && scaledHeight == sourceHeight
         }
     }

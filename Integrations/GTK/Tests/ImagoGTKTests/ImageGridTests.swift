@@ -43,7 +43,7 @@ import Testing
 
     private static func loader(decoder: MainActorRecordingDecoder) -> ImageTargetLoader {
         let loader = ImageLoader(
-            configuration: .init(decoders: ImageDecoderRegistry(decoders: [decoder])),
+            configuration: .init(decoders: ImageDecoders.Registry(decoders: [decoder])),
             cache: ImageCache(memoryPressure: nil))
         loader.concurrentLoads = 6
         return ImageTargetLoader(loader: loader)
@@ -256,7 +256,7 @@ import Testing
     }
 
     /// A missing image is not asked for again while its failure is remembered
-    /// (the loader's `RecentFailures`), however often its cell is bound again as the
+    /// (the loader's `ImageLoader.RecentFailures`), however often its cell is bound again as the
     /// grid scrolls; the cell is told why it failed.
     @Test func aMissingImageIsNotAskedForAgainWhenItsCellIsRebound() async throws {
         let server = TestServer()

@@ -27,7 +27,7 @@ import Testing
 
     @Test func placeholderThenSpinnerWhileStalledThenImageCrossfadingIn() async throws {
         let png = try Pixels.png(Self.testPicture())
-        let expected = try ImageDecoderRegistry.shared.decode(png).bitmap
+        let expected = try ImageDecoders.Registry.shared.decode(png).bitmap
         let released = Mutex(false)
         let server = TestServer()
         try server.start()
@@ -194,7 +194,7 @@ import Testing
 
     @Test func animatedGIFPlaysAtItsFrameDelaysAndStopsWhenUnmapped() async throws {
         let gif = try Fixture.sample("moon.gif")
-        let decoded = try ImageDecoderRegistry.shared.decode(gif)
+        let decoded = try ImageDecoders.Registry.shared.decode(gif)
         let frames = decoded.frames
         #expect(frames.count > 2)
         let server = TestServer()
@@ -267,7 +267,7 @@ import Testing
             long.frames.append(TestGIF.Frame(width: 96, height: 96, indices: blank, delay: 2, palette: [colour]))
         }
         let gif = Data(long.encode())
-        let decoded = try ImageDecoderRegistry.shared.decode(gif)
+        let decoded = try ImageDecoders.Registry.shared.decode(gif)
         #expect(decoded.frameCount == 120)
 
         let server = TestServer()

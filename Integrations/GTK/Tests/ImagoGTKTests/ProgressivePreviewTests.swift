@@ -26,7 +26,7 @@ import Testing
 
     @Test func aProgressiveJPEGSharpensInPlace() async throws {
         let jpeg = try ImageEncoders.JPEG(quality: 92, progressive: true).encode(Self.testPicture())
-        let expected = try ImageDecoderRegistry.shared.decode(jpeg).bitmap
+        let expected = try ImageDecoders.Registry.shared.decode(jpeg).bitmap
         let server = TestServer()
         try server.start()
         defer { server.stop() }

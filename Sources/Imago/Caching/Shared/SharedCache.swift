@@ -10,33 +10,33 @@ import Foundation
 /// its checksum holding and its key its own.
 public final class SharedCache: Sendable {
     /// What the tier has done since it was made.
-    public struct Counters: Sendable, Equatable {
+    package struct Counters: Sendable, Equatable {
         /// Look-ups answered with a valid record.
-        public var hits = 0
+        package var hits = 0
         /// Look-ups that found nothing (or nothing valid).
-        public var misses = 0
+        package var misses = 0
         /// Values found damaged, foreign, over the size cap or cut short: never
         /// served, and deleted so that the next load stores them anew.
-        public var rejected = 0
+        package var rejected = 0
         /// Records written.
-        public var stored = 0
+        package var stored = 0
         /// Writes not made: the queue was full, the tier resting, the value over
         /// the size cap, or Redis out of memory.
-        public var writesDropped = 0
+        package var writesDropped = 0
         /// Commands that failed (timeout, connection, refusal).
-        public var failures = 0
+        package var failures = 0
         /// Times the circuit breaker stopped asking.
-        public var pauses = 0
+        package var pauses = 0
         /// Leases taken before asking the origin.
-        public var leasesTaken = 0
+        package var leasesTaken = 0
         /// Loads that waited for another machine's value and got it.
-        public var leaseWaitsAnswered = 0
+        package var leaseWaitsAnswered = 0
         /// Loads that waited for another machine's value until the bound, or until
         /// its lease expired, and asked the origin themselves.
-        public var leaseWaitsExpired = 0
+        package var leaseWaitsExpired = 0
 
         /// Hits over look-ups, 0 without any.
-        public var hitRate: Double { hits + misses == 0 ? 0 : Double(hits) / Double(hits + misses) }
+        package var hitRate: Double { hits + misses == 0 ? 0 : Double(hits) / Double(hits + misses) }
     }
 
     /// What a look-up found.
@@ -68,7 +68,7 @@ public final class SharedCache: Sendable {
     }
 
     /// The settings the tier was made with.
-    public let configuration: SharedCacheConfiguration
+    public let configuration: SharedCache.Configuration
     private let client: RedisClient
     private let writer = DispatchQueue(label: "imago.shared-cache.writer")
     private let state = Locked<State>(State())
@@ -85,7 +85,7 @@ public final class SharedCache: Sendable {
     /// A tier on the servers of `configuration`; no connection is made until the
     /// first command. Throws when a server is not a `redis://` URL, or when the URLs
     /// disagree on credentials or database.
-    public init(configuration: SharedCacheConfiguration) throws(ImagoError) {
+    public init(configuration: SharedCache.Configuration) throws(ImagoError) {
         let addresses = configuration.servers.compactMap(RedisAddress.init)
         guard let first = addresses.first, addresses.count == configuration.servers.count else {
             throw .invalidRequest(
@@ -104,7 +104,7 @@ public final class SharedCache: Sendable {
     }
 
     /// The counters so far.
-    public var counters: Counters { state.withLock { $0.counters } }
+    package var counters: Counters { state.withLock { $0.counters } }
 
     // MARK: - Records
 
@@ -178,7 +178,7 @@ public final class SharedCache: Sendable {
 
     /// Waits until the queued writes are done or `seconds` have passed; true when
     /// they are done.
-    public func writesEnded(within seconds: Double) -> Bool {
+    package func writesEnded(within seconds: Double) -> Bool {
         let done = DispatchSemaphore(value: 0)
         writer.async { done.signal() }
         return done.wait(timeout: .now() + seconds) == .success
@@ -195,7 +195,7 @@ public final class SharedCache: Sendable {
         case unavailable
     }
 
-    /// Takes the lease on `imageKey`'s image for ``SharedCacheConfiguration/leaseDuration``.
+    /// Takes the lease on `imageKey`'s image for ``SharedCache.Configuration/leaseDuration``.
     func takeLease(imageKey: String) -> LeaseAttempt {
         let lease = Lease(key: leaseKey(imageKey), token: UUID().uuidString)
         let milliseconds = String(max(1, Int(configuration.leaseDuration * 1000)))
@@ -217,7 +217,7 @@ public final class SharedCache: Sendable {
 
     /// Waits for the record named `name`, which another process holds the lease to
     /// fetch: polls for it, and takes the lease when it is gone (its holder gave up
-    /// or died), up to ``SharedCacheConfiguration/leaseWait``.
+    /// or died), up to ``SharedCache.Configuration/leaseWait``.
     func waitForRecord(named name: String, imageKey: String) async -> LeaseOutcome {
         let key = valueKey(name, imageKey: imageKey)
         let deadline = ContinuousClock.now + .seconds(configuration.leaseWait)
@@ -253,20 +253,20 @@ public final class SharedCache: Sendable {
 
     /// What the tier holds: keys and bytes under the namespace on every master, and
     /// the counters of the last run that recorded them (``SharedCache/recordRun()``).
-    public struct Statistics: Sendable {
+    package struct Statistics: Sendable {
         /// Records under the namespace (leases not counted).
-        public var keys: Int
+        package var keys: Int
         /// Their bytes.
-        public var bytes: Int
+        package var bytes: Int
         /// The counters the last run recorded, if one did.
-        public var lastRun: (hits: Int, misses: Int)?
+        package var lastRun: (hits: Int, misses: Int)?
         /// The servers scanned.
-        public var nodes: [String]
+        package var nodes: [String]
     }
 
     /// Scans every master for the namespace's keys. Throws when a server cannot be
     /// reached or refuses.
-    public func statistics() throws(ImagoError) -> Statistics {
+    package func statistics() throws(ImagoError) -> Statistics {
         do throws(RedisFailure) {
             let nodes = try client.nodes()
             let runKey = self.runKey
@@ -306,7 +306,7 @@ public final class SharedCache: Sendable {
 
     /// Records this process's hits and misses as the last run's, for
     /// `imago cache stats`; best effort.
-    public func recordRun() {
+    package func recordRun() {
         let counters = counters
         _ = perform { () throws(RedisFailure) in
             try client.run([redisCommand("HSET", runKey, "hits", String(counters.hits), "misses", String(counters.misses))], slotKey: Data(runKey.utf8))

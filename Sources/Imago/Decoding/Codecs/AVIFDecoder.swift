@@ -13,12 +13,12 @@ extension ImageDecoders {
     /// A sequence plays forever: libavif 0.11 does not read the edit list that could say
     /// otherwise. Only the first frame is decoded up front; the frame count and timings
     /// come from the container, and the other frames are decoded as they are played.
-    public struct AVIF: ImageDecoding {
+    @_spi(Internals) public struct AVIF: ImageDecoding {
         /// Makes the decoder; it holds no state.
-        public init() {}
+        @_spi(Internals) public init() {}
 
         /// Takes data sniffed as AVIF, nothing else.
-        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        @_spi(Internals) public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
             format == .avif
         }
 
@@ -27,7 +27,7 @@ extension ImageDecoders {
         /// container's header, before any frame is decoded, and `decodingFailed` for
         /// truncated or corrupt data, with libavif's result and diagnostic as the codec's
         /// word.
-        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
         }
 

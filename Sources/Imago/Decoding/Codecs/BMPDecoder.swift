@@ -15,18 +15,18 @@ extension ImageDecoders {
     ///
     /// Embedded JPEG or PNG data (`BI_JPEG`, `BI_PNG`, meant for printers), OS/2 Huffman
     /// and RLE24 compression and 64-bit pixels get a clear error, as in browsers.
-    public struct BMP: ImageDecoding {
+    @_spi(Internals) public struct BMP: ImageDecoding {
         /// Makes the decoder; it holds no state.
-        public init() {}
+        @_spi(Internals) public init() {}
 
         /// Takes data sniffed as BMP, nothing else.
-        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        @_spi(Internals) public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
             format == .bmp
         }
 
         /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
         /// buffer exists, and `decodingFailed` for truncated or corrupt data.
-        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             try data.withBytes { bytes throws(ImagoError) in
                 let reader = LittleEndianBytes(bytes)
                 guard reader.has(0, 18), bytes[0] == 0x42, bytes[1] == 0x4D else {

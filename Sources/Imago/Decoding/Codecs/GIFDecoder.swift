@@ -26,19 +26,19 @@ extension ImageDecoders {
     /// logical screen over `ScaledCanvas.largestFullCanvas` is composited at its own
     /// scale, each frame's rows resampled as they are decoded, unless a frame is
     /// interlaced (its rows out of order).
-    public struct GIF: ImageDecoding {
+    @_spi(Internals) public struct GIF: ImageDecoding {
         /// Makes the decoder; it holds no state.
-        public init() {}
+        @_spi(Internals) public init() {}
 
         /// Takes data sniffed as GIF, nothing else.
-        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        @_spi(Internals) public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
             format == .gif
         }
 
         /// Decodes the image. Throws `imageTooLarge` from the header, before any pixel
         /// buffer exists, and `decodingFailed` for truncated or corrupt data, with
         /// giflib's message as the codec's word where giflib refused it.
-        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
         }
 

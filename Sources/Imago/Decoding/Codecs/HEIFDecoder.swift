@@ -10,19 +10,19 @@ extension ImageDecoders {
     /// Because libheif applies the transforms itself, the pixels come out upright and
     /// `orientation` is `.up`; `appliesOrientation` has no effect here (libheif cannot
     /// report the transforms it found without applying them).
-    public struct HEIF: ImageDecoding {
+    @_spi(Internals) public struct HEIF: ImageDecoding {
         /// Makes the decoder; it holds no state.
-        public init() {}
+        @_spi(Internals) public init() {}
 
         /// Takes data sniffed as HEIF or HEIC, nothing else.
-        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        @_spi(Internals) public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
             format == .heic
         }
 
         /// Decodes the primary image. Throws `imageTooLarge` from the header, before any
         /// pixel buffer exists, and `decodingFailed` for truncated or corrupt data, with
         /// libheif's message as the codec's word.
-        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
         }
 

@@ -12,19 +12,19 @@ extension ImageDecoders {
     ///
     /// CUR files decode like ICO (the hotspot is not an image property), and both report
     /// `ImageFormat.ico`.
-    public struct ICO: ImageDecoding {
+    @_spi(Internals) public struct ICO: ImageDecoding {
         /// Makes the decoder; it holds no state.
-        public init() {}
+        @_spi(Internals) public init() {}
 
         /// Takes data sniffed as ICO or CUR, nothing else.
-        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        @_spi(Internals) public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
             format == .ico
         }
 
         /// Decodes the best entry. Throws `imageTooLarge` from that entry's header,
         /// before any pixel buffer exists, and `decodingFailed` for truncated or corrupt
         /// data.
-        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             let entry = try data.withBytes { bytes throws(ImagoError) in try Self.choose(LittleEndianBytes(bytes), options: options) }
             switch entry.kind {
             case .png:
@@ -33,7 +33,7 @@ extension ImageDecoders {
                 let png = data.subdata(in: data.startIndex + entry.offset..<data.startIndex + entry.offset + entry.length)
                 var pngOptions = options
                 pngOptions.targetSize = nil
-                let decoders = ImageDecoderRegistry.builtIn.filter { $0.canDecode(png, format: .png) }
+                let decoders = ImageDecoders.Registry.builtIn.filter { $0.canDecode(png, format: .png) }
                 guard let decoder = decoders.first else { throw Self.failure("this platform has no PNG decoder for the PNG entry") }
                 do {
                     let image = try decoder.decode(png, options: pngOptions)

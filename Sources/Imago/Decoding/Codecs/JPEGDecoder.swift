@@ -9,12 +9,12 @@ extension ImageDecoders {
     /// 12-bit and lossless JPEGs need a libjpeg-turbo built for them (3.0 or later); with
     /// Debian 12's 2.1 they fail naming the variant, with the library's own message as
     /// the error's `codec`.
-    public struct JPEG: ImageDecoding {
+    @_spi(Internals) public struct JPEG: ImageDecoding {
         /// Makes the decoder; it holds no state.
-        public init() {}
+        @_spi(Internals) public init() {}
 
         /// Takes data sniffed as JPEG, nothing else.
-        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        @_spi(Internals) public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
             format == .jpeg
         }
 
@@ -28,7 +28,7 @@ extension ImageDecoders {
         /// received of a baseline file (the rest grey, as libjpeg fills it), the scans
         /// received of a progressive one, and the image says `isPartial`. Data that ends
         /// in the header, or before any scan data, has nothing to show and fails.
-        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
         }
 

@@ -11,12 +11,12 @@ extension ImageDecoders {
     /// the alpha of interlaced 16-bit gray+alpha images wrong (PngSuite `basi4a16`), and
     /// does not expose `eXIf`. An animated PNG (APNG) decodes to its frames,
     /// composited as browsers do, as they are played (see `APNG`).
-    public struct PNG: ImageDecoding {
+    @_spi(Internals) public struct PNG: ImageDecoding {
         /// Makes the decoder; it holds no state.
-        public init() {}
+        @_spi(Internals) public init() {}
 
         /// Takes data sniffed as PNG, nothing else.
-        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        @_spi(Internals) public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
             format == .png
         }
 
@@ -29,7 +29,7 @@ extension ImageDecoders {
         /// each pixel widened over its block), and the image says `isPartial`. Data that
         /// ends before the first row has nothing to show and fails. An animated file's
         /// frames are whole or not shown, so one that ends early fails.
-        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             let (still, endsEarly) = try data.withBytes { bytes throws(ImagoError) in
                 try decode(bytes, options: options, allowsPartial: !Self.declaresAnimation(bytes))
             }

@@ -13,19 +13,19 @@ extension ImageDecoders {
     /// file. libtiff's messages go to handlers of this decode only (its defaults print to
     /// standard error and are process-wide), and its own allocations are capped, so a
     /// crafted file cannot make it ask for more than the pixel limit allows.
-    public struct TIFF: ImageDecoding {
+    @_spi(Internals) public struct TIFF: ImageDecoding {
         /// Makes the decoder; it holds no state.
-        public init() {}
+        @_spi(Internals) public init() {}
 
         /// Takes data sniffed as TIFF, nothing else.
-        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        @_spi(Internals) public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
             format == .tiff
         }
 
         /// Decodes the first page. Throws `imageTooLarge` from the header, before any pixel
         /// buffer exists, and `decodingFailed` for truncated or corrupt data, with
         /// libtiff's first error message as the codec's word.
-        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
         }
 

@@ -11,18 +11,18 @@ extension ImageDecoders {
     /// they are played (see `AnimatedFrames`); the ANIM chunk's background colour is
     /// ignored and disposed areas become transparent, as the WebP container
     /// specification allows and browsers do.
-    public struct WebP: ImageDecoding {
+    @_spi(Internals) public struct WebP: ImageDecoding {
         /// Makes the decoder; it holds no state.
-        public init() {}
+        @_spi(Internals) public init() {}
 
         /// Takes data sniffed as WebP (a RIFF container of type WEBP), nothing else.
-        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        @_spi(Internals) public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
             format == .webp
         }
 
         /// Decodes a still or animated WebP. Throws `imageTooLarge` from the header, before
         /// any pixel buffer exists, and `decodingFailed` for truncated or corrupt data.
-        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
         }
 

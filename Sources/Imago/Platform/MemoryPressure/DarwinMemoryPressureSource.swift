@@ -21,13 +21,13 @@ final class SystemMemoryPressureSource: MemoryPressureSource, @unchecked Sendabl
     init() {}
 
     /// Listens to the dispatch source and, with UIKit, the memory warning.
-    func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism? {
+    func start(_ handler: @escaping @Sendable (MemoryPressureMonitor.Level) -> Void) -> MemoryPressureMechanism? {
         lock.lock()
         defer { lock.unlock() }
         guard sources.isEmpty else { return Self.mechanism }
         // One dispatch source per level, so the handler needs no access to the
         // source to learn which level fired.
-        let levels: [(DispatchSource.MemoryPressureEvent, MemoryPressureLevel)] = [(.warning, .warning), (.critical, .critical)]
+        let levels: [(DispatchSource.MemoryPressureEvent, MemoryPressureMonitor.Level)] = [(.warning, .warning), (.critical, .critical)]
         for (mask, level) in levels {
             let source = DispatchSource.makeMemoryPressureSource(eventMask: mask, queue: .global(qos: .utility))
             source.setEventHandler { handler(level) }

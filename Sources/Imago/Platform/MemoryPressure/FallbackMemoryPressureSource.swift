@@ -5,7 +5,7 @@ final class SystemMemoryPressureSource: MemoryPressureSource {
     /// Makes a silent source.
     init() {}
     /// Watches nothing: returns nil.
-    func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism? { nil }
+    func start(_ handler: @escaping @Sendable (MemoryPressureMonitor.Level) -> Void) -> MemoryPressureMechanism? { nil }
     /// Does nothing.
     func stop() {}
 }

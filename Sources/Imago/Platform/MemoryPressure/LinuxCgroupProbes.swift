@@ -32,7 +32,7 @@ final class CgroupEventsProbe: PressureProbe {
         return counters
     }
 
-    override func handle(_ polled: [pollfd], timedOut: Bool) -> MemoryPressureLevel? {
+    override func handle(_ polled: [pollfd], timedOut: Bool) -> MemoryPressureMonitor.Level? {
         guard polled.first.map({ $0.revents != 0 }) == true, let now = readCounters() else { return nil }
         defer { counters = now }
         func rose(_ key: Substring) -> Bool { (now[key] ?? 0) > (counters[key] ?? 0) }
@@ -45,7 +45,7 @@ final class CgroupEventsProbe: PressureProbe {
 /// cgroup v1 `memory.pressure_level` notifications, one eventfd per level: `medium`
 /// is a warning, `critical` critical.
 final class CgroupPressureLevelProbe: PressureProbe {
-    private var levels: [MemoryPressureLevel] = []
+    private var levels: [MemoryPressureMonitor.Level] = []
 
     init?(directory: String) {
         super.init(mechanism: MemoryPressureMechanism(
@@ -58,7 +58,7 @@ final class CgroupPressureLevelProbe: PressureProbe {
         defer { close(control) }
         // In the default mode a listener hears its level and every level above, so a
         // critical event wakes both descriptors; `handle` keeps the higher.
-        for (level, name) in [(MemoryPressureLevel.warning, "medium"), (.critical, "critical")] {
+        for (level, name) in [(MemoryPressureMonitor.Level.warning, "medium"), (.critical, "critical")] {
             guard let event = LinuxThreads.makeEventFD() else { return nil }
             let line = "\(event) \(levelFile) \(name)"
             let written = line.withCString { write(control, $0, strlen($0)) }
@@ -71,8 +71,8 @@ final class CgroupPressureLevelProbe: PressureProbe {
         }
     }
 
-    override func handle(_ polled: [pollfd], timedOut: Bool) -> MemoryPressureLevel? {
-        var result: MemoryPressureLevel?
+    override func handle(_ polled: [pollfd], timedOut: Bool) -> MemoryPressureMonitor.Level? {
+        var result: MemoryPressureMonitor.Level?
         for (i, entry) in polled.enumerated() where entry.revents & Int16(POLLIN) != 0 {
             var count: UInt64 = 0
             _ = read(entry.fd, &count, MemoryLayout<UInt64>.size)

@@ -36,7 +36,7 @@ final class MemAvailableProbe: PressureProbe {
         return nil
     }
 
-    override func handle(_ polled: [pollfd], timedOut: Bool) -> MemoryPressureLevel? {
+    override func handle(_ polled: [pollfd], timedOut: Bool) -> MemoryPressureMonitor.Level? {
         guard let (available, total) = sample(), total > 0 else { return nil }
         let fraction = Double(available) / Double(total)
         if fraction < threshold { return .critical }

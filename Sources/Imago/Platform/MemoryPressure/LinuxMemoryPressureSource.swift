@@ -88,7 +88,7 @@ final class SystemMemoryPressureSource: MemoryPressureSource {
 
     /// Watches with the first mechanism of ``preference`` that can be set up here and
     /// returns it; nil when none can. Starting a running source keeps its watch.
-    func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism? {
+    func start(_ handler: @escaping @Sendable (MemoryPressureMonitor.Level) -> Void) -> MemoryPressureMechanism? {
         running.withLock { running in
             if let running { return running.mechanism }
             for kind in preference {

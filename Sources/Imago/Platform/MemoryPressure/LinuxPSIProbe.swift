@@ -4,11 +4,11 @@ import Glibc
 /// Pressure stall information triggers on a PSI file: a warning when some task,
 /// critical when every task, stalled on memory for 150 ms in a 2 s window.
 final class PSIProbe: PressureProbe {
-    private static let triggers: [(MemoryPressureLevel, String)] = [
+    private static let triggers: [(MemoryPressureMonitor.Level, String)] = [
         (.warning, "some 150000 2000000"),
         (.critical, "full 150000 2000000"),
     ]
-    private var levels: [MemoryPressureLevel] = []
+    private var levels: [MemoryPressureMonitor.Level] = []
 
     init?(path: String) {
         super.init(mechanism: MemoryPressureMechanism(name: SystemMemoryPressureSource.Kind.psi.rawValue, detail: path))
@@ -29,8 +29,8 @@ final class PSIProbe: PressureProbe {
         }
     }
 
-    override func handle(_ polled: [pollfd], timedOut: Bool) -> MemoryPressureLevel? {
-        var result: MemoryPressureLevel?
+    override func handle(_ polled: [pollfd], timedOut: Bool) -> MemoryPressureMonitor.Level? {
+        var result: MemoryPressureMonitor.Level?
         for (i, entry) in polled.enumerated() where entry.revents != 0 {
             // An error means the trigger is gone (its cgroup removed): retire it
             // rather than spin on it.

@@ -28,7 +28,7 @@ class PressureProbe {
     func own(_ fd: Int32) { owned.append(fd) }
 
     /// The event `polled` (aligned with ``watched``) amounts to, if any.
-    func handle(_ polled: [pollfd], timedOut: Bool) -> MemoryPressureLevel? { nil }
+    func handle(_ polled: [pollfd], timedOut: Bool) -> MemoryPressureMonitor.Level? { nil }
 }
 
 /// The thread that waits on a probe. Shared by the source (until `stop`) and the
@@ -38,13 +38,13 @@ final class PressureWatcher: @unchecked Sendable {
 
     // Touched only by the watcher thread once it runs.
     private let probe: PressureProbe
-    private let report: @Sendable (MemoryPressureLevel) -> Void
+    private let report: @Sendable (MemoryPressureMonitor.Level) -> Void
     private let wake: Int32
     // Written by `start` and read by `stop`, which the source's lock orders.
     private var thread = pthread_t()
     private let runningThreadID = Locked<pid_t?>(nil)
 
-    init?(probe: PressureProbe, report: @escaping @Sendable (MemoryPressureLevel) -> Void) {
+    init?(probe: PressureProbe, report: @escaping @Sendable (MemoryPressureMonitor.Level) -> Void) {
         guard let wake = LinuxThreads.makeEventFD() else { return nil }
         self.wake = wake
         self.probe = probe

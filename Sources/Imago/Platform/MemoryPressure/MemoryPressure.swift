@@ -1,18 +1,20 @@
-/// How hard the system is pressed for memory.
-public enum MemoryPressureLevel: Int, Sendable, Comparable, CustomStringConvertible {
-    /// Memory is getting scarce: give back what is cheap to make again.
-    case warning
-    /// The system is about to kill processes, or has started: give back everything.
-    case critical
+extension MemoryPressureMonitor {
+    /// How hard the system is pressed for memory.
+    public enum Level: Int, Sendable, Comparable, CustomStringConvertible {
+        /// Memory is getting scarce: give back what is cheap to make again.
+        case warning
+        /// The system is about to kill processes, or has started: give back everything.
+        case critical
 
-    /// Orders by severity, so the worse of two events is their `max`.
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+        /// Orders by severity, so the worse of two events is their `max`.
+        public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 
-    /// The level's name, for logs.
-    public var description: String {
-        switch self {
-        case .warning: "warning"
-        case .critical: "critical"
+        /// The level's name, for logs.
+        public var description: String {
+            switch self {
+            case .warning: "warning"
+            case .critical: "critical"
+            }
         }
     }
 }
@@ -42,7 +44,7 @@ struct MemoryPressureMechanism: Hashable, Sendable, CustomStringConvertible {
 protocol MemoryPressureSource: AnyObject, Sendable {
     /// Begins calling `handler` on each event, from any thread, and says what it
     /// watches; nil when nothing can be watched here (the source then stays silent).
-    func start(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureMechanism?
+    func start(_ handler: @escaping @Sendable (MemoryPressureMonitor.Level) -> Void) -> MemoryPressureMechanism?
     /// Stops the events. When it returns, `handler` is no longer being called, except
     /// when `stop` is itself called from inside `handler`.
     func stop()
@@ -67,7 +69,7 @@ public final class MemoryPressureMonitor: Sendable {
 
     private struct Handlers {
         var next = 0
-        var all: [Int: @Sendable (MemoryPressureLevel) -> Void] = [:]
+        var all: [Int: @Sendable (MemoryPressureMonitor.Level) -> Void] = [:]
     }
 
     private struct Lifecycle {
@@ -101,7 +103,7 @@ public final class MemoryPressureMonitor: Sendable {
 
     /// Calls `handler` on every event until the returned subscription is cancelled or
     /// released. Handlers run on the source's thread: keep them short.
-    public func subscribe(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> Subscription {
+    public func subscribe(_ handler: @escaping @Sendable (MemoryPressureMonitor.Level) -> Void) -> Subscription {
         let id = handlers.withLock { handlers in
             defer { handlers.next += 1 }
             handlers.all[handlers.next] = handler
@@ -123,7 +125,7 @@ public final class MemoryPressureMonitor: Sendable {
     /// Tells every subscriber of `level`, on the calling thread, as the system's signal
     /// does on its own: for an app's signal of its own, or a test's. Handlers run
     /// outside the monitor's lock, so that one may subscribe or cancel.
-    public func report(_ level: MemoryPressureLevel) {
+    public func report(_ level: MemoryPressureMonitor.Level) {
         let all = handlers.withLock { Array($0.all.values) }
         for handler in all { handler(level) }
     }

@@ -187,7 +187,7 @@ extension Trait where Self == ConditionTrait {
 /// A decoder that notes, around the real ones, whether each decode runs on the main
 /// actor, where it would hold up the main loop.
 final class MainActorRecordingDecoder: ImageDecoding {
-    private let real = ImageDecoderRegistry()
+    private let real = ImageDecoders.Registry()
     private let counts = Mutex((decodes: 0, onMainActor: 0))
 
     func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
