@@ -1,5 +1,5 @@
 import Foundation
-import Imago
+@_spi(Internals) import Imago
 import ImagoCommandLine
 
 /// `imago cache stats|clear|prune|fill`: looks after a disk cache directory.

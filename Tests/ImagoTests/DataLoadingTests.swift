@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Synchronization
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// The network edge against a real HTTP server on 127.0.0.1: statuses, progress,

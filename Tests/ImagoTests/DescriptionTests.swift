@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// What values and errors say when printed, logged or shown: a line a person can read,

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// Out of file descriptors, URLSession on Linux failed loads with a misleading

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// A disk that filled up and then got room again: the disk tier lowered its limit to

@@ -1,7 +1,7 @@
 #if os(Linux)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// What a JPEG's start-of-frame marker says about how it was coded, read without

@@ -1,7 +1,7 @@
 #if os(Linux)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// `imago fetch` on long and open-ended inputs: records as loads complete, input line

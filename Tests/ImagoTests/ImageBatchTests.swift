@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// `ImageLoader.images(for:maxConcurrent:)` against the test server on 127.0.0.1:

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Synchronization
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// The loader's behaviours that touch the network, against a real HTTP server on

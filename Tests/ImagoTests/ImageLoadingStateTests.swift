@@ -1,5 +1,5 @@
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 @testable import ImagoUI
 import _ImagoTestSupport
 

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 @testable import ImagoUI
 import _ImagoTestSupport
 #if canImport(FoundationNetworking)

@@ -1,7 +1,7 @@
 #if os(Linux)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// `DecodedImage.encoded(as:quality:)` and `write(to:format:quality:)`: round trips

@@ -1,5 +1,5 @@
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 @Suite("LRUList")

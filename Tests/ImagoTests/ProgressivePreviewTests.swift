@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// Progressive previews while downloading: the real test server trickles a

@@ -2,7 +2,7 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 #if canImport(CHiredis)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// A fleet: `imago fetch` processes started together, each with a disk cache of its

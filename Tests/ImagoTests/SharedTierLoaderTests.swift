@@ -1,7 +1,7 @@
 #if canImport(CHiredis)
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// The shared tier in loads: machines with disk caches of their own and one Redis,

@@ -4,7 +4,7 @@ import Glibc
 import Foundation
 import Synchronization
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 @testable import ImagoUI
 import _ImagoTestSupport
 

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 import _ImagoTestSupport
 
 /// Stored thumbnails through revalidation, against the test server on 127.0.0.1 and a

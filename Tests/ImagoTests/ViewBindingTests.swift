@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Testing
-@testable import Imago
+@_spi(Internals) @testable import Imago
 @testable import ImagoUI
 import _ImagoTestSupport
 

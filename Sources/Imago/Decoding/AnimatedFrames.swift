@@ -14,15 +14,15 @@ import Foundation
 public final class AnimatedFrames: Sendable {
     /// How many frames the scan found; a frame that then fails to decode ends the
     /// animation early (`Iterator.next()` throws).
-    public let frameCount: Int
+    package let frameCount: Int
     /// How long each frame stays on screen, in seconds; `frameCount` entries.
-    public let durations: [Double]
+    package let durations: [Double]
     /// How many times the animation plays; 0 means forever.
-    public let loopCount: Int
+    package let loopCount: Int
     /// The size of every frame produced, transforms applied.
-    public let width: Int
+    package let width: Int
     /// The height of every frame produced, transforms applied.
-    public let height: Int
+    package let height: Int
     /// Bytes this object keeps alive: the compressed data (or, for frames given
     /// decoded, their pixels). What a memory cache charges beyond the first frame.
     let retainedCost: Int
@@ -88,7 +88,7 @@ public final class AnimatedFrames: Sendable {
     var frameCost: Int { width * height * 4 }
 
     /// The total time of one play, in seconds.
-    public var totalDuration: Double { durations.reduce(0, +) }
+    package var totalDuration: Double { durations.reduce(0, +) }
 
     fileprivate func openProducer() throws(ImagoError) -> any FrameProducing { try open() }
     fileprivate func apply(_ bitmap: Bitmap) -> Bitmap { transform.map { $0(bitmap) } ?? bitmap }
@@ -108,7 +108,7 @@ extension AnimatedFrames {
         }
 
         /// The index of the frame `next()` produces.
-        public var nextIndex: Int { index }
+        package var nextIndex: Int { index }
 
         /// The next frame, or nil after the last one (or after the data ended early).
         /// Throws when a frame cannot be decoded; the frames before it stand, and the

@@ -11,7 +11,7 @@ public enum ImageOrientation: Int, Sendable, Hashable, Codable {
     case left = 8
 
     /// Orientations 5–8 swap width and height.
-    public var swapsDimensions: Bool { rawValue >= 5 }
+    package var swapsDimensions: Bool { rawValue >= 5 }
 
     /// Reads the orientation tag from an EXIF block (a TIFF header and its first IFD).
     ///

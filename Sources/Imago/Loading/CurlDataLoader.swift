@@ -23,7 +23,7 @@ import FoundationNetworking
 /// that loads beyond it wait for a connection instead of failing.
 public final class CurlDataLoader: DataLoading {
     /// The settings this loader was made with.
-    public let configuration: HTTPLoaderConfiguration
+    package let configuration: HTTPLoaderConfiguration
     /// Connections this loader opens at most, over every host: the
     /// `maximumConnections` it was made with, or the budget left by the descriptor limit when the loader was made.
     /// Fewer once the process runs short of descriptors while it loads: a socket that

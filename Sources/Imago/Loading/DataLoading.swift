@@ -32,7 +32,7 @@ public struct DataResponse: Sendable {
         public let headers: [String: String]
 
         /// Makes a redirect.
-        public init(url: URL, statusCode: Int, headers: [String: String]) {
+        package init(url: URL, statusCode: Int, headers: [String: String]) {
             self.url = url
             self.statusCode = statusCode
             self.headers = headers

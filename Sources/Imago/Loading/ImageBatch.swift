@@ -65,11 +65,6 @@ public struct ImageBatch: AsyncSequence, Sendable {
         public let result: Result<ImageResponse, ImagoError>
     }
 
-    /// Each element is one request's outcome.
-    public typealias Element = Item
-    /// Iterating never throws.
-    public typealias Failure = Never
-
     let loader: ImageLoader
     let input: BatchInput
     let window: Int

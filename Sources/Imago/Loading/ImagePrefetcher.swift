@@ -33,7 +33,7 @@ public final class ImagePrefetcher: Sendable {
         public var cancelled = 0
 
         /// Ended one way or another.
-        public var finished: Int { completed + failed + cancelled }
+        package var finished: Int { completed + failed + cancelled }
         /// Whether every prefetch started has ended.
         public var isFinished: Bool { finished == total }
 
@@ -150,7 +150,7 @@ public final class ImagePrefetcher: Sendable {
     }
 
     /// How many prefetches are running or queued.
-    public var count: Int { state.withLock { $0.entries.count } }
+    package var count: Int { state.withLock { $0.entries.count } }
 
     /// Counts a prefetch that ended, and tells the handlers.
     private func ended(_ key: ImageCacheKey, token: Int, with result: Result<ImageResponse, ImagoError>) {

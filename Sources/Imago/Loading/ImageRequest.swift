@@ -48,7 +48,7 @@ public struct ImageRequest: Sendable {
     }
 
     /// Where the bytes come from: a request the data loader sends, or bytes at hand.
-    public enum Resource: Sendable {
+    package enum Resource: Sendable {
         /// Fetched by the loader's data loader with this URL request (its headers,
         /// method, …): `http` and `https` URLs by default, or whatever URLs a
         /// custom `DataLoading` takes. The disk tier keeps what the server lets it.
@@ -60,7 +60,7 @@ public struct ImageRequest: Sendable {
 
     /// Where the bytes come from: `.local` for a `file:` or `data:` URL, else
     /// `.remote` with the URL request as given.
-    public var resource: Resource
+    package var resource: Resource
     /// Decode to this size; nil for the full size.
     public var targetSize: TargetSize?
     /// Applied in order after decoding.

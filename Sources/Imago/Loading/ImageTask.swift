@@ -16,7 +16,7 @@ public final class ImageTask: Sendable, Hashable {
     }
 
     /// Unique among the tasks of a process.
-    public let id: Int
+    package let id: Int
     /// What is being loaded.
     public let request: ImageRequest
     /// `request.cacheKey` and the URL's absolute string, computed once: the loader
@@ -87,7 +87,7 @@ public final class ImageTask: Sendable, Hashable {
 
     /// Waits for the result. If the Swift task awaiting it is cancelled, this task is
     /// cancelled and the wait ends at once with `ImagoError.cancelled`.
-    public var value: Result<ImageResponse, ImagoError> {
+    package var value: Result<ImageResponse, ImagoError> {
         get async {
             await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in

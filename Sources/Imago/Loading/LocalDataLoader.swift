@@ -21,7 +21,7 @@ public struct LocalDataLoader: DataLoading {
     /// The largest file or `data:` payload accepted, in bytes; larger ones fail with
     /// `ImagoError.responseTooLarge` before anything is read, so a huge file costs no
     /// memory. The same default as the network's, for the same reason.
-    public var maximumSize: Int
+    package var maximumSize: Int
 
     /// Makes a loader.
     public init(maximumSize: Int = HTTPLoaderConfiguration.defaultMaximumResponseSize) {

@@ -41,7 +41,7 @@ public struct RetryPolicy: Sendable {
     }
 
     /// The ceiling itself: deterministic delays, for tests and single clients.
-    public static let noJitter: @Sendable (Double) -> Double = { $0 }
+    package static let noJitter: @Sendable (Double) -> Double = { $0 }
 
     /// Makes a policy; the defaults give three attempts, about 0.5 s then 1 s apart
     /// at most, with full jitter.

@@ -18,7 +18,7 @@ import FoundationNetworking
 /// timers. Each workaround is at the place it applies.
 public final class URLSessionDataLoader: DataLoading {
     /// The settings this loader was made with.
-    public let configuration: HTTPLoaderConfiguration
+    package let configuration: HTTPLoaderConfiguration
 
     private let session: URLSession
     private let delegate: SessionDelegate

@@ -4,7 +4,7 @@ extension ImageFormat {
     ///
     /// For choosing what to *write*, where the name is all there is. When reading, the
     /// bytes decide (`detect(_:)`): extensions lie too often to trust.
-    public init?(pathExtension: String) {
+    package init?(pathExtension: String) {
         let ext = pathExtension.hasPrefix(".") ? pathExtension.dropFirst() : Substring(pathExtension)
         switch ext.lowercased() {
         case "jpg", "jpeg", "jpe", "jfif": self = .jpeg

@@ -38,7 +38,7 @@ public enum ImageProcessors {
     /// same resampler as decoding.
     public struct Resize: ImageProcessing {
         /// The size and how to fill it.
-        public let size: TargetSize
+        package let size: TargetSize
 
         /// Resizes to `size`.
         public init(_ size: TargetSize) {
@@ -56,13 +56,13 @@ public enum ImageProcessors {
     /// it sticks out, and the whole image if it misses it entirely.
     public struct Crop: ImageProcessing {
         /// Left edge in pixels.
-        public let x: Int
+        package let x: Int
         /// Top edge in pixels.
-        public let y: Int
+        package let y: Int
         /// Width in pixels.
-        public let width: Int
+        package let width: Int
         /// Height in pixels.
-        public let height: Int
+        package let height: Int
 
         /// Keeps the `width` × `height` rectangle at (`x`, `y`).
         public init(x: Int, y: Int, width: Int, height: Int) {
@@ -86,7 +86,7 @@ public enum ImageProcessors {
     /// outside becomes transparent.
     public struct RoundedCorners: ImageProcessing {
         /// The corner radius in pixels; clamped to half the shorter side.
-        public let radius: Double
+        package let radius: Double
 
         /// Rounds corners to `radius` pixels (multiply points by the screen scale).
         public init(radius: Double) {
@@ -117,7 +117,7 @@ public enum ImageProcessors {
     /// Several processors applied in order, as one.
     public struct Composition: ImageProcessing {
         /// The processors, first applied first.
-        public let processors: [any ImageProcessing]
+        package let processors: [any ImageProcessing]
 
         /// Applies `processors` in order.
         public init(_ processors: [any ImageProcessing]) {

@@ -42,15 +42,15 @@ extension ImageEncoders {
         /// initialisation and on assignment, rather than trapping: a quality often comes
         /// from a user or a config file, and the nearest valid setting is the obvious
         /// meaning of 0 or 120.
-        public var quality: Int {
+        package var quality: Int {
             didSet { quality = Self.clamp(quality) }
         }
         /// The colour transparent pixels are flattened onto; white by default.
-        public var background: Color
+        package var background: Color
         /// Writes a progressive file: it shows coarse-to-fine while loading and is often a
         /// little smaller, but costs more memory and time to encode and to decode. Off by
         /// default, because baseline is what every decoder handles fastest.
-        public var progressive: Bool
+        package var progressive: Bool
 
         /// Always `.jpeg`.
         public var format: ImageFormat { .jpeg }

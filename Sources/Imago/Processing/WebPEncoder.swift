@@ -17,12 +17,12 @@ extension ImageEncoders {
         /// Ignored when `lossless`: the pixels come out exact whatever it says, and the
         /// effort is fixed at libwebp's default lossless preset (level 6, what
         /// `cwebp -lossless` uses).
-        public var quality: Float {
+        package var quality: Float {
             didSet { quality = Self.clamp(quality) }
         }
         /// Writes VP8L, which keeps every pixel exactly: for screenshots, drawings and
         /// anything that will be edited again. Usually larger than lossy for photos.
-        public var lossless: Bool
+        package var lossless: Bool
 
         /// Always `.webp`.
         public var format: ImageFormat { .webp }

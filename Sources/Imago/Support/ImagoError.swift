@@ -95,7 +95,7 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
         public var message: String
 
         /// Makes a codec message.
-        public init(library: String, message: String) {
+        package init(library: String, message: String) {
             self.library = library
             self.message = message
         }

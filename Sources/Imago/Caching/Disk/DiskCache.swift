@@ -78,16 +78,16 @@ public final class DiskCache: Sendable {
     // those share, under one lock). This type ties them together.
 
     /// A stored record.
-    public struct Record: Sendable, Equatable {
+    @_spi(Internals) public struct Record: Sendable, Equatable {
         /// The body bytes.
-        public var data: Data
+        @_spi(Internals) public var data: Data
         /// The metadata stored with the body, as given to `store`.
-        public var metadata: Data
+        @_spi(Internals) public var metadata: Data
         /// When the record was stored (by the cache's clock).
-        public var storedAt: Date
+        @_spi(Internals) public var storedAt: Date
 
         /// Makes a record.
-        public init(data: Data, metadata: Data, storedAt: Date) {
+        @_spi(Internals) public init(data: Data, metadata: Data, storedAt: Date) {
             self.data = data
             self.metadata = metadata
             self.storedAt = storedAt
@@ -95,29 +95,29 @@ public final class DiskCache: Sendable {
     }
 
     /// Counters since the cache was opened, and its present contents.
-    public struct Statistics: Sendable, Equatable {
+    @_spi(Internals) public struct Statistics: Sendable, Equatable {
         /// Records held, on disk or waiting to be written.
-        public var count = 0
+        @_spi(Internals) public var count = 0
         /// Bytes held: the files' sizes plus the records waiting in memory.
-        public var totalSize = 0
+        @_spi(Internals) public var totalSize = 0
         /// Records waiting in memory to be written.
-        public var pendingWrites = 0
+        @_spi(Internals) public var pendingWrites = 0
         /// Bytes of the records waiting to be written.
-        public var pendingSize = 0
+        @_spi(Internals) public var pendingSize = 0
         /// Writes given up: the directory or the disk refused them, the record alone
         /// was larger than the size limit, or too many bytes were already waiting.
-        public var droppedWrites = 0
+        @_spi(Internals) public var droppedWrites = 0
         /// Reads that found a valid record.
-        public var hits = 0
+        @_spi(Internals) public var hits = 0
         /// Reads that found nothing usable.
-        public var misses = 0
+        @_spi(Internals) public var misses = 0
         /// Records deleted to keep the size limit or because they were too old.
-        public var evictions = 0
+        @_spi(Internals) public var evictions = 0
         /// Damaged, truncated or foreign files found and deleted.
-        public var discarded = 0
+        @_spi(Internals) public var discarded = 0
         /// The size limit in force: `DiskCache.sizeLimit`, or less after the disk ran
         /// out of space below it, until the disk has room again.
-        public var sizeLimit = 0
+        @_spi(Internals) public var sizeLimit = 0
     }
 
     /// Where the records live.
@@ -217,7 +217,7 @@ public final class DiskCache: Sendable {
     /// by making it and a file in it; nil when it can. The cache works either way (an
     /// unusable directory only drops every write), so a program that was told where
     /// to cache can say once that nothing will be.
-    public func directoryProblem() -> String? {
+    package func directoryProblem() -> String? {
         DiskFiles.problem(with: path)
     }
 
@@ -235,7 +235,7 @@ public final class DiskCache: Sendable {
     /// let disk = DiskCache(directory: DiskCache.defaultDirectory)
     /// print(disk.statistics.count, disk.statistics.totalSize)   // what earlier runs stored
     /// ```
-    public var statistics: Statistics {
+    @_spi(Internals) public var statistics: Statistics {
         indexLoaded.wait()
         return state.withLock { $0.statistics }
     }
@@ -245,7 +245,7 @@ public final class DiskCache: Sendable {
     /// The record stored under `key`, if there is a valid one younger than
     /// `maximumAge`. Reads the file on the calling thread; a damaged, foreign or
     /// expired file is deleted and reported as nil.
-    public func record(forKey key: String) -> Record? {
+    @_spi(Internals) public func record(forKey key: String) -> Record? {
         let name = Self.fileName(forKey: key)
         let time = now().timeIntervalSince1970
         switch state.withLock({ $0.lookUp(name, key: key, at: time) }) {
@@ -322,7 +322,7 @@ public final class DiskCache: Sendable {
 
     /// Stores `data` and `metadata` under `key`, replacing any record there. Returns at
     /// once: the record is readable immediately and written to disk in the background.
-    public func store(_ data: Data, metadata: Data = Data(), forKey key: String) {
+    @_spi(Internals) public func store(_ data: Data, metadata: Data = Data(), forKey key: String) {
         store(data, metadata: metadata, forKey: key, bodyChecksum: nil)
     }
 
@@ -371,7 +371,7 @@ public final class DiskCache: Sendable {
     /// maximum age now, reading every file's header; also deletes files that are not
     /// valid records and temporary files abandoned by dead processes. `flush()` waits
     /// for it.
-    public func prune() {
+    package func prune() {
         queue.async { [self] in
             noteForeignChanges()
             rescan(checkingHeaders: true)
