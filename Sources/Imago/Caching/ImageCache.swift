@@ -82,7 +82,7 @@ public final class ImageCache: ImageCaching {
     /// A clock in seconds that only moves forward and keeps counting while the
     /// machine sleeps, so a time-to-live is not stretched by a suspended laptop nor
     /// broken by the wall clock being set back.
-    public static let monotonicClock: @Sendable () -> Double = {
+    package static let monotonicClock: @Sendable () -> Double = {
         let elapsed = ContinuousClock.now - clockOrigin
         let (seconds, attoseconds) = elapsed.components
         return Double(seconds) + Double(attoseconds) * 1e-18
@@ -154,15 +154,26 @@ public final class ImageCache: ImageCaching {
     ///     evicted in turn, or swept by ``removeExpired()``.
     ///   - memoryPressure: The monitor whose events purge this cache; nil to ignore
     ///     memory pressure.
-    ///   - clock: Seconds on any scale that never goes back; tests inject their own
-    ///     to step time-to-live without waiting.
-    public init(
+    public convenience init(
+        costLimit: Int = ImageCache.defaultCostLimit,
+        countLimit: Int = 10_000,
+        entryCostLimit: Int? = nil,
+        timeToLive: Double? = nil,
+        memoryPressure: MemoryPressureMonitor? = .shared
+    ) {
+        self.init(costLimit: costLimit, countLimit: countLimit, entryCostLimit: entryCostLimit,
+                  timeToLive: timeToLive, memoryPressure: memoryPressure, clock: ImageCache.monotonicClock)
+    }
+
+    /// A cache whose time-to-live runs on `clock`: seconds on any scale that never
+    /// goes back. Tests pass their own to step time without waiting.
+    package init(
         costLimit: Int = ImageCache.defaultCostLimit,
         countLimit: Int = 10_000,
         entryCostLimit: Int? = nil,
         timeToLive: Double? = nil,
         memoryPressure: MemoryPressureMonitor? = .shared,
-        clock: @escaping @Sendable () -> Double = ImageCache.monotonicClock
+        clock: @escaping @Sendable () -> Double
     ) {
         self.costLimit = max(0, costLimit)
         self.countLimit = max(0, countLimit)

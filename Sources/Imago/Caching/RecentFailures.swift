@@ -15,10 +15,12 @@ extension ImageLoader {
     /// depend on the size or processing asked for.
     public final class RecentFailures: Sendable {
         /// Makes a memory of at most `countLimit` failures, each kept `timeToLive` seconds.
-        public init(
-            countLimit: Int = 1_000, timeToLive: Double = 300,
-            clock: @escaping @Sendable () -> Double = ImageCache.monotonicClock
-        ) {
+        public convenience init(countLimit: Int = 1_000, timeToLive: Double = 300) {
+            self.init(countLimit: countLimit, timeToLive: timeToLive, clock: ImageCache.monotonicClock)
+        }
+
+        /// A memory whose time-to-live runs on `clock`, for tests that step time.
+        package init(countLimit: Int = 1_000, timeToLive: Double = 300, clock: @escaping @Sendable () -> Double) {
             memory = RecentMemory(costLimit: .max, countLimit: countLimit, timeToLive: max(0, timeToLive), clock: clock)
         }
 

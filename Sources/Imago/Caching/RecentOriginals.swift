@@ -26,9 +26,15 @@ extension ImageLoader {
         /// The default budget, 32 MiB, holds a dozen or more full-size photos' files or
         /// thousands of thumbnails': enough for the repeats of a page or a list, small
         /// beside the memory tier.
-        public init(
+        public convenience init(byteLimit: Int = 32 << 20, countLimit: Int = 1_000, entryByteLimit: Int? = nil, timeToLive: Double? = nil) {
+            self.init(byteLimit: byteLimit, countLimit: countLimit, entryByteLimit: entryByteLimit, timeToLive: timeToLive,
+                      clock: ImageCache.monotonicClock)
+        }
+
+        /// A store whose time-to-live runs on `clock`, for tests that step time.
+        package init(
             byteLimit: Int = 32 << 20, countLimit: Int = 1_000, entryByteLimit: Int? = nil, timeToLive: Double? = nil,
-            clock: @escaping @Sendable () -> Double = ImageCache.monotonicClock
+            clock: @escaping @Sendable () -> Double
         ) {
             self.entryByteLimit = max(0, min(entryByteLimit ?? byteLimit / 4, byteLimit))
             memory = RecentMemory(costLimit: byteLimit, countLimit: countLimit, timeToLive: timeToLive, clock: clock)

@@ -146,7 +146,7 @@ extension ImageLoader {
             /// disk, and a long list costs no more memory than a short one; a
             /// full-size photo still fits. Few images, because with thousands of
             /// small ones each entry's bookkeeping would cost more than its pixels.
-            public static let small = MemoryTier.own(costLimit: 32 << 20, countLimit: 256)
+            package static let small = MemoryTier.own(costLimit: 32 << 20, countLimit: 256)
 
             /// The cache this tier stands for.
             func makeCache() -> (any ImageCaching)? {

@@ -123,7 +123,7 @@ public final class ImagePrefetcher: Sendable {
     }
 
     /// Starts loading the images at `urls`.
-    public func startPrefetching(with urls: [URL]) {
+    package func startPrefetching(with urls: [URL]) {
         startPrefetching(with: urls.map { ImageRequest(url: $0) })
     }
 
@@ -136,7 +136,7 @@ public final class ImagePrefetcher: Sendable {
     }
 
     /// Stops prefetching the images at `urls`.
-    public func stopPrefetching(with urls: [URL]) {
+    package func stopPrefetching(with urls: [URL]) {
         stopPrefetching(with: urls.map { ImageRequest(url: $0) })
     }
 

@@ -33,10 +33,10 @@ public struct RetryPolicy: Sendable {
     public var maximumDelay: Double
     /// Picks the actual delay given the computed ceiling; must return a value in
     /// `0...ceiling` (results outside are clamped).
-    public var jitter: @Sendable (_ ceiling: Double) -> Double
+    package var jitter: @Sendable (_ ceiling: Double) -> Double
 
     /// A uniform draw in `0...ceiling` ("full jitter").
-    public static let fullJitter: @Sendable (Double) -> Double = { ceiling in
+    package static let fullJitter: @Sendable (Double) -> Double = { ceiling in
         ceiling > 0 ? Double.random(in: 0...ceiling) : 0
     }
 
@@ -45,12 +45,19 @@ public struct RetryPolicy: Sendable {
 
     /// Makes a policy; the defaults give three attempts, about 0.5 s then 1 s apart
     /// at most, with full jitter.
-    public init(
+    public init(maximumAttempts: Int = 3, baseDelay: Double = 0.5, multiplier: Double = 2, maximumDelay: Double = 10) {
+        self.init(maximumAttempts: maximumAttempts, baseDelay: baseDelay, multiplier: multiplier,
+                  maximumDelay: maximumDelay, jitter: RetryPolicy.fullJitter)
+    }
+
+    /// A policy whose delays `jitter` picks: tests pass `noJitter` for delays they can
+    /// predict.
+    package init(
         maximumAttempts: Int = 3,
         baseDelay: Double = 0.5,
         multiplier: Double = 2,
         maximumDelay: Double = 10,
-        jitter: @escaping @Sendable (_ ceiling: Double) -> Double = RetryPolicy.fullJitter
+        jitter: @escaping @Sendable (_ ceiling: Double) -> Double
     ) {
         self.maximumAttempts = maximumAttempts
         self.baseDelay = baseDelay
