@@ -29,10 +29,6 @@ final class CountingLoader: DataLoading {
         self.policy = policy
     }
 
-    func loadData(for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(ImagoError) -> DataResponse {
-        try await loadData(for: request, options: DataLoadingOptions()) { progress($0.received, $0.expected) }
-    }
-
     /// Passes `options` on, so `fetch --partial` gets a body cut short.
     func loadData(
         for request: URLRequest, options: DataLoadingOptions, progress: @escaping @Sendable (DataLoadingProgress) -> Void

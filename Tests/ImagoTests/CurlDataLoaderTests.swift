@@ -30,7 +30,7 @@ extension DataLoadingTests {
             }) else { return }
             let result: Result<DataResponse, ImagoError>
             do throws(ImagoError) {
-                result = .success(try await loader.loadData(for: request) { _, _ in })
+                result = .success(try await loader.loadData(for: request, options: DataLoadingOptions()) { _ in })
             } catch {
                 result = .failure(error)
             }
@@ -146,14 +146,14 @@ extension DataLoadingTests {
                 for _ in 0..<16 {
                     let url = urls[next]
                     next += 1
-                    group.addTask { (try? await loader.loadData(for: URLRequest(url: url)) { _, _ in })?.data.count == 2000 }
+                    group.addTask { (try? await loader.loadData(for: URLRequest(url: url), options: DataLoadingOptions()) { _ in })?.data.count == 2000 }
                 }
                 while let ok = await group.next() {
                     if !ok { failed += 1 }
                     if next < urls.count {
                         let url = urls[next]
                         next += 1
-                        group.addTask { (try? await loader.loadData(for: URLRequest(url: url)) { _, _ in })?.data.count == 2000 }
+                        group.addTask { (try? await loader.loadData(for: URLRequest(url: url), options: DataLoadingOptions()) { _ in })?.data.count == 2000 }
                     }
                 }
                 return failed

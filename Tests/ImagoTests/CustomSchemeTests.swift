@@ -16,12 +16,13 @@ import FoundationNetworking
         func canLoad(_ url: URL) -> Bool { url.scheme == "demo" }
 
         func loadData(
-            for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void
+            for request: URLRequest, options: DataLoadingOptions,
+            progress: @escaping @Sendable (DataLoadingProgress) -> Void
         ) async throws(ImagoError) -> DataResponse {
             guard let url = request.url, canLoad(url), let data = images[url.host ?? ""] else {
                 throw .invalidURL(request.url?.absoluteString ?? "")
             }
-            progress(Int64(data.count), Int64(data.count))
+            progress(DataLoadingProgress(received: Int64(data.count), expected: Int64(data.count)))
             return DataResponse(data: data, url: url)
         }
     }

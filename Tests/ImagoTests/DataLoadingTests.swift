@@ -34,7 +34,7 @@ import _ImagoTestSupport
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let finished = await withTimeLimit(limit, sourceLocation: sourceLocation) { [request] in
             do throws(ImagoError) {
-                return Result<DataResponse, ImagoError>.success(try await loader.loadData(for: request, progress: progress))
+                return Result<DataResponse, ImagoError>.success(try await loader.loadData(for: request, options: DataLoadingOptions()) { progress($0.received, $0.expected) })
             } catch {
                 return .failure(error)
             }
@@ -544,7 +544,7 @@ import _ImagoTestSupport
                         for index in 0..<50 {
                             let task = Task { () -> Result<DataResponse, ImagoError> in
                                 do throws(ImagoError) {
-                                    return .success(try await loader.loadData(for: URLRequest(url: url)) { _, _ in })
+                                    return .success(try await loader.loadData(for: URLRequest(url: url), options: DataLoadingOptions()) { _ in })
                                 } catch {
                                     return .failure(error)
                                 }

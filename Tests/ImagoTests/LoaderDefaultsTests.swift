@@ -36,7 +36,7 @@ import FoundationNetworking
         func userAgent(_ network: any DataLoading, request: (inout URLRequest) -> Void = { _ in }) async throws -> String? {
             var urlRequest = URLRequest(url: server.url(path))
             request(&urlRequest)
-            _ = try await network.loadData(for: urlRequest) { _, _ in }
+            _ = try await network.loadData(for: urlRequest, options: DataLoadingOptions()) { _ in }
             return server.requests(for: path).last?.header("User-Agent")
         }
         #expect(ImageLoader.defaultUserAgent == "Imago/\(ImageLoader.version)")

@@ -88,7 +88,7 @@ public final class ControlledLoader: DataLoading {
     }
 
     /// Notes the request, then answers it as the test or the script says.
-    public func loadData(for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(ImagoError) -> DataResponse {
+    public func loadData(for request: URLRequest, options: DataLoadingOptions, progress: @escaping @Sendable (DataLoadingProgress) -> Void) async throws(ImagoError) -> DataResponse {
         let url = request.url!
         let (id, automatic) = state.withLock { state -> (Int, Result<DataResponse, ImagoError>?) in
             state.seen.started.append(url.absoluteString)
@@ -96,7 +96,7 @@ public final class ControlledLoader: DataLoading {
             return (state.next, state.automatic[url.absoluteString])
         }
         if let automatic { return try automatic.get() }
-        if let script { return try await play(script, for: url, progress: progress) }
+        if let script { return try await play(script, for: url) { progress(DataLoadingProgress(received: $0, expected: $1)) } }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let cancelledAlready = state.withLock { state -> Bool in

@@ -12,7 +12,7 @@ import FoundationNetworking
 enum SchedulerBenchmark {
     /// A transfer that waits until it is cancelled.
     private struct Forever: DataLoading {
-        func loadData(for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(ImagoError) -> DataResponse {
+        func loadData(for request: URLRequest, options: DataLoadingOptions, progress: @escaping @Sendable (DataLoadingProgress) -> Void) async throws(ImagoError) -> DataResponse {
             while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
             throw .cancelled
         }
@@ -21,7 +21,7 @@ enum SchedulerBenchmark {
     /// A transfer that answers at once with a one-pixel PNG.
     private struct Instant: DataLoading {
         static let pixel = Data(base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")!
-        func loadData(for request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(ImagoError) -> DataResponse {
+        func loadData(for request: URLRequest, options: DataLoadingOptions, progress: @escaping @Sendable (DataLoadingProgress) -> Void) async throws(ImagoError) -> DataResponse {
             DataResponse(data: Self.pixel, url: request.url!, statusCode: 200)
         }
     }

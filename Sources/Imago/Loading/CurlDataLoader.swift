@@ -105,13 +105,6 @@ public final class CurlDataLoader: DataLoading {
         HTTPLoaderConfiguration.takes(url)
     }
 
-    /// Loads `request`; a non-2xx status is returned, not thrown.
-    public func loadData(
-        for request: URLRequest,
-        progress: @escaping @Sendable (_ received: Int64, _ expected: Int64?) -> Void
-    ) async throws(ImagoError) -> DataResponse {
-        try await loadData(for: request, options: DataLoadingOptions()) { progress($0.received, $0.expected) }
-    }
 
     /// Loads `request` as `options` ask; a non-2xx status is returned, not thrown.
     public func loadData(

@@ -104,22 +104,15 @@ public struct DataLoadingProgress: Sendable {
 /// what it means (a 304 is good news to a cache). Retries and the whole-load deadline
 /// are the loader's job, not the data loader's.
 ///
-/// The loader calls the second requirement. Its default implementation calls the
-/// first, so a data loader written for counts alone still works: it never returns a
-/// truncated body (it fails instead) and reports no chunks (no previews).
+/// A data loader may ignore `options`: one that never returns a truncated body (it
+/// fails instead) and reports no chunks still works, without partial images or
+/// progressive previews.
 public protocol DataLoading: Sendable {
     /// Whether this data loader takes `url`. By default what `DefaultDataLoader`
     /// takes (`http`, `https`, `file` and `data` URLs), so a loader that stands in
     /// for it, a wrapper or a test double, need not say; a loader of other URLs says
     /// which.
     func canLoad(_ url: URL) -> Bool
-
-    /// Loads `request`, calling `progress` with the bytes received so far and the
-    /// expected total when the server said it.
-    func loadData(
-        for request: URLRequest,
-        progress: @escaping @Sendable (_ received: Int64, _ expected: Int64?) -> Void
-    ) async throws(ImagoError) -> DataResponse
 
     /// Loads `request` as `options` ask: a body cut short may be returned as
     /// truncated, and progress may carry the bytes as they arrive.
@@ -136,13 +129,4 @@ extension DataLoading {
         HTTPLoaderConfiguration.takes(url) || LocalDataLoader.takes(url)
     }
 
-    /// Loads with counts only, never truncated, through the first requirement.
-    public func loadData(
-        for request: URLRequest, options: DataLoadingOptions,
-        progress: @escaping @Sendable (DataLoadingProgress) -> Void
-    ) async throws(ImagoError) -> DataResponse {
-        try await loadData(for: request) { received, expected in
-            progress(DataLoadingProgress(received: received, expected: expected))
-        }
-    }
 }

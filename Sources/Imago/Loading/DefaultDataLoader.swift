@@ -46,13 +46,6 @@ public final class DefaultDataLoader: DataLoading {
         local.canLoad(url) || network.canLoad(url)
     }
 
-    /// Routes `request` to the half that takes its URL.
-    public func loadData(
-        for request: URLRequest,
-        progress: @escaping @Sendable (_ received: Int64, _ expected: Int64?) -> Void
-    ) async throws(ImagoError) -> DataResponse {
-        try await loadData(for: request, options: DataLoadingOptions()) { progress($0.received, $0.expected) }
-    }
 
     /// Routes `request` to the half that takes its URL, with `options` passed on.
     public func loadData(

@@ -46,19 +46,19 @@ public struct LocalDataLoader: DataLoading {
     /// Reads the file or decodes the `data:` URL. Progress is reported once, when the
     /// bytes are in hand.
     public func loadData(
-        for request: URLRequest,
-        progress: @escaping @Sendable (_ received: Int64, _ expected: Int64?) -> Void
+        for request: URLRequest, options: DataLoadingOptions,
+        progress: @escaping @Sendable (DataLoadingProgress) -> Void
     ) async throws(ImagoError) -> DataResponse {
         guard let url = request.url else { throw .invalidURL("") }
         switch url.scheme?.lowercased() {
         case "file":
             if Task.isCancelled { throw .cancelled }
             let data = try await readFile(url)
-            progress(Int64(data.count), Int64(data.count))
+            progress(DataLoadingProgress(received: Int64(data.count), expected: Int64(data.count)))
             return DataResponse(data: data, url: url)
         case "data":
             let data = try Self.decodeDataURL(url.absoluteString, limit: maximumSize)
-            progress(Int64(data.count), Int64(data.count))
+            progress(DataLoadingProgress(received: Int64(data.count), expected: Int64(data.count)))
             return DataResponse(data: data, url: url)
         default:
             throw .invalidURL(url.absoluteString)

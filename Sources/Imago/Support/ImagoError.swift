@@ -105,7 +105,7 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
     }
 
     /// The `URLError.Code` of a network failure; nil for every other case.
-    public var urlErrorCode: URLError.Code? {
+    package var urlErrorCode: URLError.Code? {
         if case .network(_, _, let code, _) = self { return code }
         return nil
     }
