@@ -1,5 +1,5 @@
 import Foundation
-import Imago
+@_spi(Internals) import Imago
 import ImagoCommandLine
 
 /// The caches' own figures: memory-tier look-ups and insertions with 1,000 and

@@ -133,10 +133,10 @@ public final class ImageCache: ImageCaching {
     public let countLimit: Int
     /// The most bytes one image may take and still be stored; larger images are not
     /// cached at all (and storing one removes what its key held before).
-    public let entryCostLimit: Int
+    package let entryCostLimit: Int
     /// How long, in seconds, an image is served after it was stored; nil for as long
     /// as it stays in the cache.
-    public let timeToLive: Double?
+    package let timeToLive: Double?
 
     /// Makes a cache with the given limits.
     ///

@@ -27,9 +27,9 @@ extension ImageLoader {
         private let memory: RecentMemory<ImagoError>
 
         /// The most failures remembered.
-        public var countLimit: Int { memory.countLimit }
+        package var countLimit: Int { memory.countLimit }
         /// Seconds a failure is remembered.
-        public var timeToLive: Double { memory.timeToLive ?? 0 }
+        package var timeToLive: Double { memory.timeToLive ?? 0 }
         /// How many failures are remembered, counting expired ones not yet removed.
         package var count: Int { memory.count }
 

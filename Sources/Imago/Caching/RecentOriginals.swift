@@ -48,13 +48,13 @@ extension ImageLoader {
         }
 
         /// The most bytes of files kept.
-        public var byteLimit: Int { memory.costLimit }
+        package var byteLimit: Int { memory.costLimit }
         /// The most files kept.
-        public var countLimit: Int { memory.countLimit }
+        package var countLimit: Int { memory.countLimit }
         /// The largest file kept, in bytes.
-        public let entryByteLimit: Int
+        package let entryByteLimit: Int
         /// Seconds a file is reused after it was fetched; nil for as long as it stays.
-        public var timeToLive: Double? { memory.timeToLive }
+        package var timeToLive: Double? { memory.timeToLive }
         /// How many files are kept.
         package var count: Int { memory.count }
         /// Bytes of files kept.

@@ -61,7 +61,7 @@ public final class AnimationPlayer: @unchecked Sendable {
 
     /// The position where a frame failed to decode, ending the animation (the frame
     /// before it stays); nil while every frame has decoded.
-    public var endPosition: Int? {
+    package var endPosition: Int? {
         lock.withLock { ended?.position }
     }
 

@@ -18,10 +18,11 @@ public final class DefaultDataLoader: DataLoading {
     /// Loads `file` and `data` URLs.
     package let local: LocalDataLoader
 
-    /// Makes a loader from its two halves; the network half is a seam so that tests
-    /// and benchmarks can put another HTTP client behind the same routing.
-    public init(network: any DataLoading = DefaultDataLoader.makeNetworkLoader(), local: LocalDataLoader = LocalDataLoader()) {
-        self.network = network
+    /// Makes a loader from its two halves; the network half, the platform's when nil,
+    /// is a seam so that tests and benchmarks can put another HTTP client behind the
+    /// same routing.
+    public init(network: (any DataLoading)? = nil, local: LocalDataLoader = LocalDataLoader()) {
+        self.network = network ?? DefaultDataLoader.makeNetworkLoader()
         self.local = local
     }
 
@@ -33,7 +34,7 @@ public final class DefaultDataLoader: DataLoading {
 
     /// The platform's network loader with `configuration`'s settings: libcurl's
     /// multi interface on Linux, URLSession elsewhere.
-    public static func makeNetworkLoader(_ configuration: HTTPLoaderConfiguration = .init()) -> any DataLoading {
+    package static func makeNetworkLoader(_ configuration: HTTPLoaderConfiguration = .init()) -> any DataLoading {
         #if canImport(CCurl)
         CurlDataLoader(configuration: configuration)
         #else

@@ -15,11 +15,11 @@ extension ImageEncoders {
         /// An opaque sRGB colour: what shows through where the bitmap is transparent.
         public struct Color: Sendable, Hashable {
             /// Red, 0…255.
-            public var red: UInt8
+            package var red: UInt8
             /// Green, 0…255.
-            public var green: UInt8
+            package var green: UInt8
             /// Blue, 0…255.
-            public var blue: UInt8
+            package var blue: UInt8
 
             /// Makes a colour from its sRGB components.
             public init(red: UInt8, green: UInt8, blue: UInt8) {

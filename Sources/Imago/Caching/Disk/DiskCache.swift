@@ -380,7 +380,7 @@ public final class DiskCache: Sendable {
 
     /// Waits until every write, removal and prune asked for so far has reached the
     /// disk, and the index agrees with the directory. Blocks: keep it off the main thread.
-    public func flush() {
+    @_spi(Internals) public func flush() {
         queue.sync { settle() }
     }
 
