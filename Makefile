@@ -99,7 +99,7 @@ docs: deps
 	@rm -rf $(DOCS_BUILD)/symbol-graphs; mkdir -p $(DOCS_BUILD)/symbol-graphs
 	@$(SWIFT) build --scratch-path $(DOCS_BUILD) --target ImagoUI $(SWIFT_FLAGS) \
 	  -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/$(DOCS_BUILD)/symbol-graphs
-	@rm -rf .build/docs
+	@rm -rf .build/docs; mkdir -p .build/docs
 	@for module in Imago ImagoUI; do \
 	  echo "==> Converting Sources/$$module/$$module.docc with $(DOCC)"; \
 	  graphs=$(DOCS_BUILD)/module-graphs/$$module; rm -rf $$graphs; mkdir -p $$graphs; \

@@ -1,5 +1,5 @@
 import Foundation
-import Imago
+@_spi(Internals) import Imago
 
 /// Feeds libFuzzer's input to the TIFF decoder. The pixel limit is lowered so the
 /// fuzzer spends its time on parsing, not on filling huge but legal images.

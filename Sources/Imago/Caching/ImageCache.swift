@@ -151,7 +151,7 @@ public final class ImageCache: ImageCaching {
     ///     512 MiB default.
     ///   - timeToLive: Seconds an image is served after being stored; nil for no
     ///     expiry. Expired images are misses, and are removed when next looked up,
-    ///     evicted in turn, or swept by ``removeExpired()``.
+    ///     evicted in turn, or swept with the other expired ones.
     ///   - memoryPressure: The monitor whose events purge this cache; nil to ignore
     ///     memory pressure.
     public convenience init(
@@ -218,7 +218,7 @@ public final class ImageCache: ImageCaching {
     }
 
     /// Stores `image` under `key`, served for `timeToLive` seconds (nil: until
-    /// evicted) whatever the cache's own ``timeToLive``. For images whose freshness
+    /// evicted) whatever the cache's own time-to-live. For images whose freshness
     /// is known, such as an HTTP `max-age` shorter than the cache's default.
     public func setImage(_ image: DecodedImage, forKey key: ImageCacheKey, timeToLive: Double?) {
         store(image, forKey: key, timeToLive: timeToLive)

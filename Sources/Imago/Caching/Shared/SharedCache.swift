@@ -195,7 +195,7 @@ public final class SharedCache: Sendable {
         case unavailable
     }
 
-    /// Takes the lease on `imageKey`'s image for ``SharedCache.Configuration/leaseDuration``.
+    /// Takes the lease on `imageKey`'s image for ``SharedCache/Configuration/leaseDuration``.
     func takeLease(imageKey: String) -> LeaseAttempt {
         let lease = Lease(key: leaseKey(imageKey), token: UUID().uuidString)
         let milliseconds = String(max(1, Int(configuration.leaseDuration * 1000)))
@@ -217,7 +217,7 @@ public final class SharedCache: Sendable {
 
     /// Waits for the record named `name`, which another process holds the lease to
     /// fetch: polls for it, and takes the lease when it is gone (its holder gave up
-    /// or died), up to ``SharedCache.Configuration/leaseWait``.
+    /// or died), up to ``SharedCache/Configuration/leaseWait``.
     func waitForRecord(named name: String, imageKey: String) async -> LeaseOutcome {
         let key = valueKey(name, imageKey: imageKey)
         let deadline = ContinuousClock.now + .seconds(configuration.leaseWait)
