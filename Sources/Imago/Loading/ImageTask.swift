@@ -71,7 +71,7 @@ public final class ImageTask: Sendable, Hashable {
     public var result: Result<ImageResponse, ImagoError>? { state.withLock { $0.result } }
 
     /// Whether the task has finished (succeeded, failed or been cancelled).
-    package var isFinished: Bool { result != nil }
+    public var isFinished: Bool { result != nil }
 
     /// Waits for the image. Throws `ImagoError`, or `CancellationError` when this
     /// task is cancelled or the Swift task awaiting it is (which cancels this one).
