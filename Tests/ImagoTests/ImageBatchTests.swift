@@ -33,7 +33,7 @@ import _ImagoTestSupport
         let paths = ["/slow.png", "/0.png", "/1.png", "/missing.png", "/2.png"]
         let loader = makeLoader()
         let items = await withTimeLimit(120) {
-            var items: [ImageBatch.Item] = []
+            var items: [ImageLoader.Batch.Item] = []
             for await item in loader.images(for: paths.map { ImageRequest(url: self.server.url($0)) }) {
                 items.append(item)
                 if items.count == paths.count - 1 { gate.signal() }

@@ -10,12 +10,12 @@ import ImageIO
 
 extension ImageDecoders {
     /// Decodes every format ImageIO knows (JPEG, PNG, GIF, WebP, HEIC, AVIF, …).
-    public struct ImageIO: ImageDecoding {
+    @_spi(Internals) public struct ImageIO: ImageDecoding {
         /// Makes the decoder; it holds no state.
-        public init() {}
+        @_spi(Internals) public init() {}
 
         /// Takes every detected format but SVG, which ImageIO does not rasterise.
-        public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+        @_spi(Internals) public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
             format != nil && format != .svg
         }
 
@@ -24,7 +24,7 @@ extension ImageDecoders {
         /// limit, and decoded at the target size where there is one (ImageIO's
         /// thumbnails), never in full first. Throws `decodingFailed` with ImageIO's status
         /// as the codec's word when it cannot read the data.
-        public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+        @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             let format = ImageFormat.detect(data) ?? .jpeg
             let source = Self.source(data)
             guard let source, CGImageSourceGetCount(source) > 0 else {
@@ -50,7 +50,7 @@ extension ImageDecoders {
             let (first, orientation) = try Self.frame(source, 0, format: format, options: options)
             let durations = (0..<count).map { Self.duration(source, $0) }
             let loopCount = Self.loopCount(file)
-            let animation = AnimatedFrames(
+            let animation = DecodedImage.AnimatedFrames(
                 frameCount: count, durations: durations, loopCount: loopCount, width: first.width, height: first.height,
                 retainedCost: data.count
             ) { () throws(ImagoError) -> any FrameProducing in

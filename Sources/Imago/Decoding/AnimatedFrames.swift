@@ -1,109 +1,111 @@
 import Foundation
 
-/// The frames of an animation, decoded when asked for rather than held: the compressed
-/// data, what a cheap scan of it said (frame count, durations, loop count, frame size),
-/// and a way to decode its frames in order.
-///
-/// Compositing formats (GIF, APNG, animated WebP, AVIF sequences) build each frame on
-/// the one before, so the primitive is a cursor from frame 0 (`makeIterator()`);
-/// playing a loop again starts a new one. `AnimationPlayer` keeps a few frames ahead
-/// of the display, so memory follows what is shown, not the frame count.
-///
-/// Transforms (fitting to a size, processors) are carried along and applied to each
-/// frame as it is produced.
-public final class AnimatedFrames: Sendable {
-    /// How many frames the scan found; a frame that then fails to decode ends the
-    /// animation early (`Iterator.next()` throws).
-    package let frameCount: Int
-    /// How long each frame stays on screen, in seconds; `frameCount` entries.
-    package let durations: [Double]
-    /// How many times the animation plays; 0 means forever.
-    package let loopCount: Int
-    /// The size of every frame produced, transforms applied.
-    package let width: Int
-    /// The height of every frame produced, transforms applied.
-    package let height: Int
-    /// Bytes this object keeps alive: the compressed data (or, for frames given
-    /// decoded, their pixels). What a memory cache charges beyond the first frame.
-    let retainedCost: Int
+extension DecodedImage {
+    /// The frames of an animation, decoded when asked for rather than held: the compressed
+    /// data, what a cheap scan of it said (frame count, durations, loop count, frame size),
+    /// and a way to decode its frames in order.
+    ///
+    /// Compositing formats (GIF, APNG, animated WebP, AVIF sequences) build each frame on
+    /// the one before, so the primitive is a cursor from frame 0 (`makeIterator()`);
+    /// playing a loop again starts a new one. `AnimationPlayer` keeps a few frames ahead
+    /// of the display, so memory follows what is shown, not the frame count.
+    ///
+    /// Transforms (fitting to a size, processors) are carried along and applied to each
+    /// frame as it is produced.
+    public final class AnimatedFrames: Sendable {
+        /// How many frames the scan found; a frame that then fails to decode ends the
+        /// animation early (`Iterator.next()` throws).
+        package let frameCount: Int
+        /// How long each frame stays on screen, in seconds; `frameCount` entries.
+        package let durations: [Double]
+        /// How many times the animation plays; 0 means forever.
+        package let loopCount: Int
+        /// The size of every frame produced, transforms applied.
+        package let width: Int
+        /// The height of every frame produced, transforms applied.
+        package let height: Int
+        /// Bytes this object keeps alive: the compressed data (or, for frames given
+        /// decoded, their pixels). What a memory cache charges beyond the first frame.
+        let retainedCost: Int
 
-    private let open: @Sendable () throws(ImagoError) -> any FrameProducing
-    private let transform: (@Sendable (Bitmap) -> Bitmap)?
+        private let open: @Sendable () throws(ImagoError) -> any FrameProducing
+        private let transform: (@Sendable (Bitmap) -> Bitmap)?
 
-    /// Frames from a codec: `open` makes a producer of composited canvases from frame 0.
-    init(
-        frameCount: Int, durations: [Double], loopCount: Int, width: Int, height: Int, retainedCost: Int,
-        open: @escaping @Sendable () throws(ImagoError) -> any FrameProducing
-    ) {
-        precondition(durations.count == frameCount, "one duration per frame")
-        self.frameCount = frameCount
-        self.durations = durations
-        self.loopCount = loopCount
-        self.width = width
-        self.height = height
-        self.retainedCost = retainedCost
-        self.open = open
-        self.transform = nil
-    }
-
-    private init(base: AnimatedFrames, width: Int, height: Int, transform: @escaping @Sendable (Bitmap) -> Bitmap) {
-        frameCount = base.frameCount
-        durations = base.durations
-        loopCount = base.loopCount
-        self.width = width
-        self.height = height
-        retainedCost = base.retainedCost
-        open = base.open
-        if let previous = base.transform {
-            self.transform = { transform(previous($0)) }
-        } else {
-            self.transform = transform
+        /// Frames from a codec: `open` makes a producer of composited canvases from frame 0.
+        init(
+            frameCount: Int, durations: [Double], loopCount: Int, width: Int, height: Int, retainedCost: Int,
+            open: @escaping @Sendable () throws(ImagoError) -> any FrameProducing
+        ) {
+            precondition(durations.count == frameCount, "one duration per frame")
+            self.frameCount = frameCount
+            self.durations = durations
+            self.loopCount = loopCount
+            self.width = width
+            self.height = height
+            self.retainedCost = retainedCost
+            self.open = open
+            self.transform = nil
         }
+
+        private init(base: DecodedImage.AnimatedFrames, width: Int, height: Int, transform: @escaping @Sendable (Bitmap) -> Bitmap) {
+            frameCount = base.frameCount
+            durations = base.durations
+            loopCount = base.loopCount
+            self.width = width
+            self.height = height
+            retainedCost = base.retainedCost
+            open = base.open
+            if let previous = base.transform {
+                self.transform = { transform(previous($0)) }
+            } else {
+                self.transform = transform
+            }
+        }
+
+        /// Frames already decoded, held as they are: for decoders that produce every
+        /// frame at once (ImageIO) and for callers building animations themselves.
+        public convenience init(frames: [DecodedImage.Frame], loopCount: Int) {
+            precondition(!frames.isEmpty, "an animation has at least one frame")
+            let bitmaps = frames.map(\.bitmap)
+            self.init(
+                frameCount: frames.count, durations: frames.map(\.duration), loopCount: loopCount,
+                width: frames[0].bitmap.width, height: frames[0].bitmap.height,
+                retainedCost: bitmaps.dropFirst().reduce(0) { $0 + $1.cost },
+                open: { ArrayFrameProducer(bitmaps) })
+        }
+
+        /// The same animation with `transform` applied to each frame as it is produced;
+        /// `width` × `height` is the size it gives.
+        func mapped(width: Int, height: Int, _ transform: @escaping @Sendable (Bitmap) -> Bitmap) -> DecodedImage.AnimatedFrames {
+            DecodedImage.AnimatedFrames(base: self, width: width, height: height, transform: transform)
+        }
+
+        /// A cursor over the frames from the first, decoding each when asked for it.
+        public func makeIterator() -> Iterator {
+            Iterator(self)
+        }
+
+        /// Bytes one frame takes.
+        var frameCost: Int { width * height * 4 }
+
+        /// The total time of one play, in seconds.
+        package var totalDuration: Double { durations.reduce(0, +) }
+
+        fileprivate func openProducer() throws(ImagoError) -> any FrameProducing { try open() }
+        fileprivate func apply(_ bitmap: Bitmap) -> Bitmap { transform.map { $0(bitmap) } ?? bitmap }
     }
-
-    /// Frames already decoded, held as they are: for decoders that produce every
-    /// frame at once (ImageIO) and for callers building animations themselves.
-    public convenience init(frames: [DecodedImage.Frame], loopCount: Int) {
-        precondition(!frames.isEmpty, "an animation has at least one frame")
-        let bitmaps = frames.map(\.bitmap)
-        self.init(
-            frameCount: frames.count, durations: frames.map(\.duration), loopCount: loopCount,
-            width: frames[0].bitmap.width, height: frames[0].bitmap.height,
-            retainedCost: bitmaps.dropFirst().reduce(0) { $0 + $1.cost },
-            open: { ArrayFrameProducer(bitmaps) })
-    }
-
-    /// The same animation with `transform` applied to each frame as it is produced;
-    /// `width` × `height` is the size it gives.
-    func mapped(width: Int, height: Int, _ transform: @escaping @Sendable (Bitmap) -> Bitmap) -> AnimatedFrames {
-        AnimatedFrames(base: self, width: width, height: height, transform: transform)
-    }
-
-    /// A cursor over the frames from the first, decoding each when asked for it.
-    public func makeIterator() -> Iterator {
-        Iterator(self)
-    }
-
-    /// Bytes one frame takes.
-    var frameCost: Int { width * height * 4 }
-
-    /// The total time of one play, in seconds.
-    package var totalDuration: Double { durations.reduce(0, +) }
-
-    fileprivate func openProducer() throws(ImagoError) -> any FrameProducing { try open() }
-    fileprivate func apply(_ bitmap: Bitmap) -> Bitmap { transform.map { $0(bitmap) } ?? bitmap }
 }
 
-extension AnimatedFrames {
+extension DecodedImage.AnimatedFrames {
     /// Decodes an animation's frames in order, from the first. Not `Sendable`: one
     /// thread at a time uses a cursor (the codecs' state is not shareable).
     public final class Iterator {
-        private let animation: AnimatedFrames
+        private let animation: DecodedImage.AnimatedFrames
         private var producer: (any FrameProducing)?
         private var index = 0
         private var ended = false
 
-        fileprivate init(_ animation: AnimatedFrames) {
+        fileprivate init(_ animation: DecodedImage.AnimatedFrames) {
             self.animation = animation
         }
 

@@ -22,13 +22,13 @@ public final class AnimationPlayer: @unchecked Sendable {
     /// How many frames are kept decoded at most (at least one).
     let capacity: Int
 
-    private let animation: AnimatedFrames?
+    private let animation: DecodedImage.AnimatedFrames?
     private let queue: DispatchQueue
     // Everything below is guarded by `lock`.
     private let lock = NSLock()
     private var buffer: [Int: DecodedImage.Frame] = [:]
     private var wanted = 0
-    private var cursor: AnimatedFrames.Iterator?
+    private var cursor: DecodedImage.AnimatedFrames.Iterator?
     /// The position the cursor produces next.
     private var nextPosition = 0
     private var decoding = false
@@ -147,7 +147,7 @@ public final class AnimationPlayer: @unchecked Sendable {
 
     private func decodeLoop() {
         while true {
-            let cursor = lock.withLock { () -> AnimatedFrames.Iterator in
+            let cursor = lock.withLock { () -> DecodedImage.AnimatedFrames.Iterator in
                 if let cursor = self.cursor { return cursor }
                 // Each loop decodes from the first frame again.
                 let fresh = animation!.makeIterator()

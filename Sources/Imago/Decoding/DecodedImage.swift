@@ -4,7 +4,7 @@
 /// This is the platform-neutral result of every decoder. On Apple platforms
 /// `platformImage(scale:)` (in the Apple adapters) turns it into a `UIImage` or `NSImage`.
 ///
-/// An animation holds its first frame (the poster, `bitmap`) and an `AnimatedFrames`
+/// An animation holds its first frame (the poster, `bitmap`) and an `DecodedImage.AnimatedFrames`
 /// that keeps the compressed data and decodes the rest in order when asked: play it
 /// through an `AnimationPlayer`, which keeps a few frames ahead of the display, so
 /// memory follows what is shown, not the frame count.
@@ -28,7 +28,7 @@ public struct DecodedImage: Sendable {
     /// animation.
     public let firstFrame: Frame
     /// The frames of an animation, decoded when asked for; nil for a still image.
-    public let animation: AnimatedFrames?
+    public let animation: DecodedImage.AnimatedFrames?
     /// How many times an animation plays; 0 means forever.
     public let loopCount: Int
     /// The format the bytes were in.
@@ -48,14 +48,14 @@ public struct DecodedImage: Sendable {
         precondition(!frames.isEmpty, "an image has at least one frame")
         self.init(
             firstFrame: frames[0],
-            animation: frames.count > 1 ? AnimatedFrames(frames: frames, loopCount: loopCount) : nil,
+            animation: frames.count > 1 ? DecodedImage.AnimatedFrames(frames: frames, loopCount: loopCount) : nil,
             loopCount: loopCount, format: format, orientation: orientation, isPartial: isPartial)
     }
 
     /// Makes an animation from its decoded first frame and its frames on demand (nil
     /// for a still image).
     package init(
-        firstFrame: Frame, animation: AnimatedFrames?, loopCount: Int, format: ImageFormat,
+        firstFrame: Frame, animation: DecodedImage.AnimatedFrames?, loopCount: Int, format: ImageFormat,
         orientation: ImageOrientation = .up, isPartial: Bool = false
     ) {
         self.firstFrame = firstFrame

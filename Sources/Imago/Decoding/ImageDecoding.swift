@@ -86,10 +86,11 @@ public protocol ImageDecoding: Sendable {
     func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage
 }
 
-/// The built-in decoders, one a format: on Linux Debian's codecs (and Imago's own for
-/// BMP and ICO), on Apple platforms ImageIO. `ImageDecoders.Registry.shared` asks them
-/// all; use one directly to decode a format known in advance, or list them in a
-/// registry of one's own.
+/// Imago's decoding: `Registry`, which finds the decoder for the data. Its built-in
+/// decoders are one a format: on Linux Debian's codecs (and Imago's own for BMP and
+/// ICO), on Apple platforms ImageIO. A decoder of one's own (`ImageDecoding`) is
+/// added with `Registry.register(_:)`, asked before the built-in ones, or a registry
+/// made with exactly the decoders wanted.
 public enum ImageDecoders {}
 
 extension ImageDecoders {

@@ -41,49 +41,51 @@ extension ImageLoader {
     ///     a core to decode them.
     public func images<Requests: Sequence<ImageRequest>>(
         for requests: sending Requests, maxConcurrent: Int? = nil
-    ) -> ImageBatch {
-        ImageBatch(
+    ) -> ImageLoader.Batch {
+        ImageLoader.Batch(
             loader: self, input: BatchInput(requests),
             window: max(1, maxConcurrent ?? concurrentLoads * 2 + configuration.concurrentDecodes))
     }
 }
 
-/// The outcomes of a batch of requests, in completion order; made by
-/// `ImageLoader.images(for:maxConcurrent:)`.
-///
-/// The input is read once, so a batch is iterated once: a second iteration ends at
-/// once. The sequence never throws: a request that fails is an item with a failure,
-/// and a cancelled iteration just ends.
-public struct ImageBatch: AsyncSequence, Sendable {
-    /// One request's outcome.
-    public struct Item: Sendable {
-        /// The request's place in the input sequence, counted from 0.
-        public let index: Int
-        /// The request.
-        public let request: ImageRequest
-        /// The image, or why there is none.
-        public let result: Result<ImageResponse, ImagoError>
-    }
+extension ImageLoader {
+    /// The outcomes of a batch of requests, in completion order; made by
+    /// `ImageLoader.images(for:maxConcurrent:)`.
+    ///
+    /// The input is read once, so a batch is iterated once: a second iteration ends at
+    /// once. The sequence never throws: a request that fails is an item with a failure,
+    /// and a cancelled iteration just ends.
+    public struct Batch: AsyncSequence, Sendable {
+        /// One request's outcome.
+        public struct Item: Sendable {
+            /// The request's place in the input sequence, counted from 0.
+            public let index: Int
+            /// The request.
+            public let request: ImageRequest
+            /// The image, or why there is none.
+            public let result: Result<ImageResponse, ImagoError>
+        }
 
-    let loader: ImageLoader
-    let input: BatchInput
-    let window: Int
+        let loader: ImageLoader
+        let input: BatchInput
+        let window: Int
 
-    /// Starts loading: the input is read and loaded from now on, as places free up.
-    public func makeAsyncIterator() -> Iterator {
-        let run = BatchRun(loader: loader, window: window)
-        run.start(reading: input)
-        return Iterator(handle: BatchHandle(run))
-    }
+        /// Starts loading: the input is read and loaded from now on, as places free up.
+        public func makeAsyncIterator() -> Iterator {
+            let run = BatchRun(loader: loader, window: window)
+            run.start(reading: input)
+            return Iterator(handle: BatchHandle(run))
+        }
 
-    /// Waits for the next outcome.
-    public struct Iterator: AsyncIteratorProtocol {
-        let handle: BatchHandle
+        /// Waits for the next outcome.
+        public struct Iterator: AsyncIteratorProtocol {
+            let handle: BatchHandle
 
-        /// The next request to complete; nil once every request has completed, or
-        /// when the iterating task was cancelled (which stops the batch).
-        public mutating func next() async -> Item? {
-            await handle.run.next()
+            /// The next request to complete; nil once every request has completed, or
+            /// when the iterating task was cancelled (which stops the batch).
+            public mutating func next() async -> Item? {
+                await handle.run.next()
+            }
         }
     }
 }
@@ -225,7 +227,7 @@ final class BatchRun: Sendable {
     }
 
     /// The next outcome, waiting for one when none is ready.
-    func next() async -> ImageBatch.Item? {
+    func next() async -> ImageLoader.Batch.Item? {
         if Task.isCancelled {
             stop()
             return nil
@@ -245,7 +247,7 @@ final class BatchRun: Sendable {
         } onCancel: {
             stop()
         }
-        return taken.map { ImageBatch.Item(index: $0.index, request: $0.request, result: $0.result) }
+        return taken.map { ImageLoader.Batch.Item(index: $0.index, request: $0.request, result: $0.result) }
     }
 
     /// Stops the batch: no further request is read, the loads in flight are

@@ -4,7 +4,7 @@ import Imago
 /// costs a look-up instead of decoding and copying every frame again on the main actor.
 ///
 /// An animation shown again (a cell scrolled back, a memory-cache hit) is the same
-/// `AnimatedFrames` object, so its build is found by that object's identity and the
+/// `DecodedImage.AnimatedFrames` object, so its build is found by that object's identity and the
 /// scale it was built at. An entry holds its source weakly and is found only while
 /// that very object lives: a new animation allocated where a dead one was is not
 /// mistaken for it, and entries whose animation is gone are dropped. Entries are
@@ -19,7 +19,7 @@ final class BuiltAnimationCache<Built: AnyObject> {
     }
 
     private struct Entry {
-        weak var source: AnimatedFrames?
+        weak var source: DecodedImage.AnimatedFrames?
         let built: Built
         let cost: Int
         var lastUse: Int

@@ -56,7 +56,7 @@ enum APNG {
                 APNGFrameCursor(pinned, plan: plan, orientation: applied, target: target)
             }
             guard let first = try? open().nextFrame() else { return nil }
-            let animation = AnimatedFrames(
+            let animation = DecodedImage.AnimatedFrames(
                 frameCount: plan.frames.count, durations: plan.frames.map(\.control.duration), loopCount: plan.plays,
                 width: first.width, height: first.height, retainedCost: pinned.count, open: open)
             return DecodedImage(

@@ -41,7 +41,7 @@ extension ImageDecoders {
                 return DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: 0, format: .avif, orientation: orientation)
             }
             let pinned = PinnedBytes(bytes)
-            let animation = AnimatedFrames(
+            let animation = DecodedImage.AnimatedFrames(
                 frameCount: durations.count, durations: durations, loopCount: 0,
                 width: first.width, height: first.height, retainedCost: pinned.count,
                 open: { () throws(ImagoError) in try AVIFFrameCursor(pinned.buffer, options: options, keeping: pinned) })

@@ -22,7 +22,7 @@ extension ImageDecoders {
     ///
     /// Only the first frame is decoded up front. A scan of the records (LZW data skipped,
     /// not decoded) gives the frame count, durations and loop count; the other frames
-    /// are decoded in order as they are played (`AnimatedFrames`). A thumbnail of a
+    /// are decoded in order as they are played (`DecodedImage.AnimatedFrames`). A thumbnail of a
     /// logical screen over `ScaledCanvas.largestFullCanvas` is composited at its own
     /// scale, each frame's rows resampled as they are decoded, unless a frame is
     /// interlaced (its rows out of order).
@@ -61,7 +61,7 @@ extension ImageDecoders {
                 return DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: loopCount, format: .gif, isPartial: partial)
             }
             let pinned = PinnedBytes(bytes)
-            let animation = AnimatedFrames(
+            let animation = DecodedImage.AnimatedFrames(
                 frameCount: scan.frameCount, durations: scan.durations, loopCount: loopCount,
                 width: first.width, height: first.height, retainedCost: pinned.count,
                 open: { () throws(ImagoError) in

@@ -80,7 +80,7 @@ extension ImageDecoders.WebP {
             return try WebPFrameCursor(pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget)
         }
         guard let first = try open().nextFrame() else { throw Self.failure("the animation has no frames") }
-        let animation = AnimatedFrames(
+        let animation = DecodedImage.AnimatedFrames(
             frameCount: frameCount, durations: durations, loopCount: loopCount,
             width: first.width, height: first.height, retainedCost: pinned.count, open: open)
         return DecodedImage(

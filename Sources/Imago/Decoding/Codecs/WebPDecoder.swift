@@ -8,7 +8,7 @@ extension ImageDecoders {
     ///
     /// Still images decode straight into the bitmap's buffer. Animations come out as full
     /// canvases, one per frame, composited by libwebp (blending and disposal done) as
-    /// they are played (see `AnimatedFrames`); the ANIM chunk's background colour is
+    /// they are played (see `DecodedImage.AnimatedFrames`); the ANIM chunk's background colour is
     /// ignored and disposed areas become transparent, as the WebP container
     /// specification allows and browsers do.
     @_spi(Internals) public struct WebP: ImageDecoding {
