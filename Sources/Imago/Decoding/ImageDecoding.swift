@@ -120,7 +120,7 @@ extension ImageDecoders {
         }
 
         /// The decoder that would take `data`, if any.
-        package func decoder(for data: Data) -> (any ImageDecoding)? {
+        public func decoder(for data: Data) -> (any ImageDecoding)? {
             let format = ImageFormat.detect(data)
             return decoders.withLock { $0 }.first { $0.canDecode(data, format: format) }
         }

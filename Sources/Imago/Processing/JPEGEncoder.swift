@@ -31,7 +31,7 @@ extension ImageEncoders {
             /// White: the usual page behind an image, so the default background.
             public static let white = Color(red: 255, green: 255, blue: 255)
             /// Black.
-            public static let black = Color(red: 0, green: 0, blue: 0)
+            package static let black = Color(red: 0, green: 0, blue: 0)
         }
 
         /// The quality used when none is given: 85, where artefacts are hard to see in a
