@@ -1,5 +1,5 @@
 import Foundation
-@_spi(HTTPCaching) import Imago
+@_spi(HTTPCaching) @_spi(Internals) import Imago
 
 /// Feeds libFuzzer's input, read as response header lines ("Name: value"), to the
 /// HTTP cache's parsers (Cache-Control, the HTTP-dates of Date, Expires and

@@ -81,7 +81,7 @@ public struct RetryPolicy: Sendable {
     ///   - retryAfter: the failed response's `Retry-After` header, if any: seconds or
     ///     an HTTP-date; it replaces the computed backoff, capped at `maximumDelay`.
     ///   - now: the time an HTTP-date is measured from.
-    package func delay(afterAttempt attempt: Int, error: ImagoError, retryAfter: String?, now: Date = Date()) -> Double? {
+    @_spi(Internals) public func delay(afterAttempt attempt: Int, error: ImagoError, retryAfter: String?, now: Date = Date()) -> Double? {
         guard attempt < maximumAttempts, isRetryable(error) else { return nil }
         if let retryAfter, let seconds = Self.retryAfterSeconds(retryAfter, now: now) {
             return min(seconds, max(maximumDelay, 0))
