@@ -96,9 +96,15 @@ check-apple:
 # catalog is converted with its own module's graphs only.
 docs: deps
 	@echo "==> Building the symbol graphs of Imago and ImagoUI"
-	@rm -rf $(DOCS_BUILD)/symbol-graphs; mkdir -p $(DOCS_BUILD)/symbol-graphs
-	@$(SWIFT) build --scratch-path $(DOCS_BUILD) --target ImagoUI $(SWIFT_FLAGS) \
-	  -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/$(DOCS_BUILD)/symbol-graphs
+	@# An up-to-date build writes no graphs: they are kept from the build that compiled,
+	@# and when they are missing all the same, the build starts over.
+	@for attempt in 1 2; do \
+	  mkdir -p $(DOCS_BUILD)/symbol-graphs; \
+	  $(SWIFT) build --scratch-path $(DOCS_BUILD) --target ImagoUI $(SWIFT_FLAGS) \
+	    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/$(DOCS_BUILD)/symbol-graphs || exit 1; \
+	  [ -f $(DOCS_BUILD)/symbol-graphs/Imago.symbols.json ] && [ -f $(DOCS_BUILD)/symbol-graphs/ImagoUI.symbols.json ] && break; \
+	  rm -rf $(DOCS_BUILD); \
+	done
 	@rm -rf .build/docs; mkdir -p .build/docs
 	@for module in Imago ImagoUI; do \
 	  echo "==> Converting Sources/$$module/$$module.docc with $(DOCC)"; \
