@@ -25,8 +25,8 @@ import Glibc
         return try SharedCache(configuration: configuration)
     }
 
-    private func body(_ seed: Int, count: Int = 4096) -> Data {
-        Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed) })
+    private func body(_ pattern: Int, count: Int = 4096) -> Data {
+        Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ pattern) })
     }
 
     private func hit(_ lookup: SharedCache.Lookup) -> DiskCache.Record? {

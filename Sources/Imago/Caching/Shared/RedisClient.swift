@@ -45,14 +45,14 @@ final class RedisNodePool: Sendable {
     }
 }
 
-/// Commands to one Redis or a Redis Cluster, found from the same seed addresses: a
-/// seed that answers `CLUSTER SLOTS` with slots is a cluster, one whose cluster
+/// Commands to one Redis or a Redis Cluster, found from the same start-up addresses: a
+/// start-up node that answers `CLUSTER SLOTS` with slots is a cluster, one whose cluster
 /// support is off is a standalone server. In a cluster each command goes to the
 /// master serving its key's slot, `MOVED` updates the slot map (read again in
 /// full at the next command), and `ASK` sends the command once to the node that
 /// is importing the slot, after `ASKING`.
 final class RedisClient: Sendable {
-    /// How the seeds turned out.
+    /// How the start-up nodes turned out.
     private enum Topology {
         case unknown
         case standalone(RedisNodePool)
@@ -63,13 +63,13 @@ final class RedisClient: Sendable {
     static let slotCount = 16384
     private static let maximumRedirections = 5
 
-    let seeds: [RedisNode]
+    let startupNodes: [RedisNode]
     private let settings: RedisConnectionSettings
     private let topology = Locked<Topology>(.unknown)
     private let pools = Locked<[RedisNode: RedisNodePool]>([:])
 
-    init(seeds: [RedisNode], settings: RedisConnectionSettings) {
-        self.seeds = seeds
+    init(startupNodes: [RedisNode], settings: RedisConnectionSettings) {
+        self.startupNodes = startupNodes
         self.settings = settings
     }
 
@@ -155,7 +155,7 @@ final class RedisClient: Sendable {
         let chosen = topology.withLock { topology -> RedisNode? in
             switch topology {
             case .standalone(let pool): pool.node
-            case .cluster(let slots, _): slots[slot] ?? seeds.first
+            case .cluster(let slots, _): slots[slot] ?? startupNodes.first
             case .unknown: nil
             }
         }
@@ -163,7 +163,7 @@ final class RedisClient: Sendable {
         return pool(chosen)
     }
 
-    /// Learns the topology from the first seed that answers, the first time and
+    /// Learns the topology from the first start-up node that answers, the first time and
     /// after a redirection made the slot map stale. A server that will not run
     /// `CLUSTER SLOTS` (cluster support off, or an ACL user without the command) is
     /// taken for a standalone one.
@@ -176,9 +176,9 @@ final class RedisClient: Sendable {
             }
         }
         guard needed else { return }
-        var known: [RedisNode] = seeds
+        var known: [RedisNode] = startupNodes
         if case .cluster(let slots, _) = topology.withLock({ $0 }) {
-            known = Array(Set(slots.compactMap { $0 })) + seeds
+            known = Array(Set(slots.compactMap { $0 })) + startupNodes
         }
         var lastFailure = RedisFailure.unreachable("no Redis address given")
         for node in known {

@@ -97,7 +97,7 @@ public final class SharedCache: Sendable {
         }
         self.configuration = configuration
         client = RedisClient(
-            seeds: addresses.map { RedisNode(host: $0.host, port: $0.port) },
+            startupNodes: addresses.map { RedisNode(host: $0.host, port: $0.port) },
             settings: RedisConnectionSettings(
                 connectTimeout: configuration.connectTimeout, commandTimeout: configuration.commandTimeout,
                 user: first.user, password: first.password, database: first.database))
@@ -300,7 +300,7 @@ public final class SharedCache: Sendable {
             }
             return Statistics(keys: keys, bytes: bytes, lastRun: lastRun, nodes: nodes.map(\.description))
         } catch {
-            throw .network(url: client.seeds.map(\.description).joined(separator: ","), reason: "Redis: \(error)", code: .cannotConnectToHost, errno: nil)
+            throw .network(url: client.startupNodes.map(\.description).joined(separator: ","), reason: "Redis: \(error)", code: .cannotConnectToHost, errno: nil)
         }
     }
 
