@@ -38,17 +38,40 @@ struct ImageWork: Sendable {
 /// queue. When the disk tier keeps processed variants, a stored one is read back
 /// first; what the two share is here.
 protocol ImageStage: Sendable {
-    associatedtype Key: StageKind where Key.Value == ImageResponse
+    associatedtype Key: ImageStageKind
     var pipeline: Pipeline { get }
     var stage: StageHandle<Key> { get }
+
+    init(pipeline: Pipeline, stage: StageHandle<Key>, stageKey: Key)
 
     /// Subscribes the stage to what it builds on, or queues its work when that is at
     /// hand. `waited` is the time the stage has already spent in the decoding queue.
     func buildUpstream(work: ImageWork, waited: Double, in graph: inout StageGraph)
 }
 
+/// The key of a later stage: it names the image it is made from.
+protocol ImageStageKind: StageKind where Value == ImageResponse {
+    var key: ImageCacheKey { get }
+}
+
+extension DecodedKey: ImageStageKind {}
+extension ProcessedKey: ImageStageKind {}
+
 extension ImageStage {
     private var configuration: ImageLoader.Configuration { pipeline.configuration }
+
+    /// The stage of `key`, made and started from `request` if none is in flight.
+    static func stage(
+        for key: Key, request: ImageRequest, priority: ImageRequest.Priority, in graph: inout StageGraph,
+        pipeline: Pipeline
+    ) -> StageHandle<Key> {
+        let (stage, created) = graph.stage(for: key, priority: priority)
+        if created {
+            Self(pipeline: pipeline, stage: stage, stageKey: key)
+                .start(work: ImageWork(key: key.key, request: request, cache: graph.cache, pipeline: pipeline), in: &graph)
+        }
+        return stage
+    }
 
     /// Starts the stage: a stored variant is looked for first when the disk tier
     /// keeps them.
@@ -195,19 +218,6 @@ struct DecodingStage: ImageStage {
 
     private var configuration: ImageLoader.Configuration { pipeline.configuration }
 
-    /// The stage of `key`, made and started from `request` if none is in flight.
-    static func stage(
-        for key: DecodedKey, request: ImageRequest, priority: ImageRequest.Priority, in graph: inout StageGraph,
-        pipeline: Pipeline
-    ) -> StageHandle<DecodedKey> {
-        let (stage, created) = graph.stage(for: key, priority: priority)
-        if created {
-            DecodingStage(pipeline: pipeline, stage: stage, stageKey: key)
-                .start(work: ImageWork(key: key.key, request: request, cache: graph.cache, pipeline: pipeline), in: &graph)
-        }
-        return stage
-    }
-
     func buildUpstream(work: ImageWork, waited: Double, in graph: inout StageGraph) {
         let priority = graph.record(stage)?.core.priority ?? work.request.priority
         let original = OriginalDataStage.stage(
@@ -288,19 +298,6 @@ struct ProcessingStage: ImageStage {
     let pipeline: Pipeline
     let stage: StageHandle<ProcessedKey>
     let stageKey: ProcessedKey
-
-    /// The stage of `key`, made and started from `request` if none is in flight.
-    static func stage(
-        for key: ProcessedKey, request: ImageRequest, priority: ImageRequest.Priority, in graph: inout StageGraph,
-        pipeline: Pipeline
-    ) -> StageHandle<ProcessedKey> {
-        let (stage, created) = graph.stage(for: key, priority: priority)
-        if created {
-            ProcessingStage(pipeline: pipeline, stage: stage, stageKey: key)
-                .start(work: ImageWork(key: key.key, request: request, cache: graph.cache, pipeline: pipeline), in: &graph)
-        }
-        return stage
-    }
 
     func buildUpstream(work: ImageWork, waited: Double, in graph: inout StageGraph) {
         let key = work.key
