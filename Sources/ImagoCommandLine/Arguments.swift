@@ -60,6 +60,23 @@ public struct Command: Sendable {
         }
         return text
     }
+
+    /// Runs the command on `argv` (its arguments, without the program and command
+    /// names) and exits with its status: `--help` prints the help, a bad command line
+    /// the error and the help.
+    public func main(_ argv: [String]) async -> Never {
+        if argv.contains("--help") || argv.contains("-h") {
+            print(help, terminator: "")
+            exit(ExitStatus.success)
+        }
+        do {
+            let arguments = try Arguments(argv, options: options)
+            exit(await run(arguments))
+        } catch {
+            Output.error(error.message + "\n\n" + help)
+            exit(ExitStatus.usage)
+        }
+    }
 }
 
 /// A bad command line: reported on standard error with exit status 2.

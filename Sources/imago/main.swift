@@ -28,15 +28,4 @@ guard let command = commands.first(where: { $0.name == name }) else {
     Output.error("unknown command '\(name)'\n\n" + usage())
     exit(ExitStatus.usage)
 }
-let rest = Array(argv.dropFirst())
-if rest.contains("--help") || rest.contains("-h") {
-    print(command.help, terminator: "")
-    exit(ExitStatus.success)
-}
-do {
-    let arguments = try Arguments(rest, options: command.options)
-    exit(await command.run(arguments))
-} catch {
-    Output.error(error.message + "\n\n" + command.help)
-    exit(ExitStatus.usage)
-}
+await command.main(Array(argv.dropFirst()))
