@@ -8,12 +8,12 @@ import Testing
 @Suite struct HTTPCacheTests {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-http-\(UUID().uuidString)", isDirectory: true)
     let url = URL(string: "https://example.com/a.jpg")!
-    let key = "o-a"
+    let key = HTTPCacheKey(name: "o-a", imageKey: "https://example.com/a.jpg")
     let start = Date()
     let body = Data("the image".utf8)
 
     func makeCache(_ policy: DiskCache.FreshnessPolicy = .httpHeaders) -> HTTPCache {
-        HTTPCache(tier: DiskCache(directory: folder), freshnessPolicy: policy, staleIfErrorAllowance: 86_400)
+        HTTPCache(tiers: [DiskCache(directory: folder)], freshnessPolicy: policy, staleIfErrorAllowance: 86_400)
     }
 
     func response(_ headers: [String: String], status: Int = 200, data: Data? = nil) -> DataResponse {
@@ -21,95 +21,101 @@ import Testing
     }
 
     /// Stores a 200 with `headers` at `start`, as a load would.
-    func storeOriginal(_ headers: [String: String], in cache: HTTPCache) -> HTTPCache.Stored? {
-        _ = cache.update(with: response(headers), for: url, stored: nil, key: key, at: start)
-        guard case .revalidate(let stored, _) = cache.lookUp(key, at: start.addingTimeInterval(1e6)) else { return nil }
-        return stored
+    func storeOriginal(_ headers: [String: String], in cache: HTTPCache) async -> HTTPCache.Fetch? {
+        _ = cache.update(with: response(headers), for: url, fetch: HTTPCache.Fetch(), key: key, at: start)
+        guard case .fetch(let fetch) = await cache.lookUp(key, at: start.addingTimeInterval(1e6)), fetch.stored != nil else { return nil }
+        return fetch
     }
 
     func removeFolder() {
         try? FileManager.default.removeItem(at: folder)
     }
 
-    @Test func aLookUpAnswersFreshStaleWhileRevalidatingRevalidateOrMiss() throws {
+    @Test func aLookUpAnswersFreshStaleWhileRevalidatingRevalidateOrMiss() async throws {
         defer { removeFolder() }
         let cache = makeCache()
-        guard case .miss = cache.lookUp(key, at: start) else { Issue.record("an empty tier answers"); return }
+        guard case .fetch(let empty) = await cache.lookUp(key, at: start), empty.stored == nil else {
+            Issue.record("an empty tier answers")
+            return
+        }
         let kept = cache.update(
-            with: response(["cache-control": "max-age=60, stale-while-revalidate=600", "etag": "\"v1\""]), for: url, stored: nil,
-            key: key, at: start)
+            with: response(["cache-control": "max-age=60, stale-while-revalidate=600", "etag": "\"v1\""]), for: url,
+            fetch: HTTPCache.Fetch(), key: key, at: start)
         #expect(kept.source == .network && kept.metadata?.etag == "\"v1\"")
-        guard case .fresh(let data, _) = cache.lookUp(key, at: start.addingTimeInterval(30)) else {
+        guard case .fresh(let data, _, .disk) = await cache.lookUp(key, at: start.addingTimeInterval(30)) else {
             Issue.record("not fresh within max-age")
             return
         }
         #expect(data == body)
-        guard case .staleWhileRevalidating(let stale, _, let validators) = cache.lookUp(key, at: start.addingTimeInterval(120)) else {
+        guard case .staleWhileRevalidating(let stale, _, let validators, _) = await cache.lookUp(key, at: start.addingTimeInterval(120)) else {
             Issue.record("not served while revalidating")
             return
         }
         #expect(stale == body && validators["If-None-Match"] == "\"v1\"")
-        guard case .revalidate(_, let later) = cache.lookUp(key, at: start.addingTimeInterval(3600)) else {
+        guard case .fetch(let later) = await cache.lookUp(key, at: start.addingTimeInterval(3600)), later.stored != nil else {
             Issue.record("past stale-while-revalidate, not revalidated")
             return
         }
-        #expect(later["If-None-Match"] == "\"v1\"")
+        #expect(later.validators["If-None-Match"] == "\"v1\"")
     }
 
-    @Test func aTrustPeriodMakesAStaleResponseFresh() {
+    @Test func aTrustPeriodMakesAStaleResponseFresh() async {
         defer { removeFolder() }
         let cache = makeCache(.trusted(seconds: 3600))
-        _ = cache.update(with: response(["cache-control": "no-cache"]), for: url, stored: nil, key: key, at: start)
-        guard case .fresh = cache.lookUp(key, at: start.addingTimeInterval(60)) else { Issue.record("the trust period is ignored"); return }
+        _ = cache.update(with: response(["cache-control": "no-cache"]), for: url, fetch: HTTPCache.Fetch(), key: key, at: start)
+        guard case .fresh = await cache.lookUp(key, at: start.addingTimeInterval(60)) else { Issue.record("the trust period is ignored"); return }
     }
 
-    @Test func aNotModifiedFreshensTheStoredResponse() throws {
+    @Test func aNotModifiedFreshensTheStoredResponse() async throws {
         defer { removeFolder() }
         let cache = makeCache()
-        let stored = try #require(storeOriginal(["cache-control": "max-age=60", "etag": "\"v1\""], in: cache))
+        let stored = try #require(await storeOriginal(["cache-control": "max-age=60", "etag": "\"v1\""], in: cache))
         let later = start.addingTimeInterval(120)
         let confirmed = cache.update(
-            with: response(["cache-control": "max-age=600", "etag": "\"v1\""], status: 304, data: Data()), for: url, stored: stored,
+            with: response(["cache-control": "max-age=600", "etag": "\"v1\""], status: 304, data: Data()), for: url, fetch: stored,
             key: key, at: later)
         #expect(confirmed.source == .revalidated && confirmed.bytes.load() == body)
-        guard case .fresh(let data, _) = cache.lookUp(key, at: later.addingTimeInterval(300)) else {
+        guard case .fresh(let data, _, _) = await cache.lookUp(key, at: later.addingTimeInterval(300)) else {
             Issue.record("the 304's lifetime was not kept")
             return
         }
         #expect(data == body)
     }
 
-    @Test func aResponseTheServerForbidsStoringRemovesWhatWasKept() throws {
+    @Test func aResponseTheServerForbidsStoringRemovesWhatWasKept() async throws {
         defer { removeFolder() }
         let cache = makeCache()
-        let stored = try #require(storeOriginal(["cache-control": "max-age=60"], in: cache))
-        let kept = cache.update(with: response(["cache-control": "no-store"]), for: url, stored: stored, key: key, at: start)
+        let stored = try #require(await storeOriginal(["cache-control": "max-age=60"], in: cache))
+        let kept = cache.update(with: response(["cache-control": "no-store"]), for: url, fetch: stored, key: key, at: start)
         #expect(kept.source == .network && kept.metadata == nil)
-        guard case .miss = cache.lookUp(key, at: start) else { Issue.record("a no-store response left the old one"); return }
+        guard case .fetch(let after) = await cache.lookUp(key, at: start), after.stored == nil else { Issue.record("a no-store response left the old one"); return }
     }
 
-    @Test func afterAnErrorAStaleResponseStandsInOrTheRecordGoes() throws {
+    @Test func afterAnErrorAStaleResponseStandsInOrTheRecordGoes() async throws {
         defer { removeFolder() }
         let cache = makeCache()
-        let stored = try #require(storeOriginal(["cache-control": "max-age=60"], in: cache))
+        let stored = try #require(await storeOriginal(["cache-control": "max-age=60"], in: cache))
         let later = start.addingTimeInterval(120)
-        #expect(cache.afterError(.httpStatus(503, url: url.absoluteString), stored: stored, key: key, at: later) == body)
-        #expect(cache.afterError(.httpStatus(503, url: url.absoluteString), stored: stored, key: key, at: later, servingStale: false) == nil)
+        #expect(cache.afterError(.httpStatus(503, url: url.absoluteString), fetch: stored, key: key, at: later) == body)
+        #expect(cache.afterError(.httpStatus(503, url: url.absoluteString), fetch: stored, key: key, at: later, servingStale: false) == nil)
         // Past the allowance nothing stands in, and the record stays for the next load.
-        #expect(cache.afterError(.timedOut(url: url.absoluteString, seconds: 60), stored: stored, key: key, at: later.addingTimeInterval(2 * 86_400)) == nil)
-        guard case .revalidate = cache.lookUp(key, at: later) else { Issue.record("a passing failure removed the record"); return }
-        #expect(cache.afterError(.httpStatus(404, url: url.absoluteString), stored: stored, key: key, at: later) == nil)
-        guard case .miss = cache.lookUp(key, at: later) else { Issue.record("a 404 left the record"); return }
+        #expect(cache.afterError(.timedOut(url: url.absoluteString, seconds: 60), fetch: stored, key: key, at: later.addingTimeInterval(2 * 86_400)) == nil)
+        guard case .fetch(let kept) = await cache.lookUp(key, at: later), kept.stored != nil else {
+            Issue.record("a passing failure removed the record")
+            return
+        }
+        #expect(cache.afterError(.httpStatus(404, url: url.absoluteString), fetch: stored, key: key, at: later) == nil)
+        guard case .fetch(let gone) = await cache.lookUp(key, at: later), gone.stored == nil else { Issue.record("a 404 left the record"); return }
     }
 
     @Test func variantsExpireWithTheirOriginalAndAreConfirmedByItsValidators() throws {
         defer { removeFolder() }
         let cache = makeCache()
-        let variantKey = "v-a"
+        let variantKey = HTTPCacheKey(name: "v-a", imageKey: url.absoluteString)
         let original = try #require(HTTPCacheMetadata(
             url: url, statusCode: 200, headers: ["cache-control": "max-age=60", "etag": "\"v1\""],
             storedAt: start))
-        cache.storeVariant(metadata: original, key: variantKey) { Data("variant".utf8) }
+        cache.storeVariant(metadata: original, key: variantKey, at: start) { Data("variant".utf8) }
         guard case .fresh = cache.lookUpVariant(variantKey, at: start.addingTimeInterval(30)) else { Issue.record("not fresh"); return }
         guard case .stale(let data, let metadata) = cache.lookUpVariant(variantKey, at: start.addingTimeInterval(120)) else {
             Issue.record("a stale variant with validators is not kept for confirmation")
@@ -124,11 +130,12 @@ import Testing
         let forbidden = original.updated(with: ["cache-control": "no-store"], statusCode: 304, at: start)
         #expect(!forbidden.isStorable)
         var encoded = false
-        cache.storeVariant(metadata: forbidden, key: "v-b") {
+        let forbiddenKey = HTTPCacheKey(name: "v-b", imageKey: url.absoluteString)
+        cache.storeVariant(metadata: forbidden, key: forbiddenKey, at: start) {
             encoded = true
             return Data()
         }
         #expect(!encoded)
-        guard case .miss = cache.lookUpVariant("v-b", at: start) else { Issue.record("a no-store variant was kept"); return }
+        guard case .miss = cache.lookUpVariant(forbiddenKey, at: start) else { Issue.record("a no-store variant was kept"); return }
     }
 }

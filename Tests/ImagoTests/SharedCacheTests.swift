@@ -147,7 +147,7 @@ import Glibc
         let waiter = Task { await second.waitForRecord(named: "o", imageKey: "http://h/l.jpg") }
         try await Task.sleep(for: .milliseconds(100))
         first.store(body(7), metadata: Self.metadata, named: "o", imageKey: "http://h/l.jpg", lifetime: 60, releasing: lease)
-        guard case .found(let record) = await waiter.value else {
+        guard case .found(let record, _) = await waiter.value else {
             Issue.record("the waiter did not get the value")
             return
         }

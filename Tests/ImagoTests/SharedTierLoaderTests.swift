@@ -93,5 +93,59 @@ import _ImagoTestSupport
         #expect(try await load(second).get().source == .network)
         #expect(try await load(second, target: TargetSize(width: 8, height: 8)).get().image.bitmap.width == 8)
     }
+    @Test func whatTheSharedTierAnswersIsKeptOnDiskForTheNextLoad() async throws {
+        defer { cleanUp() }
+        let (first, firstShared) = try machine("a")
+        _ = try await load(first).get()
+        _ = try await load(first, target: TargetSize(width: 16, height: 16)).get()
+        #expect(firstShared.writesEnded(within: 60))
+
+        let (second, _) = try machine("b")
+        #expect(try await load(second).get().source == .shared)
+        #expect(try await load(second, target: TargetSize(width: 16, height: 16)).get().source == .shared)
+        await second.configuration.diskCache?.flush()
+        redis.killAndWait()
+        // The same machine started again, with Redis gone: its disk answers both.
+        let (again, _) = try machine("b", commandTimeout: 0.3)
+        #expect(try await load(again).get().source == .disk)
+        #expect(try await load(again, target: TargetSize(width: 16, height: 16)).get().source == .disk)
+        #expect(server.count(for: "/photo.png") == 1)
+    }
+
+    @Test func aStaleRecordOfTheFleetIsRevalidatedAndAGoneImageLeavesIt() async throws {
+        defer { cleanUp() }
+        let gone = Locked(false)
+        server.route("/stale.png") { request in
+            if gone.withLock({ $0 }) { return .text("gone", status: 404) }
+            return request.header("if-none-match") == "\"v1\""
+                ? TestServer.Response(status: 304, headers: ["ETag": "\"v1\"", "Cache-Control": "max-age=1, stale-if-error=600"])
+                : .ok(Self.png, headers: ["ETag": "\"v1\"", "Cache-Control": "max-age=1, stale-if-error=600"])
+        }
+        let url = server.url("/stale.png")
+        func load(_ loader: ImageLoader) async -> Result<ImageResponse, ImagoError> {
+            await withTimeLimit(60) { await loader.task(with: ImageRequest(url: url)).value } ?? .failure(.cancelled)
+        }
+        let (first, firstShared) = try machine("a")
+        #expect(try await load(first).get().source == .network)
+        #expect(firstShared.writesEnded(within: 60))
+        // Past its freshness, within its stale-if-error window: still in Redis.
+        try await Task.sleep(for: .milliseconds(1200))
+        let (second, secondShared) = try machine("b")
+        let revalidated = try await load(second).get()
+        #expect(revalidated.source == .revalidated && revalidated.image.bitmap[0, 0].r == 77)
+        #expect(server.requests(for: "/stale.png").last?.header("if-none-match") == "\"v1\"")
+        #expect(secondShared.writesEnded(within: 60))
+
+        gone.withLock { $0 = true }
+        try await Task.sleep(for: .milliseconds(1200))
+        let (third, thirdShared) = try machine("c")
+        guard case .failure(.httpStatus(404, _)) = await load(third) else {
+            Issue.record("a deleted image was served")
+            return
+        }
+        #expect(thirdShared.writesEnded(within: 60))
+        let key = thirdShared.valueKey(ImageCacheKey.originalDiskKey(url.absoluteString), imageKey: url.absoluteString)
+        #expect(try redis.run(redisCommand("EXISTS", key)).integer == 0)
+    }
 }
 #endif

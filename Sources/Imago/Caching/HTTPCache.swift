@@ -1,7 +1,27 @@
 import Foundation
 
-/// A store of HTTP responses by string key, which `HTTPCache` keeps originals and
-/// variants in: the disk tier (`DiskCache`), or a store shared by a fleet.
+/// Where one record is kept in an HTTP cache tier.
+struct HTTPCacheKey: Sendable, Hashable {
+    /// The record's name: an original's (`ImageCacheKey.originalDiskKey`) or a
+    /// variant's (`ImageCacheKey.variantDiskKey`).
+    let name: String
+    /// The image key of the image the record is of: a tier shared by a fleet keeps an
+    /// image's records, and its lease, together (one Redis Cluster slot).
+    let imageKey: String
+
+    /// The record of the original bytes of `imageKey`'s image.
+    static func original(_ imageKey: String) -> HTTPCacheKey {
+        HTTPCacheKey(name: ImageCacheKey.originalDiskKey(imageKey), imageKey: imageKey)
+    }
+
+    /// The record of the sized or processed variant named by `key`.
+    static func variant(_ key: ImageCacheKey) -> HTTPCacheKey {
+        HTTPCacheKey(name: key.variantDiskKey, imageKey: key.imageKey)
+    }
+}
+
+/// A store of HTTP responses that `HTTPCache` keeps originals and variants in: the
+/// disk tier (`DiskCache`), or a tier a fleet of processes shares (`SharedCache`).
 ///
 /// Reads are made only from the pipeline's transfer and decoding slots, never on the
 /// main thread, so a tier may take a network round trip to answer one (its slot waits
@@ -9,105 +29,243 @@ import Foundation
 /// right after one may miss it, and a write that fails loses nothing but the record.
 /// A tier keeps metadata as the bytes it is given and never reads them.
 protocol HTTPCacheTier: Sendable {
-    /// The metadata of the record under `key` and the size of its body, without the
-    /// body: the metadata alone decides whether the body is used.
-    func recordHead(forKey key: String) -> (metadata: Data, bodyCount: Int)?
-    /// The body and metadata of the record under `key`.
-    func recordContents(forKey key: String) -> (data: Data, metadata: Data)?
-    /// Keeps `data` with `metadata` under `key`, replacing what was there.
-    /// `bodyChecksum`, the CRC-32 of `data` when it is known, spares the tier
-    /// reading `data` again to checksum it.
-    func store(_ data: Data, metadata: Data, forKey key: String, bodyChecksum: UInt32?)
+    /// What a load says its bytes came from when this tier answered.
+    var source: ImageResponse.Source { get }
+    /// The record under `key`, its body read only when used where the tier can read
+    /// it apart from its metadata: the metadata alone decides whether the body is used.
+    func record(for key: HTTPCacheKey) -> HTTPCache.TierRecord?
+    /// The body and metadata of the record under `key`, with the CRC-32 of the body
+    /// when the tier knows it without another pass.
+    func contents(for key: HTTPCacheKey) -> (data: Data, metadata: Data, bodyChecksum: UInt32?)?
+    /// Keeps `data` with `metadata` under `key`, replacing what was there, and gives
+    /// `lease` back once it is kept. `bodyChecksum`, the CRC-32 of `data` when it is
+    /// known, spares the tier a pass over it. `lifetime` is how long the record may
+    /// serve a load (0: not at all), for a tier that expires records itself; a tier
+    /// that judges freshness when it reads may ignore it.
+    func store(
+        _ data: Data, metadata: Data, for key: HTTPCacheKey, bodyChecksum: UInt32?, lifetime: Double, releasing lease: HTTPCache.Lease?)
     /// Removes the record under `key`.
-    func removeRecord(forKey key: String)
+    func removeRecord(for key: HTTPCacheKey)
     /// Where the record under `key` is kept, for error messages.
-    func location(ofKey key: String) -> String
+    func location(of key: HTTPCacheKey) -> String
+    /// Called when no tier holds a usable record under `key`, before the network is
+    /// asked for it. A tier other processes share lets one of them ask: this one takes
+    /// the lease for it, or waits while another holds it and returns what that one
+    /// stored. A tier of one process has no turn to wait for.
+    func turnToFetch(_ key: HTTPCacheKey) async -> HTTPCache.Turn
+    /// Gives `lease` back without storing a record: whoever waits asks the origin now.
+    func release(_ lease: HTTPCache.Lease)
 }
 
 extension HTTPCacheTier {
-    /// Keeps `data` with `metadata` under `key`, its checksum made by the tier.
-    func store(_ data: Data, metadata: Data, forKey key: String) {
-        store(data, metadata: metadata, forKey: key, bodyChecksum: nil)
-    }
+    func turnToFetch(_ key: HTTPCacheKey) async -> HTTPCache.Turn { .fetch(nil) }
+    func release(_ lease: HTTPCache.Lease) {}
 }
 
 extension DiskCache: HTTPCacheTier {
-    func recordContents(forKey key: String) -> (data: Data, metadata: Data)? {
-        record(forKey: key).map { ($0.data, $0.metadata) }
+    var source: ImageResponse.Source { .disk }
+
+    func record(for key: HTTPCacheKey) -> HTTPCache.TierRecord? {
+        recordHead(forKey: key.name).map {
+            HTTPCache.TierRecord(
+                metadata: $0.metadata, body: .stored(self, key: key, metadata: $0.metadata, count: $0.bodyCount), bodyChecksum: nil)
+        }
     }
 
-    func location(ofKey key: String) -> String {
-        fileURL(forKey: key).path
+    func contents(for key: HTTPCacheKey) -> (data: Data, metadata: Data, bodyChecksum: UInt32?)? {
+        record(forKey: key.name).map { ($0.data, $0.metadata, nil) }
+    }
+
+    func store(
+        _ data: Data, metadata: Data, for key: HTTPCacheKey, bodyChecksum: UInt32?, lifetime: Double, releasing lease: HTTPCache.Lease?
+    ) {
+        store(data, metadata: metadata, forKey: key.name, bodyChecksum: bodyChecksum)
+    }
+
+    func removeRecord(for key: HTTPCacheKey) {
+        removeRecord(forKey: key.name)
+    }
+
+    func location(of key: HTTPCacheKey) -> String {
+        fileURL(forKey: key.name).path
     }
 }
 
-/// HTTP caching of originals, and of the variants made from them, over one tier:
-/// what a load may use as it is, what it asks the server to confirm, and what it
-/// keeps of the answer. The rules (RFC 9111 freshness as `DiskCache.FreshnessPolicy`
-/// adjusts it, RFC 5861's stale-while-revalidate and stale-if-error) are applied here
-/// alone; the stages ask and act on the answers.
+/// HTTP caching of originals, and of the variants made from them, over tiers nearest
+/// first (the disk, then a tier the fleet shares): what a load may use as it is, what
+/// it asks the server to confirm, and what it keeps of the answer. The rules (RFC 9111
+/// freshness as `DiskCache.FreshnessPolicy` adjusts it, RFC 5861's
+/// stale-while-revalidate and stale-if-error) are applied here alone; the stages ask
+/// and act on the answers. The first tier holding a record of a key decides; a record
+/// a farther tier answers with is copied into the nearer ones.
 struct HTTPCache: Sendable {
-    let tier: any HTTPCacheTier
+    let tiers: [any HTTPCacheTier]
     let freshnessPolicy: DiskCache.FreshnessPolicy
     /// How long past its freshness a stored response may stand in after a network
     /// failure, unless it says otherwise; nil for never.
     let staleIfErrorAllowance: Double?
 
-    /// A response in the tier, its body read only where it is used.
+    /// A record as a tier holds it.
+    struct TierRecord: Sendable {
+        let metadata: Data
+        let body: OriginalBytes
+        /// The CRC-32 of the body, when the tier knows it: a copy into a nearer tier
+        /// is then written without another pass over it.
+        let bodyChecksum: UInt32?
+    }
+
+    /// A fleet's claim on asking the origin for one image: while one process holds
+    /// it, the others wait for what it stores.
+    struct Lease: Sendable {
+        let key: String
+        let token: String
+    }
+
+    /// What a tier shared with other processes says when nothing holds a record.
+    enum Turn: Sendable {
+        /// Another process stored it meanwhile.
+        case stored(TierRecord)
+        /// Ask the origin, holding the lease if one was taken.
+        case fetch(Lease?)
+    }
+
+    /// A response in a tier, its body read only where it is used.
     struct Stored: Sendable {
         let bytes: OriginalBytes
         let metadata: HTTPCacheMetadata
+        /// The tier it is in, as a load names it.
+        var source: ImageResponse.Source = .disk
     }
 
-    /// What the tier holds for a key, and what to do with it.
+    /// What a load that goes to the network takes with it: the stale response kept
+    /// meanwhile, the validators that may confirm it, and the leases it holds.
+    struct Fetch: Sendable {
+        /// A stale response kept in case the server cannot be reached (stale-if-error),
+        /// or confirms it (a 304).
+        var stored: Stored?
+        var validators: [String: String] = [:]
+        /// The leases taken, by the index of their tier.
+        var leases: [Int: Lease] = [:]
+    }
+
+    /// What the tiers hold for a key, and what to do with it.
     enum Lookup: Sendable {
         /// Fresh: used as it is.
-        case fresh(Data, HTTPCacheMetadata)
+        case fresh(Data, HTTPCacheMetadata, source: ImageResponse.Source)
         /// Stale within its stale-while-revalidate window: used as it is, and
         /// revalidated in the background with `validators`.
-        case staleWhileRevalidating(Data, HTTPCacheMetadata, validators: [String: String])
-        /// Stale: the server is asked, with `validators` when it can confirm the
-        /// stored response (a 304 reuses it then); kept meanwhile in case the server
-        /// cannot be reached (stale-if-error).
-        case revalidate(Stored, validators: [String: String])
-        /// Nothing usable is kept.
-        case miss
+        case staleWhileRevalidating(Data, HTTPCacheMetadata, validators: [String: String], source: ImageResponse.Source)
+        /// Nothing usable as it is: the server is asked, with the fetch's validators
+        /// when it can confirm a stale response (a 304 reuses it then).
+        case fetch(Fetch)
     }
 
-    /// Looks up the original under `key` at `now`.
-    func lookUp(_ key: String, at now: Date) -> Lookup {
-        guard let head = tier.recordHead(forKey: key), let metadata = HTTPCacheMetadata(encoded: head.metadata) else {
-            return .miss
+    /// Whether a tier answers over the network (Redis), so that a look-up waits on it
+    /// rather than on the CPU.
+    var asksOverNetwork: Bool { tiers.contains { $0.source == .shared } }
+
+    /// Looks up the original under `key` at `now`. When no tier holds it, a tier
+    /// shared with other processes may make this load wait for another's fetch.
+    func lookUp(_ key: HTTPCacheKey, at now: Date) async -> Lookup {
+        for index in tiers.indices {
+            guard let record = tiers[index].record(for: key), let metadata = HTTPCacheMetadata(encoded: record.metadata) else { continue }
+            if let answer = answer(key, with: record, metadata, from: index, at: now) { return answer }
         }
-        let stored = Stored(bytes: .stored(tier, key: key, metadata: head.metadata, count: head.bodyCount), metadata: metadata)
+        var fetch = Fetch()
+        for index in tiers.indices {
+            switch await tiers[index].turnToFetch(key) {
+            case .stored(let record):
+                if let metadata = HTTPCacheMetadata(encoded: record.metadata), freshnessPolicy.isFresh(metadata, at: now),
+                   let data = record.body.load() {
+                    release(fetch)
+                    copy(data, of: record, as: key, metadata, into: index, at: now)
+                    return .fresh(data, metadata, source: tiers[index].source)
+                }
+            case .fetch(let lease):
+                fetch.leases[index] = lease
+            }
+        }
+        return .fetch(fetch)
+    }
+
+    /// What the record under `key` in `tiers[index]` answers; nil when its body is
+    /// gone or damaged since its head was read (the next tier is asked then).
+    private func answer(
+        _ key: HTTPCacheKey, with record: TierRecord, _ metadata: HTTPCacheMetadata, from index: Int, at now: Date
+    ) -> Lookup? {
+        let source = tiers[index].source
         var validators: [String: String] = [:]
         if case .stale(revalidatable: true) = metadata.freshness(at: now) { validators = metadata.conditionalHeaders }
         let fresh = freshnessPolicy.isFresh(metadata, at: now)
-        guard fresh || metadata.servesWhileRevalidating(at: now) else { return .revalidate(stored, validators: validators) }
-        // Gone or damaged since its head was read: fetched as if never stored.
-        guard let data = stored.bytes.load() else { return .miss }
-        return fresh ? .fresh(data, metadata) : .staleWhileRevalidating(data, metadata, validators: validators)
+        guard fresh || metadata.servesWhileRevalidating(at: now) else {
+            return .fetch(Fetch(stored: Stored(bytes: record.body, metadata: metadata, source: source), validators: validators))
+        }
+        guard let data = record.body.load() else { return nil }
+        copy(data, of: record, as: key, metadata, into: index, at: now)
+        return fresh
+            ? .fresh(data, metadata, source: source)
+            : .staleWhileRevalidating(data, metadata, validators: validators, source: source)
+    }
+
+    /// Copies a record a farther tier answered with into the tiers nearer than
+    /// `index`, its metadata as the bytes it was kept with.
+    private func copy(_ data: Data, of record: TierRecord, as key: HTTPCacheKey, _ metadata: HTTPCacheMetadata, into index: Int, at now: Date) {
+        guard index > 0 else { return }
+        let lifetime = lifetime(of: metadata, at: now)
+        for tier in tiers[..<index] {
+            tier.store(data, metadata: record.metadata, for: key, bodyChecksum: record.bodyChecksum, lifetime: lifetime, releasing: nil)
+        }
+    }
+
+    /// Keeps `data` with `metadata` under `key` in every tier, giving back the
+    /// leases of `fetch`.
+    private func store(_ data: Data, metadata: HTTPCacheMetadata, as key: HTTPCacheKey, bodyChecksum: UInt32? = nil, releasing fetch: Fetch = Fetch(), at now: Date) {
+        let encoded = metadata.encoded()
+        let lifetime = lifetime(of: metadata, at: now)
+        for (index, tier) in tiers.enumerated() {
+            tier.store(data, metadata: encoded, for: key, bodyChecksum: bodyChecksum, lifetime: lifetime, releasing: fetch.leases[index])
+        }
+    }
+
+    /// Gives back the leases of a fetch whose answer is not kept: a response cut
+    /// short, a load cancelled.
+    func release(_ fetch: Fetch) {
+        for (index, lease) in fetch.leases { tiers[index].release(lease) }
+    }
+
+    /// Removes what is kept under `key` from every tier: a record that no longer
+    /// decodes, or of an image the server said is gone.
+    func remove(_ key: HTTPCacheKey) {
+        for tier in tiers { tier.removeRecord(for: key) }
+    }
+
+    /// Where the record under `key` is kept in the nearest tier, for error messages.
+    func location(of key: HTTPCacheKey) -> String? {
+        tiers.first?.location(of: key)
     }
 
     /// Keeps what the server answered for `url` under `key`: a 304 freshens the
     /// stored response, whose bytes are the image then; a storable response is
     /// stored; one the server now forbids storing (no-store) removes what was kept.
-    /// Returns the image's bytes, where they came from, and their freshness.
+    /// The fetch's leases are given back. Returns the image's bytes, where they came
+    /// from, and their freshness.
     func update(
-        with response: DataResponse, for url: URL, stored: Stored?, key: String, at now: Date
+        with response: DataResponse, for url: URL, fetch: Fetch, key: HTTPCacheKey, at now: Date
     ) -> (bytes: OriginalBytes, source: ImageResponse.Source, metadata: HTTPCacheMetadata?) {
-        if response.statusCode == 304, let stored {
+        if response.statusCode == 304, let stored = fetch.stored {
             let updated = stored.metadata.updated(with: response.headers, statusCode: 304, at: now)
             // The stored bytes are read here only to write the record again or
             // before it goes; otherwise by the stage that uses them, if one does.
             guard !updated.isStorable || rewritesAfterRevalidation(updated, stored: stored.metadata),
                   let data = stored.bytes.load() else {
+                release(fetch)
                 return (stored.bytes, .revalidated, updated)
             }
             if updated.isStorable {
-                tier.store(data, metadata: updated.encoded(), forKey: key)
+                store(data, metadata: updated, as: key, releasing: fetch, at: now)
             } else {
-                tier.removeRecord(forKey: key)
+                release(fetch)
+                remove(key)
             }
             return (.loaded(data), .revalidated, updated)
         }
@@ -120,22 +278,28 @@ struct HTTPCache: Sendable {
             metadata = HTTPCacheMetadata.reuseLifetime(through: response.redirects, at: now).flatMap { metadata?.capped(toLifetime: $0) }
         }
         if let metadata {
-            tier.store(response.data, metadata: metadata.encoded(), forKey: key)
-        } else if stored != nil {
-            tier.removeRecord(forKey: key)
+            store(response.data, metadata: metadata, as: key, releasing: fetch, at: now)
+        } else {
+            release(fetch)
+            if fetch.stored != nil { remove(key) }
         }
         return (.loaded(response.data), .network, metadata)
     }
 
     /// After the server could not give the image kept under `key`: the stored body,
     /// when stale-if-error lets it stand in (and `servingStale`); the record goes
-    /// when the server said the image is gone.
-    func afterError(_ error: ImagoError, stored: Stored, key: String, at now: Date, servingStale: Bool = true) -> Data? {
+    /// when the server said the image is gone. The fetch's leases are given back.
+    func afterError(_ error: ImagoError, fetch: Fetch, key: HTTPCacheKey, at now: Date, servingStale: Bool = true) -> Data? {
+        release(fetch)
+        guard let stored = fetch.stored else {
+            if error.meansResourceGone { remove(key) }
+            return nil
+        }
         if servingStale, error.allowsStaleResponse, let allowance = staleIfErrorAllowance,
            stored.metadata.servesStale(afterError: now, allowance: allowance), let data = stored.bytes.load() {
             return data
         }
-        if error.meansResourceGone { tier.removeRecord(forKey: key) }
+        if error.meansResourceGone { remove(key) }
         return nil
     }
 
@@ -149,12 +313,30 @@ struct HTTPCache: Sendable {
         freshnessPolicy != .httpHeaders || !updated.confirms(stored)
     }
 
+    /// How long a tier that expires records itself keeps one: its remaining
+    /// freshness under the policy, plus the window past it that the policy may still
+    /// serve it in (stale while revalidating, or after an error), at most 30 days.
+    /// Zero or less: not kept.
+    func lifetime(of metadata: HTTPCacheMetadata, at now: Date) -> Double {
+        guard metadata.isStorable else { return 0 }
+        var fresh = metadata.cacheControl.noCache ? 0 : metadata.freshnessLifetime - metadata.currentAge(at: now)
+        if case .trusted(let seconds) = freshnessPolicy {
+            fresh = max(fresh, seconds - now.timeIntervalSince(metadata.storedAt))
+        }
+        var window = 0.0
+        if !metadata.cacheControl.mustRevalidate, !metadata.cacheControl.noCache {
+            let staleIfError = metadata.cacheControl.staleIfError ?? staleIfErrorAllowance ?? 0
+            window = max(metadata.cacheControl.staleWhileRevalidate ?? 0, staleIfError)
+        }
+        return fresh <= 0 ? 0 : min(fresh + window, 30 * 86400)
+    }
+
     // MARK: - Variants
 
-    /// A sized or processed variant as the tier keeps it.
+    /// A sized or processed variant as a tier keeps it.
     enum VariantLookup: Sendable {
         /// Fresh with its original: used as it is.
-        case fresh(Data, HTTPCacheMetadata)
+        case fresh(Data, HTTPCacheMetadata, source: ImageResponse.Source)
         /// Stale with validators: used as it is if the server confirms the original
         /// it was made from (`confirms`).
         case stale(Data, HTTPCacheMetadata)
@@ -164,13 +346,21 @@ struct HTTPCache: Sendable {
     /// Looks up the variant under `key` at `now`. A variant expires with its
     /// original: while that is fresh the variant answers; once stale, the original
     /// is revalidated, and the variant answers again if the server confirmed it, or
-    /// is made and kept again from what the server sent.
-    func lookUpVariant(_ key: String, at now: Date) -> VariantLookup {
-        guard let record = tier.recordContents(forKey: key), let metadata = HTTPCacheMetadata(encoded: record.metadata) else {
-            return .miss
+    /// is made and kept again from what the server sent. A farther tier is asked
+    /// for a fresh one before a stale one is used.
+    func lookUpVariant(_ key: HTTPCacheKey, at now: Date) -> VariantLookup {
+        var stale = VariantLookup.miss
+        for index in tiers.indices {
+            guard let record = tiers[index].contents(for: key), let metadata = HTTPCacheMetadata(encoded: record.metadata) else { continue }
+            if freshnessPolicy.isFresh(metadata, at: now) {
+                copy(
+                    record.data, of: TierRecord(metadata: record.metadata, body: .loaded(record.data), bodyChecksum: record.bodyChecksum),
+                    as: key, metadata, into: index, at: now)
+                return .fresh(record.data, metadata, source: tiers[index].source)
+            }
+            if case .miss = stale, metadata.hasValidators { stale = .stale(record.data, metadata) }
         }
-        if freshnessPolicy.isFresh(metadata, at: now) { return .fresh(record.data, metadata) }
-        return metadata.hasValidators ? .stale(record.data, metadata) : .miss
+        return stale
     }
 
     /// Whether `original`, the metadata of an original the server has just confirmed
@@ -182,23 +372,17 @@ struct HTTPCache: Sendable {
 
     /// Keeps a confirmed variant with its original's `updated` metadata, only when
     /// the 304 changed something a later load reads.
-    func freshenVariant(_ data: Data, stored: HTTPCacheMetadata, updated: HTTPCacheMetadata, key: String) {
+    func freshenVariant(_ data: Data, stored: HTTPCacheMetadata, updated: HTTPCacheMetadata, key: HTTPCacheKey, at now: Date) {
         if rewritesAfterRevalidation(updated, stored: stored) {
-            tier.store(data, metadata: updated.encoded(), forKey: key)
+            store(data, metadata: updated, as: key, at: now)
         }
     }
 
     /// Keeps a variant with the HTTP freshness of its original, unless the server
-    /// forbade storing it; `encode` makes its bytes only then (whose CRC-32 is
-    /// `bodyChecksum` when known).
-    func storeVariant(metadata: HTTPCacheMetadata, key: String, bodyChecksum: UInt32? = nil, encode: () -> Data) {
+    /// forbade storing it; `encode` makes its bytes only then.
+    func storeVariant(metadata: HTTPCacheMetadata, key: HTTPCacheKey, at now: Date, encode: () -> Data) {
         guard metadata.isStorable else { return }
-        tier.store(encode(), metadata: metadata.encoded(), forKey: key, bodyChecksum: bodyChecksum)
-    }
-
-    /// Removes what is kept under `key`: a record that no longer decodes.
-    func remove(_ key: String) {
-        tier.removeRecord(forKey: key)
+        store(encode(), metadata: metadata, as: key, at: now)
     }
 }
 

@@ -9,9 +9,6 @@ struct ImageWork: Sendable {
     let variants: HTTPCache?
     /// Where the original bytes are kept; nil when they are not.
     let originals: HTTPCache?
-    /// The fleet's shared tier, where processed variants are read and kept too;
-    /// nil when they are not.
-    let shared: SharedCache?
     /// The variant found stale on disk, with its metadata: used as it is if the
     /// server confirms the original it was made from.
     var staleVariant: (data: Data, metadata: HTTPCacheMetadata)?
@@ -29,7 +26,6 @@ struct ImageWork: Sendable {
         self.cache = cache
         variants = policy.storesProcessed && !key.isOriginal ? httpCache : nil
         originals = policy.storesOriginals ? httpCache : nil
-        shared = policy.storesProcessed && !key.isOriginal ? pipeline.sharedCache(for: request, cache: cache) : nil
     }
 }
 
@@ -73,10 +69,10 @@ extension ImageStage {
         return stage
     }
 
-    /// Starts the stage: a stored variant is looked for first when the disk tier
-    /// keeps them.
+    /// Starts the stage: a stored variant is looked for first when the tiers keep
+    /// them.
     func start(work: ImageWork, in graph: inout StageGraph) {
-        guard work.variants != nil || work.shared != nil else { return buildUpstream(work: work, waited: 0, in: &graph) }
+        guard let variants = work.variants else { return buildUpstream(work: work, waited: 0, in: &graph) }
         let queuedAt = ContinuousClock.now
         // A look-up in the shared tier waits on the network, not the CPU: it takes a
         // transfer slot, so that as many run at once as transfers do, rather than one
@@ -84,49 +80,38 @@ extension ImageStage {
         // (a transfer starts a task of its own); this look-up blocks on Redis and
         // then decodes, so it takes a thread of its own, or every hit would wait
         // behind the others on the thread that submits the loads.
-        let shared = work.shared != nil
+        let shared = variants.asksOverNetwork
         graph.enqueue(Key.erase(stage), in: shared ? .transfers : .decoding) { [self] run in
             guard shared else { return readVariant(work: work, queuedAt: queuedAt, run: run) }
             DispatchQueue.global(qos: .userInitiated).async { readVariant(work: work, queuedAt: queuedAt, run: run) }
         }
     }
 
-    /// A processed variant from disk, or else from the shared tier (kept on disk
-    /// then); a miss, or one that no longer decodes (dropped then), goes on to make
+    /// A processed variant from the tiers (from the shared tier, it is kept on disk
+    /// too); a miss, or one that no longer decodes (dropped then), goes on to make
     /// the image.
     private func readVariant(work: ImageWork, queuedAt: ContinuousClock.Instant, run: StageRun) {
         let start = ContinuousClock.now
         var work = work
+        let key = HTTPCacheKey.variant(work.key)
         // A stale variant is revalidated through its original (a bodiless 304 when
         // that is kept too).
-        switch work.variants?.lookUpVariant(work.key.variantDiskKey, at: Date()) ?? .miss {
-        case .fresh(let data, let metadata):
+        switch work.variants?.lookUpVariant(key, at: Date()) ?? .miss {
+        case .fresh(let data, let metadata, let source):
             if let image = pipeline.decodeVariant(data) {
                 var metrics = ImageResponse.Metrics()
                 metrics.decodeQueued = (start - queuedAt).seconds
                 metrics.decode = (ContinuousClock.now - start).seconds
-                var response = ImageResponse(image: image, url: work.request.url, source: .disk, metrics: metrics)
+                var response = ImageResponse(image: image, url: work.request.url, source: source, metrics: metrics)
                 response.httpMetadata = metadata
                 pipeline.finish(stage, run: run, with: .success(response)) { work.cache?.setImage(image, forKey: work.key) }
                 return
             }
-            work.variants?.remove(work.key.variantDiskKey)
+            work.variants?.remove(key)
         case .stale(let data, let metadata):
             work.staleVariant = (data, metadata)
         case .miss:
-            if let shared = work.shared, let (data, metadata, checksum) = pipeline.sharedVariant(work.key, of: work.request, in: shared),
-               let image = pipeline.decodeVariant(data) {
-                var metrics = ImageResponse.Metrics()
-                metrics.decodeQueued = (start - queuedAt).seconds
-                metrics.decode = (ContinuousClock.now - start).seconds
-                var response = ImageResponse(image: image, url: work.request.url, source: .shared, metrics: metrics)
-                response.httpMetadata = metadata
-                pipeline.finish(stage, run: run, with: .success(response)) {
-                    work.cache?.setImage(image, forKey: work.key)
-                    work.variants?.storeVariant(metadata: metadata, key: work.key.variantDiskKey, bodyChecksum: checksum) { data }
-                }
-                return
-            }
+            break
         }
         // The wait and the look-up count with the decoding slot's wait of the image
         // made instead.
@@ -176,7 +161,7 @@ extension ImageStage {
         else { return false }
         let start = ContinuousClock.now
         guard let image = pipeline.decodeVariant(variant.data) else {
-            variants.remove(work.key.variantDiskKey)
+            variants.remove(.variant(work.key))
             return false
         }
         var metrics = metrics
@@ -185,13 +170,13 @@ extension ImageStage {
         response.httpMetadata = metadata
         pipeline.finish(stage, run: run, with: .success(response)) {
             work.cache?.setImage(image, forKey: work.key)
-            variants.freshenVariant(variant.data, stored: variant.metadata, updated: metadata, key: work.key.variantDiskKey)
+            variants.freshenVariant(variant.data, stored: variant.metadata, updated: metadata, key: .variant(work.key), at: Date())
         }
         return true
     }
 
     /// Ends the stage; what a task asked for goes into the memory cache, and into the
-    /// disk tier when it keeps processed variants. A partial image goes into neither:
+    /// tiers when they keep processed variants. A partial image goes into neither:
     /// a later load, which may not allow partial images, must never take it for the
     /// whole one.
     func complete(work: ImageWork, run: StageRun?, with result: Result<ImageResponse, ImagoError>) {
@@ -200,12 +185,8 @@ extension ImageStage {
             work.cache?.setImage(response.image, forKey: work.key)
             // Kept in the compact lossless form, with the HTTP freshness of its
             // original; no animations (their frames would cost more than the original).
-            guard let metadata = response.httpMetadata, !response.image.isAnimated, work.variants != nil || work.shared != nil,
-                  metadata.isStorable
-            else { return }
-            let data = VariantCodec.encode(response.image)
-            work.variants?.storeVariant(metadata: metadata, key: work.key.variantDiskKey) { data }
-            if let shared = work.shared { pipeline.shareVariant(data, metadata: metadata, key: work.key, of: work.request, in: shared) }
+            guard let metadata = response.httpMetadata, !response.image.isAnimated else { return }
+            work.variants?.storeVariant(metadata: metadata, key: .variant(work.key), at: Date()) { VariantCodec.encode(response.image) }
         }
     }
 }
@@ -240,7 +221,7 @@ struct DecodingStage: ImageStage {
         let options = pipeline.decodingOptions(targetSize: work.key.targetSize, timeout: run.loadingTimeout)
         let result = Result { () throws(ImagoError) in
             guard let data = original.bytes.load() else {
-                let path = work.originals?.tier.location(ofKey: ImageCacheKey.originalDiskKey(work.request.imageKey))
+                let path = work.originals?.location(of: .original(work.request.imageKey))
                 throw .fileError(path: path ?? work.request.url.absoluteString, reason: "the stored image could not be read back", errno: nil)
             }
             let image = try configuration.decoders.decode(data, options: options)
@@ -254,7 +235,7 @@ struct DecodingStage: ImageStage {
             // pixel limit), or only in part (a body cut short whose length matched),
             // are not kept to be served again: the next load asks the server, unless
             // the bytes came whole and are no image, which asking again would not mend.
-            work.originals?.remove(ImageCacheKey.originalDiskKey(work.request.imageKey))
+            work.originals?.remove(.original(work.request.imageKey))
             configuration.recentOriginals?.removeData(forKey: work.request.imageKey)
             if original.source != .network, !work.refetched, !result.exceedsALimit {
                 // Stored bytes that no longer decode (a decoder that changed, a file
@@ -351,17 +332,17 @@ extension Pipeline {
     /// decode whole. Reads and decodes on the calling thread.
     func storedImage(for request: ImageRequest) -> (DecodedImage, ImageResponse.Metrics)? {
         let (cache, timeout) = graph.withLock { ($0.cache, $0.loadingTimeout) }
-        guard let tier = httpCache(for: request, cache: cache)?.tier else { return nil }
+        guard let tier = configuration.diskCache, cache != nil, case .remote = request.resource else { return nil }
         let key = request.cacheKey
         let policy = configuration.diskCachePolicy
         let start = ContinuousClock.now
         var metrics = ImageResponse.Metrics()
-        if policy.storesProcessed, !key.isOriginal, let record = tier.recordContents(forKey: key.variantDiskKey),
+        if policy.storesProcessed, !key.isOriginal, let record = tier.contents(for: .variant(key)),
            let image = decodeVariant(record.data) {
             metrics.decode = (ContinuousClock.now - start).seconds
             return (image, metrics)
         }
-        guard policy.storesOriginals, let record = tier.recordContents(forKey: ImageCacheKey.originalDiskKey(request.imageKey)) else {
+        guard policy.storesOriginals, let record = tier.contents(for: .original(request.imageKey)) else {
             return nil
         }
         let options = decodingOptions(targetSize: key.targetSize, timeout: timeout)

@@ -26,14 +26,14 @@ enum OriginalBytes: Sendable {
     case loaded(Data)
     /// A tier's record under `key`, of `count` bytes, for as long as it holds the
     /// `metadata` the load decided on.
-    case stored(any HTTPCacheTier, key: String, metadata: Data, count: Int)
+    case stored(any HTTPCacheTier, key: HTTPCacheKey, metadata: Data, count: Int)
 
     /// The bytes; nil when the stored record is gone, damaged, or replaced since.
     func load() -> Data? {
         switch self {
         case .loaded(let data): data
         case .stored(let tier, let key, let metadata, _):
-            tier.recordContents(forKey: key).flatMap { $0.metadata == metadata ? $0.data : nil }
+            tier.contents(for: key).flatMap { $0.metadata == metadata ? $0.data : nil }
         }
     }
 
@@ -79,13 +79,11 @@ struct OriginalDataStage: Sendable {
         }
         let enqueuedAt = ContinuousClock.now
         let httpCache = configuration.diskCachePolicy.storesOriginals ? pipeline.httpCache(for: request, cache: graph.cache) : nil
-        let shared = pipeline.sharedCache(for: request, cache: graph.cache)
         graph.enqueue(.original(stage), in: .transfers) { [self] run in
             let queued = ContinuousClock.now - enqueuedAt
             let task = Task.detached(priority: run.priority.taskPriority) { [self] in
                 let result = await withDeadline(seconds: run.loadingTimeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
-                    try await originalData(
-                        httpCache: httpCache, shared: shared, previews: run.previews, queued: queued, timeout: run.loadingTimeout)
+                    try await originalData(httpCache: httpCache, previews: run.previews, queued: queued, timeout: run.loadingTimeout)
                 }
                 if remembers { remember(result) }
                 pipeline.finish(stage, run: run, with: result)
@@ -122,7 +120,7 @@ struct OriginalDataStage: Sendable {
     }
 
     private func originalData(
-        httpCache: HTTPCache?, shared: SharedCache?, previews: Bool, queued: Duration, timeout: Double
+        httpCache: HTTPCache?, previews: Bool, queued: Duration, timeout: Double
     ) async throws(ImagoError) -> OriginalData {
         let clock = ContinuousClock()
         let start = clock.now
@@ -140,126 +138,74 @@ struct OriginalDataStage: Sendable {
             return OriginalData(bytes: bytes, source: source, metrics: metrics, httpMetadata: metadata, isTruncated: truncated)
         }
         guard let httpCache else {
-            let (response, attempts, lease): (DataResponse, Int, SharedCache.Lease?)
-            switch try await fetchUnlessShared(shared, previews: previews) {
-            case .shared(let data, let metadata): return done(.loaded(data), .shared, attempts: 0, metadata)
-            case .network(let answer, let tries, let held): (response, attempts, lease) = (answer, tries, held)
-            }
-            if response.isTruncated {
-                pipeline.shareOriginal(response.data, metadata: nil, of: request, in: shared, lease: lease)
-                return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true)
-            }
+            let (response, attempts) = try await fetch(previews: previews)
+            if response.isTruncated { return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true) }
             let metadata = response.statusCode.flatMap {
                 HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: Date())
             }
-            pipeline.shareOriginal(response.data, metadata: response.redirects.isEmpty ? metadata : nil, of: request, in: shared, lease: lease)
             return done(.loaded(response.data), response.statusCode == nil ? .local : .network, attempts: attempts, metadata)
         }
-        let key = ImageCacheKey.originalDiskKey(request.imageKey)
-        var stored: HTTPCache.Stored?
-        var validators: [String: String] = [:]
-        switch httpCache.lookUp(key, at: Date()) {
-        case .fresh(let data, let metadata):
-            return done(.loaded(data), .disk, attempts: 0, metadata)
-        case .staleWhileRevalidating(let data, let metadata, let revalidation):
-            revalidateInBackground(
-                stored: HTTPCache.Stored(bytes: .loaded(data), metadata: metadata), validators: revalidation, key: key,
-                in: httpCache, timeout: timeout)
-            return done(.loaded(data), .disk, attempts: 0, metadata)
-        case .revalidate(let kept, let conditional):
-            stored = kept
-            validators = conditional
-        case .miss:
-            break
+        let key = HTTPCacheKey.original(request.imageKey)
+        let pending: HTTPCache.Fetch
+        switch await httpCache.lookUp(key, at: Date()) {
+        case .fresh(let data, let metadata, let source):
+            return done(.loaded(data), source, attempts: 0, metadata)
+        case .staleWhileRevalidating(let data, let metadata, let validators, let source):
+            let stored = HTTPCache.Stored(bytes: .loaded(data), metadata: metadata, source: source)
+            revalidateInBackground(HTTPCache.Fetch(stored: stored, validators: validators), key: key, in: httpCache, timeout: timeout)
+            return done(.loaded(data), source, attempts: 0, metadata)
+        case .fetch(let fetch):
+            pending = fetch
         }
-        let response: DataResponse, attempts: Int, lease: SharedCache.Lease?
+        let response: DataResponse, attempts: Int
         do {
-            switch try await fetchUnlessShared(shared, previews: previews, extraHeaders: validators, storedLocally: stored != nil) {
-            case .shared(let data, let metadata):
-                httpCache.tier.store(data, metadata: metadata.encoded(), forKey: key)
-                return done(.loaded(data), .shared, attempts: 0, metadata)
-            case .network(let answer, let tries, let held): (response, attempts, lease) = (answer, tries, held)
-            }
+            (response, attempts) = try await fetch(previews: previews, extraHeaders: pending.validators)
         } catch {
-            if case .cancelled = error { throw error }
-            if let stored, let data = httpCache.afterError(error, stored: stored, key: key, at: Date()) {
-                return done(.loaded(data), .disk, attempts: 0, stored.metadata)
+            if case .cancelled = error {
+                httpCache.release(pending)
+                throw error
+            }
+            if let stored = pending.stored, let data = httpCache.afterError(error, fetch: pending, key: key, at: Date()) {
+                return done(.loaded(data), stored.source, attempts: 0, stored.metadata)
             }
             throw error
         }
         // A load that timed out or was cancelled while the answer came in keeps
         // nothing: its caller has already been told it failed.
         if Task.isCancelled {
-            pipeline.shareOriginal(response.data, metadata: nil, of: request, in: shared, lease: lease)
+            httpCache.release(pending)
             throw .cancelled
         }
         // What arrived of a body cut short is shown, never kept: the next load asks
         // for the whole image again.
         if response.isTruncated {
-            pipeline.shareOriginal(response.data, metadata: nil, of: request, in: shared, lease: lease)
+            httpCache.release(pending)
             return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true)
         }
-        let kept = httpCache.update(with: response, for: request.url, stored: stored, key: key, at: Date())
-        if kept.source == .network, case .loaded(let data) = kept.bytes {
-            pipeline.shareOriginal(data, metadata: kept.metadata, of: request, in: shared, lease: lease)
-        } else {
-            pipeline.shareOriginal(response.data, metadata: nil, of: request, in: shared, lease: lease)
-        }
+        let kept = httpCache.update(with: response, for: request.url, fetch: pending, key: key, at: Date())
         return done(kept.bytes, kept.source, attempts: attempts, kept.metadata, transferred: response.data.count)
-    }
-
-    /// What answered in the network's place, or the network's answer.
-    private enum Answer {
-        case shared(Data, HTTPCacheMetadata)
-        /// The response, the attempts it took, and the shared tier's lease held
-        /// while it was fetched: given back by whoever keeps the response.
-        case network(DataResponse, Int, SharedCache.Lease?)
-    }
-
-    /// The shared tier's record of the original when nothing local holds it
-    /// (`storedLocally` false, so no validators either), else the network. A lease
-    /// taken is given back here if the fetch fails.
-    private func fetchUnlessShared(
-        _ shared: SharedCache?, previews: Bool, extraHeaders: [String: String] = [:], storedLocally: Bool = false
-    ) async throws(ImagoError) -> Answer {
-        var lease: SharedCache.Lease?
-        if !storedLocally, let shared {
-            switch await pipeline.sharedOriginal(request, in: shared) {
-            case .found(let data, let metadata): return .shared(data, metadata)
-            case .fetch(let held): lease = held
-            }
-        }
-        do throws(ImagoError) {
-            let (response, attempts) = try await fetch(previews: previews, extraHeaders: extraHeaders)
-            return .network(response, attempts, lease)
-        } catch {
-            if let lease { shared?.release(lease) }
-            throw error
-        }
     }
 
     /// Revalidates a stale original that `stale-while-revalidate` lets the load serve
     /// meanwhile, at background priority and within the loading timeout; what the
     /// server answers is kept for the next load. A failure changes nothing, unless
     /// the server said the image is gone.
-    private func revalidateInBackground(
-        stored: HTTPCache.Stored, validators: [String: String], key: String, in httpCache: HTTPCache, timeout: Double
-    ) {
+    private func revalidateInBackground(_ fetch: HTTPCache.Fetch, key: HTTPCacheKey, in httpCache: HTTPCache, timeout: Double) {
         pipeline.graph.withLock { graph in
-            guard graph.revalidating[key] == nil else { return }
+            guard graph.revalidating[key.name] == nil else { return }
             // Made under the lock, so the task cannot end (and leave the table)
             // before it is in it.
-            graph.revalidating[key] = Task.detached(priority: .background) { [self] in
+            graph.revalidating[key.name] = Task.detached(priority: .background) { [self] in
                 let result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
-                    try await fetch(previews: false, extraHeaders: validators)
+                    try await self.fetch(previews: false, extraHeaders: fetch.validators)
                 }
                 switch result {
                 case .success((let response, _)) where !response.isTruncated:
-                    _ = httpCache.update(with: response, for: request.url, stored: stored, key: key, at: Date())
+                    _ = httpCache.update(with: response, for: request.url, fetch: fetch, key: key, at: Date())
                 case .success: break
-                case .failure(let error): _ = httpCache.afterError(error, stored: stored, key: key, at: Date(), servingStale: false)
+                case .failure(let error): _ = httpCache.afterError(error, fetch: fetch, key: key, at: Date(), servingStale: false)
                 }
-                pipeline.graph.withLock { _ = $0.revalidating.removeValue(forKey: key) }
+                pipeline.graph.withLock { _ = $0.revalidating.removeValue(forKey: key.name) }
             }
         }
     }

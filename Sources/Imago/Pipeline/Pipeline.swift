@@ -206,12 +206,15 @@ final class Pipeline: Sendable {
 
     // MARK: - Shared by the stages
 
-    /// The HTTP cache for `request`, over the disk tier: remote images only (local
-    /// ones are at hand already), and none with caching off or no disk tier.
+    /// The HTTP cache for `request`, over the disk tier and the fleet's shared tier:
+    /// remote images only (local ones are at hand already), and none with caching
+    /// off or neither tier.
     func httpCache(for request: ImageRequest, cache: (any ImageCaching)?) -> HTTPCache? {
-        guard cache != nil, case .remote = request.resource, let disk = configuration.diskCache else { return nil }
+        guard cache != nil, case .remote = request.resource else { return nil }
+        let tiers: [any HTTPCacheTier] = [configuration.diskCache as (any HTTPCacheTier)?, configuration.sharedCache].compactMap { $0 }
+        guard !tiers.isEmpty else { return nil }
         return HTTPCache(
-            tier: disk, freshnessPolicy: configuration.diskFreshnessPolicy, staleIfErrorAllowance: configuration.staleIfErrorAllowance)
+            tiers: tiers, freshnessPolicy: configuration.diskFreshnessPolicy, staleIfErrorAllowance: configuration.staleIfErrorAllowance)
     }
 }
 

@@ -52,7 +52,7 @@ public final class SharedCache: Sendable {
     /// What waiting on another machine's lease came to.
     enum LeaseOutcome: Sendable {
         /// The value arrived.
-        case found(DiskCache.Record)
+        case found(DiskCache.Record, bodyChecksum: UInt32)
         /// This load holds the lease now (the first holder released it without a
         /// value, or it expired): it asks the origin.
         case taken(Lease)
@@ -62,10 +62,7 @@ public final class SharedCache: Sendable {
     }
 
     /// A lease this process holds on one image.
-    struct Lease: Sendable {
-        let key: String
-        let token: String
-    }
+    typealias Lease = HTTPCache.Lease
 
     /// The settings the tier was made with.
     public let configuration: SharedCache.Configuration
@@ -176,6 +173,15 @@ public final class SharedCache: Sendable {
         }
     }
 
+    /// Deletes the record named `name` of `imageKey`'s image, in the background: it no
+    /// longer decodes, or the server said the image is gone.
+    func remove(named name: String, imageKey: String) {
+        let key = valueKey(name, imageKey: imageKey)
+        writer.async { [self] in
+            _ = perform { () throws(RedisFailure) in try client.run([redisCommand("DEL", key)], slotKey: Data(key.utf8)) }
+        }
+    }
+
     /// Waits until the queued writes are done or `seconds` have passed; true when
     /// they are done.
     package func writesEnded(within seconds: Double) -> Bool {
@@ -230,9 +236,9 @@ public final class SharedCache: Sendable {
             }) else { return .givenUp }
             if exists == 1 {
                 switch record(named: name, imageKey: imageKey) {
-                case .hit(let record, _):
+                case .hit(let record, let checksum):
                     count { $0.leaseWaitsAnswered += 1 }
-                    return .found(record)
+                    return .found(record, bodyChecksum: checksum)
                 case .miss: break
                 case .unavailable: return .givenUp
                 }
