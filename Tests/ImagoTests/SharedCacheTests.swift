@@ -237,6 +237,32 @@ import Glibc
         #expect(answered)
     }
 
+    @Test func afterAFailureOneLookUpAtATimeAsksAHungServer() throws {
+        let server = try RedisServer()
+        let cache = try tier([server.url]) {
+            $0.connectTimeout = 0.5
+            $0.commandTimeout = 1
+            $0.warningHandler = { _ in }
+        }
+        #expect(isMiss(cache.record(named: "o", imageKey: "http://h/p.jpg")))
+        server.send(SIGSTOP)
+        defer { server.send(SIGCONT) }
+        if case .unavailable = cache.record(named: "o", imageKey: "http://h/p.jpg") {} else { Issue.record("a hung server answered") }
+        #expect(cache.counters.failures == 1)
+        // Eight loads at once: one asks the server (and waits its timeout), the others
+        // go on without the tier at once; before, each waited a timeout of its own.
+        let group = DispatchGroup()
+        for index in 0..<8 {
+            group.enter()
+            Thread {
+                _ = cache.record(named: "o", imageKey: "http://h/p\(index).jpg")
+                group.leave()
+            }.start()
+        }
+        #expect(group.wait(timeout: .now() + 60) == .success)
+        #expect(cache.counters.failures <= 3)
+    }
+
     @Test func aWrongPasswordGivesOneWarningAndTheRightOneOrAnACLUserWorks() throws {
         let server = try RedisServer(options: ["--requirepass", "right"])
         let warnings = Mutex<[String]>([])

@@ -364,12 +364,16 @@ public final class SharedCache: Sendable {
     }
 
     /// Runs `body` unless the breaker is open; nil when it is, or when `body` failed.
-    /// After `failuresBeforePause` failures in a row the tier rests for `pause`; then
-    /// one command at a time tries it, and a success closes the breaker.
+    /// After a failure, one command at a time tries the server while the others go on
+    /// without it: a hung server costs the loads in flight one command timeout, not
+    /// one each until the breaker opens. After `failuresBeforePause` failures in a row
+    /// the tier rests for `pause`; then, again, one command at a time tries it, and a
+    /// success closes the breaker.
     private func perform<Result>(_ body: () throws(RedisFailure) -> Result) -> Result? {
         let trial = state.withLock { state -> Bool? in
-            guard let until = state.restingUntil else { return false }
-            guard ContinuousClock.now >= until, !state.trialRunning else { return nil }
+            if let until = state.restingUntil, ContinuousClock.now < until { return nil }
+            guard state.restingUntil != nil || state.failuresInARow > 0 else { return false }
+            guard !state.trialRunning else { return nil }
             state.trialRunning = true
             return true
         }
@@ -395,8 +399,10 @@ public final class SharedCache: Sendable {
             state.counters.failures += 1
             state.failuresInARow += 1
             if trial { state.trialRunning = false }
-            // A refusal will not mend by asking again: the tier rests at once.
-            guard refused || trial || state.failuresInARow >= configuration.failuresBeforePause else { return nil }
+            // A refusal will not mend by asking again: the tier rests at once; so does a
+            // trial after a pause.
+            let pauseOver = trial && state.restingUntil != nil
+            guard refused || pauseOver || state.failuresInARow >= configuration.failuresBeforePause else { return nil }
             if state.restingUntil == nil || trial { state.counters.pauses += 1 }
             state.restingUntil = ContinuousClock.now + .seconds(configuration.pause)
             let kind = refused ? "refused" : "unavailable"
