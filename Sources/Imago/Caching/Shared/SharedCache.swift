@@ -74,7 +74,8 @@ public final class SharedCache: Sendable {
         var counters = Counters()
         var failuresInARow = 0
         var restingUntil: ContinuousClock.Instant?
-        var trialRunning = false
+        /// A probe is asking the server whether it answers again.
+        var probing = false
         var pendingWrites = 0
         var warned: Set<String> = []
     }
@@ -146,7 +147,7 @@ public final class SharedCache: Sendable {
         // Admitted before the record is made: a resting tier costs no copy of the body.
         let size = RecordFormat.fileSize(key: recordKey(name).utf8.count, metadata: metadata.count, body: body.count)
         let admitted = state.withLock { state -> Bool in
-            guard size <= configuration.maximumValueSize, !isResting(state),
+            guard size <= configuration.maximumValueSize, isAnswering(state),
                   state.pendingWrites < configuration.maximumPendingWrites
             else {
                 state.counters.writesDropped += 1
@@ -358,58 +359,75 @@ public final class SharedCache: Sendable {
         state.withLock { change(&$0.counters) }
     }
 
-    private func isResting(_ state: State) -> Bool {
-        guard let until = state.restingUntil else { return false }
-        return ContinuousClock.now < until || state.trialRunning
+    /// Whether commands go to the server: no failure since the last success.
+    private func isAnswering(_ state: State) -> Bool {
+        state.failuresInARow == 0 && state.restingUntil == nil
     }
 
-    /// Runs `body` unless the breaker is open; nil when it is, or when `body` failed.
-    /// After a failure, one command at a time tries the server while the others go on
-    /// without it: a hung server costs the loads in flight one command timeout, not
-    /// one each until the breaker opens. After `failuresBeforePause` failures in a row
-    /// the tier rests for `pause`; then, again, one command at a time tries it, and a
-    /// success closes the breaker.
+    /// Runs `body` while the server answers; nil when it does not, or when `body`
+    /// failed. After a failure no load waits on the server again until it answers: a
+    /// probe (PING) on a thread of its own asks it, and the loads go on without the
+    /// tier meanwhile, so a hung server costs the loads in flight one command timeout,
+    /// not one each until the breaker opens. After `failuresBeforePause` failures in a
+    /// row the tier rests for `pause`, then the next command starts a probe again; a
+    /// probe's success closes the breaker.
     private func perform<Result>(_ body: () throws(RedisFailure) -> Result) -> Result? {
-        let trial = state.withLock { state -> Bool? in
-            if let until = state.restingUntil, ContinuousClock.now < until { return nil }
-            guard state.restingUntil != nil || state.failuresInARow > 0 else { return false }
-            guard !state.trialRunning else { return nil }
-            state.trialRunning = true
-            return true
+        let (answering, startsProbe) = state.withLock { state -> (Bool, Bool) in
+            if isAnswering(state) { return (true, false) }
+            if let until = state.restingUntil, ContinuousClock.now < until { return (false, false) }
+            guard !state.probing else { return (false, false) }
+            state.probing = true
+            return (false, true)
         }
-        guard let trial else { return nil }
+        if startsProbe { Thread.detachNewThread { [self] in probe() } }
+        guard answering else { return nil }
         do throws(RedisFailure) {
             let result = try body()
-            state.withLock { state in
-                state.failuresInARow = 0
-                state.restingUntil = nil
-                state.trialRunning = false
-            }
+            state.withLock { $0.failuresInARow = 0 }
             return result
         } catch {
-            failed(error, trial: trial)
+            _ = failed(error, probing: false)
             return nil
         }
     }
 
-    private func failed(_ failure: RedisFailure, trial: Bool) {
+    /// Asks the server until it answers or the tier rests.
+    private func probe() {
+        while true {
+            do throws(RedisFailure) {
+                _ = try client.run([redisCommand("PING")], slotKey: Data(runKey.utf8))
+                state.withLock { state in
+                    state.failuresInARow = 0
+                    state.restingUntil = nil
+                    state.probing = false
+                }
+                return
+            } catch {
+                guard failed(error, probing: true) else { return }
+            }
+        }
+    }
+
+    /// Counts a failure and opens the breaker when it is due; true when a probe that
+    /// failed should ask again.
+    private func failed(_ failure: RedisFailure, probing: Bool) -> Bool {
         let refused: Bool
         if case .refused = failure { refused = true } else { refused = false }
-        let warning = state.withLock { state -> String? in
+        let (again, warning) = state.withLock { state -> (Bool, String?) in
             state.counters.failures += 1
             state.failuresInARow += 1
-            if trial { state.trialRunning = false }
-            // A refusal will not mend by asking again: the tier rests at once; so does a
-            // trial after a pause.
-            let pauseOver = trial && state.restingUntil != nil
-            guard refused || pauseOver || state.failuresInARow >= configuration.failuresBeforePause else { return nil }
-            if state.restingUntil == nil || trial { state.counters.pauses += 1 }
+            // A refusal will not mend by asking again: the tier rests at once; so it
+            // does when the probe after a pause fails.
+            let pauseOver = probing && state.restingUntil != nil
+            guard refused || pauseOver || state.failuresInARow >= configuration.failuresBeforePause else { return (probing, nil) }
+            if probing { state.probing = false }
+            if state.restingUntil == nil || pauseOver { state.counters.pauses += 1 }
             state.restingUntil = ContinuousClock.now + .seconds(configuration.pause)
             let kind = refused ? "refused" : "unavailable"
-            guard state.warned.insert(kind).inserted else { return nil }
-            return refused
+            guard state.warned.insert(kind).inserted else { return (false, nil) }
+            return (false, refused
                 ? "the shared cache (Redis) refused this client: \(failure); loads go on without it"
-                : "the shared cache (Redis) is not answering (\(failure)); loads go on without it, and it is tried again every \(configuration.pause.formatted()) s"
+                : "the shared cache (Redis) is not answering (\(failure)); loads go on without it, and it is tried again every \(configuration.pause.formatted()) s")
         }
         if !refused { client.reset() }
         if let warning {
@@ -419,5 +437,6 @@ public final class SharedCache: Sendable {
                 FileHandle.standardError.write(Data("imago: warning: \(warning)\n".utf8))
             }
         }
+        return again
     }
 }
