@@ -34,7 +34,7 @@ extension SharedCache {
         /// Failed commands in a row after which the tier is not asked for `pause`.
         public var failuresBeforePause: Int
         /// How long the tier rests after `failuresBeforePause` failures, in seconds;
-        /// then one command tries it again.
+        /// then a probe asks it again.
         public var pause: Double
         /// Writes queued at most; more are dropped and counted, so that a slow Redis
         /// never holds memory or a load.
