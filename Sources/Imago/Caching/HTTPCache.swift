@@ -134,7 +134,7 @@ struct HTTPCache: Sendable {
         let bytes: OriginalBytes
         let metadata: HTTPCacheMetadata
         /// The tier it is in, as a load names it.
-        var source: ImageResponse.Source = .disk
+        let source: ImageResponse.Source
     }
 
     /// What a load that goes to the network takes with it: the stale response kept

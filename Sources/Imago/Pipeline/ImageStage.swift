@@ -9,7 +9,7 @@ struct ImageWork: Sendable {
     let variants: HTTPCache?
     /// Where the original bytes are kept; nil when they are not.
     let originals: HTTPCache?
-    /// The variant found stale on disk, with its metadata: used as it is if the
+    /// The variant found stale in a tier, with its metadata: used as it is if the
     /// server confirms the original it was made from.
     var staleVariant: (data: Data, metadata: HTTPCacheMetadata)?
     /// A stored original that no longer decoded was dropped and this load asks
