@@ -74,16 +74,17 @@ extension ImageStage {
     func start(work: ImageWork, in graph: inout StageGraph) {
         guard let variants = work.variants else { return buildUpstream(work: work, waited: 0, in: &graph) }
         let queuedAt = ContinuousClock.now
-        // A look-up in the shared tier waits on the network, not the CPU: it takes a
-        // transfer slot, so that as many run at once as transfers do, rather than one
-        // a core. Work of the transfer queue runs on the thread that frees its slot
-        // (a transfer starts a task of its own); this look-up blocks on Redis and
-        // then decodes, so it takes a thread of its own, or every hit would wait
-        // behind the others on the thread that submits the loads.
-        let shared = variants.asksOverNetwork
-        graph.enqueue(Key.erase(stage), in: shared ? .transfers : .decoding) { [self] run in
-            guard shared else { return readVariant(work: work, queuedAt: queuedAt, run: run) }
-            DispatchQueue.global(qos: .userInitiated).async { readVariant(work: work, queuedAt: queuedAt, run: run) }
+        guard variants.asksOverNetwork else {
+            return graph.enqueue(Key.erase(stage), in: .decoding) { [self] run in readVariant(work: work, queuedAt: queuedAt, run: run) }
+        }
+        // A look-up in the shared tier waits on Redis, not the CPU: it takes a
+        // transfer slot, so that as many run at once as transfers do, and a thread
+        // that may block (work of the transfer queue runs on the thread that frees
+        // its slot, which a transfer only lends to start a task of its own); what it
+        // finds is decoded in the decoding queue, so that the waits for replies
+        // overlap the decodes instead of holding their threads.
+        graph.enqueue(Key.erase(stage), in: .transfers) { [self] run in
+            Pipeline.BlockingWork.run { readVariant(work: work, queuedAt: queuedAt, run: run) }
         }
     }
 
@@ -91,23 +92,21 @@ extension ImageStage {
     /// too); a miss, or one that no longer decodes (dropped then), goes on to make
     /// the image.
     private func readVariant(work: ImageWork, queuedAt: ContinuousClock.Instant, run: StageRun) {
-        let start = ContinuousClock.now
         var work = work
-        let key = HTTPCacheKey.variant(work.key)
         // A stale variant is revalidated through its original (a bodiless 304 when
         // that is kept too).
-        switch work.variants?.lookUpVariant(key, at: Date()) ?? .miss {
+        switch work.variants?.lookUpVariant(.variant(work.key), at: Date()) ?? .miss {
         case .fresh(let data, let metadata, let source):
-            if let image = pipeline.decodeVariant(data) {
-                var metrics = ImageResponse.Metrics()
-                metrics.decodeQueued = (start - queuedAt).seconds
-                metrics.decode = (ContinuousClock.now - start).seconds
-                var response = ImageResponse(image: image, url: work.request.url, source: source, metrics: metrics)
-                response.httpMetadata = metadata
-                pipeline.finish(stage, run: run, with: .success(response)) { work.cache?.setImage(image, forKey: work.key) }
-                return
+            guard run.queue == .transfers else {
+                return answer(work: work, withStored: data, metadata: metadata, source: source, queuedAt: queuedAt, run: run)
             }
-            work.variants?.remove(key)
+            pipeline.update { [work] graph in
+                guard graph.endRun(of: Key.erase(stage), run) else { return }
+                graph.enqueue(Key.erase(stage), in: .decoding) { [self] run in
+                    answer(work: work, withStored: data, metadata: metadata, source: source, queuedAt: queuedAt, run: run)
+                }
+            }
+            return
         case .stale(let data, let metadata):
             work.staleVariant = (data, metadata)
         case .miss:
@@ -116,6 +115,25 @@ extension ImageStage {
         // The wait and the look-up count with the decoding slot's wait of the image
         // made instead.
         goUpstream(work: work, waited: (ContinuousClock.now - queuedAt).seconds, run: run)
+    }
+
+    /// Answers the stage with a stored variant; one that no longer decodes is
+    /// dropped and the image made instead.
+    private func answer(
+        work: ImageWork, withStored data: Data, metadata: HTTPCacheMetadata, source: ImageResponse.Source,
+        queuedAt: ContinuousClock.Instant, run: StageRun
+    ) {
+        let start = ContinuousClock.now
+        guard let image = pipeline.decodeVariant(data) else {
+            work.variants?.remove(.variant(work.key))
+            return goUpstream(work: work, waited: (ContinuousClock.now - queuedAt).seconds, run: run)
+        }
+        var metrics = ImageResponse.Metrics()
+        metrics.decodeQueued = (start - queuedAt).seconds
+        metrics.decode = (ContinuousClock.now - start).seconds
+        var response = ImageResponse(image: image, url: work.request.url, source: source, metrics: metrics)
+        response.httpMetadata = metadata
+        pipeline.finish(stage, run: run, with: .success(response)) { work.cache?.setImage(image, forKey: work.key) }
     }
 
     /// Gives back the stage's slot and subscribes it to what it builds on, unless it
