@@ -88,6 +88,9 @@ def fleet(imago, urls, work, name, redis=None):
 
 
 def single(imago, urls, cache, redis=None):
+    # The steps before wrote hundreds of megabytes; their writeback would run
+    # during the timed process and charge it for them.
+    os.sync()
     seconds, out = run(fetch_command(imago, urls, cache, redis))
     return seconds, summary(out)
 
