@@ -93,7 +93,9 @@ check() {
 
 # The platforms side by side, their messages in order.
 for platform in $platforms; do
-  (check "$platform" > "$out/$platform.log" 2>&1; echo $? > "$out/$platform.status") &
+  # The status is written even when the check fails: under `set -e` a failing
+  # command would end this subshell before the `echo`.
+  (set +e; (set -e; check "$platform") > "$out/$platform.log" 2>&1; echo $? > "$out/$platform.status") &
 done
 wait
 status=0
