@@ -31,6 +31,10 @@ struct HTTPCacheKey: Sendable, Hashable {
 protocol HTTPCacheTier: Sendable {
     /// What a load says its bytes came from when this tier answered.
     var source: ImageResponse.Source { get }
+    /// Whether the tier answers over the network (Redis): its reads wait on replies,
+    /// so they are made on threads that may block (`BlockingWork`), never on the
+    /// concurrency pool's or a decode's.
+    var answersOverNetwork: Bool { get }
     /// The record under `key`, its body read only when used where the tier can read
     /// it apart from its metadata: the metadata alone decides whether the body is used.
     func record(for key: HTTPCacheKey) -> HTTPCache.TierRecord?
@@ -58,6 +62,7 @@ protocol HTTPCacheTier: Sendable {
 }
 
 extension HTTPCacheTier {
+    var answersOverNetwork: Bool { false }
     func turnToFetch(_ key: HTTPCacheKey) async -> HTTPCache.Turn { .fetch(nil) }
     func release(_ lease: HTTPCache.Lease) {}
 }
@@ -162,13 +167,15 @@ struct HTTPCache: Sendable {
 
     /// Whether a tier answers over the network (Redis), so that a look-up waits on it
     /// rather than on the CPU.
-    var asksOverNetwork: Bool { tiers.contains { $0.source == .shared } }
+    var asksOverNetwork: Bool { tiers.contains { $0.answersOverNetwork } }
 
     /// Looks up the original under `key` at `now`. When no tier holds it, a tier
     /// shared with other processes may make this load wait for another's fetch.
     func lookUp(_ key: HTTPCacheKey, at now: Date) async -> Lookup {
         for index in tiers.indices {
-            guard let record = tiers[index].record(for: key), let metadata = HTTPCacheMetadata(encoded: record.metadata) else { continue }
+            let tier = tiers[index]
+            let found = tier.answersOverNetwork ? await BlockingWork.value { tier.record(for: key) } : tier.record(for: key)
+            guard let record = found, let metadata = HTTPCacheMetadata(encoded: record.metadata) else { continue }
             if let answer = answer(key, with: record, metadata, from: index, at: now) { return answer }
         }
         var fetch = Fetch()

@@ -84,7 +84,7 @@ extension ImageStage {
         // finds is decoded in the decoding queue, so that the waits for replies
         // overlap the decodes instead of holding their threads.
         graph.enqueue(Key.erase(stage), in: .transfers) { [self] run in
-            Pipeline.BlockingWork.run { readVariant(work: work, queuedAt: queuedAt, run: run) }
+            BlockingWork.run { readVariant(work: work, queuedAt: queuedAt, run: run) }
         }
     }
 

@@ -152,24 +152,6 @@ final class Pipeline: Sendable {
         }
     }
 
-    /// Threads for work that blocks on another server (a look-up in Redis). GCD's
-    /// global queues run a thread a core and, on Linux, add none while one blocks:
-    /// a look-up waiting for its reply there idles a core that a decode could use.
-    /// Each of these serial queues has a thread of its own while it has work.
-    enum BlockingWork {
-        private static let queues = (0..<8).map { DispatchQueue(label: "imago.blocking-work.\($0)", qos: .userInitiated) }
-        private static let next = Locked(0)
-
-        /// Runs `work` on one of the queues, in turn.
-        static func run(_ work: @escaping @Sendable () -> Void) {
-            let index = next.withLock { index in
-                defer { index = (index + 1) % queues.count }
-                return index
-            }
-            queues[index].async(execute: work)
-        }
-    }
-
     /// Runs `body` on the graph, then starts what may run.
     func update(_ body: (inout StageGraph) -> Void) {
         let runnable = graph.withLock { graph in

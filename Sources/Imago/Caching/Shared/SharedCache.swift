@@ -226,34 +226,41 @@ public final class SharedCache: Sendable {
     /// fetch: polls for it, and takes the lease when it is gone (its holder gave up
     /// or died), up to ``SharedCache/Configuration/leaseWait``.
     func waitForRecord(named name: String, imageKey: String) async -> LeaseOutcome {
-        let key = valueKey(name, imageKey: imageKey)
         let deadline = ContinuousClock.now + .seconds(configuration.leaseWait)
         var interval = 0.005
         while ContinuousClock.now < deadline {
             do { try await DeadlineClock.shared.sleep(interval) } catch { return .givenUp }
             interval = min(interval * 1.5, 0.05)
-            guard let exists = perform({ () throws(RedisFailure) in
-                try client.run([redisCommand("EXISTS", key)], slotKey: Data(key.utf8))[0].integer
-            }) else { return .givenUp }
-            if exists == 1 {
-                switch record(named: name, imageKey: imageKey) {
-                case .hit(let record, let checksum):
-                    count { $0.leaseWaitsAnswered += 1 }
-                    return .found(record, bodyChecksum: checksum)
-                case .miss: break
-                case .unavailable: return .givenUp
-                }
-            }
-            switch takeLease(imageKey: imageKey) {
-            case .unavailable: return .givenUp
-            case .held: continue
-            case .taken(let lease):
-                count { $0.leaseWaitsExpired += 1 }
-                return .taken(lease)
-            }
+            // The commands block on their replies: off the concurrency pool.
+            if let outcome = await BlockingWork.value({ self.lookWhileLeased(named: name, imageKey: imageKey) }) { return outcome }
         }
         count { $0.leaseWaitsExpired += 1 }
         return .givenUp
+    }
+
+    /// One look for the record another process holds the lease to fetch: the record,
+    /// the lease when it is gone, or nil while it is still held.
+    private func lookWhileLeased(named name: String, imageKey: String) -> LeaseOutcome? {
+        let key = valueKey(name, imageKey: imageKey)
+        guard let exists = perform({ () throws(RedisFailure) in
+            try client.run([redisCommand("EXISTS", key)], slotKey: Data(key.utf8))[0].integer
+        }) else { return .givenUp }
+        if exists == 1 {
+            switch record(named: name, imageKey: imageKey) {
+            case .hit(let record, let checksum):
+                count { $0.leaseWaitsAnswered += 1 }
+                return .found(record, bodyChecksum: checksum)
+            case .miss: break
+            case .unavailable: return .givenUp
+            }
+        }
+        switch takeLease(imageKey: imageKey) {
+        case .unavailable: return .givenUp
+        case .held: return nil
+        case .taken(let lease):
+            count { $0.leaseWaitsExpired += 1 }
+            return .taken(lease)
+        }
     }
 
     // MARK: - Statistics

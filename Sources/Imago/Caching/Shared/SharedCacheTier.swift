@@ -5,6 +5,7 @@ import Foundation
 /// lease, while the others wait for what it stores.
 extension SharedCache: HTTPCacheTier {
     var source: ImageResponse.Source { .shared }
+    var answersOverNetwork: Bool { true }
 
     func record(for key: HTTPCacheKey) -> HTTPCache.TierRecord? {
         // One round trip brings the whole value; its body is in hand anyway.
@@ -31,14 +32,14 @@ extension SharedCache: HTTPCacheTier {
     }
 
     func turnToFetch(_ key: HTTPCacheKey) async -> HTTPCache.Turn {
-        switch takeLease(imageKey: key.imageKey) {
+        switch await BlockingWork.value({ self.takeLease(imageKey: key.imageKey) }) {
         case .unavailable: return .fetch(nil)
-        case .taken(let lease): return lookAgain(key, holding: lease)
+        case .taken(let lease): return await BlockingWork.value { self.lookAgain(key, holding: lease) }
         case .held:
             switch await waitForRecord(named: key.name, imageKey: key.imageKey) {
             case .found(let record, let checksum):
                 return .stored(HTTPCache.TierRecord(metadata: record.metadata, body: .loaded(record.data), bodyChecksum: checksum))
-            case .taken(let lease): return lookAgain(key, holding: lease)
+            case .taken(let lease): return await BlockingWork.value { self.lookAgain(key, holding: lease) }
             case .givenUp: return .fetch(nil)
             }
         }
