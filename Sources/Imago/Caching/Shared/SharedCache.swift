@@ -214,6 +214,33 @@ public final class SharedCache: Sendable {
         return .taken(lease)
     }
 
+    /// What claiming an image's fetch came to.
+    enum Claim: Sendable {
+        /// This load holds the lease: it asks the origin.
+        case taken(Lease)
+        /// The record was stored meanwhile.
+        case found(DiskCache.Record, bodyChecksum: UInt32)
+        /// Another process holds the lease.
+        case held
+        /// The tier could not be asked.
+        case unavailable
+    }
+
+    /// Takes the lease on `imageKey`'s image, then looks for the record named `name`
+    /// once more: it may have been stored, and its lease given back, since the look
+    /// that missed. Found, the lease goes back at once, so that the fleet asks the
+    /// origin once.
+    func claim(named name: String, imageKey: String) -> Claim {
+        switch takeLease(imageKey: imageKey) {
+        case .unavailable: return .unavailable
+        case .held: return .held
+        case .taken(let lease):
+            guard case .hit(let record, let checksum) = record(named: name, imageKey: imageKey, counted: false) else { return .taken(lease) }
+            release(lease)
+            return .found(record, bodyChecksum: checksum)
+        }
+    }
+
     /// Gives the lease back without a value: the load failed, so whoever waits asks
     /// the origin at once rather than at the end of the lease.
     func release(_ lease: Lease) {
@@ -254,9 +281,12 @@ public final class SharedCache: Sendable {
             case .unavailable: return .givenUp
             }
         }
-        switch takeLease(imageKey: imageKey) {
+        switch claim(named: name, imageKey: imageKey) {
         case .unavailable: return .givenUp
         case .held: return nil
+        case .found(let record, let checksum):
+            count { $0.leaseWaitsAnswered += 1 }
+            return .found(record, bodyChecksum: checksum)
         case .taken(let lease):
             count { $0.leaseWaitsExpired += 1 }
             return .taken(lease)

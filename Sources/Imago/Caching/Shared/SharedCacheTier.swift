@@ -9,7 +9,8 @@ extension SharedCache: HTTPCacheTier {
 
     func record(for key: HTTPCacheKey) -> HTTPCache.TierRecord? {
         // One round trip brings the whole value; its body is in hand anyway.
-        contents(for: key).map { HTTPCache.TierRecord(metadata: $0.metadata, body: .loaded($0.data), bodyChecksum: $0.bodyChecksum) }
+        guard case .hit(let record, let checksum) = record(named: key.name, imageKey: key.imageKey) else { return nil }
+        return Self.tierRecord(record, checksum)
     }
 
     func contents(for key: HTTPCacheKey) -> (data: Data, metadata: Data, bodyChecksum: UInt32?)? {
@@ -32,27 +33,21 @@ extension SharedCache: HTTPCacheTier {
     }
 
     func turnToFetch(_ key: HTTPCacheKey) async -> HTTPCache.Turn {
-        switch await BlockingWork.value({ self.takeLease(imageKey: key.imageKey) }) {
+        // The commands block on their replies: off the concurrency pool.
+        switch await BlockingWork.value({ self.claim(named: key.name, imageKey: key.imageKey) }) {
         case .unavailable: return .fetch(nil)
-        case .taken(let lease): return await BlockingWork.value { self.lookAgain(key, holding: lease) }
+        case .taken(let lease): return .fetch(lease)
+        case .found(let record, let checksum): return .stored(Self.tierRecord(record, checksum))
         case .held:
             switch await waitForRecord(named: key.name, imageKey: key.imageKey) {
-            case .found(let record, let checksum):
-                return .stored(HTTPCache.TierRecord(metadata: record.metadata, body: .loaded(record.data), bodyChecksum: checksum))
-            case .taken(let lease): return await BlockingWork.value { self.lookAgain(key, holding: lease) }
+            case .found(let record, let checksum): return .stored(Self.tierRecord(record, checksum))
+            case .taken(let lease): return .fetch(lease)
             case .givenUp: return .fetch(nil)
             }
         }
     }
 
-    /// The record may have been stored, and its lease given back, between the
-    /// look-up that missed and the lease this load just took: looked for once more
-    /// before the origin is asked, so that the fleet asks it once.
-    private func lookAgain(_ key: HTTPCacheKey, holding lease: HTTPCache.Lease) -> HTTPCache.Turn {
-        guard case .hit(let record, let checksum) = record(named: key.name, imageKey: key.imageKey, counted: false) else {
-            return .fetch(lease)
-        }
-        release(lease)
-        return .stored(HTTPCache.TierRecord(metadata: record.metadata, body: .loaded(record.data), bodyChecksum: checksum))
+    private static func tierRecord(_ record: DiskCache.Record, _ checksum: UInt32) -> HTTPCache.TierRecord {
+        HTTPCache.TierRecord(metadata: record.metadata, body: .loaded(record.data), bodyChecksum: checksum)
     }
 }
