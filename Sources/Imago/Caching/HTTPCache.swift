@@ -185,7 +185,7 @@ struct HTTPCache: Sendable {
                 if let metadata = HTTPCacheMetadata(encoded: record.metadata), freshnessPolicy.isFresh(metadata, at: now),
                    let data = record.body.load() {
                     release(fetch)
-                    copy(data, of: record, as: key, metadata, into: index, at: now)
+                    copy(data, metadata: record.metadata, bodyChecksum: record.bodyChecksum, as: key, freshness: metadata, into: index, at: now)
                     return .fresh(data, metadata, source: tiers[index].source)
                 }
             case .fetch(let lease):
@@ -208,29 +208,31 @@ struct HTTPCache: Sendable {
             return .fetch(Fetch(stored: Stored(bytes: record.body, metadata: metadata, source: source), validators: validators))
         }
         guard let data = record.body.load() else { return nil }
-        copy(data, of: record, as: key, metadata, into: index, at: now)
+        copy(data, metadata: record.metadata, bodyChecksum: record.bodyChecksum, as: key, freshness: metadata, into: index, at: now)
         return fresh
             ? .fresh(data, metadata, source: source)
             : .staleWhileRevalidating(data, metadata, validators: validators, source: source)
     }
 
     /// Copies a record a farther tier answered with into the tiers nearer than
-    /// `index`, its metadata as the bytes it was kept with.
-    private func copy(_ data: Data, of record: TierRecord, as key: HTTPCacheKey, _ metadata: HTTPCacheMetadata, into index: Int, at now: Date) {
+    /// `index`, its `metadata` as the bytes it was kept with (`freshness` decoded).
+    private func copy(
+        _ data: Data, metadata: Data, bodyChecksum: UInt32?, as key: HTTPCacheKey, freshness: HTTPCacheMetadata, into index: Int, at now: Date
+    ) {
         guard index > 0 else { return }
-        let lifetime = lifetime(of: metadata, at: now)
+        let lifetime = lifetime(of: freshness, at: now)
         for tier in tiers[..<index] {
-            tier.store(data, metadata: record.metadata, for: key, bodyChecksum: record.bodyChecksum, lifetime: lifetime, releasing: nil)
+            tier.store(data, metadata: metadata, for: key, bodyChecksum: bodyChecksum, lifetime: lifetime, releasing: nil)
         }
     }
 
     /// Keeps `data` with `metadata` under `key` in every tier, giving back the
     /// leases of `fetch`.
-    private func store(_ data: Data, metadata: HTTPCacheMetadata, as key: HTTPCacheKey, bodyChecksum: UInt32? = nil, releasing fetch: Fetch = Fetch(), at now: Date) {
+    private func store(_ data: Data, metadata: HTTPCacheMetadata, as key: HTTPCacheKey, releasing fetch: Fetch = Fetch(), at now: Date) {
         let encoded = metadata.encoded()
         let lifetime = lifetime(of: metadata, at: now)
         for (index, tier) in tiers.enumerated() {
-            tier.store(data, metadata: encoded, for: key, bodyChecksum: bodyChecksum, lifetime: lifetime, releasing: fetch.leases[index])
+            tier.store(data, metadata: encoded, for: key, bodyChecksum: nil, lifetime: lifetime, releasing: fetch.leases[index])
         }
     }
 
@@ -360,9 +362,7 @@ struct HTTPCache: Sendable {
         for index in tiers.indices {
             guard let record = tiers[index].contents(for: key), let metadata = HTTPCacheMetadata(encoded: record.metadata) else { continue }
             if freshnessPolicy.isFresh(metadata, at: now) {
-                copy(
-                    record.data, of: TierRecord(metadata: record.metadata, body: .loaded(record.data), bodyChecksum: record.bodyChecksum),
-                    as: key, metadata, into: index, at: now)
+                copy(record.data, metadata: record.metadata, bodyChecksum: record.bodyChecksum, as: key, freshness: metadata, into: index, at: now)
                 return .fresh(record.data, metadata, source: tiers[index].source)
             }
             if case .miss = stale, metadata.hasValidators { stale = .stale(record.data, metadata) }

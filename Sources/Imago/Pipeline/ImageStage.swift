@@ -350,7 +350,8 @@ extension Pipeline {
     /// decode whole. Reads and decodes on the calling thread.
     func storedImage(for request: ImageRequest) -> (DecodedImage, ImageResponse.Metrics)? {
         let (cache, timeout) = graph.withLock { ($0.cache, $0.loadingTimeout) }
-        guard let tier = configuration.diskCache, cache != nil, case .remote = request.resource else { return nil }
+        // The local tier only: this runs on the caller's thread, which may be the main one.
+        guard let tier = httpCache(for: request, cache: cache)?.tiers.first(where: { !$0.answersOverNetwork }) else { return nil }
         let key = request.cacheKey
         let policy = configuration.diskCachePolicy
         let start = ContinuousClock.now
