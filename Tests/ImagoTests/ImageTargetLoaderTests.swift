@@ -231,22 +231,36 @@ import FoundationNetworking
 
     // MARK: - Order, targets handed back, success-only actions, nil targets
 
-    @MainActor @Test func aNewLoadReplacesTheTargetsPreviousOneWhichIsNeverSet() async throws {
+    /// Loads of one action on one target are set in the order set: an earlier load
+    /// arriving first is set, then the later one; a later image arriving first, or
+    /// found in memory, cancels the earlier loads, which are never set.
+    @MainActor @Test func loadsOfOneActionAreSetInTheOrderSet() async throws {
         let view = TargetView()
         let shown = Locked<[URL]>([])
         let action = ImageLoadAction("image") { _, response in shown.withLock { $0.append(response.url) } }
         var events = targets.events.makeAsyncIterator()
 
-        // The earlier load is cancelled the moment the next is set, and its image,
-        // arriving first, is never set.
+        // The thumbnail arrives first: both are set, in order.
         let thumbnail = Self.url(1), full = Self.url(2)
-        let early = targets.loadImage(with: thumbnail, target: view, action: action)
+        targets.loadImage(with: thumbnail, target: view, action: action)
         targets.loadImage(with: full, target: view, action: action)
-        guard case .failure(.cancelled)? = early.result else { Issue.record("the replaced load was not cancelled"); return }
-        await waitUntil { network.seen.cancelled == [thumbnail.absoluteString] }
+        await waitUntil { network.seen.started.count == 2 }
+        network.release(thumbnail, with: ok(thumbnail))
+        #expect(await events.next()?.url == thumbnail)
         network.release(full, with: ok(full))
         #expect(await events.next()?.url == full)
-        #expect(shown.withLock { $0 } == [full])
+        #expect(shown.withLock { $0 } == [thumbnail, full])
+
+        // The full image arrives first: the thumbnail's load is cancelled, never set.
+        let thumbnail2 = Self.url(3), full2 = Self.url(4)
+        let early = targets.loadImage(with: thumbnail2, target: view, action: action)
+        targets.loadImage(with: full2, target: view, action: action)
+        await waitUntil { network.seen.started.count == 4 }
+        network.release(full2, with: ok(full2))
+        #expect(await events.next()?.url == full2)
+        guard case .failure(.cancelled) = await early.value else { Issue.record("the overtaken load was not cancelled"); return }
+        await waitUntil { network.seen.cancelled == [thumbnail2.absoluteString] }
+        #expect(shown.withLock { $0.suffix(1) } == [full2])
 
         // The full image already cached: set at once, the earlier load cancelled.
         let thumbnail3 = Self.url(5), cached = Self.url(6)
@@ -255,7 +269,7 @@ import FoundationNetworking
         targets.loadImage(with: cached, target: view, action: action)
         #expect(shown.withLock { $0.last } == cached)
         guard case .failure(.cancelled)? = pending.result else { Issue.record("the earlier load was not cancelled"); return }
-        // Another action on the same target is a binding of its own.
+        // Another action on the same target is a queue of its own.
         let other = ImageLoadAction("other") { _, response in shown.withLock { $0.append(response.url) } }
         targets.loadImage(with: cached, target: view, action: other)
         #expect(shown.withLock { $0.suffix(2) } == [cached, cached])

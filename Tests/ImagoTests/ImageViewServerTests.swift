@@ -5,8 +5,9 @@ import Testing
 @testable import ImagoUI
 import _ImagoTestSupport
 
-/// The view calls against the real HTTP server: reuse under random delays, the
-/// thumbnail-then-full-image orders, and a view that goes away mid-load.
+/// The view and target calls against the real HTTP server: reuse under random
+/// delays, the thumbnail-then-full-image orders of AsyncImageView, the outcome of
+/// each of several loads on one target, and a view that goes away mid-load.
 @MainActor @Suite(.serialized) struct ImageViewServerTests {
     let server = TestServer()
 
@@ -91,18 +92,34 @@ import _ImagoTestSupport
         return view
     }
 
-    /// AsyncImageView's `imageURL` ends on the newest URL: the view moved on from the
-    /// thumbnail, so the thumbnail is never shown, whichever arrives first.
-    @Test func aThumbnailArrivingFirstIsNotShownOnceTheViewMovedOn() async throws {
+    /// AsyncImageView's `imageURL` loads in the order set: the thumbnail, arriving
+    /// first, is set, and then the full image.
+    @Test func aThumbnailArrivingFirstIsSetBeforeTheFullImage() async throws {
         defer { server.stop() }
         let view = try await thumbnailThenFull(arriving: ["/thumb.png", "/full.png"])
-        #expect(view.log == [.set(1), .set(2), .shown(2)])
+        #expect(view.log == [.set(1), .set(2), .shown(1), .shown(2)])
+        #expect(view.olderAfterNewer.isEmpty && view.imageURL == server.url("/full.png"))
     }
 
-    @Test func aFullImageArrivingFirstIsShownAndTheThumbnailNever() async throws {
+    /// The full image arriving first is set, and the thumbnail's load is cancelled:
+    /// never set, its transfer dropped (the server sees the connection closed).
+    @Test func aFullImageArrivingFirstIsSetAndTheThumbnailsTransferDropped() async throws {
         defer { server.stop() }
-        let view = try await thumbnailThenFull(arriving: ["/full.png", "/thumb.png"])
+        server.route("/thumb.png") { _ in .stall() }
+        let full = NumberedImage.png(2)
+        server.route("/full.png") { _ in .ok(full) }
+        let view = RecordingView(makeTargets())
+        view.log.append(.set(1))
+        view.imageURL = server.url("/thumb.png")
+        await waitUntil { server.count(for: "/thumb.png") == 1 }
+        view.log.append(.set(2))
+        view.imageURL = server.url("/full.png")
+        await waitUntil { view.lastShown == 2 }
+        let stalls = await server.waitForStalls(1)
+        #expect(stalls.first?.closedByClient == true, "the thumbnail's transfer went on")
+        try await Task.sleep(for: .milliseconds(200))
         #expect(view.log == [.set(1), .set(2), .shown(2)])
+        #expect(!view.imageTargetLoader.isLoading(view, action: nil))
     }
 
     @Test func aCachedFullImageIsShownAtOnceAndTheThumbnailNever() async throws {
@@ -120,6 +137,81 @@ import _ImagoTestSupport
         gates.thumbnail.signal()
         try await Task.sleep(for: .milliseconds(300))
         #expect(view.log == [.shown(2)])
+    }
+
+    /// AsyncImageLoader's target/action loads keep the same order: a thumbnail then
+    /// the full image on one target and action, the thumbnail arriving first, are
+    /// both handed to the action, in that order.
+    @Test func targetActionLoadsAreSetInTheOrderSet() async throws {
+        defer { server.stop() }
+        let gates = routeThumbnailAndFull()
+        let targets = makeTargets()
+        final class Cell {}
+        let cell = Cell()
+        let handed = Locked<[Int]>([])
+        let show = ImageLoadAction("show") { _, response in handed.withLock { $0.append(NumberedImage.number(of: response.image)) } }
+        targets.loadImage(with: server.url("/thumb.png"), target: cell, action: show)
+        targets.loadImage(with: server.url("/full.png"), target: cell, action: show)
+        #expect(targets.url(for: cell, action: show) == server.url("/full.png"))
+        await waitUntil { server.count(for: "/thumb.png") == 1 && server.count(for: "/full.png") == 1 }
+        gates.thumbnail.signal()
+        await waitUntil { handed.withLock { $0 } == [1] }
+        gates.full.signal()
+        await waitUntil { handed.withLock { $0 } == [1, 2] }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(handed.withLock { $0 } == [1, 2] && targets.url(for: cell, action: show) == nil)
+        _ = cell
+    }
+
+    /// Three loads on one target (an image, a URL that answers 500, one that answers
+    /// 404), the image arriving last: each ends with its own notification and event,
+    /// as AsyncImageLoader's queue of loads does.
+    @Test func eachOfSeveralLoadsOnATargetIsAnnounced() async throws {
+        defer { server.stop() }
+        let image = NumberedImage.png(1)
+        let released = DispatchSemaphore(value: 0)
+        server.route("/image.png") { _ in
+            _ = released.wait(timeout: .now() + 20)
+            return .ok(image)
+        }
+        server.route("/error.png") { _ in .text("broken", status: 500) }
+        server.route("/missing.png") { _ in .text("gone", status: 404) }
+        let targets = makeTargets()
+        final class Cell {}
+        let cell = Cell()
+        let notified = Locked<[String]>([])
+        let center = NotificationCenter.default
+        let observers = [ImageTargetLoader.didFinishNotification, ImageTargetLoader.didFailNotification].map { name in
+            center.addObserver(forName: name, object: cell, queue: nil) { note in
+                let url = note.userInfo?[ImageTargetLoader.UserInfoKey.url] as? URL
+                let kind = note.name == ImageTargetLoader.didFinishNotification ? "finished" : "failed"
+                notified.withLock { $0.append("\(kind) \(url?.lastPathComponent ?? "?")") }
+            }
+        }
+        defer { observers.forEach(center.removeObserver) }
+        var events = targets.events.makeAsyncIterator()
+        let succeeded = Locked<[Int]>([]), failed = Locked<[String]>([])
+        for path in ["/image.png", "/error.png", "/missing.png"] {
+            targets.loadImage(with: server.url(path), target: cell, success: { _, response in
+                succeeded.withLock { $0.append(NumberedImage.number(of: response.image)) }
+            }, failure: { _, error in
+                let what = if case .httpStatus(let status, _) = error { "\(status)" } else { "\(error)" }
+                failed.withLock { $0.append("\(path) \(what)") }
+            })
+        }
+        var outcomes: [String] = []
+        for _ in 0..<2 {
+            let event = await events.next()
+            outcomes.append("\(event?.url.lastPathComponent ?? "?") \(event.map { (try? $0.result.get()) != nil } == true ? "ok" : "failed")")
+        }
+        released.signal()
+        let last = await events.next()
+        outcomes.append("\(last?.url.lastPathComponent ?? "?") \(last.map { (try? $0.result.get()) != nil } == true ? "ok" : "failed")")
+        #expect(Set(outcomes.prefix(2)) == ["error.png failed", "missing.png failed"] && outcomes.last == "image.png ok")
+        #expect(succeeded.withLock { $0 } == [1] && Set(failed.withLock { $0 }) == ["/error.png 500", "/missing.png 404"])
+        await waitUntil { notified.withLock { $0.count } == 3 }
+        #expect(Set(notified.withLock { $0 }) == ["finished image.png", "failed error.png", "failed missing.png"])
+        _ = cell
     }
 
     /// The view is the only consumer: when it goes away, its load is cancelled and

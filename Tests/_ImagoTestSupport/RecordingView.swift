@@ -33,11 +33,19 @@ open class RecordingView: ImageDisplaying {
     /// How often the view heard that a load of its ended cancelled.
     public private(set) var cancellations = 0
 
-    /// Set by the test before each call: the number of the image that may arrive
-    /// next, or nil when none may (after a cancel). Each image shown that is not the
-    /// expected one is noted in `wrong` at the moment it arrives.
-    public var expected: Int?
-    /// Every image shown that was not the expected one at that moment.
+    /// Set by the test before each call: the numbers of the images that may arrive
+    /// next, in the order their URLs were set, empty when none may (after a cancel).
+    /// An image shown must be one of them, and then those before it may no longer
+    /// come (an older image never follows a newer one); any other image shown is
+    /// noted in `wrong` at the moment it arrives.
+    public var allowed: [Int] = []
+    /// The one image that may arrive next (a replacing call: `setImage(with:)`), or
+    /// nil when none may; the last of `allowed` when read.
+    public var expected: Int? {
+        get { allowed.last }
+        set { allowed = newValue.map { [$0] } ?? [] }
+    }
+    /// Every image shown that was not allowed at that moment.
     public private(set) var wrong: [String] = []
     /// The URLs set (noted by the test) and the images shown, in one order.
     public var log: [Entry] = []
@@ -61,8 +69,10 @@ open class RecordingView: ImageDisplaying {
         guard content.phase == .success, let image = content.image else { return }
         let number = NumberedImage.number(of: image)
         log.append(.shown(number))
-        if number != expected {
-            wrong.append("showed \(number) while \(expected.map(String.init) ?? "nothing (cancelled)") was current")
+        if let place = allowed.firstIndex(of: number) {
+            allowed.removeFirst(place)
+        } else {
+            wrong.append("showed \(number) while \(allowed.isEmpty ? "nothing (cancelled)" : "\(allowed)") could come")
         }
     }
 

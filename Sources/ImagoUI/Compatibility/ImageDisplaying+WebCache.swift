@@ -16,9 +16,9 @@ extension ImageDisplaying {
     /// category's did. A file in the app bundle comes from the platform's named-image
     /// cache where there is one (`bundledImage(named:)`), also before this returns.
     ///
-    /// The view shows an image only while its URL is still the view's latest and no
-    /// cancel came since: a load overtaken by a newer call or cancelled, even after its
-    /// image arrived but before it reached the main actor, shows nothing, and its
+    /// The load shows its image only while no later call replaced it, no newer image
+    /// was shown and no cancel came since: a load overtaken or cancelled, even after
+    /// its image arrived but before it reached the main actor, shows nothing, and its
     /// `completion` gets `.failure(.cancelled)`. Otherwise `completion` runs on the main
     /// actor with the image and where it came from, or the error.
     ///
@@ -38,11 +38,19 @@ extension ImageDisplaying {
         with url: URL?, placeholder: DecodedImage? = nil, options: ImageDisplayOptions? = nil,
         completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)? = nil
     ) -> ImageTask? {
+        load(url, placeholder: placeholder, options: options ?? imageDisplayOptions, replacing: true, completion: completion)
+    }
+
+    /// Shows `url`'s image in the view: `setImage(with:)` when `replacing`, else after
+    /// the view's earlier loads, in the order set (`imageURL`).
+    private func load(
+        _ url: URL?, placeholder: DecodedImage?, options: ImageDisplayOptions, replacing: Bool,
+        completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)?
+    ) -> ImageTask? {
         let targets = imageTargetLoader
-        let options = options ?? imageDisplayOptions
-        // Every call moves the view's binding on, first: whatever an earlier load
-        // still has on its way to the main actor is dropped from here on.
-        let (generation, initialImage) = targets.rebind(self, action: nil, to: url) { displayedImage }
+        // Every call takes its place on the view's binding first: a replacing call
+        // drops whatever an earlier load still has on its way to the main actor.
+        let (sequence, initialImage) = targets.bind(self, action: nil, to: url, replacing: replacing || url == nil) { displayedImage }
         let placeholder = placeholder ?? initialImage
         guard let url else {
             display(ImageDisplayContent(phase: .empty, image: placeholder, showsActivityIndicator: false, transition: .none))
@@ -50,14 +58,17 @@ extension ImageDisplaying {
         }
         let targetSize = options.targetSize ?? displayTargetSize
         // A memory hit is the common case in a scrolling list: it is shown at once,
-        // with no task, request or notification made for it.
+        // with no task, request or notification made for it; the view's earlier
+        // loads, overtaken, are cancelled.
         let key = ImageCacheKey(imageKey: url.absoluteString, targetSize: targetSize, processors: options.processors)
         if let image = targets.loader.cache?.image(forKey: key) {
+            if !replacing { targets.deliveredAtOnce(sequence, of: nil, on: self) }
             display(.success(image, transition: .none))
             completion?(.success(ImageResponse(image: image, url: url, source: .memory)))
             return nil
         }
         if options.processors.isEmpty, let name = BundledImages.main.resourceName(of: url), let image = bundledImage(named: name) {
+            if !replacing { targets.deliveredAtOnce(sequence, of: nil, on: self) }
             display(.success(image, transition: .none))
             completion?(.success(ImageResponse(image: image, url: url, source: .local)))
             return nil
@@ -78,8 +89,8 @@ extension ImageDisplaying {
             }
         }
         // A cancelled load displays nothing, so the view hears of its end apart: unless
-        // a newer call of its own has a load running by the time this runs (a cancel
-        // by URL reaches the main actor later).
+        // another load of its own is still running by the time this runs (a cancel by
+        // URL reaches the main actor later).
         let handle = WeakReference(self)
         let cancelled: @MainActor @Sendable () -> Void = {
             if let view = handle.object as? any ImageDisplaying, !targets.isLoading(view, action: nil) {
@@ -88,33 +99,44 @@ extension ImageDisplaying {
             completion?(.failure(.cancelled))
         }
         return targets.start(
-            request, target: self, action: nil, generation: generation, cancelled: cancelled,
+            request, target: self, action: nil, sequence: sequence, cancelled: cancelled,
             preview: preview,
             success: { target, response in
                 (target as? any ImageDisplaying)?.display(.success(response, crossfade: crossfade))
                 completion?(.success(response))
             },
             failure: { target, error in
-                (target as? any ImageDisplaying)?.display(ImageDisplayContent(
-                    phase: .failure, image: failureImage, showsActivityIndicator: false, transition: .none))
+                // The failure shows once nothing else loads for the view: a later URL
+                // still on its way (or an earlier one, which may yet be set) keeps
+                // the view loading.
+                if let view = target as? any ImageDisplaying, !targets.isLoading(view, action: nil) {
+                    view.display(ImageDisplayContent(
+                        phase: .failure, image: failureImage, showsActivityIndicator: false, transition: .none))
+                }
                 completion?(.failure(error))
             })
     }
 
     /// The latest URL set on the view, by `imageURL` or `setImage(with:)`, loading or
-    /// loaded; nil after a nil URL. Setting it is `setImage(with:)` with the view's own
-    /// options (`imageDisplayOptions`): the placeholder or the view's first image and
-    /// the activity indicator while loading, then the image faded in; the earlier
-    /// load is cancelled, and the view only ever shows the latest URL's image, as
-    /// AsyncImageView's `imageURL` ends on the newest URL. Nil cancels the load and
-    /// clears the view.
+    /// loaded; nil after a nil URL.
+    ///
+    /// Setting it loads with the view's own options (`imageDisplayOptions`): the
+    /// placeholder or the view's first image and the activity indicator while loading,
+    /// then the image faded in. As AsyncImageView's `imageURL` does, a URL set while
+    /// earlier ones still load is queued behind them, and images are set in the order
+    /// set: set a small thumbnail and then the large image at once, and the thumbnail
+    /// still loads and is set before the large image. If the large image is already
+    /// in memory, or arrives first, the thumbnail's load is cancelled and it is never
+    /// set. A view being reused for other content takes `setImage(with:)`, which
+    /// cancels what the view loaded before (or calls `cancelImageLoad()` first). Nil
+    /// cancels every load and clears the view.
     public var imageURL: URL? {
         get { imageTargetLoader.url(for: self) }
-        set { setImage(with: newValue) }
+        set { _ = load(newValue, placeholder: nil, options: imageDisplayOptions, replacing: false, completion: nil) }
     }
 
-    /// Cancels the view's load; what it shows stays. The load delivers nothing, even
-    /// if its image has already arrived and is on its way to the main actor.
+    /// Cancels the view's loads; what it shows stays. They deliver nothing, even if
+    /// an image has already arrived and is on its way to the main actor.
     public func cancelImageLoad() {
         imageTargetLoader.cancelLoading(target: self)
     }

@@ -15,11 +15,15 @@ extension ImageTargetLoader {
     /// Loads `url` for `target`, calling `success` or `failure` on the main actor with
     /// the target (held weakly until then, so the closures need not capture it).
     ///
-    /// Each load replaces the target's previous one, which is cancelled: only the
-    /// latest load set on a target calls anything, and only if nothing was set on the
-    /// target or cancelled since, checked on the main actor at the moment it would
-    /// call. A cached image succeeds before this returns. A cancelled load, or one
-    /// whose target has gone, calls neither.
+    /// Loads set on one target are queued in the order they were set, as
+    /// AsyncImageLoader queues them: each calls `success` or `failure` when it lands,
+    /// unless a load set later has already succeeded. A success cancels the target's
+    /// earlier loads still pending, so an older image never follows a newer one: set
+    /// a thumbnail and then the full image, and the thumbnail, arriving first, is set
+    /// before the full image; arriving last, it is dropped. A cached image succeeds
+    /// before this returns, and cancels the earlier loads. Checked on the main actor
+    /// at the moment each would call: a cancelled load, or one whose target has gone,
+    /// calls neither.
     @MainActor @discardableResult
     public func loadImage(
         with url: URL, target: AnyObject,
@@ -30,10 +34,11 @@ extension ImageTargetLoader {
     }
 
     /// Loads `url` for `target`, calling `action`'s handler on the main actor when it
-    /// succeeds; failures arrive by notification. A new load of one action on one
-    /// target replaces the previous one, as with `loadImage(with:target:success:failure:)`;
-    /// loads of other actions go on. A nil target loads with no handler: the outcome
-    /// is seen through the notifications.
+    /// succeeds; failures arrive by notification. Loads of one action on one target
+    /// are queued in the order set, as with `loadImage(with:target:success:failure:)`,
+    /// and each load that is not overtaken posts its own notification; loads of other
+    /// actions are queues of their own. A nil target loads with no handler: the
+    /// outcome is seen through the notifications.
     @MainActor @discardableResult
     public func loadImage(with url: URL, target: AnyObject?, action: ImageLoadAction) -> ImageTask {
         guard let target else { return loadImage(with: url) }
@@ -73,7 +78,7 @@ extension ImageTargetLoader {
         let (cancelled, urlOnly) = registry.withLock { registry -> ([TargetRegistry.Binding.Load], [ImageTask]) in
             var cancelled: [TargetRegistry.Binding.Load] = []
             for record in registry.targets.values {
-                cancelled += Self.takeLoads(of: record, in: &registry) { $1 == url }
+                cancelled += record.takeLoads { $1 == url }
             }
             return (cancelled, registry.byURL[url] ?? [])
         }
@@ -94,10 +99,11 @@ extension ImageTargetLoader {
 
     // MARK: - Look-ups
 
-    /// The URL of the load queued or running for `target` with `action`; nil once
-    /// it has finished or was cancelled, as AsyncImageLoader's `URLForTarget:action:`.
+    /// The URL of the latest load queued or running for `target` with `action` (not
+    /// necessarily the next image set); nil once none is left, as AsyncImageLoader's
+    /// `URLForTarget:action:`.
     @MainActor public func url(for target: AnyObject, action: ImageLoadAction) -> URL? {
-        registry.withLock { $0.record(of: target)?.byAction[action.name]?.load?.url }
+        registry.withLock { $0.record(of: target)?.byAction[action.name]?.loads.last?.url }
     }
 
     /// The latest URL set on `target`, loading or loaded; nil after a nil URL. A

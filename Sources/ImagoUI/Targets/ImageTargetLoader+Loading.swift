@@ -4,39 +4,40 @@ import Imago
 extension ImageTargetLoader {
     // MARK: - Loading
 
-    /// Loads `request` for `target` under `action` (nil for the success/failure form):
-    /// a new generation of the binding, then the image from the memory cache at once,
-    /// or a load.
+    /// Loads `request` for `target` under `action` (nil for the success/failure form),
+    /// after the binding's earlier loads: the image from the memory cache at once
+    /// (the earlier loads are cancelled), or a load that joins them.
     @MainActor
     func load(
         _ request: ImageRequest, target: AnyObject, action: String?,
         success: @escaping @MainActor @Sendable (AnyObject, ImageResponse) -> Void,
         failure: (@MainActor @Sendable (AnyObject, ImagoError) -> Void)?
     ) -> ImageTask {
-        let generation = rebind(target, action: action, to: request.url).generation
+        let sequence = bind(target, action: action, to: request.url, replacing: false).sequence
         if let image = loader.cachedImage(for: request) {
+            deliveredAtOnce(sequence, of: action, on: target)
             let response = ImageResponse(image: image, url: request.url, source: .memory)
             success(target, response)
             announce(.success(response), url: request.url, target: WeakReference(target), cache: loader.cache)
             return loader.task(with: request)
         }
-        return start(request, target: target, action: action, generation: generation, success: success, failure: failure)
+        return start(request, target: target, action: action, sequence: sequence, success: success, failure: failure)
     }
 
-    /// Starts a new generation of `target`'s binding for `action`, set to `url` (nil:
-    /// none): the binding's unfinished load is cancelled and will deliver nothing.
-    /// Returns the generation, and the image the target showed when it was first
-    /// bound (asked of `initialImage` then, once).
+    /// Takes the next place in the order of calls for `target`'s binding for `action`,
+    /// set to `url` (nil: none). A replacing call cancels the binding's unfinished
+    /// loads, which will deliver nothing; otherwise they go on, and this call's load
+    /// comes after them. Returns the place, and the image the target showed when it
+    /// was first bound (asked of `initialImage` then, once).
     @MainActor @discardableResult
-    func rebind(
-        _ target: AnyObject, action: String?, to url: URL?, initialImage: () -> DecodedImage? = { nil }
-    ) -> (generation: Int, initialImage: DecodedImage?) {
+    func bind(
+        _ target: AnyObject, action: String?, to url: URL?, replacing: Bool, initialImage: () -> DecodedImage? = { nil }
+    ) -> (sequence: Int, initialImage: DecodedImage?) {
         func advance(_ record: TargetRegistry.Record, _ registry: inout TargetRegistry) -> (Int, DecodedImage?, [TargetRegistry.Binding.Load]) {
-            let generation = registry.nextGeneration()
-            let previous = record[action].load
-            record[action] = TargetRegistry.Binding(generation: generation, load: nil)
+            let sequence = registry.nextSequence()
             record.latestURL = url
-            return (generation, record.initialImage, previous.map { [$0] } ?? [])
+            let replaced = replacing ? record.withBinding(action) { $0.raiseFloor(to: sequence) } : []
+            return (sequence, record.initialImage, replaced)
         }
         var outcome = registry.withLock { registry in registry.record(of: target).map { advance($0, &registry) } }
         if outcome == nil {
@@ -49,23 +50,34 @@ extension ImageTargetLoader {
                 let stale = registry.targets[ObjectIdentifier(target)]?.loads.map(\.load) ?? []
                 let record = TargetRegistry.Record(target: target, initialImage: image)
                 registry.targets[ObjectIdentifier(target)] = record
-                let (generation, image, previous) = advance(record, &registry)
-                return (generation, image, previous + stale)
+                let (sequence, image, replaced) = advance(record, &registry)
+                return (sequence, image, replaced + stale)
             }
         }
-        guard let (generation, image, previous) = outcome else { preconditionFailure("a record was just made") }
-        endCancelled(previous)
-        return (generation, image)
+        guard let (sequence, image, replaced) = outcome else { preconditionFailure("a record was just made") }
+        endCancelled(replaced)
+        return (sequence, image)
     }
 
-    /// Starts the load of `request` as generation `generation` of `target`'s binding
-    /// for `action`. Whatever it delivers is delivered on the main actor, and only if
-    /// the generation is still the binding's then; `cancelled` is told instead when
-    /// the load is cancelled before it delivered. `preview`, when given, gets the
-    /// task's progressive previews under the same rule.
+    /// Call `sequence` of `target`'s binding for `action` was answered at once (from
+    /// memory, from the bundle): every earlier load of the binding is cancelled.
+    @MainActor
+    func deliveredAtOnce(_ sequence: Int, of action: String?, on target: AnyObject) {
+        let earlier = registry.withLock { registry in
+            registry.record(of: target)?.withBinding(action) { $0.raiseFloor(to: sequence + 1) } ?? []
+        }
+        endCancelled(earlier)
+    }
+
+    /// Starts the load of `request` as call `sequence` of `target`'s binding for
+    /// `action`. Whatever it delivers is delivered on the main actor, and only if it
+    /// is still among the binding's loads then; an image delivered cancels the
+    /// binding's earlier loads. `cancelled` is told instead when the load is cancelled
+    /// before it delivered. `preview`, when given, gets the task's progressive
+    /// previews under the same rule.
     @MainActor
     func start(
-        _ request: ImageRequest, target: AnyObject, action: String?, generation: Int,
+        _ request: ImageRequest, target: AnyObject, action: String?, sequence: Int,
         cancelled: (@MainActor @Sendable () -> Void)? = nil,
         preview: (@MainActor @Sendable (AnyObject, ImageResponse) -> Void)? = nil,
         success: @escaping @MainActor @Sendable (AnyObject, ImageResponse) -> Void,
@@ -77,10 +89,12 @@ extension ImageTargetLoader {
         let task = loader.task(with: request) { [weak self] result in
             guard let self else { return }
             // The outcome is only looked at on the main actor, where every call that
-            // moves the binding on runs too: no cancel or new URL can slip in between
-            // the check and the delivery.
+            // changes the binding runs too: no cancel or newer image can slip in
+            // between the check and the delivery.
             Task { @MainActor in
-                guard let target = handle.object, let load = self.claim(generation, of: action, on: target) else { return }
+                guard let target = handle.object,
+                    let (load, earlier) = self.claim(sequence, of: action, on: target, delivering: result.isSuccess)
+                else { return }
                 switch result {
                 case .success(let response):
                     success(target, response)
@@ -91,57 +105,69 @@ extension ImageTargetLoader {
                     failure?(target, error)
                 }
                 self.announce(result, url: url, target: handle, cache: cache)
+                self.endCancelled(earlier)
             }
         }
-        registry.withLock { registry in
-            guard let record = registry.record(of: target), record[action].generation == generation else { return }
-            record[action].load = .init(task: task, url: url, generation: generation, cancelled: cancelled)
+        let registered = registry.withLock { registry -> Bool in
+            guard let record = registry.record(of: target), sequence >= record[action].floor else { return false }
+            record.withBinding(action) { $0.loads.append(.init(task: task, url: url, sequence: sequence, cancelled: cancelled)) }
+            return true
+        }
+        // Overtaken before it could start (the view's own code made a newer call from
+        // inside `display`): it never delivers, and nobody waits for its transfer.
+        guard registered else {
+            loader.cancel([task])
+            return task
         }
         startSweeping()
         if let preview, request.options.contains(.progressivePreviews) {
-            showPreviews(of: task, generation: generation, action: action, target: handle, with: preview)
+            showPreviews(of: task, sequence: sequence, action: action, target: handle, with: preview)
         }
         return task
     }
 
-    /// Hands `task`'s previews to `show` on the main actor while the load is its
-    /// binding's unfinished one: a preview never lands after the outcome, a cancel, or
-    /// a new URL.
+    /// Hands `task`'s previews to `show` on the main actor while the load is pending
+    /// on its binding. A preview shown counts as the load's image for the order:
+    /// the earlier loads are cancelled, and never replace it.
     @MainActor
     private func showPreviews(
-        of task: ImageTask, generation: Int, action: String?, target handle: WeakReference,
+        of task: ImageTask, sequence: Int, action: String?, target handle: WeakReference,
         with show: @escaping @MainActor @Sendable (AnyObject, ImageResponse) -> Void
     ) {
         let previews = task.previews
         Task { @MainActor [weak self] in
             for await preview in previews {
                 guard let self, let target = handle.object else { return }
-                let current = registry.withLock { registry in
-                    registry.record(of: target).map { $0[action].load?.task === task && $0[action].generation == generation } ?? false
+                let earlier = registry.withLock { registry -> [TargetRegistry.Binding.Load]? in
+                    registry.record(of: target)?.withBinding(action) { binding in
+                        binding.isPending(sequence) ? binding.raiseFloor(to: sequence) : nil
+                    }
                 }
-                guard current else { return }
+                guard let earlier else { return }
                 show(target, preview)
+                endCancelled(earlier)
             }
         }
     }
 
-    /// Takes the binding's load for delivery if `generation` is still the binding's
-    /// and its load has not delivered yet; nil when the load must deliver nothing.
+    /// Takes load `sequence` of the binding for delivery if it is still pending; nil
+    /// when it must deliver nothing. A load delivering an image also takes the
+    /// binding's earlier loads, which the caller cancels.
     @MainActor
-    private func claim(_ generation: Int, of action: String?, on target: AnyObject) -> TargetRegistry.Binding.Load? {
+    private func claim(
+        _ sequence: Int, of action: String?, on target: AnyObject, delivering image: Bool
+    ) -> (TargetRegistry.Binding.Load, earlier: [TargetRegistry.Binding.Load])? {
         registry.withLock { registry in
-            guard let record = registry.record(of: target), record[action].generation == generation,
-                let load = record[action].load, load.generation == generation
-            else { return nil }
-            record[action].load = nil
-            return load
+            registry.record(of: target)?.withBinding(action) { binding in
+                guard binding.isPending(sequence), let load = binding.take(where: { $0.sequence == sequence }).first else { return nil }
+                return (load, image ? binding.raiseFloor(to: sequence + 1) : [])
+            }
         }
     }
 
-    /// Cancels loads taken from their bindings, whose generations have moved on, and
-    /// tells those that asked.
+    /// Cancels loads taken from their bindings, and tells those that asked.
     @MainActor
-    private func endCancelled(_ loads: [TargetRegistry.Binding.Load]) {
+    func endCancelled(_ loads: [TargetRegistry.Binding.Load]) {
         guard !loads.isEmpty else { return }
         loader.cancel(loads.map(\.task))
         for load in loads { load.cancelled?() }
@@ -186,29 +212,16 @@ extension ImageTargetLoader {
     @MainActor
     func cancelTargetLoads(_ target: AnyObject, where matches: (String?, URL) -> Bool) {
         let cancelled = registry.withLock { registry in
-            registry.record(of: target).map { Self.takeLoads(of: $0, in: &registry, where: matches) } ?? []
+            registry.record(of: target)?.takeLoads(where: matches) ?? []
         }
         endCancelled(cancelled)
-    }
-
-    /// Takes the record's unfinished loads that match (by action and URL) from their
-    /// bindings, each binding moving on to a new generation.
-    static func takeLoads(
-        of record: TargetRegistry.Record, in registry: inout TargetRegistry, where matches: (String?, URL) -> Bool
-    ) -> [TargetRegistry.Binding.Load] {
-        var taken: [TargetRegistry.Binding.Load] = []
-        for (action, load) in record.loads where matches(action, load.url) {
-            record[action] = TargetRegistry.Binding(generation: registry.nextGeneration(), load: nil)
-            taken.append(load)
-        }
-        return taken
     }
 
     // MARK: - Look-ups
 
     /// Whether `target`'s binding for `action` has an unfinished load.
     @MainActor func isLoading(_ target: AnyObject, action: String?) -> Bool {
-        registry.withLock { $0.record(of: target)?[action].load != nil }
+        registry.withLock { $0.record(of: target).map { !$0[action].loads.isEmpty } ?? false }
     }
 
     // MARK: - Targets that go away
@@ -241,7 +254,7 @@ extension ImageTargetLoader {
                 if record.target == nil {
                     orphans += record.loads.map(\.load)
                     registry.targets[id] = nil
-                } else if !loading, record.withoutAction.load != nil || record.byAction.values.contains(where: { $0.load != nil }) {
+                } else if !loading, !record.withoutAction.loads.isEmpty || record.byAction.values.contains(where: { !$0.loads.isEmpty }) {
                     loading = true
                 }
             }
@@ -292,5 +305,11 @@ extension Result where Success == ImageResponse, Failure == ImagoError {
     var isDelivered: Bool {
         if case .failure(.cancelled) = self { return false }
         return true
+    }
+
+    /// Whether the outcome is an image.
+    var isSuccess: Bool {
+        if case .success = self { return true }
+        return false
     }
 }

@@ -115,44 +115,85 @@ struct TargetRegistry {
             self.initialImage = initialImage
         }
 
-        subscript(action: String?) -> Binding {
-            get { action.map { byAction[$0] ?? Binding() } ?? withoutAction }
-            set {
-                if let action { byAction[action] = newValue } else { withoutAction = newValue }
-            }
+        /// Runs `body` on the binding for `action` in place (an action's is made when
+        /// it has none).
+        func withBinding<Result>(_ action: String?, _ body: (inout Binding) -> Result) -> Result {
+            guard let action else { return body(&withoutAction) }
+            return body(&byAction[action, default: Binding()])
         }
 
-        /// Every binding's unfinished load.
+        /// The binding for `action`, read.
+        subscript(action: String?) -> Binding {
+            action.map { byAction[$0] ?? Binding() } ?? withoutAction
+        }
+
+        /// Every binding's unfinished loads.
         var loads: [(action: String?, load: Binding.Load)] {
-            var loads = withoutAction.load.map { [(String?.none, $0)] } ?? []
-            for (action, binding) in byAction { if let load = binding.load { loads.append((action, load)) } }
+            var loads = withoutAction.loads.map { (String?.none, $0) }
+            for (action, binding) in byAction { loads += binding.loads.map { (action, $0) } }
             return loads
+        }
+
+        /// Takes the unfinished loads that match (by action and URL) from their bindings.
+        func takeLoads(where matches: (String?, URL) -> Bool) -> [Binding.Load] {
+            var taken = withoutAction.take { matches(nil, $0.url) }
+            for action in Array(byAction.keys) {
+                taken += byAction[action, default: Binding()].take { matches(action, $0.url) }
+            }
+            return taken
         }
     }
 
-    /// What one target shows for one action (or for none), and the load that will
-    /// change it. Every call on the binding — a new URL, a memory hit, a nil URL, a
-    /// cancel of its load — takes a new generation; a load delivers anything (image,
-    /// preview, failure, handlers, completion) only while the generation it started
-    /// is still the binding's, checked on the main actor at the moment of delivery.
+    /// What one target shows for one action (or for none), and the loads that may
+    /// change it, as AsyncImageView's AsyncImageLoader keeps them: in the order they
+    /// were asked for. Each load may deliver when it lands, unless a later one has
+    /// already delivered its image; an image delivered cancels every earlier load
+    /// still pending, so an older image never follows a newer one. A call that
+    /// replaces (`setImage(with:)`, a nil URL) cancels the loads before it, and a
+    /// cancel takes its loads away: a load delivers anything (image, preview, failure,
+    /// handlers, completion) only while it is still among the binding's loads, checked
+    /// on the main actor at the moment of delivery.
     struct Binding {
-        /// The binding's one unfinished load: started with `generation`, until it
-        /// delivers or is cancelled.
+        /// An unfinished load, from its start until it delivers or is cancelled.
         struct Load {
             let task: ImageTask
             let url: URL
-            let generation: Int
+            /// Its place in the order calls were made, over all bindings.
+            let sequence: Int
             /// Told on the main actor when the load is cancelled before it delivered.
             let cancelled: (@MainActor @Sendable () -> Void)?
         }
 
-        var generation = 0
-        var load: Load?
+        /// The unfinished loads, oldest first.
+        var loads: [Load] = []
+        /// No load asked for before this place may start or deliver: it moves past an
+        /// image delivered (or found in memory) and up to a replacing call.
+        var floor = 0
+
+        /// Takes the loads that match out of the binding.
+        mutating func take(where matches: (Load) -> Bool) -> [Load] {
+            guard loads.contains(where: matches) else { return [] }
+            let taken = loads.filter(matches)
+            loads.removeAll(where: matches)
+            return taken
+        }
+
+        /// Whether load `sequence` is still pending, so may deliver.
+        func isPending(_ sequence: Int) -> Bool {
+            sequence >= floor && loads.contains { $0.sequence == sequence }
+        }
+
+        /// Nothing asked for before `sequence` may deliver any more: the loads before
+        /// it are taken out, to be cancelled.
+        mutating func raiseFloor(to sequence: Int) -> [Load] {
+            floor = max(floor, sequence)
+            return take { $0.sequence < sequence }
+        }
     }
 
     var targets: [ObjectIdentifier: Record] = [:]
-    /// Generations, over all targets and bindings.
-    var lastGeneration = 0
+    /// The order of calls, over all targets and bindings.
+    var lastSequence = 0
     /// Unfinished URL-only loads by URL, for cancelling by URL: arrays, not sets,
     /// because a URL rarely has more than a few loads.
     var byURL: [URL: [ImageTask]] = [:]
@@ -168,10 +209,10 @@ struct TargetRegistry {
         return record
     }
 
-    /// The next generation.
-    mutating func nextGeneration() -> Int {
-        lastGeneration += 1
-        return lastGeneration
+    /// The next place in the order of calls.
+    mutating func nextSequence() -> Int {
+        lastSequence += 1
+        return lastSequence
     }
 
     mutating func forget(_ task: ImageTask, url: URL) {
