@@ -136,19 +136,59 @@ import _ImagoTestSupport
         #expect(server.count(for: "/missing.png") == 4)
     }
 
-    @Test func aFailureThatMayPassIsNotRemembered() async throws {
+    /// A failure that may pass (a 5xx, a 408, a refused connection) is remembered
+    /// for a short while once its load has waited out its retries: a thousand
+    /// repeats cost that one load's attempts, and the server is asked again once the
+    /// window has passed.
+    @Test func aFailureThatMayPassIsRememberedForAShortWhile() async throws {
         let server = TestServer()
         try server.start()
         defer { server.stop() }
-        server.route("/busy.png") { _ in .text("later", status: 503) }
+        server.route("/busy.png") { _ in .text("later", status: 500) }
         server.route("/slow.png") { _ in .text("timeout", status: 408) }
-        let loader = loader()
-        for _ in 0..<2 {
-            _ = try? await loader.image(for: server.url("/busy.png"))
-            _ = try? await loader.image(for: server.url("/slow.png"))
+        let now = Locked(0.0)
+        let failures = ImageLoader.RecentFailures(transientTimeToLive: 10, clock: { now.withLock { $0 } })
+        let retries = RetryPolicy(maximumAttempts: 3, baseDelay: 0.01, maximumDelay: 0.02)
+        let images = ImageLoader(configuration: .init(retryPolicy: retries, recentFailures: failures), cache: ImageCache())
+        await withTaskGroup(of: Void.self) { group in
+            for n in 0..<1_000 {
+                group.addTask { _ = try? await images.image(for: server.url(n.isMultiple(of: 2) ? "/busy.png" : "/slow.png")) }
+            }
         }
-        #expect(server.count(for: "/busy.png") == 2)
-        #expect(server.count(for: "/slow.png") == 2)
+        // One load each: three attempts of the 500, one of the 408 (not retried).
+        #expect(server.count(for: "/busy.png") == 3 && server.count(for: "/slow.png") == 1)
+        now.withLock { $0 = 10 }
+        await #expect(throws: ImagoError.httpStatus(500, url: server.url("/busy.png").absoluteString)) {
+            try await images.image(for: server.url("/busy.png"))
+        }
+        #expect(server.count(for: "/busy.png") == 6)
+
+        // A refused connection and a load out of time are kept as long.
+        let refused = ImagoError.network(url: "u", reason: "refused", code: .cannotConnectToHost, errno: ECONNREFUSED)
+        #expect(failures.lifetime(of: refused, retryAfter: nil) == 10)
+        #expect(failures.lifetime(of: .timedOut(url: "u", seconds: 60), retryAfter: nil) == 10)
+    }
+
+    /// A `Retry-After` sets how long a failure that may pass is remembered.
+    @Test func retryAfterSetsHowLongAFailureIsRemembered() async throws {
+        let server = TestServer()
+        try server.start()
+        defer { server.stop() }
+        server.route("/later.png") { _ in .text("later", status: 503, headers: ["Retry-After": "60"]) }
+        let now = Locked(0.0)
+        let failures = ImageLoader.RecentFailures(transientTimeToLive: 10, clock: { now.withLock { $0 } })
+        let images = ImageLoader(configuration: .init(retryPolicy: .none, recentFailures: failures), cache: ImageCache())
+        let url = server.url("/later.png")
+        _ = try? await images.image(for: url)
+        now.withLock { $0 = 30 }
+        _ = try? await images.image(for: url)
+        #expect(server.count(for: "/later.png") == 1, "asked again within the minute the server asked for")
+        now.withLock { $0 = 61 }
+        _ = try? await images.image(for: url)
+        #expect(server.count(for: "/later.png") == 2)
+        // A Retry-After beyond the memory's time to live is cut to it.
+        #expect(failures.lifetime(of: .httpStatus(503, url: "u"), retryAfter: 86_400) == failures.timeToLive)
+        #expect(failures.lifetime(of: .cancelled, retryAfter: nil) == nil)
     }
 
     @Test func failuresAreForgottenAfterTheirTimeToLive() {
@@ -156,10 +196,10 @@ import _ImagoTestSupport
         let failures = ImageLoader.RecentFailures(countLimit: 2, timeToLive: 10, clock: { now.withLock { $0 } })
         let missing = ImagoError.httpStatus(404, url: "http://a/1")
         failures.record(missing, forKey: "1")
-        failures.record(.httpStatus(503, url: "http://a/2"), forKey: "2")
+        failures.record(.httpStatus(503, url: "http://a/2"), retryAfter: 0, forKey: "2")
         failures.record(.decodingFailed(format: .png, reason: "bad", codec: nil), forKey: "3")
         #expect(failures.failure(forKey: "1") == missing)
-        #expect(failures.failure(forKey: "2") == nil)
+        #expect(failures.failure(forKey: "2") == nil)  // the server said to ask again at once
         #expect(failures.failure(forKey: "3") != nil)
         failures.record(.httpStatus(410, url: "http://a/4"), forKey: "4")
         #expect(failures.count == 2)  // the least recently used, "1", made room

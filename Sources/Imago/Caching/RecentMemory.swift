@@ -50,10 +50,11 @@ final class RecentMemory<Value: Sendable>: Sendable {
         return value
     }
 
-    /// Stores `value` under `key`, replacing what it held; a value costing more than
+    /// Stores `value` under `key`, replacing what it held, served for `lifetime`
+    /// seconds (the memory's time to live when nil); a value costing more than
     /// `entryCostLimit` is not kept (and the old one goes all the same).
-    func set(_ value: Value, cost: Int, entryCostLimit: Int, forKey key: String) {
-        let expiry = timeToLive.map { clock() + $0 } ?? .infinity
+    func set(_ value: Value, cost: Int, entryCostLimit: Int, lifetime: Double? = nil, forKey key: String) {
+        let expiry = (lifetime ?? timeToLive).map { clock() + max(0, $0) } ?? .infinity
         let evicted = state.withLock { state -> [Value] in
             var evicted: [Value] = []
             if let slot = state.list.slot(for: key) { evicted.append(state.remove(slot)) }

@@ -54,6 +54,9 @@ struct OriginalDataStage: Sendable {
     let pipeline: Pipeline
     let stage: StageHandle<OriginalKey>
     let request: ImageRequest
+    /// The `Retry-After` of the last failed attempt, in seconds: how long the failure
+    /// is remembered for the repeats of the key.
+    private let retryAfter = Locked<Double?>(nil)
 
     private var configuration: ImageLoader.Configuration { pipeline.configuration }
 
@@ -115,7 +118,7 @@ struct OriginalDataStage: Sendable {
         case .success:
             break
         case .failure(let error):
-            configuration.recentFailures?.record(error, forKey: request.imageKey)
+            configuration.recentFailures?.record(error, retryAfter: retryAfter.withLock { $0 }, forKey: request.imageKey)
         }
     }
 
@@ -243,6 +246,7 @@ struct OriginalDataStage: Sendable {
                 error = failure
             }
             guard let delay = configuration.retryPolicy.delay(afterAttempt: attempt, error: error, retryAfter: retryAfter) else {
+                self.retryAfter.withLock { $0 = retryAfter.flatMap { RetryPolicy.retryAfterSeconds($0, now: Date()) } }
                 throw error
             }
             // On the shared clock: a cancelled `Task.sleep` would keep its timer until its time.
