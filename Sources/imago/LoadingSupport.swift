@@ -101,6 +101,9 @@ final class InputReader: @unchecked Sendable {
                 throw UsageError(message: "cannot read --input \(input)")
             }
             file = opened
+            if let encoding = Self.foreignEncoding(of: opened) {
+                throw UsageError(message: "--input \(input) is \(encoding), not UTF-8: convert it first (iconv -f \(encoding) -t UTF-8)")
+            }
             // A second pass over a file on disk is cheap and gives the progress bar
             // its total; a pipe can be read only once.
             countAhead = status.st_mode & S_IFMT == S_IFREG
@@ -139,6 +142,22 @@ final class InputReader: @unchecked Sendable {
         let count = getline(&buffer, &capacity, file)
         guard count >= 0, let buffer else { return nil }
         return String(decoding: UnsafeRawBufferPointer(start: buffer, count: count), as: UTF8.self)[...]
+    }
+
+    /// The encoding a file that is not UTF-8 text plainly is (UTF-16 or UTF-32, by its
+    /// byte-order mark or the NUL bytes of its first characters), read from its start,
+    /// which is left where it was; nil for UTF-8 or ASCII. Read as UTF-8, such a file
+    /// would turn into as many garbage URLs as it has lines.
+    private static func foreignEncoding(of file: UnsafeMutablePointer<FILE>) -> String? {
+        var head = [UInt8](repeating: 0, count: 64)
+        let count = fread(&head, 1, head.count, file)
+        rewind(file)
+        let bytes = head.prefix(count)
+        if bytes.starts(with: [0xFF, 0xFE, 0, 0]) || bytes.starts(with: [0, 0, 0xFE, 0xFF]) { return "UTF-32" }
+        if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) { return "UTF-16" }
+        guard bytes.contains(0) else { return nil }
+        // No mark: text whose every other (or every fourth) byte is NUL.
+        return bytes.filter { $0 == 0 }.count * 4 >= bytes.count * 3 ? "UTF-32" : "UTF-16"
     }
 
     private static func countURLs(inFileAt path: String) -> Int {

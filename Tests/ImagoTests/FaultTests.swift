@@ -40,7 +40,7 @@ struct Fault: Sendable, CustomTestStringConvertible {
     }()
 
     static let all: [Fault] = [
-        Fault(name: "an unsupported scheme", response: nil, attempts: 0, words: "is not a URL Imago can load") {
+        Fault(name: "an unsupported scheme", response: nil, attempts: 0, words: "is not a URL the data loader takes (Imago's own takes http and https") {
             if case .invalidURL = $0 { true } else { false }
         },
         Fault(name: "a header smuggling a line", response: nil, attempts: 0, words: "holds a line break") {

@@ -238,6 +238,12 @@ import _ImagoTestSupport
         // The obsolete date forms are echoed verbatim too: the server compares its own text.
         let dateOnly = try #require(Self.stored(["last-modified": "Tuesday, 20-Oct-15 07:28:00 GMT"]))
         #expect(dateOnly.conditionalHeaders == ["If-Modified-Since": "Tuesday, 20-Oct-15 07:28:00 GMT"])
+        // A date read in another case goes back as the grammar spells it.
+        let lower = try #require(Self.stored(["last-modified": "tue, 20 oct 2015 07:28:00 gmt"]))
+        #expect(lower.conditionalHeaders == ["If-Modified-Since": "Tue, 20 Oct 2015 07:28:00 GMT"])
+        let obsolete = try #require(Self.stored(["last-modified": "SUNDAY, 06-NOV-94 08:49:37 GMT"]))
+        #expect(obsolete.conditionalHeaders == ["If-Modified-Since": "Sun, 06 Nov 1994 08:49:37 GMT"])
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: 0)) == "Thu, 01 Jan 1970 00:00:00 GMT")
         let none = try #require(Self.stored(["etag": "  "]))
         #expect(none.conditionalHeaders.isEmpty && !none.hasValidators)
     }

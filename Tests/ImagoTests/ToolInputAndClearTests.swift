@@ -4,7 +4,7 @@ import Testing
 import _ImagoTestSupport
 
 /// The tool with what other programs hand it: an `--input` file saved with a
-/// byte-order mark, and a cache directory another process is writing to.
+/// byte-order mark or in UTF-16, and a cache directory another process is writing to.
 @Suite struct ToolInputAndClearTests {
     @Test func anInputFileStartingWithAByteOrderMarkLoadsItsFirstLine() async throws {
         let server = TestServer()
@@ -23,6 +23,21 @@ import _ImagoTestSupport
         let first = records.first { $0["line"] as? Int == 1 }
         #expect(first?["ok"] as? Bool == true && first?["url"] as? String == server.url("/a.png").absoluteString, "\(records)")
         #expect(server.count(for: "/a.png") == 1 && server.count(for: "/b.png") == 1)
+    }
+
+    /// A UTF-16 list (as Windows editors save "Unicode" text), with or without its
+    /// byte-order mark, is refused as bad usage saying so, not read as garbage URLs.
+    @Test func aUTF16InputFileIsRefusedSayingSo() async throws {
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("imago-utf16-\(UUID()).txt")
+        defer { try? FileManager.default.removeItem(at: input) }
+        let text = "http://127.0.0.1:9/a.png\r\nhttp://127.0.0.1:9/b.png\r\n"
+        for (bytes, name) in [(Data([0xFF, 0xFE]) + text.data(using: .utf16LittleEndian)!, "UTF-16"),
+                              (text.data(using: .utf16BigEndian)!, "UTF-16"),
+                              (text.data(using: .utf32LittleEndian)!, "UTF-32")] {
+            try bytes.write(to: input)
+            let result = try await Tool.run(["fetch", "--no-disk-cache", "--input", input.path])
+            #expect(result.status == 2 && result.stderr.contains("is \(name), not UTF-8"), "\(result.status) \(result.stderr)")
+        }
     }
 
     /// Records another process writes while `cache clear` runs are its own, written

@@ -260,12 +260,16 @@ import Foundation
     /// The headers that turn a request into a conditional one: `If-None-Match` from
     /// the ETag and `If-Modified-Since` from `Last-Modified`, both when both exist
     /// (RFC 9110 §13.1.3: a server that knows ETags uses the first and ignores the
-    /// second; one that does not still has the date). Values are sent back verbatim,
-    /// as the server gave them, so its comparison sees exactly its own validator.
+    /// second; one that does not still has the date). Values go back verbatim, as the
+    /// server gave them, so its comparison sees exactly its own validator, except a
+    /// date whose names were read in another case (`tue`, `gmt`): as the server wrote
+    /// it, it is no HTTP-date and would be ignored, so it goes as an IMF-fixdate.
     var conditionalHeaders: [String: String] {
         var headers: [String: String] = [:]
         if let etag { headers["If-None-Match"] = etag }
-        if let lastModified { headers["If-Modified-Since"] = lastModified }
+        if let lastModified, let lastModifiedDate {
+            headers["If-Modified-Since"] = HTTPDate.isSpelledAsTheGrammar(lastModified) ? lastModified : HTTPDate.format(lastModifiedDate)
+        }
         return headers
     }
 

@@ -25,6 +25,29 @@ enum HTTPDate {
         return imfFixdate(text) ?? rfc850(text, now: now) ?? asctime(text)
     }
 
+    /// `date` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the one form a
+    /// sender may generate (RFC 9110 §5.6.7), whole seconds.
+    static func format(_ date: Date) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let parts = calendar.dateComponents([.weekday, .day, .month, .year, .hour, .minute, .second], from: date)
+        func two(_ value: Int?) -> String { value.map { $0 < 10 ? "0\($0)" : "\($0)" } ?? "00" }
+        // Calendar counts weekdays from Sunday (1); `days` from Monday.
+        let day = days[((parts.weekday ?? 1) + 5) % 7].capitalized
+        let month = months[max(0, min(11, (parts.month ?? 1) - 1))].capitalized
+        let year = String(parts.year ?? 1970)
+        let time = "\(two(parts.hour)):\(two(parts.minute)):\(two(parts.second))"
+        return "\(day), \(two(parts.day)) \(month) \(String(repeating: "0", count: max(0, 4 - year.count)) + year) \(time) GMT"
+    }
+
+    /// Whether the names in a parsed date are spelled in the grammar's case (`Sun`,
+    /// `Nov`, `GMT`): only then may its text be sent back as an HTTP-date.
+    static func isSpelledAsTheGrammar(_ value: String) -> Bool {
+        value.split(whereSeparator: { !$0.isLetter }).allSatisfy { word in
+            word == "GMT" || (word.first!.isUppercase && word.dropFirst().allSatisfy(\.isLowercase))
+        }
+    }
+
     /// `Sun, 06 Nov 1994 08:49:37 GMT`
     private static func imfFixdate(_ text: Substring) -> Date? {
         let parts = text.split(separator: " ", omittingEmptySubsequences: false)

@@ -155,7 +155,7 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
         case .fileError(let path, let reason, _):
             return "\(path): \(reason)"
         case .invalidURL(let url):
-            return "'\(url)' is not a URL Imago can load (the data loader does not take it)"
+            return "'\(url)' is not a URL the data loader takes (Imago's own takes http and https URLs with a host, file paths and URLs, and data URLs)"
         case .invalidRequest(let url, let reason):
             return "\(url): the request cannot be sent: \(reason)"
         case .httpStatus(let status, let url):
