@@ -70,6 +70,8 @@ test: deps
 	@$(STOP_REDIS_SERVICE)
 	@echo "==> Checking that the tests run only programs of the packages make test installs"
 	@SWIFT=$(SWIFT) scripts/check-test-programs.sh $(DEBIAN_PACKAGES)
+	@echo "==> Checking that each folder of Sources/Imago refers only to the root and the folders below it"
+	@scripts/check-layers.sh
 	@echo "==> Building Imago and its tests (warnings are errors)"
 	@$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@echo "==> Running the tests"

@@ -43,7 +43,7 @@ import _ImagoTestSupport
         #expect(byURL[server.url("/1.png").absoluteString]?["width"] as? Int == 2)
         #expect((byURL[server.url("/missing.png").absoluteString]?["error"] as? String)?.contains("HTTP 404") == true)
         #expect((byURL[server.url("/broken.png").absoluteString]?["error"] as? String)?.contains("not an image") == true)
-        #expect((byURL["ftp://example.com/x.png"]?["error"] as? String)?.contains("not a URL Imago can load") == true)
+        #expect((byURL["ftp://example.com/x.png"]?["error"] as? String)?.contains("is not a URL the data loader takes") == true)
         let summary = try #require(records.last?["summary"] as? [String: Any])
         #expect(summary["items"] as? Int == 5 && summary["failed"] as? Int == 3)
         #expect(summary["hits"] as? [String: Int] == ["network": 2])

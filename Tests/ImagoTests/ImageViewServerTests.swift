@@ -73,7 +73,8 @@ import _ImagoTestSupport
     }
 
     /// Sets the thumbnail on a view and, once the server has its request, the full
-    /// image, then lets them arrive in `order`; returns the view.
+    /// image, then lets them arrive in `order`, each shown before the next is sent;
+    /// returns the view.
     func thumbnailThenFull(arriving order: [String]) async throws -> RecordingView {
         let gates = routeThumbnailAndFull()
         let view = RecordingView(makeTargets())
@@ -85,7 +86,9 @@ import _ImagoTestSupport
         await waitUntil { server.count(for: "/full.png") == 1 }
         for path in order {
             (path == "/thumb.png" ? gates.thumbnail : gates.full).signal()
-            if path == "/full.png" { await waitUntil { view.lastShown == 2 } }
+            // Each lands before the next is let go: the order of arrival is the test's.
+            let number = path == "/thumb.png" ? 1 : 2
+            await waitUntil { view.lastShown == number }
         }
         // Whatever else was coming has had time to arrive.
         try await Task.sleep(for: .milliseconds(300))

@@ -39,9 +39,9 @@ import FoundationNetworking
             _ = try await network.loadData(for: urlRequest, options: DataLoadingOptions()) { _ in }
             return server.requests(for: path).last?.header("User-Agent")
         }
-        #expect(ImageLoader.defaultUserAgent == "Imago/\(ImageLoader.version)")
+        #expect(HTTPLoaderConfiguration.defaultUserAgent == "Imago/\(HTTPLoaderConfiguration.version)")
         // Nothing set: Imago's own, not the HTTP client's.
-        #expect(try await userAgent(kind.make()) == ImageLoader.defaultUserAgent)
+        #expect(try await userAgent(kind.make()) == HTTPLoaderConfiguration.defaultUserAgent)
         // The data loader's configuration sets one, in any case.
         let configured = kind.make(.init(httpAdditionalHeaders: ["user-agent": "Gallery/2"]))
         #expect(try await userAgent(configured) == "Gallery/2")
@@ -56,7 +56,7 @@ import FoundationNetworking
         #expect(server.requests(for: path).last?.header("User-Agent") == "Feed/3")
         let plain = ImageLoader(configuration: .init(dataLoader: DefaultDataLoader(network: kind.make())), cache: nil)
         _ = try await load(plain, ImageRequest(url: server.url(path))).get()
-        #expect(server.requests(for: path).last?.header("User-Agent") == ImageLoader.defaultUserAgent)
+        #expect(server.requests(for: path).last?.header("User-Agent") == HTTPLoaderConfiguration.defaultUserAgent)
     }
 
     @Test func concurrentLoadsComesFromTheConfiguration() async throws {

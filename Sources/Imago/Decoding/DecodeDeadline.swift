@@ -38,3 +38,8 @@ struct DecodeDeadline {
         return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 }
+
+extension DecodingOptions {
+    /// When a decode started now must stop, from `timeout`.
+    func deadline() -> DecodeDeadline { DecodeDeadline(seconds: timeout) }
+}

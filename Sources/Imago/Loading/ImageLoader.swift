@@ -29,6 +29,13 @@ import Foundation
 /// let loader = ImageLoader(configuration: .init(diskCache: disk), cache: ImageCache())
 /// ```
 public final class ImageLoader: Sendable {
+    /// Settings fixed when a loader is made.
+    public typealias Configuration = ImageLoaderConfiguration
+    /// The files of recent network loads, answering repeats of a URL.
+    public typealias RecentOriginals = RecentOriginalFiles
+    /// Failed loads, answering repeats of a URL at once.
+    public typealias RecentFailures = RecentLoadFailures
+
     /// The loader most apps use: the shared memory cache and the shared disk cache
     /// in the platform's cache directory.
     public static let shared = ImageLoader(configuration: Configuration(diskCache: .shared))

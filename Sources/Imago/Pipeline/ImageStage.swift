@@ -54,7 +54,7 @@ extension DecodedKey: ImageStageKind {}
 extension ProcessedKey: ImageStageKind {}
 
 extension ImageStage {
-    private var configuration: ImageLoader.Configuration { pipeline.configuration }
+    private var configuration: ImageLoaderConfiguration { pipeline.configuration }
 
     /// The stage of `key`, made and started from `request` if none is in flight.
     static func stage(
@@ -215,7 +215,7 @@ struct DecodingStage: ImageStage {
     let stage: StageHandle<DecodedKey>
     let stageKey: DecodedKey
 
-    private var configuration: ImageLoader.Configuration { pipeline.configuration }
+    private var configuration: ImageLoaderConfiguration { pipeline.configuration }
 
     func buildUpstream(work: ImageWork, waited: Double, in graph: inout StageGraph) {
         let priority = graph.record(stage)?.core.priority ?? work.request.priority

@@ -19,32 +19,6 @@ struct OriginalData: Sendable {
     var isTruncated = false
 }
 
-/// The bytes of an original: in hand, or still in the disk tier and read when used.
-/// After a 304 a stored thumbnail answers without its original's bytes; reading and
-/// checking the whole photo for nothing was most of what such a load cost.
-enum OriginalBytes: Sendable {
-    case loaded(Data)
-    /// A tier's record under `key`, of `count` bytes, for as long as it holds the
-    /// `metadata` the load decided on.
-    case stored(any HTTPCacheTier, key: HTTPCacheKey, metadata: Data, count: Int)
-
-    /// The bytes; nil when the stored record is gone, damaged, or replaced since.
-    func load() -> Data? {
-        switch self {
-        case .loaded(let data): data
-        case .stored(let tier, let key, let metadata, _):
-            tier.contents(for: key).flatMap { $0.metadata == metadata ? $0.data : nil }
-        }
-    }
-
-    var count: Int {
-        switch self {
-        case .loaded(let data): data.count
-        case .stored(_, _, _, let count): count
-        }
-    }
-}
-
 /// The first stage: the original bytes of an image key, from the disk tier while
 /// fresh, revalidated there when stale (a 304 reuses the stored bytes), fetched
 /// otherwise, retried per the retry policy, and served stale from disk when the
@@ -58,7 +32,7 @@ struct OriginalDataStage: Sendable {
     /// is remembered for the repeats of the key.
     private let retryAfter = Locked<Double?>(nil)
 
-    private var configuration: ImageLoader.Configuration { pipeline.configuration }
+    private var configuration: ImageLoaderConfiguration { pipeline.configuration }
 
     /// The original-data stage of `key`, made and started from `request` if none is
     /// in flight.
@@ -99,7 +73,7 @@ struct OriginalDataStage: Sendable {
     /// for `request`'s image key: what answers it without a transfer.
     private func recentAnswer() -> Result<OriginalData, ImagoError>? {
         let key = request.imageKey
-        if let failure = configuration.recentFailures?.failure(forKey: key) { return .failure(failure) }
+        if let failure = configuration.recentFailures?.failure(forKey: key), !failure.mayPass(for: request) { return .failure(failure) }
         guard let entry = configuration.recentOriginals?.entry(forKey: key) else { return nil }
         var metrics = ImageResponse.Metrics()
         metrics.bytes = entry.data.count
@@ -146,7 +120,8 @@ struct OriginalDataStage: Sendable {
             let metadata = response.statusCode.flatMap {
                 HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: Date())
             }
-            return done(.loaded(response.data), response.statusCode == nil ? .local : .network, attempts: attempts, metadata)
+            let source: ImageResponse.Source = configuration.dataLoader.isLocal(request.url) ? .local : .network
+            return done(.loaded(response.data), source, attempts: attempts, metadata)
         }
         let key = HTTPCacheKey.original(request.imageKey)
         let pending: HTTPCache.Fetch

@@ -33,13 +33,13 @@ enum PipelineQueue: Sendable {
 /// returns), and queueing one more request must stay near a microsecond with
 /// 100,000 queued. An actor would make each of them an unordered hop.
 final class Pipeline: Sendable {
-    let configuration: ImageLoader.Configuration
+    let configuration: ImageLoaderConfiguration
     let graph: Locked<StageGraph>
     /// Preview decodes started, over the pipeline's life: tests hold it against the
     /// scans a file has.
     let previewDecodes = Atomic<Int>(0)
 
-    init(configuration: ImageLoader.Configuration, cache: (any ImageCaching)?) {
+    init(configuration: ImageLoaderConfiguration, cache: (any ImageCaching)?) {
         self.configuration = configuration
         graph = Locked(StageGraph(
             cache: cache, concurrentLoads: configuration.concurrentLoads, concurrentDecodes: configuration.concurrentDecodes))
@@ -207,10 +207,10 @@ final class Pipeline: Sendable {
     // MARK: - Shared by the stages
 
     /// The HTTP cache for `request`, over the disk tier and the fleet's shared tier:
-    /// remote images only (local ones are at hand already), and none with caching
-    /// off or neither tier.
+    /// images the data loader fetches only (what it has at hand is not copied), and
+    /// none with caching off or neither tier.
     func httpCache(for request: ImageRequest, cache: (any ImageCaching)?) -> HTTPCache? {
-        guard cache != nil, case .remote = request.resource else { return nil }
+        guard cache != nil, !configuration.dataLoader.isLocal(request.url) else { return nil }
         let tiers: [any HTTPCacheTier] = [configuration.diskCache as (any HTTPCacheTier)?, configuration.sharedCache].compactMap { $0 }
         guard !tiers.isEmpty else { return nil }
         return HTTPCache(

@@ -20,7 +20,7 @@ enum AtomicFile {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw error(path, errno) }
         var failure: Int32 = 0
-        if !DiskFiles.writeAll(fd, data) { failure = errno == 0 ? EIO : errno }
+        if !FileDescriptors.writeAll(fd, data) { failure = errno == 0 ? EIO : errno }
         if failure == 0, fsync(fd) != 0 { failure = errno }
         if close(fd) != 0, failure == 0 { failure = errno }
         if failure == 0, rename(temporary, path) != 0 { failure = errno }

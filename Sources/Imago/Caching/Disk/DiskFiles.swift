@@ -25,19 +25,6 @@ enum DiskFiles {
         }
     }
 
-    /// Writes all of `data` to `fd`; false on an error.
-    static func writeAll(_ fd: Int32, _ data: Data) -> Bool {
-        data.withUnsafeBytes { buffer in
-            var done = 0
-            while done < buffer.count {
-                let count = write(fd, buffer.baseAddress! + done, buffer.count - done)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return false }
-                done += count
-            }
-            return true
-        }
-    }
 
     static func isRegularFile(_ info: stat) -> Bool {
         (info.st_mode & S_IFMT) == S_IFREG

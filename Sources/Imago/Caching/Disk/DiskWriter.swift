@@ -200,7 +200,7 @@ extension DiskCache {
         let prefix = RecordFormat.prefix(key: job.key, metadata: job.metadata, bodyCount: job.data.count, storedAt: job.storedAt)
         let trailer = RecordFormat.trailer(prefix: prefix, body: job.data, bodyChecksum: job.bodyChecksum)
         var outcome = WriteOutcome.written
-        if !(DiskFiles.writeAll(fd, prefix) && DiskFiles.writeAll(fd, job.data) && DiskFiles.writeAll(fd, trailer)) {
+        if !(FileDescriptors.writeAll(fd, prefix) && FileDescriptors.writeAll(fd, job.data) && FileDescriptors.writeAll(fd, trailer)) {
             outcome = failure()
         }
         // The modification time is the record's last use; start it at the time stored.

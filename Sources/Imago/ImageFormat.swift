@@ -21,20 +21,6 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
         }
     }
 
-    /// The `Accept` header Imago's loader sends over HTTP (unless the request has one):
-    /// the formats a server may choose between by content negotiation, best first,
-    /// named only when this build decodes them, then any image at a lower preference.
-    ///
-    /// Servers and CDNs that negotiate (Cloudflare, imgix, Akamai, Next.js) send AVIF
-    /// or WebP only to clients that name them, and JPEG or PNG otherwise; naming a
-    /// format this build cannot decode would get an image that fails to decode.
-    package static let acceptHeader: String = {
-        let negotiated: [(ImageFormat, String)] = [(.avif, "image/avif"), (.webp, "image/webp")]
-        let decoders = ImageDecoders.Registry.builtIn
-        let named = negotiated.filter { format, _ in decoders.contains { $0.canDecode(Data(), format: format) } }
-        return (named.map(\.1) + ["image/*;q=0.8"]).joined(separator: ",")
-    }()
-
     /// Finds the format from the bytes alone.
     ///
     /// File extensions and Content-Type headers lie often enough (a `.jpg` that is a

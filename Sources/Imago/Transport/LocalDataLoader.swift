@@ -34,7 +34,7 @@ public struct LocalDataLoader: DataLoading {
     }
 
     /// Whether `url` names bytes at hand, a `file:` or `data:` URL: what this loader
-    /// takes, and what `ImageRequest` counts as a local resource.
+    /// takes, and what a data loader counts as local by default.
     static func takes(_ url: URL) -> Bool {
         guard let scheme = url.scheme else { return false }
         // Every request is asked as it is made; most schemes are in lower case

@@ -47,20 +47,9 @@ public struct ImageRequest: Sendable {
         public static let progressivePreviews = Options(rawValue: 1 << 1)
     }
 
-    /// Where the bytes come from: a request the data loader sends, or bytes at hand.
-    package enum Resource: Sendable {
-        /// Fetched by the loader's data loader with this URL request (its headers,
-        /// method, …): `http` and `https` URLs by default, or whatever URLs a
-        /// custom `DataLoading` takes. The disk tier keeps what the server lets it.
-        case remote(URLRequest)
-        /// Bytes already on this machine, a file or a `data:` URL: read through the
-        /// data loader where they are, never copied into the disk tier.
-        case local(URL)
-    }
-
-    /// Where the bytes come from: `.local` for a `file:` or `data:` URL, else
-    /// `.remote` with the URL request as given.
-    package var resource: Resource
+    /// The URL request handed to the data loader, whose URL the data loader alone
+    /// judges: whether it takes it, and whether its bytes are at hand or fetched.
+    let urlRequest: URLRequest
     /// Decode to this size; nil for the full size.
     public var targetSize: TargetSize?
     /// Applied in order after decoding.
@@ -74,20 +63,7 @@ public struct ImageRequest: Sendable {
     public var options: Options
 
     /// The URL loaded.
-    public var url: URL {
-        switch resource {
-        case .remote(let urlRequest): urlRequest.url ?? URL(fileURLWithPath: "/")
-        case .local(let url): url
-        }
-    }
-
-    /// The URL request handed to the data loader.
-    var urlRequest: URLRequest {
-        switch resource {
-        case .remote(let urlRequest): urlRequest
-        case .local(let url): URLRequest(url: url)
-        }
-    }
+    public var url: URL { urlRequest.url ?? URL(fileURLWithPath: "/") }
 
     /// A request for `url`.
     public init(url: URL, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
@@ -101,11 +77,7 @@ public struct ImageRequest: Sendable {
                 priority: Priority = .normal, imageKey: String? = nil, options: Options = []) {
         var urlRequest = urlRequest
         if let url = urlRequest.url, let normalized = url.withLowercasedScheme { urlRequest.url = normalized }
-        if let url = urlRequest.url, LocalDataLoader.takes(url) {
-            resource = .local(url)
-        } else {
-            resource = .remote(urlRequest)
-        }
+        self.urlRequest = urlRequest
         self.targetSize = targetSize
         self.processors = processors
         self.priority = priority
@@ -139,9 +111,10 @@ extension ImageResponse {
         /// The cache shared by a fleet (``SharedCache``, on Redis), without asking the
         /// server: another machine fetched or made the image.
         case shared
-        /// The data loader, for a remote resource (`ImageRequest.Resource.remote`).
+        /// The data loader, for a URL it fetches.
         case network
-        /// A local resource (`ImageRequest.Resource.local`): a file or a `data:` URL.
+        /// The data loader, for bytes at hand (`DataLoading.isLocal(_:)`): a file or a
+        /// `data:` URL by default.
         case local
     }
 }

@@ -114,6 +114,12 @@ public protocol DataLoading: Sendable {
     /// which.
     func canLoad(_ url: URL) -> Bool
 
+    /// Whether `url` names bytes already on this machine, read where they are: they
+    /// are never copied into the disk or shared tier, and a response says it came
+    /// from `.local`. By default `file` and `data` URLs; a loader of a scheme of its
+    /// own (an app's asset store, say) says whether its URLs are.
+    func isLocal(_ url: URL) -> Bool
+
     /// Loads `request` as `options` ask: a body cut short may be returned as
     /// truncated, and progress may carry the bytes as they arrive.
     func loadData(
@@ -127,6 +133,11 @@ extension DataLoading {
     /// and `data` URLs.
     public func canLoad(_ url: URL) -> Bool {
         HTTPLoaderConfiguration.takes(url) || LocalDataLoader.takes(url)
+    }
+
+    /// `file` and `data` URLs, what `LocalDataLoader` takes.
+    public func isLocal(_ url: URL) -> Bool {
+        LocalDataLoader.takes(url)
     }
 
 }

@@ -47,6 +47,10 @@ public final class DefaultDataLoader: DataLoading {
         local.canLoad(url) || network.canLoad(url)
     }
 
+    /// What the local loader takes, and what the network one says is at hand.
+    public func isLocal(_ url: URL) -> Bool {
+        local.canLoad(url) || network.isLocal(url)
+    }
 
     /// Routes `request` to the half that takes its URL, with `options` passed on.
     public func loadData(

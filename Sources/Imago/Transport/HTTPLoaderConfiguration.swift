@@ -28,7 +28,7 @@ public struct HTTPLoaderConfiguration: Sendable {
     /// whatever its host), under the request's own. Put credentials on the request
     /// instead: per-request `Authorization` and `Cookie` headers are dropped when a
     /// redirect leaves the original origin. Without a `User-Agent` here or on the
-    /// request, `ImageLoader.defaultUserAgent` is sent.
+    /// request, `HTTPLoaderConfiguration.defaultUserAgent` is sent.
     public var httpAdditionalHeaders: [String: String]
     /// Connections open at once to one host; transfers beyond it wait for one of
     /// them. Six, as browsers do: enough to keep a grid of thumbnails flowing
@@ -88,4 +88,15 @@ extension URL {
         components.scheme = scheme.lowercased()
         return components.url
     }
+}
+
+extension HTTPLoaderConfiguration {
+    /// Imago's version, as its User-Agent gives it.
+    package static let version = "0.1.0"
+    /// `Imago/<version>`: the User-Agent both network loaders (curl and
+    /// URLSession) send unless the request, the loader configuration's `headers`,
+    /// or the data loader's `httpAdditionalHeaders` set one. Some servers and CDNs
+    /// refuse requests without one, and a server's logs can tell Imago's requests
+    /// from others'.
+    package static let defaultUserAgent = "Imago/\(version)"
 }

@@ -1,18 +1,5 @@
 import Foundation
 
-/// A step that turns one bitmap into another: resizing, cropping, rounding corners,
-/// or anything an app defines.
-///
-/// The `identifier` names the output exactly: two processors with the same
-/// identifier must produce the same pixels from the same input, because processed
-/// images are cached under a key that includes it. Put every parameter in it.
-public protocol ImageProcessing: Sendable {
-    /// A stable name for this processor and its parameters, e.g. `imago.resize(fit-256x256)`.
-    var identifier: String { get }
-    /// Returns the processed bitmap.
-    func process(_ bitmap: Bitmap) -> Bitmap
-}
-
 extension DecodedImage {
     /// The image with `processors` applied in order to every frame: to the first
     /// now, to an animation's other frames as they are decoded.

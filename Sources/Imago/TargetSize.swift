@@ -102,11 +102,3 @@ public struct TargetSize: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 }
-
-extension DecodingOptions {
-    /// Options for decoding straight to `targetSize`.
-    public init(targetSize: TargetSize?, maximumPixelCount: Int = DecodingOptions.defaultMaximumPixelCount) {
-        self.init(maximumPixelCount: maximumPixelCount)
-        self.targetSize = targetSize
-    }
-}

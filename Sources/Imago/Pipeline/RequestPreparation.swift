@@ -1,0 +1,34 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension ImageLoaderConfiguration {
+    /// The URL request a load hands its data loader, prepared in one place: the
+    /// request's own fields, the validators of a conditional request over them,
+    /// the configuration's `headers` where the request has none of the name, the
+    /// formats this build decodes as `Accept` (so a negotiating server never picks
+    /// one it cannot), then the `requestModifier`. The HTTP loaders add their own
+    /// fields and the User-Agent beneath these (`HTTPHeaderFields.merge`).
+    ///
+    /// The fields added here are checked as given (`HTTPHeaderFields.check`), before
+    /// Foundation sees them: Foundation on Linux drops a value with a line break
+    /// without a word, which would send the request without it. The request as it
+    /// will be sent is checked by the HTTP loader, with the same check; either way
+    /// a bad field throws `ImagoError.invalidRequest` before any I/O.
+    func urlRequest(for request: ImageRequest, validators: [String: String] = [:]) throws(ImagoError) -> URLRequest {
+        var urlRequest = request.urlRequest
+        let url = request.url
+        for (name, value) in validators { try HTTPHeaderFields.check(name, value, url: url) }
+        for (name, value) in headers { try HTTPHeaderFields.check(name, value, url: url) }
+        for (name, value) in validators { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        for (name, value) in headers where urlRequest.value(forHTTPHeaderField: name) == nil {
+            urlRequest.setValue(value, forHTTPHeaderField: name)
+        }
+        if urlRequest.value(forHTTPHeaderField: "Accept") == nil {
+            urlRequest.setValue(ImageFormat.acceptHeader, forHTTPHeaderField: "Accept")
+        }
+        if let requestModifier { urlRequest = requestModifier(urlRequest) }
+        return urlRequest
+    }
+}
