@@ -59,9 +59,9 @@ public enum CGInterpolationQuality: Int32, Sendable {
     case `default`, none, low, medium, high
 }
 
-// Added for images made on a bitmap's own pixels, without a copy, and for keeping
-// an image's colour space (CoreGraphics.apinotes, CGDataProvider.h, CGColorSpace.h and
-// CGImage.h of the iOS 16.5 SDK; `cg_nullable` is empty for Swift).
+// Added for images made on a bitmap's own pixels, without a copy
+// (CGDataProviderCreateWithData in CGDataProvider.h and CoreGraphics.apinotes of the
+// iOS 16.5 SDK; `cg_nullable` is empty for Swift, so nothing here is optional).
 public typealias CGDataProviderReleaseDataCallback = @convention(c) (UnsafeMutableRawPointer?, UnsafeRawPointer, Int) -> Void
 
 extension CGDataProvider {
