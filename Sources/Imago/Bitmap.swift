@@ -130,3 +130,31 @@ extension UnsafeMutableRawBufferPointer {
         }
     }
 }
+
+extension Bitmap {
+    /// The pixels held for a consumer that reads them in place from outside Swift (a
+    /// Core Graphics data provider, a GPU texture): `info` keeps the storage alive
+    /// until `releasePixels(_:)` is called with it, and `base` points at its first of
+    /// `count` bytes until then. No copy: an image in the memory cache and on screen is
+    /// held once. (`pixels` is a constant, so its buffer never moves or changes while
+    /// it is held, whatever happens to this bitmap.)
+    package func holdPixels() -> (info: UnsafeMutableRawPointer, base: UnsafeRawPointer, count: Int) {
+        let box = HeldPixels(pixels)
+        let base = box.pixels.withUnsafeBytes { $0.baseAddress! }
+        return (Unmanaged.passRetained(box).toOpaque(), base, bytesPerRow * height)
+    }
+
+    /// Lets go of pixels held by `holdPixels()`, once per hold, from any thread.
+    package static func releasePixels(_ info: UnsafeMutableRawPointer) {
+        Unmanaged<HeldPixels>.fromOpaque(info).release()
+    }
+}
+
+/// A bitmap's pixel array kept alive while a consumer outside Swift reads it.
+///
+/// `@unchecked Sendable`: it only holds an immutable array, and is released on
+/// whichever thread the consumer lets go on.
+package final class HeldPixels: @unchecked Sendable {
+    let pixels: [UInt8]
+    init(_ pixels: [UInt8]) { self.pixels = pixels }
+}

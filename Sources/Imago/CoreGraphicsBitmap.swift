@@ -6,13 +6,29 @@ import CoreGraphics
 import Foundation
 
 extension Bitmap {
-    /// The pixels as a Core Graphics image: sRGB, 8 bits, premultiplied RGBA, exactly
-    /// the bitmap's own layout, so nothing is converted.
+    /// The pixels as a Core Graphics image: 8 bits, premultiplied RGBA, exactly the
+    /// bitmap's own layout, so nothing is converted; and nothing is copied either: the
+    /// image reads this bitmap's own pixels, which it keeps alive until Core Graphics
+    /// lets go of it (an animation's frame on screen and in the memory cache is held
+    /// once, and showing it costs no copy on the main thread).
     public func makeCGImage() -> CGImage? {
-        guard let provider = CGDataProvider(data: Data(pixels) as CFData),
-              let space = CGColorSpace(name: CGColorSpace.sRGB) else { return nil }
-        let info = CGBitmapInfo(rawValue: CGImageAlphaInfo.premultipliedLast.rawValue)
-            .union(.byteOrder32Big)
+        makeCGImage(alpha: .premultipliedLast)
+    }
+
+    /// The pixels as a Core Graphics image with `alpha` as the fourth byte's meaning
+    /// (`.noneSkipLast` for a bitmap already flattened onto a background), made on the
+    /// pixels in place.
+    func makeCGImage(alpha: CGImageAlphaInfo) -> CGImage? {
+        guard let space = CGColorSpace(name: CGColorSpace.sRGB) else { return nil }
+        let held = holdPixels()
+        guard let provider = CGDataProvider(
+            dataInfo: held.info, data: held.base, size: held.count,
+            releaseData: { info, _, _ in if let info { Bitmap.releasePixels(info) } })
+        else {
+            Bitmap.releasePixels(held.info)
+            return nil
+        }
+        let info = CGBitmapInfo(rawValue: alpha.rawValue).union(.byteOrder32Big)
         return CGImage(
             width: width, height: height, bitsPerComponent: 8, bitsPerPixel: 32,
             bytesPerRow: bytesPerRow, space: space, bitmapInfo: info, provider: provider,

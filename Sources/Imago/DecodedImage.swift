@@ -40,6 +40,11 @@ public struct DecodedImage: Sendable {
     /// canvas filled (as browsers show a truncated file). A partial image is never
     /// stored as a processed variant.
     public let isPartial: Bool
+    /// The toolkit image this one was made from (a bundled `UIImage`, the image a view
+    /// showed before its first load), which a view shows as it is, at its own scale,
+    /// rather than wrapping these pixels again; nil for a decoded file. Anything made
+    /// from this image (fitted, processed) has none: its pixels are its own.
+    package var platformOrigin: (any AnyObject & Sendable)?
 
     /// Makes a decoded image from frames already decoded. `frames` must not be
     /// empty; an animation holds all of them, so prefer a decoder's on-demand frames
@@ -100,4 +105,15 @@ public struct DecodedImage: Sendable {
     /// Bytes of memory the image holds: the first frame, plus for an animation what
     /// its frame source keeps (the compressed data). What a memory cache charges.
     public var cost: Int { bitmap.cost + (animation?.retainedCost ?? 0) }
+}
+
+extension DecodedImage {
+    /// Whether `other` is this very image: the same first-frame pixels in memory (a
+    /// copy of the value, the same memory-cache entry), not merely equal ones. A view
+    /// handed the image it shows already keeps it as it is, an animation playing on.
+    package func sharesPixels(with other: DecodedImage) -> Bool {
+        guard width == other.width, height == other.height else { return false }
+        let mine = bitmap.pixels.withUnsafeBytes { $0.baseAddress }
+        return mine != nil && mine == other.bitmap.pixels.withUnsafeBytes { $0.baseAddress }
+    }
 }

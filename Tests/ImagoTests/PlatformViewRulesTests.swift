@@ -7,13 +7,34 @@ import _ImagoTestSupport
 /// The decisions the Apple views and ImageIO's decoder take from what their SDKs
 /// report: pure functions, so that the Apple files, type-checked only, decide nothing.
 @Suite struct PlatformViewRulesTests {
-    @Test func anUnknownDisplayScaleIsNeverAOnePixelBox() {
-        #expect(ViewGeometry.displayScale(2) == 2 && ViewGeometry.displayScale(3) == 3)
-        for unknown in [0, -1, .nan, .infinity] { #expect(ViewGeometry.displayScale(unknown) == 3) }
-        let box = ViewGeometry.targetSize(width: 100, height: 50, reportedScale: 0, contentMode: .aspectFit)
-        #expect(box == TargetSize(width: 300, height: 150))
-        #expect(ViewGeometry.targetSize(width: 0, height: 50, reportedScale: 2, contentMode: .aspectFit) == nil)
-        #expect(ViewGeometry.targetSize(width: 100, height: 50, reportedScale: 2, contentMode: nil) == nil)
+    @Test func anUnknownScaleIsNeverGuessed() {
+        #expect(ViewGeometry.displayScale(reported: 2) == 2 && ViewGeometry.displayScale(reported: 3, screen: 2) == 3)
+        // UIKit's traits say 0 before the view is in a window: the screen's scale then.
+        for unknown in [0, -1, .nan, .infinity] {
+            #expect(ViewGeometry.displayScale(reported: unknown, screen: 2) == 2)
+            #expect(ViewGeometry.displayScale(reported: unknown) == nil)
+            #expect(ViewGeometry.displayScale(reported: unknown, screen: 0) == nil)
+        }
+        #expect(ViewGeometry.targetSize(width: 100, height: 50, scale: 2, screen: nil, contentMode: .aspectFit) == TargetSize(width: 200, height: 100))
+        // No scale known: no box made up with a guessed one, which would be cached under a size no view asks for.
+        #expect(ViewGeometry.targetSize(width: 100, height: 50, scale: nil, screen: nil, contentMode: .aspectFit) == nil)
+        #expect(ViewGeometry.targetSize(width: 100, height: 50, scale: 2, screen: nil, contentMode: nil) == nil)
+    }
+
+    @Test func aViewNotLaidOutDecodesAtItsScreensSizeAtMost() throws {
+        let phone = try #require(ViewGeometry.Screen(width: 390, height: 844, scale: 3))
+        #expect(ViewGeometry.Screen(width: 390, height: 0, scale: 3) == nil && ViewGeometry.Screen(width: 390, height: 844, scale: .nan) == nil)
+        // Bounds zero (a cell configured before its first layout): the screen's box, fitted.
+        let box = try #require(ViewGeometry.targetSize(width: 0, height: 0, scale: nil, screen: phone, contentMode: .aspectFill))
+        #expect(box == TargetSize(width: 1170, height: 2532, contentMode: .aspectFit))
+        // A 12 MP photo for that cell decodes at most to the screen, not whole.
+        let layout = box.layout(sourceWidth: 4032, sourceHeight: 3024)
+        #expect(layout.scaledWidth == 1170 && layout.scaledHeight == 878)
+        #expect(ImageSourceRules.decodedLongestSide(width: 4032, height: 3024, target: box) == 1170)
+        // Laid out, the view's own box.
+        #expect(ViewGeometry.targetSize(width: 100, height: 100, scale: 3, screen: phone, contentMode: .aspectFill)
+            == TargetSize(width: 300, height: 300, contentMode: .aspectFill))
+        #expect(ViewGeometry.targetSize(width: 0, height: 0, scale: 3, screen: nil, contentMode: .aspectFit) == nil)
     }
 
     @Test func contentModesMapAsTheToolkitsScale() {
@@ -77,94 +98,5 @@ import _ImagoTestSupport
     @Test func frameDelaysPlayAsInBrowsers() {
         #expect(ImageSourceRules.frameDelay(nil) == 0.1 && ImageSourceRules.frameDelay(0) == 0.1 && ImageSourceRules.frameDelay(0.01) == 0.1)
         #expect(ImageSourceRules.frameDelay(0.02) == 0.02 && ImageSourceRules.frameDelay(1.5) == 1.5)
-    }
-
-    @Test func perFrameDelaysSurviveAUniformTimeline() {
-        let timeline = UniformFrameTimeline(durations: [0.1, 0.3, 0.05])
-        #expect(timeline.tick == 0.05 && timeline.frames == [0, 0, 1, 1, 1, 1, 1, 1, 2])
-        #expect(abs(timeline.duration - 0.45) < 1e-9)
-        // Delays with no common tick under the bound: at most that many entries, each frame kept.
-        let odd = UniformFrameTimeline(durations: [0.101, 0.097, 5], maximumTicks: 100)
-        #expect(odd.frames.count <= 110 && Set(odd.frames) == [0, 1, 2])
-        #expect(UniformFrameTimeline(durations: [0.1, 0.1]).frames == [0, 1])
-    }
-
-    @Test func aTimerPlaysTheTimelineForItsLoopsAndEndsOnTheLastFrame() {
-        let timeline = UniformFrameTimeline(durations: [0.1, 0.2])
-        #expect(timeline.frames == [0, 1, 1])
-        let twice = (0..<8).map { timeline.frame(atTick: $0, loopCount: 2) }
-        #expect(twice.map(\.index) == [0, 1, 1, 0, 1, 1, 1, 1])
-        #expect(twice.map(\.isLast) == [false, false, false, false, false, true, true, true])
-        let forever = (0..<7).map { timeline.frame(atTick: $0, loopCount: 0) }
-        #expect(forever.map(\.index) == [0, 1, 1, 0, 1, 1, 0] && forever.allSatisfy { !$0.isLast })
-        // Entries laid out one a tick: position in the list, not frame number.
-        let laidOut = (0..<4).map { UniformFrameTimeline.entry(atTick: $0, of: 3, loopCount: 1) }
-        #expect(laidOut.map(\.entry) == [0, 1, 2, 2] && laidOut.map(\.isLast) == [false, false, true, true])
-    }
-
-    /// An animation of `frames` frames of 4×4 pixels.
-    private static func animation(frames: Int) -> DecodedImage {
-        let frame = DecodedImage.Frame(bitmap: Bitmap(width: 4, height: 4, pixels: [UInt8](repeating: 255, count: 64)), duration: 0.1)
-        return DecodedImage(frames: Array(repeating: frame, count: frames), format: .gif)
-    }
-
-    private final class Built {}
-
-    @Test @MainActor func anAnimationIsBuiltOncePerScaleAndFoundAgain() {
-        let cache = BuiltAnimationCache<Built>(capacity: 1 << 20)
-        var builds = 0
-        func show(_ image: DecodedImage, scale: Double = 2) -> Built? {
-            cache.image(for: image, scale: scale) { builds += 1; return Built() }
-        }
-        let image = Self.animation(frames: 3)
-        let first = show(image)
-        #expect(show(image) === first && builds == 1)
-        // A copy of the value shares its animation: found, not built.
-        let copy = image
-        #expect(show(copy) === first && builds == 1)
-        #expect(show(image, scale: 3) !== first && builds == 2)
-        // Another animation with the same pixels is another object: built.
-        #expect(show(Self.animation(frames: 3)) !== first && builds == 3)
-        // A still is never kept.
-        let still = DecodedImage(bitmap: image.bitmap, format: .png)
-        _ = show(still); _ = show(still)
-        #expect(builds == 5)
-        #expect(cache.image(for: image, scale: 4) { nil } == nil)
-    }
-
-    @Test @MainActor func anAnimationThatIsGoneIsNeverFoundAgain() {
-        let cache = BuiltAnimationCache<Built>(capacity: 1 << 20)
-        var builds = 0
-        do {
-            let gone = Self.animation(frames: 2)
-            _ = cache.image(for: gone, scale: 2) { builds += 1; return Built() }
-            #expect(cache.count == 1)
-        }
-        // The dead animation's entry goes at the next build; what is built now is the new one's.
-        let next = Self.animation(frames: 2)
-        let built = cache.image(for: next, scale: 2) { builds += 1; return Built() }
-        #expect(builds == 2 && cache.count == 1)
-        #expect(cache.image(for: next, scale: 2) { builds += 1; return Built() } === built && builds == 2)
-    }
-
-    @Test @MainActor func theLeastRecentlyShownAnimationGoesFirstBeyondTheCapacity() {
-        // Each 3-frame animation of 4×4 pixels costs 192 bytes: two fit in 400.
-        let cache = BuiltAnimationCache<Built>(capacity: 400)
-        var builds = 0
-        func show(_ image: DecodedImage) -> Built? {
-            cache.image(for: image, scale: 1) { builds += 1; return Built() }
-        }
-        let a = Self.animation(frames: 3), b = Self.animation(frames: 3), c = Self.animation(frames: 3)
-        _ = show(a); _ = show(b); _ = show(a)
-        _ = show(c)
-        #expect(cache.count == 2 && cache.cost == 384 && builds == 3)
-        _ = show(a)
-        #expect(builds == 3)
-        _ = show(b)
-        #expect(builds == 4)
-        // Larger than the whole capacity: built every time, never kept.
-        let huge = Self.animation(frames: 10)
-        _ = show(huge); _ = show(huge)
-        #expect(builds == 6 && cache.count == 2)
     }
 }

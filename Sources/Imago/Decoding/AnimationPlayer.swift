@@ -66,12 +66,12 @@ public final class AnimationPlayer: @unchecked Sendable {
     }
 
     /// How many frames are held decoded now: what memory the player costs.
-    var bufferedFrameCount: Int {
+    package var bufferedFrameCount: Int {
         lock.withLock { buffer.count }
     }
 
     /// How many frames have been decoded since the player was made.
-    var decodedFrameCount: Int {
+    package var decodedFrameCount: Int {
         lock.withLock { decodedCount }
     }
 

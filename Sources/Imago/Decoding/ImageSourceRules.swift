@@ -1,7 +1,7 @@
 /// How a file holding several images is read, whichever codec reads it: Imago's own
 /// decoders on Linux, ImageIO's image source on Apple platforms, which only reports
 /// what the file holds and decodes what it is asked for.
-enum ImageSourceRules {
+package enum ImageSourceRules {
     /// What is shown of a file holding several images.
     enum Selection: Sendable, Equatable {
         /// One image, at this index: an icon's best entry, a TIFF's first page, a HEIF
@@ -88,8 +88,9 @@ enum ImageSourceRules {
     }
 
     /// A frame's delay as browsers play it: missing, or 10 ms and under (files that
-    /// mean "as fast as possible"), it is 100 ms.
-    static func frameDelay(_ seconds: Double?) -> Double {
+    /// mean "as fast as possible"), it is 100 ms. Every player applies it too, to the
+    /// animations it is given made by hand, so that no frame asks for a 1 ms timer.
+    package static func frameDelay(_ seconds: Double?) -> Double {
         guard let seconds, seconds.isFinite, seconds > 0.01 else { return 0.1 }
         return seconds
     }

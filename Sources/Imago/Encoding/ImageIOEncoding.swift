@@ -14,15 +14,7 @@ enum ImageIOEncoding {
         _ bitmap: Bitmap, as format: ImageFormat, ignoringAlpha: Bool, quality: Double? = nil, progressive: Bool = false
     ) throws(ImagoError) -> Data {
         let type = format == .jpeg ? "public.jpeg" : "public.png"
-        let alpha = ignoringAlpha ? CGImageAlphaInfo.noneSkipLast : .premultipliedLast
-        guard let provider = CGDataProvider(data: Data(bitmap.pixels) as CFData),
-              let space = CGColorSpace(name: CGColorSpace.sRGB),
-              let image = CGImage(
-                width: bitmap.width, height: bitmap.height, bitsPerComponent: 8, bitsPerPixel: 32,
-                bytesPerRow: bitmap.bytesPerRow, space: space,
-                bitmapInfo: CGBitmapInfo(rawValue: alpha.rawValue).union(.byteOrder32Big), provider: provider,
-                decode: nil, shouldInterpolate: false, intent: .defaultIntent)
-        else {
+        guard let image = bitmap.makeCGImage(alpha: ignoringAlpha ? .noneSkipLast : .premultipliedLast) else {
             throw .encodingFailed(format: format, reason: "Core Graphics could not wrap the pixels", codec: nil)
         }
         let output = NSMutableData()

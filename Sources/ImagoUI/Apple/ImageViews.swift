@@ -24,33 +24,56 @@ extension UIImageView: ImageDisplaying {
         }
     }
 
-    /// Shows `image` at the screen's scale. An animated `UIImage` loops for ever, so
-    /// an animation that plays a set number of times goes through `animationImages`
-    /// instead, ending on its last frame.
+    /// Shows `image` at the scale it was decoded for (the screen's; a toolkit image
+    /// at its own). An animation shows its first frame at once and plays from there,
+    /// its frames decoded a few ahead off the main thread (`AnimationDriver`).
     func show(_ image: DecodedImage?) {
-        let platform = image?.platformImage(scale: displayScale)
+        let key = ObjectIdentifier(self)
+        AnimationDriver.stop(in: key)
+        animationImages = nil
         stopAnimating()
-        if let image, image.loopCount > 0, let platform, let frames = platform.images {
-            animationImages = frames
-            animationDuration = platform.duration
-            animationRepeatCount = image.loopCount
-            self.image = frames.last
-            startAnimating()
-        } else {
-            animationImages = nil
-            self.image = platform
-        }
+        let platform = image?.platformImage(scale: shownScale)
+        self.image = platform
+        guard let image, image.isAnimated, platform != nil else { return }
+        let scale = shownScale
+        AnimationDriver.play(
+            image, in: key, shown: platform, isOnScreen: { [weak self] in self?.window != nil },
+            currentImage: { [weak self] in self?.image },
+            show: { [weak self] frame in
+                let shown = DecodedImage.platformImage(frame.bitmap, scale: scale)
+                self?.image = shown
+                return shown
+            })
     }
 
-    /// The screen's pixels per point, 3 while UIKit does not know it yet.
-    var displayScale: Double { ViewGeometry.displayScale(Double(traitCollection.displayScale)) }
+    /// The screen's pixels per point: the view's traits', else its screen's; nil
+    /// while neither is known (never a guess).
+    var displayScale: Double? {
+        ViewGeometry.displayScale(reported: Double(traitCollection.displayScale), screen: screen.map { Double($0.scale) })
+    }
+
+    /// The scale images are shown at: the screen's, else UIKit's own default of one
+    /// pixel a point, as for any `UIImage` of no stated scale.
+    private var shownScale: Double { displayScale ?? 1 }
+
+    /// The screen the view is on, else the device's: known before the view is in a
+    /// window or laid out. None on visionOS, which has no screens.
+    private var screen: ViewGeometry.Screen? {
+        #if os(visionOS)
+        return nil
+        #else
+        let screen = window?.screen ?? UIScreen.main
+        return ViewGeometry.Screen(
+            width: Double(screen.bounds.width), height: Double(screen.bounds.height), scale: Double(screen.scale))
+        #endif
+    }
 
     /// The view's bounds in pixels, covered, filled or fitted as its content mode
-    /// says; nil before layout gives it a size, or when the mode shows images at their
-    /// own size.
+    /// says; before layout gives it a size, its screen's; nil when the mode shows
+    /// images at their own size.
     public var displayTargetSize: TargetSize? {
         ViewGeometry.targetSize(
-            width: Double(bounds.width), height: Double(bounds.height), reportedScale: Double(traitCollection.displayScale),
+            width: Double(bounds.width), height: Double(bounds.height), scale: displayScale, screen: screen,
             contentMode: ViewGeometry.contentMode(uiViewContentMode: contentMode.rawValue))
     }
 
@@ -92,25 +115,52 @@ extension NSImageView: ImageDisplaying {
             fade.duration = seconds
             layer.add(fade, forKey: "imago.crossfade")
         }
-        AnimationTimer.stop(in: self)
-        if let animation = content.image?.appKitAnimation(scale: displayScale) {
-            image = animation.frames[animation.timeline.frames[0]]
-            AnimationTimer.play(animation, in: self)
-        } else {
-            image = content.image?.platformImage(scale: displayScale)
-        }
+        show(content.image)
     }
 
-    /// The window's pixels per point, else the main screen's.
-    var displayScale: Double {
-        ViewGeometry.displayScale(Double(window?.backingScaleFactor ?? NSScreen.main?.backingScaleFactor ?? 0))
+    /// Shows `image` at the scale it was decoded for (the window's; a toolkit image at
+    /// its own). An animation shows its first frame at once and plays from there, its
+    /// frames decoded a few ahead off the main thread (`AnimationDriver`).
+    private func show(_ image: DecodedImage?) {
+        let key = ObjectIdentifier(self)
+        AnimationDriver.stop(in: key)
+        let scale = shownScale
+        let platform = image?.platformImage(scale: scale)
+        self.image = platform
+        guard let image, image.isAnimated, platform != nil else { return }
+        AnimationDriver.play(
+            image, in: key, shown: platform, isOnScreen: { [weak self] in self?.window != nil },
+            currentImage: { [weak self] in self?.image },
+            show: { [weak self] frame in
+                let shown = DecodedImage.platformImage(frame.bitmap, scale: scale)
+                self?.image = shown
+                return shown
+            })
+    }
+
+    /// The window's pixels per point, else the main screen's; nil while neither is
+    /// known (never a guess).
+    var displayScale: Double? {
+        ViewGeometry.displayScale(
+            reported: Double(window?.backingScaleFactor ?? 0), screen: (NSScreen.main?.backingScaleFactor).map(Double.init))
+    }
+
+    /// The scale images are shown at: the screen's, else one pixel a point.
+    private var shownScale: Double { displayScale ?? 1 }
+
+    /// The screen the view's window is on, else the main screen: known before the
+    /// view is laid out.
+    private var screen: ViewGeometry.Screen? {
+        guard let screen = window?.screen ?? NSScreen.main else { return nil }
+        return ViewGeometry.Screen(
+            width: Double(screen.frame.width), height: Double(screen.frame.height), scale: Double(screen.backingScaleFactor))
     }
 
     /// The view's bounds in pixels at its window's scale, fitted or covered as its
-    /// image scaling says; nil before layout, or for `.scaleNone`.
+    /// image scaling says; before layout, its screen's; nil for `.scaleNone`.
     public var displayTargetSize: TargetSize? {
         ViewGeometry.targetSize(
-            width: Double(bounds.width), height: Double(bounds.height), reportedScale: displayScale,
+            width: Double(bounds.width), height: Double(bounds.height), scale: displayScale, screen: screen,
             contentMode: ViewGeometry.contentMode(nsImageScaling: imageScaling.rawValue))
     }
 
@@ -125,58 +175,4 @@ extension NSImageView: ImageDisplaying {
     }
 }
 
-/// Plays an `AppKitAnimation` in an image view, one tick of its timeline at a time:
-/// the view's next display stops it, and so do the view going away, another image set
-/// in it, or the last loop ending (on its last frame).
-@MainActor
-private final class AnimationTimer {
-    /// The timer playing in each view, by the view's identity: a new view at a dead
-    /// one's address at most ends the dead one's timer, which had nothing to play.
-    private static var playing: [ObjectIdentifier: AnimationTimer] = [:]
-
-    private weak var view: NSImageView?
-    private let key: ObjectIdentifier
-    private let animation: AppKitAnimation
-    /// The frame this timer put in the view last.
-    private var shown: NSImage?
-    private var tick = 0
-    private var timer: Timer?
-
-    private init(_ animation: AppKitAnimation, in view: NSImageView) {
-        self.animation = animation
-        self.view = view
-        key = ObjectIdentifier(view)
-        shown = view.image
-    }
-
-    static func play(_ animation: AppKitAnimation, in view: NSImageView) {
-        let player = AnimationTimer(animation, in: view)
-        playing[ObjectIdentifier(view)] = player
-        player.timer = Timer.scheduledTimer(withTimeInterval: animation.timeline.tick, repeats: true) { _ in
-            MainActor.assumeIsolated { player.advance() }
-        }
-    }
-
-    static func stop(in view: NSImageView) {
-        playing.removeValue(forKey: ObjectIdentifier(view))?.end()
-    }
-
-    private func advance() {
-        guard let view, view.image === shown else {
-            end()
-            return
-        }
-        tick += 1
-        let (index, isLast) = animation.timeline.frame(atTick: tick, loopCount: animation.loopCount)
-        shown = animation.frames[index]
-        view.image = shown
-        if isLast { end() }
-    }
-
-    private func end() {
-        timer?.invalidate()
-        timer = nil
-        if Self.playing[key] === self { Self.playing[key] = nil }
-    }
-}
 #endif

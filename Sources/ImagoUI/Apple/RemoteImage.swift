@@ -41,9 +41,10 @@ public struct RemoteImage<Content: View, Placeholder: View>: View {
 
     public var body: some View {
         ZStack {
-            if let frames = model.frames {
-                // A new identity for each image, so that the old fades out as the new fades in.
-                PlayedFrames(frames: frames, content: content).id(model.generation).transition(.opacity)
+            if let image = model.image {
+                // A new identity for each image, so that the old fades out as the new
+                // fades in; an animation's frames change the image, not the identity.
+                content(image).id(model.generation).transition(.opacity)
             } else {
                 placeholder()
             }
@@ -53,122 +54,87 @@ public struct RemoteImage<Content: View, Placeholder: View>: View {
             model.size = size
             load(url)
         }
-        .onAppear { if model.size != .zero { load(url) } }
+        .onAppear {
+            model.isOnScreen = true
+            if model.size != .zero { load(url) }
+        }
         .onChange(of: url) { _, newURL in load(newURL) }
         .onDisappear {
+            model.isOnScreen = false
             model.cancelImageLoad()
-            model.loadedURL = nil
+            model.sizedLoad.reset()
         }
     }
 
-    /// Loads `url` at the view's size, once: the geometry and the URL both call it.
+    /// Loads `url` at the view's size when `SizedLoad` says so: the geometry and the
+    /// URL both call it, and a view that grows keeps its image until the sharper one
+    /// replaces it.
     private func load(_ url: URL?) {
         var options = options
+        let scale = ViewGeometry.displayScale(reported: Double(displayScale))
+        model.scale = scale
         if options.targetSize == nil {
             // SwiftUI's `.fill` sizing is the common case; a fill box also covers a fit.
             options.targetSize = ViewGeometry.targetSize(
-                width: Double(model.size.width), height: Double(model.size.height), reportedScale: Double(displayScale),
+                width: Double(model.size.width), height: Double(model.size.height), scale: scale, screen: nil,
                 contentMode: .aspectFill)
         }
-        model.scale = ViewGeometry.displayScale(Double(displayScale))
-        guard url != model.loadedURL || options.targetSize != model.loadedSize else { return }
-        model.loadedURL = url
-        model.loadedSize = options.targetSize
-        model.setImage(with: url, options: options)
+        guard let load = model.sizedLoad.load(url, at: options.targetSize, options: options, showing: model.displayedImage)
+        else { return }
+        model.setImage(with: url, placeholder: load.placeholder, options: load.options)
     }
 }
 
-/// An image's frames as SwiftUI shows them: one a tick of its uniform timeline
-/// (`UniformFrameTimeline`), one for a still, played from `start`.
-struct RemoteFrames {
-    let images: [Image]
-    let tick: Double
-    let loopCount: Int
-    let start: Date
-
-    /// Whether there is more than one frame to play.
-    var isAnimated: Bool { images.count > 1 && tick > 0 }
-
-    /// The frame on screen at `date`.
-    func image(at date: Date) -> Image {
-        guard isAnimated else { return images[0] }
-        let tick = Int(max(0, date.timeIntervalSince(start)) / self.tick)
-        return images[UniformFrameTimeline.entry(atTick: tick, of: images.count, loopCount: loopCount).entry]
-    }
-}
-
-/// The ticks of an animation's play: for ever, or until its last loop ends, so that a
-/// finished animation no longer redraws.
-struct FrameSchedule: TimelineSchedule {
-    let frames: RemoteFrames
-
-    func entries(from startDate: Date, mode: TimelineScheduleMode) -> UnfoldSequence<Date, Int> {
-        let frames = frames
-        let first = max(0, Int(startDate.timeIntervalSince(frames.start) / frames.tick))
-        let end = frames.loopCount > 0 ? frames.images.count * frames.loopCount : Int.max
-        return sequence(state: first) { tick in
-            guard tick < end else { return nil }
-            defer { tick += 1 }
-            return frames.start.addingTimeInterval(frames.tick * Double(tick))
-        }
-    }
-}
-
-/// A still as it is; an animation redrawn at each tick of its schedule.
-struct PlayedFrames<Content: View>: View {
-    let frames: RemoteFrames
-    let content: (Image) -> Content
-
-    var body: some View {
-        if frames.isAnimated {
-            TimelineView(FrameSchedule(frames: frames)) { context in content(frames.image(at: context.date)) }
-        } else {
-            content(frames.images[0])
-        }
-    }
-}
-
-/// The binding's target behind a `RemoteImage`.
+/// The binding's target behind a `RemoteImage`: the image on screen, an animation
+/// played a few frames ahead off the main thread (`AnimationDriver`).
 @MainActor @Observable
 final class RemoteImageModel: ImageDisplaying {
-    private(set) var frames: RemoteFrames?
+    /// The frame on screen.
+    private(set) var image: Image?
     /// How long the latest change fades, nil for at once.
     private(set) var fade: Double?
-    /// Counts the changes, so that each one animates.
+    /// Counts the images shown, so that each one animates in.
     private(set) var generation = 0
     /// The view's frame in points, and the screen's pixels per point.
     @ObservationIgnored var size = CGSize.zero
-    @ObservationIgnored var scale = 3.0
-    /// What the latest load asked for, so that a layout pass at the same size loads
-    /// nothing again.
-    @ObservationIgnored var loadedURL: URL?
-    @ObservationIgnored var loadedSize: TargetSize?
+    @ObservationIgnored var scale: Double?
+    /// Whether the view is on screen: an animation off screen decodes nothing.
+    @ObservationIgnored var isOnScreen = false
+    /// What the latest load asked for.
+    @ObservationIgnored var sizedLoad = SizedLoad()
+    /// The image on screen, and the toolkit image of the frame shown.
+    @ObservationIgnored private(set) var displayedImage: DecodedImage?
+    @ObservationIgnored private var shown: PlatformImage?
 
     func display(_ content: ImageDisplayContent) {
+        // A reload at a larger size shows the image on screen meanwhile: it stays as
+        // it is, an animation playing on.
+        if let new = content.image, let old = displayedImage, new.sharesPixels(with: old) { return }
         if case .crossfade(let seconds) = content.transition { fade = seconds } else { fade = nil }
-        frames = content.image.flatMap(frames(of:))
+        displayedImage = content.image
+        let key = ObjectIdentifier(self)
+        AnimationDriver.stop(in: key)
+        let scale = scale ?? 1
+        shown = content.image?.platformImage(scale: scale)
+        image = shown.map(Self.image)
         generation += 1
+        guard let decoded = content.image, decoded.isAnimated, let shown else { return }
+        AnimationDriver.play(
+            decoded, in: key, shown: shown, isOnScreen: { [weak self] in self?.isOnScreen ?? false },
+            currentImage: { [weak self] in self?.shown },
+            show: { [weak self] frame in
+                let platform = DecodedImage.platformImage(frame.bitmap, scale: scale)
+                self?.shown = platform
+                self?.image = platform.map(Self.image)
+                return platform
+            })
     }
 
-    /// The image's frames at the screen's scale, built once for an animation
-    /// (`builtAnimations`).
-    private func frames(of image: DecodedImage) -> RemoteFrames? {
+    private static func image(_ platform: PlatformImage) -> Image {
         #if canImport(UIKit)
-        guard let platform = image.platformImage(scale: scale) else { return nil }
-        // An animated `UIImage` holds its frames already laid out one a tick.
-        let images = platform.images ?? [platform]
-        return RemoteFrames(
-            images: images.map { Image(uiImage: $0) }, tick: platform.duration / Double(images.count),
-            loopCount: image.loopCount, start: Date())
+        Image(uiImage: platform)
         #else
-        if let animation = image.appKitAnimation(scale: scale) {
-            return RemoteFrames(
-                images: animation.timeline.frames.map { Image(nsImage: animation.frames[$0]) },
-                tick: animation.timeline.tick, loopCount: animation.loopCount, start: Date())
-        }
-        return image.platformImage(scale: scale).map {
-            RemoteFrames(images: [Image(nsImage: $0)], tick: 0, loopCount: 0, start: Date())
-        }
+        Image(nsImage: platform)
         #endif
     }
 }

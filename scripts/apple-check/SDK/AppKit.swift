@@ -72,3 +72,13 @@ open class NSImageView: NSControl {
     open var imageScaling: NSImageScaling = .scaleProportionallyDown
     open var animates = true
 }
+
+// Added for the size of a view's screen, known before the view is laid out
+// (NSWindow.screen and NSScreen.frame in Apple's AppKit documentation).
+extension NSWindow {
+    public var screen: NSScreen? { nil }
+}
+
+extension NSScreen {
+    @MainActor public var frame: NSRect { .zero }
+}

@@ -58,3 +58,16 @@ public final class CGContext {
 public enum CGInterpolationQuality: Int32, Sendable {
     case `default`, none, low, medium, high
 }
+
+// Added for images made on a bitmap's own pixels, without a copy
+// (CGDataProviderCreateWithData in CGDataProvider.h and CoreGraphics.apinotes of the
+// iOS 16.5 SDK; `cg_nullable` is empty for Swift, so nothing here is optional).
+public typealias CGDataProviderReleaseDataCallback = @convention(c) (UnsafeMutableRawPointer?, UnsafeRawPointer, Int) -> Void
+
+extension CGDataProvider {
+    @available(macOS 10.0, iOS 2.0, *)
+    public convenience init?(
+        dataInfo info: UnsafeMutableRawPointer?, data: UnsafeRawPointer, size: Int,
+        releaseData: @escaping CGDataProviderReleaseDataCallback
+    ) { self.init(data: NSData()) }
+}

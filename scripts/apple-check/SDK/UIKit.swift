@@ -132,3 +132,32 @@ open class NSLayoutXAxisAnchor: NSLayoutAnchor<NSLayoutXAxisAnchor> {}
 @MainActor
 open class NSLayoutYAxisAnchor: NSLayoutAnchor<NSLayoutYAxisAnchor> {}
 #endif
+
+// Added for the scale and size of a view's screen, known before the view is in a
+// window (UIView.h, UIWindow.h and UIScreen.h of the iOS 16.5 SDK; UIScreen and
+// UIWindow.screen are not in visionOS, per Apple's documentation).
+#if !os(watchOS)
+extension UIView {
+    public var window: UIWindow? { nil }
+}
+
+@available(iOS 2.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class UIWindow: UIView {
+    @available(iOS 3.2, tvOS 9.0, *)
+    @available(visionOS, unavailable)
+    open var screen: UIScreen { UIScreen() }
+}
+
+@available(iOS 2.0, tvOS 9.0, *)
+@available(watchOS, unavailable)
+@available(visionOS, unavailable)
+@MainActor
+open class UIScreen: NSObject {
+    open class var main: UIScreen { UIScreen() }
+    open var bounds: CGRect { .zero }
+    @available(iOS 4.0, tvOS 9.0, *)
+    open var scale: CGFloat { 0 }
+}
+#endif
