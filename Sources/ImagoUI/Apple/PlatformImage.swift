@@ -54,7 +54,9 @@ public typealias PlatformImage = NSImage
 /// An animation's frames as AppKit images, each entry of `timeline` naming the frame
 /// shown for one tick. AppKit animates only GIF data read by `NSBitmapImageRep`, not
 /// frames Imago decoded, so `NSImageView` plays these on a timer (`play(_:)`).
-final class AppKitAnimation: Sendable {
+// Not Sendable: NSImage is not (the macOS 14 SDK marks its conformance unavailable).
+// An animation is built and played on the main actor, so it never needs to be.
+final class AppKitAnimation {
     /// The frames, in order.
     let frames: [NSImage]
     /// Which frame shows at each tick, and how long a tick lasts.
