@@ -126,7 +126,8 @@ extension ImageDecoders {
         /// The key of an AVIF sequence's dictionary, which ImageIO names only from iOS 17
         /// and macOS 14 on; nil before, where no file has one to find.
         private static var avisDictionary: CFString? {
-            if #available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *) { kCGImagePropertyAVISDictionary } else { nil }
+            if #available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *) { return kCGImagePropertyAVISDictionary }
+            return nil
         }
 
         /// The dictionaries of the animated formats, each with its delay keys (unclamped
