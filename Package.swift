@@ -7,7 +7,10 @@ let linux = TargetDependencyCondition.when(platforms: [Platform.linux])
 
 let package = Package(
     name: "Imago",
-    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    // The oldest systems a shipping app still supports. Imago guards what is newer (the
+    // AVIS dictionary of ImageIO, SwiftUI's onChange(of:initial:)) with `#available`, and
+    // locks with its own `Locked` rather than Synchronization (macOS 15, iOS 18).
+    platforms: [.macOS(.v12), .iOS(.v15), .tvOS(.v15), .watchOS(.v8), .visionOS(.v1)],
     products: [
         .library(name: "Imago", targets: ["Imago"]),
         // Views and targets: what binds images into UIKit, AppKit and SwiftUI views

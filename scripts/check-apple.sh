@@ -13,6 +13,14 @@
 # file of the Imago and ImagoUI modules is compiled (the Linux-only ones drop out as
 # on an Apple build), then the README's Apple example against the two modules.
 #
+# The declarations themselves are proven against a real SDK first (scripts/apple-check/
+# checker, run on ../shared/apple-sdk/iPhoneOS16.5.sdk): each one that names an iOS API
+# must exist there with the same Swift name, types, nullability, main-actor isolation,
+# Sendable conformance and availability; what that SDK cannot show is listed with its
+# Apple documentation page in scripts/apple-check/unconfirmed.txt. A planted declaration
+# of a symbol that does not exist must make the checker fail. Without the SDK the
+# check is skipped with a message, unless CI is set, where it fails.
+#
 # Usage: scripts/check-apple.sh [platform...]   (default: iOS macOS tvOS visionOS watchOS)
 set -eu
 cd "$(dirname "$0")/.."
@@ -91,6 +99,40 @@ check() {
   echo "    $platform: $(wc -l < "$dir/Imago.files") files of Imago and $(wc -l < "$dir/ImagoUI.files") of ImagoUI type-check${readme:-}"
 }
 
+# The SDK check, and the same check of a copy of the declarations with one planted
+# that the SDK does not have, which must fail.
+apple_sdk="${APPLE_SDK:-$root/../shared/apple-sdk/iPhoneOS16.5.sdk}"
+check_sdk() {
+  local checker="$out/check-sdk" sources=("$root"/scripts/apple-check/checker/*.swift)
+  local minimum
+  minimum="$(sed -nE 's/.*\.iOS\(\.v([0-9]+)(_([0-9]+))?\).*/\1.\3/p' Package.swift | sed 's/\.$/.0/')"
+  # Built once, and again only when a source of it changes.
+  if [ ! -x "$checker" ] || [ -n "$(find "${sources[@]}" -newer "$checker")" ]; then
+    "$swiftc" -O -swift-version 6 -warnings-as-errors -module-name CheckSDK -o "$checker" "${sources[@]}" || return 1
+  fi
+  local clang
+  clang="$(dirname "$swiftc")/clang"
+  "$checker" "$apple_sdk" "$sdk" scripts/apple-check/unconfirmed.txt "$minimum" "$clang" || return 1
+  local planted="$out/planted"
+  rm -rf "$planted"; mkdir -p "$planted"; cp "$sdk"/*.swift "$planted/"
+  printf '\nnonisolated(unsafe) public let kCGImagePropertyAVISLoopCount: CFString = "LoopCount"\n' >> "$planted/ImageIO.swift"
+  if "$checker" "$apple_sdk" "$planted" scripts/apple-check/unconfirmed.txt "$minimum" "$clang" > "$out/planted.log" 2>&1; then
+    echo "check-apple: the SDK check accepted a planted declaration of kCGImagePropertyAVISLoopCount, which the SDK does not have" >&2
+    return 1
+  fi
+  grep -q 'kCGImagePropertyAVISLoopCount: no C global' "$out/planted.log" || { cat "$out/planted.log"; return 1; }
+  echo "    SDK check: a planted declaration of kCGImagePropertyAVISLoopCount is refused"
+}
+sdk_status=0
+if [ -d "$apple_sdk" ]; then
+  (set +e; check_sdk > "$out/sdk.log" 2>&1; echo $? > "$out/sdk.status") &
+elif [ -n "${CI:-}" ]; then
+  echo "check-apple: no Apple SDK at $apple_sdk, which CI requires" >&2
+  sdk_status=1
+else
+  echo "    SDK check skipped: no Apple SDK at $apple_sdk (required when CI is set)"
+fi
+
 # The platforms side by side, their messages in order.
 for platform in $platforms; do
   # The status is written even when the check fails: under `set -e` a failing
@@ -98,7 +140,12 @@ for platform in $platforms; do
   (set +e; (set -e; check "$platform") > "$out/$platform.log" 2>&1; echo $? > "$out/$platform.status") &
 done
 wait
-status=0
+status=$sdk_status
+if [ -e "$out/sdk.status" ]; then
+  cat "$out/sdk.log"
+  [ "$(cat "$out/sdk.status")" -eq 0 ] || { echo "check-apple: the SDK declarations disagree with the SDK" >&2; status=1; }
+  rm -f "$out/sdk.status"
+fi
 for platform in $platforms; do
   cat "$out/$platform.log"
   [ "$(cat "$out/$platform.status")" -eq 0 ] || { echo "check-apple: $platform does not type-check" >&2; status=1; }

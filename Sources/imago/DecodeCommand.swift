@@ -1,7 +1,6 @@
 import Foundation
 import Imago
 import ImagoCommandLine
-import Synchronization
 
 /// `imago decode FILE...`: decodes local files with the library's decoders and reports
 /// what each holds; optionally writes the decoded image out again.
@@ -116,15 +115,15 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
 
     // Files are decoded on every core, and reported in the order given: each result
     // waits until those before it are out, and only its record waits, not its image.
-    let output = Mutex(OrderedOutput())
+    let output = Locked(OrderedOutput())
     let jobs = Array(zip(files, targets))
     let (encoder, decoding) = (writer, options)
     let decoders = ProcessInfo.processInfo.activeProcessorCount
     await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
         DispatchQueue.global(qos: .userInitiated).async {
-            let next = Atomic<Int>(0)
+            let next = Locked(0)
             DispatchQueue.concurrentPerform(iterations: min(decoders, jobs.count)) { _ in
-                while case let index = next.add(1, ordering: .relaxed).oldValue, index < jobs.count {
+                while case let index = next.withLock({ next in defer { next += 1 }; return next }), index < jobs.count {
                     let result = decodeFile(jobs[index].0, to: jobs[index].1, writer: encoder, options: decoding)
                     output.withLock { $0.add(result, at: index, json: json) }
                 }

@@ -1,7 +1,6 @@
 import Foundation
 import Imago
 import ImagoCommandLine
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -77,7 +76,7 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     let counter = CountingLoader(options.makeDataLoader(), policy: options.retryPolicy)
     let loader = options.makeLoader(counter: counter)
     let bar = ProgressBar(total: reader.countAhead)
-    let tally = Mutex(Tally())
+    let tally = Locked(Tally())
     let start = ContinuousClock.now
 
     let report: @Sendable (FetchRecord) -> Void = { record in
@@ -140,7 +139,7 @@ private final class FetchRequests: Sequence, Sendable {
     let invalid: @Sendable (InputURL) -> Void
     /// Called with the number of inputs read, at the end of the input.
     let ended: @Sendable (Int) -> Void
-    private let inputs = Mutex<[Int: InputURL]>([:])
+    private let inputs = Locked<[Int: InputURL]>([:])
 
     init(
         reader: InputReader, thumbnail: Int?, options: ImageRequest.Options, invalid: @escaping @Sendable (InputURL) -> Void,

@@ -1,7 +1,6 @@
 import Foundation
 import Imago
 import ImagoCommandLine
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -18,11 +17,11 @@ import FoundationNetworking
 final class CountingLoader: DataLoading {
     let inner: any DataLoading
     let policy: RetryPolicy
-    let transfers = Atomic<Int>(0)
-    let retries = Atomic<Int>(0)
-    let bytes = Atomic<Int>(0)
+    let transfers = Locked(0)
+    let retries = Locked(0)
+    let bytes = Locked(0)
     /// URLs whose last transfer failed and may be tried again.
-    private let retryable = Mutex<Set<String>>([])
+    private let retryable = Locked<Set<String>>([])
 
     init(_ inner: any DataLoading, policy: RetryPolicy) {
         self.inner = inner
@@ -33,12 +32,12 @@ final class CountingLoader: DataLoading {
     func loadData(
         for request: URLRequest, options: DataLoadingOptions, progress: @escaping @Sendable (DataLoadingProgress) -> Void
     ) async throws(ImagoError) -> DataResponse {
-        transfers.add(1, ordering: .relaxed)
+        transfers.withLock { $0 += 1 }
         let url = request.url?.absoluteString ?? ""
-        if retryable.withLock({ $0.remove(url) != nil }) { retries.add(1, ordering: .relaxed) }
+        if retryable.withLock({ $0.remove(url) != nil }) { retries.withLock { $0 += 1 } }
         do {
             let response = try await inner.loadData(for: request, options: options, progress: progress)
-            bytes.add(response.data.count, ordering: .relaxed)
+            bytes.withLock { $0 += response.data.count }
             if let status = response.statusCode, policy.isRetryable(.httpStatus(status, url: url)) {
                 _ = retryable.withLock { $0.insert(url) }
             }
@@ -376,9 +375,9 @@ struct LoadSummary: Encodable {
         self.items = items
         self.failed = failed
         self.hits = hits
-        bytes = counter.bytes.load(ordering: .relaxed)
-        transfers = counter.transfers.load(ordering: .relaxed)
-        retries = counter.retries.load(ordering: .relaxed)
+        bytes = counter.bytes.withLock { $0 }
+        transfers = counter.transfers.withLock { $0 }
+        retries = counter.retries.withLock { $0 }
         self.seconds = (seconds * 1000).rounded() / 1000
         peakMemory = ownPeakRSSKilobytes() * 1024
     }

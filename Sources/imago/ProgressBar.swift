@@ -1,6 +1,6 @@
 import Foundation
+import Imago
 import ImagoCommandLine
-import Synchronization
 
 /// A progress bar on standard error: items done, bytes, rate and time left. Drawn
 /// only when standard error is a terminal, at most ten times a second, so piped or
@@ -18,11 +18,11 @@ final class ProgressBar: Sendable {
     }
 
     private let start = ContinuousClock.now
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let enabled: Bool
 
     init(total: Int?) {
-        state = Mutex(State(total: total))
+        state = Locked(State(total: total))
         enabled = isatty(STDERR_FILENO) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb"
     }
 

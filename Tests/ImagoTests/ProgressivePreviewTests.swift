@@ -66,7 +66,7 @@ import _ImagoTestSupport
         let final = try #require(try? result?.get())
         let finalImage = final.image
         #expect(!finalImage.isPartial)
-        let decodes = loader.pipeline.previewDecodes.load(ordering: .relaxed)
+        let decodes = loader.pipeline.previewDecodes.withLock { $0 }
         print("a progressive JPEG of \(scans) scans gave \(previews.count) previews from \(decodes) preview decodes")
         #expect(previews.count >= 2 && previews.count <= scans)
         #expect(decodes <= scans)
@@ -91,7 +91,7 @@ import _ImagoTestSupport
         let task = loader.task(with: ImageRequest(url: server.url(path)))
         let (previews, result) = await Self.collect(task)
         #expect(previews.isEmpty && (try? result?.get()) != nil)
-        #expect(loader.pipeline.previewDecodes.load(ordering: .relaxed) == 0)
+        #expect(loader.pipeline.previewDecodes.withLock { $0 } == 0)
     }
 
     @Test func aBaselineJPEGGivesNone() async throws {
@@ -101,7 +101,7 @@ import _ImagoTestSupport
         let task = loader.task(with: ImageRequest(url: server.url("/baseline.jpg"), options: .progressivePreviews))
         let (previews, result) = await Self.collect(task)
         #expect(previews.isEmpty && (try? result?.get()) != nil)
-        #expect(loader.pipeline.previewDecodes.load(ordering: .relaxed) == 0)
+        #expect(loader.pipeline.previewDecodes.withLock { $0 } == 0)
     }
 
     @Test func anInterlacedPNGYieldsAPreviewAboutEachPass() async throws {
@@ -111,7 +111,7 @@ import _ImagoTestSupport
         let task = loader.task(with: ImageRequest(url: server.url("/interlaced.png"), options: .progressivePreviews))
         let (previews, result) = await Self.collect(task)
         let final = try #require(try? result?.get())
-        let decodes = loader.pipeline.previewDecodes.load(ordering: .relaxed)
+        let decodes = loader.pipeline.previewDecodes.withLock { $0 }
         print("an interlaced PNG in \(Self.chunkBoundaries(png).count) chunks gave \(previews.count) previews from \(decodes) decodes")
         #expect(previews.count >= 2 && decodes <= PreviewScanner.maximumPNGPreviews)
         #expect(final.image.bitmap == Self.picture)

@@ -282,7 +282,7 @@ struct DecodingStage: ImageStage {
 
     /// Decodes the bytes so far as a preview at the stage's size.
     private func decodePreview(_ data: Data, work: ImageWork) {
-        pipeline.previewDecodes.add(1, ordering: .relaxed)
+        pipeline.previewDecodes.withLock { $0 += 1 }
         let options = pipeline.decodingOptions(targetSize: work.key.targetSize, timeout: pipeline.loadingTimeout)
         guard let image = try? configuration.decoders.decode(data, options: options) else { return }
         let preview = ImageResponse(

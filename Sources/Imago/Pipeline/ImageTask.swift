@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// One request being loaded: cancel it, change its priority, follow its progress,
 /// await its result.
@@ -37,10 +36,10 @@ public final class ImageTask: Sendable, Hashable {
 
     private let state: Locked<State>
     private weak let pipeline: Pipeline?
-    private static let ids = Atomic<Int>(0)
+    private static let ids = Locked(0)
 
     init(request: ImageRequest, pipeline: Pipeline, onCompletion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?) {
-        id = Self.ids.add(1, ordering: .relaxed).newValue
+        id = Self.ids.withLock { $0 += 1; return $0 }
         self.request = request
         key = request.cacheKey
         urlString = request.url.absoluteString

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Which of the pipeline's work queues a stage waits or runs in.
 enum PipelineQueue: Sendable {
@@ -37,7 +36,7 @@ final class Pipeline: Sendable {
     let graph: Locked<StageGraph>
     /// Preview decodes started, over the pipeline's life: tests hold it against the
     /// scans a file has.
-    let previewDecodes = Atomic<Int>(0)
+    let previewDecodes = Locked(0)
 
     init(configuration: ImageLoaderConfiguration, cache: (any ImageCaching)?) {
         self.configuration = configuration

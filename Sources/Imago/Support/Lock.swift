@@ -16,8 +16,9 @@ import Darwin
 ///   starving a preempted holder). The cache's eight-thread test (debug build) takes
 ///   1.1–2.1 s on `Mutex` and 0.16–0.2 s here.
 ///
-/// A pthread mutex is understood by TSan, exists everywhere, and (glibc's default
-/// kind) puts a waiter to sleep in the kernel instead of spinning.
+/// A pthread mutex is understood by TSan, exists everywhere (Synchronization only from
+/// macOS 15 and iOS 18 on, later than Imago's minimums), and (glibc's default kind)
+/// puts a waiter to sleep in the kernel instead of spinning.
 final class Lock: @unchecked Sendable {
     // Heap-allocated so it never moves: a pthread mutex must stay at one address.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>

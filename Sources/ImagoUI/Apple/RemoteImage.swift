@@ -18,6 +18,10 @@ import Imago
 /// RemoteImage(url: avatarURL) { $0.resizable().scaledToFill() } placeholder: { Color.gray }
 ///     .frame(width: 64, height: 64).clipShape(Circle())
 /// ```
+///
+/// From iOS 17, macOS 14, tvOS 17 and watchOS 10 on, for `onChange(of:initial:_:)`;
+/// before, show images with the UIKit and AppKit views.
+@available(iOS 17.0, macOS 14.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *)
 public struct RemoteImage<Content: View, Placeholder: View>: View {
     private let url: URL?
     private let options: ImageDisplayOptions

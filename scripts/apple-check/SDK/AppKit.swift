@@ -4,7 +4,7 @@
 @_exported import QuartzCore
 
 @available(macOS 10.0, *)
-open class NSImage: NSObject, @unchecked Sendable {
+open class NSImage: NSObject {
     public typealias Name = String
 
     public init?(named name: NSImage.Name) {}
@@ -19,7 +19,12 @@ open class NSImage: NSObject, @unchecked Sendable {
     ) -> CGImage? { nil }
 }
 
-open class NSImageRep: NSObject, @unchecked Sendable {
+// The macOS 14 SDK marks the conformance unavailable: an NSImage may not cross
+// isolation domains.
+@available(*, unavailable)
+extension NSImage: @unchecked Sendable {}
+
+open class NSImageRep: NSObject {
     public struct HintKey: RawRepresentable, Hashable, Sendable {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
@@ -29,7 +34,7 @@ open class NSImageRep: NSObject, @unchecked Sendable {
     open var pixelsHigh: Int { 0 }
 }
 
-open class NSBitmapImageRep: NSImageRep, @unchecked Sendable {
+open class NSBitmapImageRep: NSImageRep {
     public init(cgImage: CGImage) {}
     open var cgImage: CGImage? { nil }
 }

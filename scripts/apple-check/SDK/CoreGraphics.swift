@@ -32,7 +32,7 @@ public enum CGColorRenderingIntent: Int32, Sendable {
     case defaultIntent, absoluteColorimetric, relativeColorimetric, perceptual, saturation
 }
 
-public final class CGDataProvider: @unchecked Sendable {
+public final class CGDataProvider {
     public init?(data: CFData) {}
 }
 
@@ -56,7 +56,7 @@ public final class CGContext {
 }
 
 public enum CGInterpolationQuality: Int32, Sendable {
-    case `default`, none, low, medium, high
+    case `default` = 0, none = 1, low = 2, medium = 4, high = 3
 }
 
 // Added for images made on a bitmap's own pixels, without a copy

@@ -3,8 +3,8 @@
 // not checked for Sendable.
 @_exported import CoreGraphics
 
-public final class CGImageSource: @unchecked Sendable {}
-public final class CGImageDestination: @unchecked Sendable {}
+public final class CGImageSource {}
+public final class CGImageDestination {}
 
 public enum CGImageSourceStatus: Int32, Sendable {
     case statusUnexpectedEOF = -5, statusInvalidData = -4, statusUnknownType = -3
@@ -67,9 +67,3 @@ nonisolated(unsafe) public let kCGImagePropertyHEICSDelayTime: CFString = "Delay
 nonisolated(unsafe) public let kCGImagePropertyHEICSUnclampedDelayTime: CFString = "UnclampedDelayTime"
 @available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
 nonisolated(unsafe) public let kCGImagePropertyAVISDictionary: CFString = "{AVIS}"
-@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
-nonisolated(unsafe) public let kCGImagePropertyAVISLoopCount: CFString = "LoopCount"
-@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
-nonisolated(unsafe) public let kCGImagePropertyAVISDelayTime: CFString = "DelayTime"
-@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
-nonisolated(unsafe) public let kCGImagePropertyAVISUnclampedDelayTime: CFString = "UnclampedDelayTime"

@@ -1,6 +1,7 @@
 // The part of SwiftUI that Imago uses, declared as the SDK declares it (actor
 // isolation, availability), for scripts/check-apple.sh. The view builder and the
-// modifiers return their receiver: only their signatures matter here.
+// modifiers return their receiver: only their signatures matter here. Static constants
+// of types SwiftUI (in a Swift 5 module) does not make Sendable are `nonisolated(unsafe)`.
 @_exported import CoreGraphics
 #if canImport(UIKit)
 @_exported import UIKit
@@ -61,7 +62,7 @@ public struct Alignment: Sendable {
     public static let center = Alignment()
 }
 
-public struct Image: View, Sendable {
+public struct Image: View {
     #if canImport(UIKit)
     public init(uiImage: UIImage) {}
     #elseif canImport(AppKit)
@@ -75,7 +76,7 @@ public struct Image: View, Sendable {
     public var body: Never { fatalError() }
 }
 
-public struct Color: View, Sendable {
+public struct Color: View {
     public static let gray = Color()
     public static let clear = Color()
     public var body: Never { fatalError() }
@@ -85,15 +86,15 @@ public struct Circle: Shape {
     public init() {}
 }
 
-public protocol Shape: Sendable {}
+public protocol Shape {}
 
-public struct AnyTransition: Sendable {
-    public static let opacity = AnyTransition()
+public struct AnyTransition {
+    nonisolated(unsafe) public static let opacity = AnyTransition()
 }
 
-public struct Animation: Sendable, Equatable {
+public struct Animation: Equatable {
     public static func easeInOut(duration: Double) -> Animation { Animation() }
-    public static let `default` = Animation()
+    nonisolated(unsafe) public static let `default` = Animation()
 }
 
 public struct ContentMode: Sendable {
@@ -149,7 +150,7 @@ extension View {
 }
 
 @available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-public enum TimelineScheduleMode: Sendable {
+public enum TimelineScheduleMode {
     case normal
     case lowFrequency
 }

@@ -33,8 +33,7 @@ open class UIResponder: NSObject {}
 
 @available(iOS 8.0, tvOS 9.0, visionOS 1.0, *)
 @available(watchOS, unavailable)
-@MainActor
-open class UITraitCollection: NSObject {
+open class UITraitCollection: NSObject, @unchecked Sendable {
     open var displayScale: CGFloat { 0 }
 }
 
@@ -70,7 +69,7 @@ open class UIView: UIResponder {
     open func bringSubviewToFront(_ view: UIView) {}
     open class func transition(
         with view: UIView, duration: TimeInterval, options: UIView.AnimationOptions = [],
-        animations: (@MainActor () -> Void)?, completion: (@MainActor (Bool) -> Void)? = nil
+        animations: (() -> Void)?, completion: ((Bool) -> Void)? = nil
     ) {}
 }
 
@@ -100,7 +99,7 @@ open class UIActivityIndicatorView: UIView {
     }
 
     public init(style: UIActivityIndicatorView.Style) { super.init(frame: .zero) }
-    public required init?(coder: NSCoder) { super.init(coder: coder) }
+    public required init(coder: NSCoder) { super.init(coder: coder)! }
     open var style: UIActivityIndicatorView.Style = .medium
     open var hidesWhenStopped = true
     open func startAnimating() {}

@@ -33,7 +33,7 @@ extension ImageDecoders {
             }
             let count = CGImageSourceGetCount(source)
             let file = CGImageSourceCopyProperties(source, nil) as? [CFString: Any] ?? [:]
-            let sequence = file[kCGImagePropertyHEICSDictionary] ?? file[kCGImagePropertyAVISDictionary]
+            let sequence = file[kCGImagePropertyHEICSDictionary] ?? Self.avisDictionary.flatMap { file[$0] }
             let selection = ImageSourceRules.selection(
                 format: format, count: count, primaryIndex: CGImageSourceGetPrimaryImageIndex(source), isSequence: sequence != nil,
                 target: options.targetSize) { Self.entry(source, $0) }
@@ -123,15 +123,25 @@ extension ImageDecoders {
             return .init(library: "ImageIO", message: name)
         }
 
+        /// The key of an AVIF sequence's dictionary, which ImageIO names only from iOS 17
+        /// and macOS 14 on; nil before, where no file has one to find.
+        private static var avisDictionary: CFString? {
+            if #available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *) { return kCGImagePropertyAVISDictionary }
+            return nil
+        }
+
         /// The dictionaries of the animated formats, each with its delay keys (unclamped
-        /// first) and its loop-count key.
-        private static var animationDictionaries: [(dictionary: CFString, delays: [CFString], loopCount: CFString)] { [
-            (kCGImagePropertyGIFDictionary, [kCGImagePropertyGIFUnclampedDelayTime, kCGImagePropertyGIFDelayTime], kCGImagePropertyGIFLoopCount),
-            (kCGImagePropertyPNGDictionary, [kCGImagePropertyAPNGUnclampedDelayTime, kCGImagePropertyAPNGDelayTime], kCGImagePropertyAPNGLoopCount),
-            (kCGImagePropertyWebPDictionary, [kCGImagePropertyWebPUnclampedDelayTime, kCGImagePropertyWebPDelayTime], kCGImagePropertyWebPLoopCount),
-            (kCGImagePropertyHEICSDictionary, [kCGImagePropertyHEICSUnclampedDelayTime, kCGImagePropertyHEICSDelayTime], kCGImagePropertyHEICSLoopCount),
-            (kCGImagePropertyAVISDictionary, [kCGImagePropertyAVISUnclampedDelayTime, kCGImagePropertyAVISDelayTime], kCGImagePropertyAVISLoopCount),
-        ] }
+        /// first) and its loop-count key. ImageIO has no AVIS keys of its own: an AVIF
+        /// sequence's dictionary holds the HEICS ones.
+        private static var animationDictionaries: [(dictionary: CFString, delays: [CFString], loopCount: CFString)] {
+            let heicsKeys = ([kCGImagePropertyHEICSUnclampedDelayTime, kCGImagePropertyHEICSDelayTime], kCGImagePropertyHEICSLoopCount)
+            return [
+                (kCGImagePropertyGIFDictionary, [kCGImagePropertyGIFUnclampedDelayTime, kCGImagePropertyGIFDelayTime], kCGImagePropertyGIFLoopCount),
+                (kCGImagePropertyPNGDictionary, [kCGImagePropertyAPNGUnclampedDelayTime, kCGImagePropertyAPNGDelayTime], kCGImagePropertyAPNGLoopCount),
+                (kCGImagePropertyWebPDictionary, [kCGImagePropertyWebPUnclampedDelayTime, kCGImagePropertyWebPDelayTime], kCGImagePropertyWebPLoopCount),
+                (kCGImagePropertyHEICSDictionary, heicsKeys.0, heicsKeys.1),
+            ] + (avisDictionary.map { [($0, heicsKeys.0, heicsKeys.1)] } ?? [])
+        }
 
         /// A frame's delay from its format's dictionary, as browsers play it.
         private static func duration(_ source: CGImageSource, _ index: Int) -> Double {
