@@ -4,8 +4,7 @@
 // decision is the shared code's; this file only maps its content to SwiftUI. Not
 // compiled on Linux.
 
-#if canImport(SwiftUI) && canImport(Observation)
-import Observation
+#if canImport(SwiftUI)
 import SwiftUI
 import Imago
 
@@ -19,15 +18,15 @@ import Imago
 ///     .frame(width: 64, height: 64).clipShape(Circle())
 /// ```
 ///
-/// From iOS 17, macOS 14, tvOS 17 and watchOS 10 on, for `onChange(of:initial:_:)`;
-/// before, show images with the UIKit and AppKit views.
-@available(iOS 17.0, macOS 14.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *)
+/// Built on what SwiftUI has had since iOS 14 and macOS 11 (a state object, a
+/// geometry reader behind the content, `onChange(of:perform:)`), so that it runs from
+/// the package's minimums on.
 public struct RemoteImage<Content: View, Placeholder: View>: View {
     private let url: URL?
     private let options: ImageDisplayOptions
     private let content: (Image) -> Content
     private let placeholder: () -> Placeholder
-    @State private var model = RemoteImageModel()
+    @StateObject private var model = RemoteImageModel()
     @Environment(\.displayScale) private var displayScale
 
     /// A view of `url`'s image, loaded with `options` (size, processors, priority,
@@ -44,92 +43,114 @@ public struct RemoteImage<Content: View, Placeholder: View>: View {
     }
 
     public var body: some View {
-        ZStack {
-            if let image = model.image {
+        let (model, url, options, scale) = (model, url, options, Double(displayScale))
+        return ZStack {
+            if let image = model.shown.image {
                 // A new identity for each image, so that the old fades out as the new
                 // fades in; an animation's frames change the image, not the identity.
-                content(image).id(model.generation).transition(.opacity)
+                content(image).id(model.shown.generation).transition(.opacity)
             } else {
                 placeholder()
             }
         }
-        .animation(model.fade.map { .easeInOut(duration: $0) }, value: model.generation)
-        .onGeometryChange(for: CGSize.self, of: { $0.size }) { size in
-            model.size = size
-            load(url)
+        .animation(model.shown.fade.map { .easeInOut(duration: $0) }, value: model.shown.generation)
+        // The view's own frame, read behind it without changing its layout.
+        .background(alignment: .center) {
+            GeometryReader { proxy in Color.clear.preference(key: RemoteImageSize.self, value: proxy.size) }
+        }
+        .onPreferenceChange(RemoteImageSize.self) { size in
+            // Newer SDKs hand this closure over as `@Sendable`; SwiftUI calls it on the
+            // main thread all the same.
+            MainActor.assumeIsolated {
+                model.size = size
+                model.load(url, options: options, reportedScale: scale)
+            }
         }
         .onAppear {
             model.isOnScreen = true
-            if model.size != .zero { load(url) }
+            if model.size != .zero { model.load(url, options: options, reportedScale: scale) }
         }
-        .onChange(of: url) { _, newURL in load(newURL) }
+        .onChange(of: url) { newURL in model.load(newURL, options: options, reportedScale: scale) }
         .onDisappear {
             model.isOnScreen = false
             model.cancelImageLoad()
             model.sizedLoad.reset()
         }
     }
+}
 
-    /// Loads `url` at the view's size when `SizedLoad` says so: the geometry and the
-    /// URL both call it, and a view that grows keeps its image until the sharper one
-    /// replaces it.
-    private func load(_ url: URL?) {
-        var options = options
-        let scale = ViewGeometry.displayScale(reported: Double(displayScale))
-        model.scale = scale
-        if options.targetSize == nil {
-            // SwiftUI's `.fill` sizing is the common case; a fill box also covers a fit.
-            options.targetSize = ViewGeometry.targetSize(
-                width: Double(model.size.width), height: Double(model.size.height), scale: scale, screen: nil,
-                contentMode: .aspectFill)
-        }
-        guard let load = model.sizedLoad.load(url, at: options.targetSize, options: options, showing: model.displayedImage)
-        else { return }
-        model.setImage(with: url, placeholder: load.placeholder, options: load.options)
+/// The size of a `RemoteImage`'s frame, as its geometry reader reports it.
+struct RemoteImageSize: PreferenceKey {
+    static let defaultValue = CGSize.zero
+
+    static func reduce(value: inout CGSize, nextValue: () -> CGSize) {
+        value = nextValue()
     }
 }
 
 /// The binding's target behind a `RemoteImage`: the image on screen, an animation
 /// played a few frames ahead off the main thread (`AnimationDriver`).
-@MainActor @Observable
-final class RemoteImageModel: ImageDisplaying {
-    /// The frame on screen.
-    private(set) var image: Image?
-    /// How long the latest change fades, nil for at once.
-    private(set) var fade: Double?
-    /// Counts the images shown, so that each one animates in.
-    private(set) var generation = 0
+@MainActor
+final class RemoteImageModel: ObservableObject, ImageDisplaying {
+    /// What SwiftUI draws.
+    struct Shown {
+        /// The frame on screen.
+        var image: Image?
+        /// How long the latest change fades, nil for at once.
+        var fade: Double?
+        /// Counts the images shown, so that each one animates in.
+        var generation = 0
+    }
+
+    /// What SwiftUI draws; each change redraws the view.
+    @Published private(set) var shown = Shown()
     /// The view's frame in points, and the screen's pixels per point.
-    @ObservationIgnored var size = CGSize.zero
-    @ObservationIgnored var scale: Double?
+    var size = CGSize.zero
+    var scale: Double?
     /// Whether the view is on screen: an animation off screen decodes nothing.
-    @ObservationIgnored var isOnScreen = false
+    var isOnScreen = false
     /// What the latest load asked for.
-    @ObservationIgnored var sizedLoad = SizedLoad()
+    var sizedLoad = SizedLoad()
     /// The image on screen, and the toolkit image of the frame shown.
-    @ObservationIgnored private(set) var displayedImage: DecodedImage?
-    @ObservationIgnored private var shown: PlatformImage?
+    private(set) var displayedImage: DecodedImage?
+    private var frame: PlatformImage?
+
+    /// Loads `url` at the view's size when `SizedLoad` says so: the geometry and the
+    /// URL both call it, and a view that grows keeps its image until the sharper one
+    /// replaces it.
+    func load(_ url: URL?, options: ImageDisplayOptions, reportedScale: Double) {
+        var options = options
+        let scale = ViewGeometry.displayScale(reported: reportedScale)
+        self.scale = scale
+        if options.targetSize == nil {
+            // SwiftUI's `.fill` sizing is the common case; a fill box also covers a fit.
+            options.targetSize = ViewGeometry.targetSize(
+                width: Double(size.width), height: Double(size.height), scale: scale, screen: nil, contentMode: .aspectFill)
+        }
+        guard let load = sizedLoad.load(url, at: options.targetSize, options: options, showing: displayedImage) else { return }
+        setImage(with: url, placeholder: load.placeholder, options: load.options)
+    }
 
     func display(_ content: ImageDisplayContent) {
         // A reload at a larger size shows the image on screen meanwhile: it stays as
         // it is, an animation playing on.
         if let new = content.image, let old = displayedImage, new.sharesPixels(with: old) { return }
-        if case .crossfade(let seconds) = content.transition { fade = seconds } else { fade = nil }
         displayedImage = content.image
         let key = ObjectIdentifier(self)
         AnimationDriver.stop(in: key)
         let scale = scale ?? 1
-        shown = content.image?.platformImage(scale: scale)
-        image = shown.map(Self.image)
-        generation += 1
-        guard let decoded = content.image, decoded.isAnimated, let shown else { return }
+        frame = content.image?.platformImage(scale: scale)
+        var fade: Double?
+        if case .crossfade(let seconds) = content.transition { fade = seconds }
+        shown = Shown(image: frame.map(Self.image), fade: fade, generation: shown.generation + 1)
+        guard let decoded = content.image, decoded.isAnimated, let frame else { return }
         AnimationDriver.play(
-            decoded, in: key, shown: shown, isOnScreen: { [weak self] in self?.isOnScreen ?? false },
-            currentImage: { [weak self] in self?.shown },
-            show: { [weak self] frame in
-                let platform = DecodedImage.platformImage(frame.bitmap, scale: scale)
-                self?.shown = platform
-                self?.image = platform.map(Self.image)
+            decoded, in: key, shown: frame, isOnScreen: { [weak self] in self?.isOnScreen ?? false },
+            currentImage: { [weak self] in self?.frame },
+            show: { [weak self] next in
+                let platform = DecodedImage.platformImage(next.bitmap, scale: scale)
+                self?.frame = platform
+                self?.shown.image = platform.map(Self.image)
                 return platform
             })
     }

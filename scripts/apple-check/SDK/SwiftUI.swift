@@ -133,47 +133,53 @@ extension View {
     public func animation<V: Equatable>(_ animation: Animation?, value: V) -> some View { self }
     public func onAppear(perform action: (() -> Void)? = nil) -> some View { self }
     public func onDisappear(perform action: (() -> Void)? = nil) -> some View { self }
-    @available(iOS 17.0, macOS 14.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *)
-    public func onChange<V: Equatable>(of value: V, initial: Bool = false, _ action: @escaping (V, V) -> Void) -> some View { self }
-    @available(iOS 16.0, macOS 13.0, tvOS 16.0, watchOS 9.0, visionOS 1.0, *)
-    public func onGeometryChange<T: Equatable>(
-        for type: T.Type, of transform: @escaping @Sendable (GeometryProxy) -> T, action: @escaping (T) -> Void
-    ) -> some View { self }
+    @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+    public func onChange<V: Equatable>(of value: V, perform action: @escaping (_ newValue: V) -> Void) -> some View { self }
+    @available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
+    public func background<V: View>(alignment: Alignment = .center, @ViewBuilder content: () -> V) -> some View { self }
+    public func preference<K: PreferenceKey>(key: K.Type = K.self, value: K.Value) -> some View { self }
+    public func onPreferenceChange<K: PreferenceKey>(_ key: K.Type = K.self, perform action: @escaping (K.Value) -> Void) -> some View
+    where K.Value: Equatable { self }
 }
 
 public struct GeometryProxy {
     public var size: CGSize { .zero }
 }
 
+public struct GeometryReader<Content: View>: View {
+    public init(@ViewBuilder content: @escaping (GeometryProxy) -> Content) {}
+    public var body: Never { fatalError() }
+}
+
+public protocol PreferenceKey {
+    associatedtype Value
+    static var defaultValue: Value { get }
+    static func reduce(value: inout Value, nextValue: () -> Value)
+}
+
+// Combine's, which SwiftUI's interface names as `Combine.ObservableObject`: declared
+// here, as `import SwiftUI` brings them.
+public protocol ObservableObject: AnyObject {}
+
+@propertyWrapper
+public struct Published<Value> {
+    public init(wrappedValue: Value) { value = wrappedValue }
+    private var value: Value
+    public var wrappedValue: Value {
+        get { value }
+        set { value = newValue }
+    }
+}
+
+@available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+@frozen @propertyWrapper
+public struct StateObject<ObjectType: ObservableObject>: DynamicProperty {
+    public init(wrappedValue thunk: @autoclosure @escaping () -> ObjectType) { object = thunk() }
+    private let object: ObjectType
+    @MainActor public var wrappedValue: ObjectType { object }
+}
+
 extension View {
     public func id<ID: Hashable>(_ id: ID) -> some View { self }
 }
 
-@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-public enum TimelineScheduleMode {
-    case normal
-    case lowFrequency
-}
-
-@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-public protocol TimelineSchedule {
-    typealias Mode = TimelineScheduleMode
-    associatedtype Entries: Sequence where Entries.Element == Date
-    func entries(from startDate: Date, mode: Mode) -> Entries
-}
-
-@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-public struct TimelineViewDefaultContext {
-    public let date: Date
-}
-
-@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-public struct TimelineView<Schedule: TimelineSchedule, Content> {
-    public typealias Context = TimelineViewDefaultContext
-}
-
-@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-extension TimelineView: View where Content: View {
-    public init(_ schedule: Schedule, @ViewBuilder content: @escaping (TimelineView<Schedule, Content>.Context) -> Content) {}
-    public var body: Never { fatalError() }
-}

@@ -481,7 +481,8 @@ struct SwiftReader {
             declaration.attributes = attributes
             declaration.modifiers = modifiers
             position += 1
-            declaration.signature = signature(stopAt: ["}"])
+            // A bare `associatedtype Value` ends with its line.
+            if !(current?.newlineBefore ?? true) { declaration.signature = signature(stopAt: ["}"]) }
             return declaration
         case "import", "precedencegroup", "operator", "macro":
             skipStatement()
