@@ -88,7 +88,8 @@ import _ImagoTestSupport
         #expect(try ImageDecoders.JPEG().decode(data, options: options).bitmap == ImageDecoders.JPEG().decode(data, options: DecodingOptions()).bitmap)
     }
 
-    /// A loader gives each decode its `loadingTimeout` as the decode's own limit.
+    /// A loader gives each decode what is left of the load's `loadingTimeout` as the
+    /// decode's own limit.
     @Test func aLoaderPassesItsTimeoutToTheDecoder() async throws {
         let seen = Locked<[Double?]>([])
         let registry = ImageDecoders.Registry(decoders: [TimeoutRecordingDecoder(seen: seen)])
@@ -100,7 +101,8 @@ import _ImagoTestSupport
         try Self.photo().write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         _ = try await loader.image(for: file)
-        #expect(seen.withLock { $0 } == [7])
+        let given = try #require(seen.withLock { $0 }.first ?? nil)
+        #expect(given > 0 && given <= 7, "\(given)")
     }
 
     static func photo() throws -> Data {

@@ -80,10 +80,13 @@ public final class ImageLoader: Sendable {
         set { pipeline.setLimit(newValue, of: .transfers) }
     }
 
-    /// The most seconds one transfer may take, disk look-up, network and retries
-    /// together, counted from when it starts running (60 by default, as in
-    /// AsyncImageView); `.infinity` for no limit. Decoding the bytes then has as long
-    /// again (`DecodingOptions.timeout`), failing with `decodingTimedOut` past it.
+    /// The most seconds one load may take, from the call that starts it to its image
+    /// (60 by default, as AsyncImageView's `loadingTimeout`); `.infinity` for no
+    /// limit. The wait for a free slot, the disk look-up, the transfer with its
+    /// retries and the decode share it: past it the load fails with `timedOut`, and
+    /// work nobody else waits for stops (a decode with `decodingTimedOut`, checked
+    /// as it goes). Loads joining one transfer each keep their own deadline; the
+    /// shared work runs until the latest. A change applies to loads started after it.
     public var loadingTimeout: Double {
         get { pipeline.loadingTimeout }
         set { pipeline.loadingTimeout = newValue.isNaN ? 60 : max(0.001, newValue) }

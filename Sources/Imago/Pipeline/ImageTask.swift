@@ -32,6 +32,8 @@ public final class ImageTask: Sendable, Hashable {
         var progress: [AsyncStream<Progress>.Continuation] = []
         var previews: [AsyncStream<ImageResponse>.Continuation] = []
         var onCompletion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?
+        /// The clock entry that ends the task at its deadline, while it runs.
+        var deadlineTimer: Int?
     }
 
     private let state: Locked<State>
@@ -143,6 +145,15 @@ public final class ImageTask: Sendable, Hashable {
         }
     }
 
+    /// Ends the task at its deadline unless it has finished by then; false when it has.
+    func setDeadlineTimer(_ timer: Int) -> Bool {
+        state.withLock { state in
+            guard state.result == nil else { return false }
+            state.deadlineTimer = timer
+            return true
+        }
+    }
+
     /// Sets the result once; later calls are ignored. Returns whether this call set it.
     @discardableResult
     func complete(_ result: Result<ImageResponse, ImagoError>) -> Bool {
@@ -154,9 +165,11 @@ public final class ImageTask: Sendable, Hashable {
             state.progress = []
             state.previews = []
             state.onCompletion = nil
+            state.deadlineTimer = nil
             return (old, true)
         }
         guard taken.1 else { return false }
+        if let timer = taken.0.deadlineTimer { DeadlineClock.shared.cancel(timer) }
         for waiter in taken.0.waiters { waiter.resume(returning: result) }
         for continuation in taken.0.progress { continuation.finish() }
         for continuation in taken.0.previews { continuation.finish() }

@@ -59,8 +59,16 @@ struct OriginalDataStage: Sendable {
         graph.enqueue(.original(stage), in: .transfers) { [self] run in
             let queued = ContinuousClock.now - enqueuedAt
             let task = Task.detached(priority: run.priority.taskPriority) { [self] in
-                let result = await withDeadline(seconds: run.loadingTimeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
-                    try await originalData(httpCache: httpCache, previews: run.previews, queued: queued, timeout: run.loadingTimeout)
+                // No bound of its own: each load waiting ends at its own deadline, and
+                // the transfer stops when the last one has left (a load joining later
+                // keeps it going). A revalidation in the background, which no load
+                // waits for, has a whole loading timeout.
+                let result: Result<OriginalData, ImagoError>
+                do throws(ImagoError) {
+                    result = .success(
+                        try await originalData(httpCache: httpCache, previews: run.previews, queued: queued, timeout: pipeline.loadingTimeout))
+                } catch {
+                    result = .failure(error)
                 }
                 if remembers { remember(result) }
                 pipeline.finish(stage, run: run, with: result)

@@ -87,7 +87,7 @@ final class Pipeline: Sendable {
     /// builds on) if none is in flight, and starts what may run, under one lock.
     func submit(_ task: ImageTask) {
         let request = task.request
-        let subscriber = StageSubscriber(
+        var subscriber = StageSubscriber(
             priority: request.priority, isTask: true, wantsPreviews: request.options.contains(.progressivePreviews))
         let receive: @Sendable (StageEvent<ImageResponse>) -> Void = { [task] event in
             switch event {
@@ -97,7 +97,11 @@ final class Pipeline: Sendable {
             case .finished(let result): task.complete(result)
             }
         }
-        let runnable = graph.withLock { graph in
+        let (runnable, timeout) = graph.withLock { graph in
+            // One deadline per load, from now: the wait in the queues, the transfer with
+            // its retries, and the decode share it.
+            let timeout = graph.loadingTimeout
+            subscriber.deadline = DeadlineClock.isFinite(timeout) ? .now + .seconds(timeout) : nil
             switch task.stageKey {
             case .decoded(let key):
                 let stage = DecodingStage.stage(for: key, request: request, priority: request.priority, in: &graph, pipeline: self)
@@ -106,7 +110,18 @@ final class Pipeline: Sendable {
                 let stage = ProcessingStage.stage(for: key, request: request, priority: request.priority, in: &graph, pipeline: self)
                 graph.attach(subscriber, id: task.id, receive: receive, to: stage)
             }
-            return graph.takeRunnable()
+            return (graph.takeRunnable(), timeout)
+        }
+        if DeadlineClock.isFinite(timeout) {
+            // Answered from a task, as the work is, never on the clock's thread: the
+            // task's completion runs the caller's code, and when the concurrency pool
+            // is saturated a load is not failed for time it could not use.
+            let timer = DeadlineClock.shared.schedule(after: timeout) { [weak self, weak task] in
+                Task { [weak self, weak task] in
+                    if let self, let task { self.end([task], with: .timedOut(url: task.urlString, seconds: timeout)) }
+                }
+            }
+            if !task.setDeadlineTimer(timer) { DeadlineClock.shared.cancel(timer) }
         }
         start(runnable)
     }
@@ -114,6 +129,11 @@ final class Pipeline: Sendable {
     /// Takes `tasks` out of their stages under one lock, so none of them can start in
     /// a slot that another's cancellation freed; stages left without subscribers stop.
     func cancel(_ tasks: [ImageTask]) {
+        end(tasks, with: .cancelled)
+    }
+
+    /// Takes `tasks` out of their stages, as `cancel` does, ending each with `error`.
+    private func end(_ tasks: [ImageTask], with error: ImagoError) {
         var transfers: [Task<Void, Never>] = []
         let runnable = graph.withLock { graph in
             for task in tasks {
@@ -123,7 +143,7 @@ final class Pipeline: Sendable {
             return graph.takeRunnable()
         }
         for transfer in transfers { transfer.cancel() }
-        for task in tasks { task.complete(.failure(.cancelled)) }
+        for task in tasks { task.complete(.failure(error)) }
         start(runnable)
     }
 

@@ -148,6 +148,9 @@ enum PreviewState: Sendable {
 /// One who waits for a stage's outcome, whatever the stage's kind.
 struct StageSubscriber: Sendable {
     var priority: ImageRequest.Priority
+    /// When it stops waiting: a task's own deadline, or the stage's built on this one;
+    /// nil for none.
+    var deadline: ContinuousClock.Instant?
     /// An `ImageTask` rather than a stage built on this one: what a task asked for is
     /// what the caches keep.
     let isTask: Bool
@@ -161,6 +164,9 @@ struct StageCore: Sendable {
     let serial: Int
     /// The highest priority among the subscribers.
     var priority: ImageRequest.Priority
+    /// The latest deadline among the subscribers (nil: one of them has none): the
+    /// stage's work is bounded by it, and nobody waits past it.
+    var deadline: ContinuousClock.Instant? = .now
     var phase = StagePhase.starting
     var previews = PreviewState.off
     /// Its place among equals in its work queue: the order it first arrived in (0

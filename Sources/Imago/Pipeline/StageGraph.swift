@@ -37,7 +37,9 @@ extension ProcessedKey: StageKind {
 /// it holds, and the settings it runs under, read when it starts.
 struct StageRun: Sendable {
     let queue: PipelineQueue
-    /// The loader's timeout at the start: the transfer's bound, and the decode's.
+    /// Seconds left, when the work starts, until the latest deadline of the loads
+    /// waiting for it: the bound of a decode. (A transfer has none of its own: it
+    /// stops when the last load waiting for it has ended.)
     let loadingTimeout: Double
     let priority: ImageRequest.Priority
     /// Whether a subscriber wanted previews when the work started: a transfer passes
@@ -56,7 +58,7 @@ struct StageRun: Sendable {
 struct StageGraph: Sendable {
     /// The memory tier of loads started from now on; nil for no caching.
     var cache: (any ImageCaching)?
-    /// The bound of a transfer, and of a decode, started from now on.
+    /// The bound of each load started from now on, from its start to its image.
     var loadingTimeout = 60.0
     var originals = StagePool<OriginalKey, OriginalData>()
     var decoded = StagePool<DecodedKey, ImageResponse>()
@@ -147,6 +149,7 @@ struct StageGraph: Sendable {
         guard let priority else { return }
         let stage = Key.erase(handle)
         if subscriber.priority > priority { setPriority(of: stage, to: subscriber.priority) }
+        extendDeadline(of: stage, to: subscriber.deadline)
         if subscriber.wantsPreviews { enablePreviews(stage) }
     }
 
@@ -156,11 +159,32 @@ struct StageGraph: Sendable {
     ) {
         lastSubscription -= 1
         let id = lastSubscription
-        guard let (priority, previews) = modify(stage, { core -> (ImageRequest.Priority, Bool) in
+        guard let (priority, deadline, previews) = modify(stage, { core -> (ImageRequest.Priority, ContinuousClock.Instant?, Bool) in
             core.phase = .awaiting(Upstream(stage: Key.erase(upstream), subscriber: id))
-            return (core.priority, core.previews.isWanted)
+            return (core.priority, core.deadline, core.previews.isWanted)
         }) else { return }
-        attach(StageSubscriber(priority: priority, isTask: false, wantsPreviews: previews), id: id, receive: receive, to: upstream)
+        attach(
+            StageSubscriber(priority: priority, deadline: deadline, isTask: false, wantsPreviews: previews), id: id, receive: receive,
+            to: upstream)
+    }
+
+    /// A subscriber that waits until `deadline` (nil: without one) makes the stage,
+    /// and those it builds on, work at least as long. A deadline is never shortened:
+    /// a subscriber that leaves early leaves the work bounded by the one it had.
+    private mutating func extendDeadline(of stage: AnyStage, to deadline: ContinuousClock.Instant?) {
+        var next: (AnyStage, ContinuousClock.Instant?)? = (stage, deadline)
+        while let (stage, deadline) = next {
+            next = nil
+            let upstream = modify(stage) { core -> Upstream? in
+                guard let current = core.deadline else { return nil }
+                if let deadline, deadline <= current { return nil }
+                core.deadline = deadline
+                return core.phase.upstream
+            }
+            guard let upstream = upstream ?? nil else { return }
+            _ = modify(upstream.stage) { $0.subscribers[upstream.subscriber]?.deadline = deadline }
+            next = (upstream.stage, deadline)
+        }
     }
 
     /// A stage that wants previews asks the stage it builds on for them, down to the
@@ -264,12 +288,13 @@ struct StageGraph: Sendable {
         from queue: PipelineQueue, into runnable: inout [(work: @Sendable (StageRun) -> Void, run: StageRun)]
     ) {
         while let (stage, work) = withQueue(queue, { $0.next() }) {
-            let found = modify(stage) { core -> (ImageRequest.Priority, Bool) in
+            let found = modify(stage) { core -> (ImageRequest.Priority, ContinuousClock.Instant?, Bool) in
                 core.phase = .running(transfer: nil)
-                return (core.priority, core.previews.isWanted)
+                return (core.priority, core.deadline, core.previews.isWanted)
             }
-            let (priority, previews) = found ?? (.normal, false)
-            runnable.append((work, StageRun(queue: queue, loadingTimeout: loadingTimeout, priority: priority, previews: previews)))
+            let (priority, deadline, previews) = found ?? (.normal, nil, false)
+            let left = deadline.map { max(0, ($0 - .now).seconds) } ?? .infinity
+            runnable.append((work, StageRun(queue: queue, loadingTimeout: left, priority: priority, previews: previews)))
         }
     }
 

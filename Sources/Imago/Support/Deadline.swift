@@ -19,8 +19,7 @@ import Foundation
 func withDeadline<T: Sendable>(
     seconds: Double, url: String, _ body: @escaping @Sendable () async throws(ImagoError) -> T
 ) async -> Result<T, ImagoError> {
-    // Beyond a century the timer's conversion to nanoseconds would overflow.
-    let limited = seconds.isFinite && seconds < 3e9
+    let limited = DeadlineClock.isFinite(seconds)
     let state = Locked<(done: Bool, work: Task<Void, Never>?, timer: Task<Void, Never>?)>((false, nil, nil))
     return await withTaskCancellationHandler {
         await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, ImagoError>, Never>) in
@@ -66,6 +65,12 @@ func withDeadline<T: Sendable>(
 /// action is released at once.
 final class DeadlineClock: Sendable {
     static let shared = DeadlineClock()
+
+    /// Whether `seconds` is a limit the clock keeps: not infinite, and not beyond a
+    /// century, whose conversion to nanoseconds would overflow (no limit, then).
+    static func isFinite(_ seconds: Double) -> Bool {
+        seconds.isFinite && seconds < 3e9
+    }
 
     private struct Entry: Comparable {
         let due: UInt64

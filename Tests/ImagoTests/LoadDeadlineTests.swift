@@ -1,0 +1,95 @@
+import Dispatch
+import Foundation
+import Testing
+@_spi(Internals) @testable import Imago
+import _ImagoTestSupport
+
+/// One deadline per load, from the call that starts it: the wait for a slot, the
+/// transfer and the decode share it, against the real server; loads joining one
+/// transfer each keep their own.
+@Suite(.serialized) struct LoadDeadlineTests {
+    let server = TestServer()
+
+    init() throws {
+        try server.start()
+    }
+
+    /// A PNG decoder that notes the time each decode was given (`options.timeout`):
+    /// what is left of the load's deadline when its decode starts.
+    final class TimedDecoder: ImageDecoding {
+        let given = Locked<[Double?]>([])
+
+        func canDecode(_ data: Data, format: ImageFormat?) -> Bool { format == .png }
+
+        func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            given.withLock { $0.append(options.timeout) }
+            var builtIn = options
+            builtIn.timeout = options.timeout
+            return try ImageDecoders.Registry(decoders: ImageDecoders.Registry.builtIn).decode(data, options: builtIn)
+        }
+    }
+
+    func makeLoader(timeout: Double, concurrentLoads: Int = 2, decoders: ImageDecoders.Registry = .shared) -> ImageLoader {
+        let loader = ImageLoader(
+            configuration: .init(decoders: decoders, retryPolicy: .none, diskCache: nil, recentOriginals: nil, recentFailures: nil),
+            cache: ImageCache())
+        loader.loadingTimeout = timeout
+        loader.concurrentLoads = concurrentLoads
+        return loader
+    }
+
+    /// A load waiting for a slot behind a stalled one runs out of time in the queue:
+    /// it fails with `timedOut` and is never transferred.
+    @Test func theWaitForASlotCountsAgainstTheDeadline() async throws {
+        defer { server.stop() }
+        server.route("/stall.png") { _ in .stall() }
+        server.route("/queued.png", data: pngData(10))
+        let loader = makeLoader(timeout: 30, concurrentLoads: 1)
+        let first = loader.task(with: ImageRequest(url: server.url("/stall.png")))
+        await waitUntil { server.count(for: "/stall.png") == 1 }
+        // Loads started from now on have a second each; the first keeps its slot.
+        loader.loadingTimeout = 1
+        let queued = loader.task(with: ImageRequest(url: server.url("/queued.png")))
+        let result = await withTimeLimit(30) { await queued.value }
+        guard case .failure(.timedOut(_, let seconds))? = result else { Issue.record("\(String(describing: result))"); return }
+        #expect(seconds == 1)
+        #expect(server.count(for: "/queued.png") == 0, "a load out of time was still transferred")
+        first.cancel()
+    }
+
+    /// The decode has what the transfer left of the deadline, not a whole timeout
+    /// of its own.
+    @Test func theDecodeHasWhatTheTransferLeft() async throws {
+        defer { server.stop() }
+        let body = pngData(20)
+        server.route("/slow.png") { _ in
+            usleep(800_000)
+            return .ok(body)
+        }
+        let decoder = TimedDecoder()
+        let loader = makeLoader(timeout: 4, decoders: ImageDecoders.Registry(decoders: [decoder]))
+        _ = try await loader.image(for: server.url("/slow.png"))
+        let given = try #require(decoder.given.withLock { $0.first } ?? nil)
+        #expect(given > 0 && given <= 3.3, "the decode was given \(given) s of a 4 s load whose transfer took 0.8 s")
+    }
+
+    /// Two loads of one URL, the second joining the transfer later: the first fails
+    /// at its own deadline, and the transfer goes on for the second, which gets the
+    /// image within its own.
+    @Test func loadsJoiningATransferKeepTheirOwnDeadlines() async throws {
+        defer { server.stop() }
+        let body = pngData(30)
+        server.route("/joined.png") { _ in
+            usleep(2_600_000)
+            return .ok(body)
+        }
+        let loader = makeLoader(timeout: 2)
+        let early = loader.task(with: ImageRequest(url: server.url("/joined.png")))
+        await waitUntil { server.count(for: "/joined.png") == 1 }
+        try await Task.sleep(for: .milliseconds(1_200))
+        let late = loader.task(with: ImageRequest(url: server.url("/joined.png")))
+        guard case .failure(.timedOut) = await early.value else { Issue.record("the first load did not time out"); return }
+        let image = try await late.response.image
+        #expect(image.bitmap[0, 0].r == 30 && server.count(for: "/joined.png") == 1)
+    }
+}
