@@ -99,9 +99,12 @@ public struct ImageRequest: Sendable {
 extension ImageResponse {
     /// Where a loaded image came from.
     public enum Source: String, Sendable, Codable {
-        /// Memory: the memory cache, or the file of a recent network load
-        /// (`ImageLoader.RecentOriginals`), decoded again.
+        /// The memory cache.
         case memory
+        /// The file of a recent network load, kept by the loader in memory or in a
+        /// temporary file (`ImageLoader.RecentOriginals`): no transfer, but decoded
+        /// again.
+        case recent
         /// The disk cache, without asking the server.
         case disk
         /// The disk cache, after the server said the stored image had not changed (a

@@ -385,7 +385,7 @@ struct LoadSummary: Encodable {
     /// "3 items, 1 failed, 1.2 MB in 4 transfers (1 retry), answered by: 2 network,
     /// 0.31 s".
     var text: String {
-        let tiers = ["memory", "disk", "revalidated", "shared", "network", "local"].compactMap { tier in hits[tier].map { "\($0) \(tier)" } }
+        let tiers = ["memory", "recent", "disk", "revalidated", "shared", "network", "local"].compactMap { tier in hits[tier].map { "\($0) \(tier)" } }
         let retried = retries == 0 ? "" : " (\(retries) \(retries == 1 ? "retry" : "retries"))"
         var text = """
             \(items) items, \(failed) failed, \(formatBytes(Int64(bytes))) in \(transfers) transfers\(retried), \

@@ -113,7 +113,7 @@ import _ImagoTestSupport
         #expect(server.count(for: "/kept.png") == 1)
         #expect(server.count(for: "/no-store.png") == 3)
         let repeated = try await loader.image(for: server.url("/kept.png"))
-        #expect(repeated.source == .memory && repeated.metrics.attempts == 0)
+        #expect(repeated.source == .recent && repeated.metrics.attempts == 0)
     }
 
     @Test func nothingIsRememberedWithoutAMemoryCacheOrWhenTurnedOff() async throws {
@@ -209,9 +209,39 @@ import _ImagoTestSupport
         #expect(failures.count == 1)
     }
 
+    /// A file larger than a memory entry may be is spilled to a temporary file: its
+    /// repeats are answered from it (no transfer, `.recent`), nothing of it is left in
+    /// the temporary directory, and it goes with its entry.
+    @Test func aLargeFileIsSpilledAndAnswersItsRepeats() async throws {
+        let server = TestServer()
+        try server.start()
+        defer { server.stop() }
+        server.route("/large.jpg", data: Self.largePhoto)
+        #expect(Self.largePhoto.count > 64 << 10)
+        let originals = RecentOriginalFiles(byteLimit: 4 << 20, entryByteLimit: 64 << 10)
+        let loader = ImageLoader(
+            configuration: .init(retryPolicy: .none, diskCache: nil, recentOriginals: originals), cache: ImageCache(countLimit: 0))
+        let temporary = FileManager.default.temporaryDirectory.path
+        func spills() -> Int {
+            ((try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []).filter { $0.hasPrefix("imago-original-") }.count
+        }
+        let first = try await loader.image(for: server.url("/large.jpg"))
+        #expect(first.source == .network && originals.spilledCount == 1 && originals.count == 0)
+        for _ in 0..<5 {
+            let repeated = try await loader.image(for: server.url("/large.jpg"))
+            #expect(repeated.source == .recent && repeated.image.bitmap == first.image.bitmap)
+        }
+        #expect(server.count(for: "/large.jpg") == 1)
+        #expect(spills() == 0, "a spilled file was left in the temporary directory")
+        originals.removeAll()
+        #expect(originals.spilledCount == 0 && originals.spilledBytes == 0)
+        _ = try await loader.image(for: server.url("/large.jpg"))
+        #expect(server.count(for: "/large.jpg") == 2)
+    }
+
     @Test func originalsStayWithinTheirBudget() {
         #expect(ImageLoader.RecentOriginals(byteLimit: 100).entryByteLimit == 25)
-        let originals = ImageLoader.RecentOriginals(byteLimit: 100, countLimit: 10, entryByteLimit: 40)
+        let originals = ImageLoader.RecentOriginals(byteLimit: 100, countLimit: 10, entryByteLimit: 40, spillByteLimit: 0)
         let metadata = HTTPCacheMetadata(url: URL(string: "http://a/")!, statusCode: 200, headers: [:], storedAt: Date())
         originals.store(Data(count: 40), metadata: metadata, forKey: "a")
         originals.store(Data(count: 40), metadata: metadata, forKey: "b")
@@ -220,7 +250,7 @@ import _ImagoTestSupport
         #expect(originals.totalBytes == 80)
         #expect(originals.data(forKey: "b") == nil)  // the least recently used went
         #expect(originals.data(forKey: "a")?.count == 40)
-        originals.store(Data(count: 41), metadata: metadata, forKey: "d")  // over the entry's limit: not kept
+        originals.store(Data(count: 41), metadata: metadata, forKey: "d")  // over the entry's limit, no spilling: not kept
         #expect(originals.data(forKey: "d") == nil)
         originals.store(Data(count: 10), metadata: nil, forKey: "a")  // no HTTP answer to go by: not kept
         #expect(originals.data(forKey: "a") == nil)

@@ -85,7 +85,7 @@ struct OriginalDataStage: Sendable {
         guard let entry = configuration.recentOriginals?.entry(forKey: key) else { return nil }
         var metrics = ImageResponse.Metrics()
         metrics.bytes = entry.data.count
-        return .success(OriginalData(bytes: .loaded(entry.data), source: .memory, metrics: metrics, httpMetadata: entry.metadata))
+        return .success(OriginalData(bytes: .loaded(entry.data), source: .recent, metrics: metrics, httpMetadata: entry.metadata))
     }
 
     /// Keeps the bytes of a whole network load, or a failure that would come again,
