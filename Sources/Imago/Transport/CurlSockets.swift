@@ -27,11 +27,13 @@ final class CurlSockets {
     private(set) var held = 0
 
     /// A new socket, or nil with `errno` set: `EMFILE` when it would leave fewer than
-    /// `reserve` descriptors free.
+    /// `reserve` descriptors free, or, for the loader's only socket, fewer than one
+    /// (libdispatch's): a process with few descriptors then loads through one
+    /// connection, slowly, rather than failing every load while a few are free.
     func openSocket(family: Int32, type: Int32, protocol: Int32) -> Int32? {
         let descriptor = socket(family, type, `protocol`)
         guard descriptor >= 0 else { return nil }
-        guard Self.canOpen(Self.reserve) else {
+        guard Self.canOpen(held == 0 ? 1 : Self.reserve) else {
             close(descriptor)
             errno = EMFILE
             return nil
