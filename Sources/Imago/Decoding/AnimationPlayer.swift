@@ -25,7 +25,7 @@ public final class AnimationPlayer: @unchecked Sendable {
     private let animation: DecodedImage.AnimatedFrames?
     private let queue: DispatchQueue
     // Everything below is guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var buffer: [Int: DecodedImage.Frame] = [:]
     private var wanted = 0
     private var cursor: DecodedImage.AnimatedFrames.Iterator?

@@ -44,6 +44,8 @@ final class Lock: @unchecked Sendable {
 }
 
 /// A value only reachable with its lock held: the shape of `Mutex`, on ``Lock``.
+///
+/// `@unchecked Sendable`: the value is only reached through `withLock`.
 package final class Locked<Value: Sendable>: @unchecked Sendable {
     private let lock = Lock()
     private var value: Value

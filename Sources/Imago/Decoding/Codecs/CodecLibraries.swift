@@ -12,6 +12,9 @@ import Glibc
 /// though most never meet an AVIF or a HEIC. They are opened here instead, the first
 /// time such an image is decoded, and a machine without them fails those formats
 /// alone, with a typed error.
+///
+/// `@unchecked Sendable`: the handle is never closed and only read (`dlsym` is
+/// thread-safe), so any thread may look a symbol up in it.
 final class SharedLibrary: @unchecked Sendable {
     // The handle is never closed: the functions looked up in it live as long as the process.
     private let handle: UnsafeMutableRawPointer
@@ -45,6 +48,9 @@ final class SharedLibrary: @unchecked Sendable {
 }
 
 /// The libheif functions the HEIF decoder calls, looked up once.
+///
+/// `@unchecked Sendable`: C function pointers, fixed once looked up, which libheif
+/// lets any thread call (each decode has its own context).
 struct LibHEIF: @unchecked Sendable {
     let initialize: @convention(c) (UnsafeMutablePointer<heif_init_params>?) -> heif_error
     let contextAlloc: @convention(c) () -> OpaquePointer?
@@ -103,6 +109,9 @@ struct LibHEIF: @unchecked Sendable {
 }
 
 /// The libavif functions the AVIF decoder calls, looked up once.
+///
+/// `@unchecked Sendable`: C function pointers, fixed once looked up, which libavif
+/// lets any thread call (each decode has its own decoder).
 struct LibAVIF: @unchecked Sendable {
     let decoderCreate: @convention(c) () -> UnsafeMutablePointer<avifDecoder>?
     let decoderDestroy: @convention(c) (UnsafeMutablePointer<avifDecoder>?) -> Void

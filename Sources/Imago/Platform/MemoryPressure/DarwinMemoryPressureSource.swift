@@ -13,7 +13,7 @@ final class SystemMemoryPressureSource: MemoryPressureSource, @unchecked Sendabl
     private static let memoryWarning = Notification.Name("UIApplicationDidReceiveMemoryWarningNotification")
     private static let mechanism = MemoryPressureMechanism(name: "dispatch-memory-pressure")
 
-    private let lock = NSLock()
+    private let lock = Lock()
     private var sources: [any DispatchSourceMemoryPressure] = []
     private var observer: (any NSObjectProtocol)?
 
@@ -22,8 +22,11 @@ final class SystemMemoryPressureSource: MemoryPressureSource, @unchecked Sendabl
 
     /// Listens to the dispatch source and, with UIKit, the memory warning.
     func start(_ handler: @escaping @Sendable (MemoryPressureMonitor.Level) -> Void) -> MemoryPressureMechanism? {
-        lock.lock()
-        defer { lock.unlock() }
+        lock.withLock { startWatching(handler) }
+    }
+
+    /// `start`, with the lock held.
+    private func startWatching(_ handler: @escaping @Sendable (MemoryPressureMonitor.Level) -> Void) -> MemoryPressureMechanism? {
         guard sources.isEmpty else { return Self.mechanism }
         // One dispatch source per level, so the handler needs no access to the
         // source to learn which level fired.
@@ -44,12 +47,12 @@ final class SystemMemoryPressureSource: MemoryPressureSource, @unchecked Sendabl
 
     /// Cancels the dispatch sources and the observer.
     func stop() {
-        lock.lock()
-        defer { lock.unlock() }
-        for source in sources { source.cancel() }
-        sources = []
-        if let observer { NotificationCenter.default.removeObserver(observer) }
-        observer = nil
+        lock.withLock {
+            for source in sources { source.cancel() }
+            sources = []
+            if let observer { NotificationCenter.default.removeObserver(observer) }
+            observer = nil
+        }
     }
 }
 
