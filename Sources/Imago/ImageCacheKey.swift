@@ -64,18 +64,19 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible, Expres
         return text
     }
 
-    /// The disk tier's name for the processed image: each part length-prefixed, so
+    /// The record name of the processed image in the disk and shared tiers: each part
+    /// length-prefixed, so
     /// that the string maps back to exactly one key, and apart from the originals'
-    /// names (`originalDiskKey`), which start with another letter.
-    var variantDiskKey: String {
+    /// names (`originalRecordName`), which start with another letter.
+    var variantRecordName: String {
         var name = "v" + Self.field(imageKey) + Self.field(targetSize?.description ?? "")
         name += "\(processing.count):"
         for identifier in processing { name += Self.field(identifier) }
         return name
     }
 
-    /// The disk tier's name for the original bytes of `imageKey`.
-    static func originalDiskKey(_ imageKey: String) -> String { "o" + field(imageKey) }
+    /// The record name of the original bytes of `imageKey` in the disk and shared tiers.
+    static func originalRecordName(_ imageKey: String) -> String { "o" + field(imageKey) }
 
     private static func field(_ text: String) -> String { "\(text.utf8.count):" + text }
 }

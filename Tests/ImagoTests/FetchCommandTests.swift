@@ -116,7 +116,7 @@ import _ImagoTestSupport
         #expect(first.status == 0 && second.status == 0)
         #expect(second.stdout.contains("\"source\":\"disk\""), "\(second.stdout)")
         #expect(server.requests(for: "/swr.png").last?.header("If-None-Match") == "\"v1\"")
-        let record = try #require(DiskCache(directory: directory).record(forKey: ImageCacheKey.originalDiskKey(url)))
+        let record = try #require(DiskCache(directory: directory).record(forKey: ImageCacheKey.originalRecordName(url)))
         #expect(try ImageDecoders.Registry.shared.decode(record.data).bitmap[0, 0].r == 20)
     }
 

@@ -99,7 +99,7 @@ import _ImagoTestSupport
         let (first, disk) = makeLoader()
         _ = try await load(first, "/photo.png").get()
         await disk.flush()
-        let key = ImageCacheKey.originalDiskKey(server.url("/photo.png").absoluteString)
+        let key = ImageCacheKey.originalRecordName(server.url("/photo.png").absoluteString)
         let record = try #require(disk.record(forKey: key))
         let damage = { disk.store(Data("not an image any more".utf8), metadata: record.metadata, forKey: key) }
         damage()
@@ -214,7 +214,7 @@ import _ImagoTestSupport
             return
         }
         await disk.flush()
-        #expect(disk.record(forKey: ImageCacheKey.originalDiskKey(server.url("/deleted.png").absoluteString)) == nil)
+        #expect(disk.record(forKey: ImageCacheKey.originalRecordName(server.url("/deleted.png").absoluteString)) == nil)
     }
 
     /// Bytes that do not decode, or decode only in part (a file cut short whose
@@ -331,7 +331,7 @@ import _ImagoTestSupport
         let (first, disk) = makeLoader()
         _ = try await load(first, "/photo.png").get()
         await disk.flush()
-        let file = disk.fileURL(forKey: ImageCacheKey.originalDiskKey(server.url("/photo.png").absoluteString))
+        let file = disk.fileURL(forKey: ImageCacheKey.originalRecordName(server.url("/photo.png").absoluteString))
         var bytes = try Data(contentsOf: file)
         bytes[bytes.count - 20] ^= 0xFF
         try bytes.write(to: file)
@@ -397,7 +397,7 @@ import _ImagoTestSupport
         // The original and the thumbnail, the latter in the compact lossless form.
         #expect(disk.statistics.count == 2)
         let key = ImageCacheKey(imageKey: server.url("/photo.jpg").absoluteString, targetSize: .thumbnail(64))
-        let record = try #require(disk.record(forKey: key.variantDiskKey))
+        let record = try #require(disk.record(forKey: key.variantRecordName))
         #expect(VariantCodec.isVariant(record.data) && record.data.count < cold.image.bitmap.cost * 3 / 4)
 
         let (second, _) = makeLoader(policy: .both)

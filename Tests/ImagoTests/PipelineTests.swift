@@ -89,8 +89,8 @@ import _ImagoTestSupport
             ImageCacheKey(imageKey: "", processing: ["a"]),
         ]
         #expect(Set(keys).count == keys.count)
-        let variants = Set(keys.map(\.variantDiskKey))
-        let originals = Set(keys.map { ImageCacheKey.originalDiskKey($0.imageKey) })
+        let variants = Set(keys.map(\.variantRecordName))
+        let originals = Set(keys.map { ImageCacheKey.originalRecordName($0.imageKey) })
         #expect(variants.count == keys.count)
         #expect(originals.count == Set(keys.map(\.imageKey)).count)
         #expect(variants.isDisjoint(with: originals))

@@ -80,7 +80,7 @@ import Glibc
         let ours = try tier([server.url], namespace: "fleet-a")
         let theirs = try tier([server.url], namespace: "fleet-b")
         // Names as the pipeline gives them: the disk tier's, which hold the image key.
-        let x = ImageCacheKey.originalDiskKey("http://h/x.jpg"), y = ImageCacheKey.originalDiskKey("http://h/y.jpg")
+        let x = ImageCacheKey.originalRecordName("http://h/x.jpg"), y = ImageCacheKey.originalRecordName("http://h/y.jpg")
         theirs.store(body(3), metadata: Self.metadata, named: x, imageKey: "http://h/x.jpg", lifetime: 60)
         ours.store(body(4), metadata: Self.metadata, named: y, imageKey: "http://h/y.jpg", lifetime: 60)
         #expect(theirs.writesEnded(within: 60) && ours.writesEnded(within: 60))

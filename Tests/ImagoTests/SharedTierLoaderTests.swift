@@ -66,7 +66,7 @@ import _ImagoTestSupport
         let (first, firstShared) = try machine("a")
         _ = try await load(first).get()
         #expect(firstShared.writesEnded(within: 60))
-        let key = firstShared.valueKey(ImageCacheKey.originalDiskKey(server.url("/photo.png").absoluteString), imageKey: server.url("/photo.png").absoluteString)
+        let key = firstShared.valueKey(ImageCacheKey.originalRecordName(server.url("/photo.png").absoluteString), imageKey: server.url("/photo.png").absoluteString)
         try redis.run(redisCommand("SETRANGE", key, "100", "damage"))
 
         let (second, secondShared) = try machine("b")
@@ -144,7 +144,7 @@ import _ImagoTestSupport
             return
         }
         #expect(thirdShared.writesEnded(within: 60))
-        let key = thirdShared.valueKey(ImageCacheKey.originalDiskKey(url.absoluteString), imageKey: url.absoluteString)
+        let key = thirdShared.valueKey(ImageCacheKey.originalRecordName(url.absoluteString), imageKey: url.absoluteString)
         #expect(try redis.run(redisCommand("EXISTS", key)).integer == 0)
     }
 }

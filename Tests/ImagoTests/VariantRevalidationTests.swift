@@ -64,7 +64,7 @@ import _ImagoTestSupport
         await disk.flush()
         // The stored original now holds another picture, with the same validators:
         // a thumbnail made again from it would show it.
-        let key = ImageCacheKey.originalDiskKey(server.url("/photo.jpg").absoluteString)
+        let key = ImageCacheKey.originalRecordName(server.url("/photo.jpg").absoluteString)
         let record = try #require(disk.record(forKey: key))
         disk.store(Self.plain(7), metadata: record.metadata, forKey: key)
         await disk.flush()
@@ -91,7 +91,7 @@ import _ImagoTestSupport
         let cold = try await load(first, "/crop.png", target: .thumbnail(60), processors: crop)
         #expect(cold.image.width == 30 && cold.image.height == 20)
         await disk.flush()
-        let key = ImageRequest(url: server.url("/crop.png"), targetSize: .thumbnail(60), processors: crop).cacheKey.variantDiskKey
+        let key = ImageRequest(url: server.url("/crop.png"), targetSize: .thumbnail(60), processors: crop).cacheKey.variantRecordName
         let record = try #require(disk.record(forKey: key))
         // The stored crop now holds another grey: made again, it would read 50.
         let other = VariantCodec.encode(DecodedImage(bitmap: Bitmap(width: 30, height: 20, pixels: (0..<2400).map { $0 % 4 == 3 ? 255 : 9 }), format: .png))

@@ -2,8 +2,8 @@ import Foundation
 
 /// Where one record is kept in an HTTP cache tier.
 struct HTTPCacheKey: Sendable, Hashable {
-    /// The record's name: an original's (`ImageCacheKey.originalDiskKey`) or a
-    /// variant's (`ImageCacheKey.variantDiskKey`).
+    /// The record's name: an original's (`ImageCacheKey.originalRecordName`) or a
+    /// variant's (`ImageCacheKey.variantRecordName`).
     let name: String
     /// The image key of the image the record is of: a tier shared by a fleet keeps an
     /// image's records, and its lease, together (one Redis Cluster slot).
@@ -11,12 +11,12 @@ struct HTTPCacheKey: Sendable, Hashable {
 
     /// The record of the original bytes of `imageKey`'s image.
     static func original(_ imageKey: String) -> HTTPCacheKey {
-        HTTPCacheKey(name: ImageCacheKey.originalDiskKey(imageKey), imageKey: imageKey)
+        HTTPCacheKey(name: ImageCacheKey.originalRecordName(imageKey), imageKey: imageKey)
     }
 
     /// The record of the sized or processed variant named by `key`.
     static func variant(_ key: ImageCacheKey) -> HTTPCacheKey {
-        HTTPCacheKey(name: key.variantDiskKey, imageKey: key.imageKey)
+        HTTPCacheKey(name: key.variantRecordName, imageKey: key.imageKey)
     }
 }
 
