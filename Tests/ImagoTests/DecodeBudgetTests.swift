@@ -60,7 +60,8 @@ import _ImagoTestSupport
         }
     }
 
-    /// With the scan limit lifted, the same files are stopped by the decode's time
+    /// With the scan limit (and the memory budget, which an 8192² thumbnail's
+    /// coefficients exceed) lifted, the same files are stopped by the decode's time
     /// limit in the middle of libjpeg's work, full size and as a thumbnail.
     @Test(arguments: sizes.indices)
     func theTimeLimitStopsLibjpegInTheMiddle(_ index: Int) throws {
@@ -69,6 +70,7 @@ import _ImagoTestSupport
         var options = DecodingOptions()
         options.targetSize = thumbnail.map { .thumbnail($0) }
         options.maximumScanCount = .max
+        options.memoryBudget = .max
         options.timeout = 0.25
         let elapsed = threadCPUTime {
             #expect(throws: ImagoError.decodingTimedOut(format: .jpeg, seconds: 0.25)) {
