@@ -74,12 +74,14 @@ public struct DecodingOptions: Sendable, Hashable {
     /// The budget a decode runs with: `memoryBudget` when set; otherwise, for a
     /// target size, `defaultThumbnailMemoryBudget`, and for the full size the
     /// largest image the pixel limit allows (4 bytes a pixel) and as much again, for
-    /// the codec's work and a turn by the orientation.
+    /// the codec's work and a turn by the orientation, or 256 MiB when the limit is
+    /// lower (1 GiB with the default limit: an animation on the largest canvas, whose
+    /// codec keeps two canvases, is refused at full size).
     public var effectiveMemoryBudget: Int {
         if let memoryBudget { return memoryBudget }
         if targetSize != nil { return Self.defaultThumbnailMemoryBudget }
         let (bytes, overflow) = maximumPixelCount.multipliedReportingOverflow(by: 8)
-        return overflow ? Int.max : bytes
+        return overflow ? Int.max : max(bytes, 256 << 20)
     }
 
     /// Throws `overMemoryBudget` unless `bytes` is within `effectiveMemoryBudget`.
