@@ -141,6 +141,22 @@ int imago_jpeg_read_header(imago_jpeg *jpeg, imago_jpeg_info *info) {
     return 0;
 }
 
+size_t imago_jpeg_coefficient_bytes(const imago_jpeg *jpeg) {
+    const struct jpeg_decompress_struct *c = &jpeg->cinfo;
+    size_t bytes = 0;
+    // As jdcoefct.c sizes its whole-image arrays: each component's blocks, rounded up
+    // to whole iMCU rows and columns, 64 coefficients of 2 bytes each.
+    for (int ci = 0; ci < c->num_components; ci++) {
+        const jpeg_component_info *component = &c->comp_info[ci];
+        size_t columns = component->width_in_blocks, rows = component->height_in_blocks;
+        size_t h = (size_t)component->h_samp_factor, v = (size_t)component->v_samp_factor;
+        if (h > 0) columns = (columns + h - 1) / h * h;
+        if (v > 0) rows = (rows + v - 1) / v * v;
+        bytes += columns * rows * sizeof(JBLOCK);
+    }
+    return bytes;
+}
+
 int imago_jpeg_start(imago_jpeg *jpeg, int scale_denom, uint32_t *width, uint32_t *height) {
     if (setjmp(jpeg->jump)) return -1;
     struct jpeg_decompress_struct *c = &jpeg->cinfo;

@@ -130,12 +130,18 @@ typedef struct {
     // Rows land in `rows`, or go one by one to `sink` (a non-interlaced image only).
     png_bytepp rows;
     imago_png_row_sink sink;
+    // Or, for an interlaced image read pass by pass, to `pass_sink`.
+    imago_png_pass_sink pass_sink;
     void *context;
+    png_uint_32 width;
     png_uint_32 height;
     int rows_seen;
     int complete;
     int ended;
     int interlaced;
+    // The last pass with pixels, and its rows: after them the image is whole.
+    int last_pass;
+    png_uint_32 last_pass_rows;
 } imago_png_push;
 
 static void imago_png_push_info(png_structp png, png_infop info) {
@@ -149,7 +155,10 @@ static void imago_png_push_info(png_structp png, png_infop info) {
     // Files without gAMA (or with sRGB) are left as they are; a gAMA other than
     // sRGB's is converted, as browsers do.
     png_set_gamma(png, PNG_DEFAULT_sRGB, PNG_DEFAULT_sRGB);
-    png_set_interlace_handling(png);
+    imago_png_push *push = (imago_png_push *)png_get_progressive_ptr(png);
+    // Without interlace handling the push reader hands each pass's rows as they are
+    // stored: the pass's own pixels, packed.
+    if (push->pass_sink == NULL) png_set_interlace_handling(png);
     png_read_update_info(png, info);
     if (png_get_rowbytes(png, info) != (size_t)png_get_image_width(png, info) * 4) {
         imago_png *reader = (imago_png *)png_get_error_ptr(png);
@@ -165,7 +174,25 @@ static void imago_png_push_row(png_structp png, png_bytep row, png_uint_32 numbe
         push->reader->message_is_own = 1;
         png_error(png, "the decode took longer than allowed");
     }
-    if (row == NULL || number >= push->height) return;
+    if (row == NULL) return;
+    if (push->pass_sink != NULL) {
+        static const int ystart[7] = {0, 0, 4, 0, 2, 0, 1}, yinc[7] = {8, 8, 8, 4, 4, 2, 2};
+        static const int xstart[7] = {0, 4, 0, 2, 0, 1, 0}, xinc[7] = {8, 8, 4, 4, 2, 2, 1};
+        if (pass < 0 || pass > 6) return;
+        png_uint_32 y = number, first = 0, step = 1, count = push->width;
+        if (push->interlaced) {
+            y = ystart[pass] + number * yinc[pass];
+            first = xstart[pass];
+            step = xinc[pass];
+            count = push->width > first ? (push->width - first + step - 1) / step : 0;
+        }
+        if (y >= push->height) return;
+        push->pass_sink(push->context, row, y, first, step, count);
+        push->rows_seen = 1;
+        if (pass == push->last_pass && number + 1 == push->last_pass_rows) push->complete = 1;
+        return;
+    }
+    if (number >= push->height) return;
     if (push->sink != NULL) {
         push->sink(push->context, row, number);
     } else {
@@ -197,6 +224,7 @@ static int imago_png_run(imago_png *reader, imago_png_push *push, int *partial) 
     *partial = IMAGO_PNG_WHOLE;
     push->reader = reader;
     push->height = png_get_image_height(reader->png, reader->info);
+    push->width = png_get_image_width(reader->png, reader->info);
     push->interlaced = png_get_interlace_type(reader->png, reader->info) != PNG_INTERLACE_NONE;
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, reader, imago_png_error, imago_png_warning);
     png_infop info = png != NULL ? png_create_info_struct(png) : NULL;
@@ -245,6 +273,26 @@ int imago_png_read_pixels(imago_png *reader, uint8_t *pixels, size_t stride, int
     }
     for (png_uint_32 y = 0; y < height; y++) reader->rows[y] = pixels + (size_t)y * stride;
     imago_png_push push = { .rows = reader->rows };
+    return imago_png_run(reader, &push, partial);
+}
+
+int imago_png_read_passes(imago_png *reader, imago_png_pass_sink sink, void *context, int *partial) {
+    static const int ystart[7] = {0, 0, 4, 0, 2, 0, 1}, yinc[7] = {8, 8, 8, 4, 4, 2, 2};
+    static const int xstart[7] = {0, 4, 0, 2, 0, 1, 0};
+    png_uint_32 width = png_get_image_width(reader->png, reader->info);
+    png_uint_32 height = png_get_image_height(reader->png, reader->info);
+    imago_png_push push = { .pass_sink = sink, .context = context, .last_pass = -1 };
+    if (png_get_interlace_type(reader->png, reader->info) == PNG_INTERLACE_NONE) {
+        push.last_pass = 0;
+        push.last_pass_rows = height;
+    } else {
+        for (int pass = 6; pass >= 0; pass--) {
+            if (width <= (png_uint_32)xstart[pass] || height <= (png_uint_32)ystart[pass]) continue;
+            push.last_pass = pass;
+            push.last_pass_rows = (height - ystart[pass] + yinc[pass] - 1) / yinc[pass];
+            break;
+        }
+    }
     return imago_png_run(reader, &push, partial);
 }
 

@@ -19,6 +19,15 @@ public struct DecodingOptions: Sendable, Hashable {
     /// so a small file of thousands of empty scans would hold a core for minutes.
     package static let defaultMaximumScanCount = 200
 
+    /// The default memory budget of a decode to a target size (a thumbnail): 64 MiB.
+    ///
+    /// A thumbnail's own pixels are small; what a decode can hold besides them is the
+    /// codec's: libjpeg's coefficients of a progressive JPEG (2 bytes a sample,
+    /// whatever the scale it outputs), a TIFF strip, a canvas. 64 MiB takes a
+    /// progressive 4:2:0 photo of 21 megapixels and keeps a page of eight thumbnails
+    /// decoding at once well under a gigabyte.
+    public static let defaultThumbnailMemoryBudget = 64 << 20
+
     /// The most pixels one image (an animation's canvas) may have; checked from the
     /// header before any pixel buffer exists.
     public var maximumPixelCount: Int
@@ -34,6 +43,15 @@ public struct DecodingOptions: Sendable, Hashable {
     /// `decodingTimedOut` in about this time rather than holding a core. A loader
     /// sets it to its `loadingTimeout`.
     public var timeout: Double?
+    /// The most bytes one decode may hold at once, its output included (pixel
+    /// buffers, the codec's own buffers, a canvas); nil (the default) for
+    /// `effectiveMemoryBudget`'s figure. Each decoder counts what its way through
+    /// the file needs from the header, before any pixel buffer exists, takes a
+    /// smaller way where there is one (rows streamed into a thumbnail, an interlaced
+    /// image's passes summed at the thumbnail's scale) and throws `overMemoryBudget`
+    /// when none fits, so a small file claiming a large image fails rather than
+    /// taking the process's memory.
+    public var memoryBudget: Int?
     /// Turn photos upright according to their EXIF orientation (the default).
     public var appliesOrientation: Bool
     /// Decode to this size (orientation is applied first) instead of the full size;
@@ -51,6 +69,27 @@ public struct DecodingOptions: Sendable, Hashable {
         self.maximumFrameCount = maximumFrameCount
         self.maximumScanCount = Self.defaultMaximumScanCount
         self.appliesOrientation = appliesOrientation
+    }
+
+    /// The budget a decode runs with: `memoryBudget` when set; otherwise, for a
+    /// target size, `defaultThumbnailMemoryBudget`, and for the full size the
+    /// largest image the pixel limit allows (4 bytes a pixel) and as much again, for
+    /// the codec's work and a turn by the orientation, or 256 MiB when the limit is
+    /// lower (1 GiB with the default limit: an animation on the largest canvas, whose
+    /// codec keeps two canvases, is refused at full size).
+    public var effectiveMemoryBudget: Int {
+        if let memoryBudget { return memoryBudget }
+        if targetSize != nil { return Self.defaultThumbnailMemoryBudget }
+        let (bytes, overflow) = maximumPixelCount.multipliedReportingOverflow(by: 8)
+        return overflow ? Int.max : max(bytes, 256 << 20)
+    }
+
+    /// Throws `overMemoryBudget` unless `bytes` is within `effectiveMemoryBudget`.
+    /// Decoders call this with what their way through the file would hold at once,
+    /// before allocating.
+    public func checkMemory(_ bytes: Int, format: ImageFormat) throws(ImagoError) {
+        let budget = effectiveMemoryBudget
+        if bytes > budget { throw .overMemoryBudget(format: format, bytes: bytes, budget: budget) }
     }
 
     /// Throws `imageTooLarge` unless `width × height` is within the pixel limit, and

@@ -35,6 +35,10 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
     /// The JPEG has more scans than allowed (`DecodingOptions.maximumScanCount`);
     /// refused from a count of its scan headers, before any scan was decoded.
     case tooManyScans(count: Int, limit: Int)
+    /// Decoding the image would hold more memory than allowed
+    /// (`DecodingOptions.memoryBudget`): `bytes` is what the decode would need at
+    /// once, counted from the header before any pixel buffer was allocated.
+    case overMemoryBudget(format: ImageFormat, bytes: Int, budget: Int)
     /// The decode took longer than allowed (`DecodingOptions.timeout`, a loader's
     /// `loadingTimeout`) and was stopped where it stood.
     case decodingTimedOut(format: ImageFormat, seconds: Double)
@@ -148,6 +152,8 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
             return "the animation has too many frames to decode: \(count) exceeds the limit of \(limit)"
         case .tooManyScans(let count, let limit):
             return "the JPEG has too many scans to decode: \(count) exceeds the limit of \(limit)"
+        case .overMemoryBudget(let format, let bytes, let budget):
+            return "\(format.name) decoding would need \(Self.mebibytes(bytes)) of memory, over the decode's budget of \(Self.mebibytes(budget))"
         case .decodingTimedOut(let format, let seconds):
             return "\(format.name) decoding stopped: not done within \(seconds.formatted()) s"
         case .encodingFailed(let format, let reason, let codec):
@@ -185,6 +191,12 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
         default:
             self
         }
+    }
+
+    /// A byte count in MiB, with one decimal below 10 ("3.5 MiB", "805 MiB").
+    private static func mebibytes(_ bytes: Int) -> String {
+        let value = Double(bytes) / 1_048_576
+        return value < 10 ? "\((value * 10).rounded() / 10) MiB" : "\(Int(value.rounded())) MiB"
     }
 
     /// "url: " before a sentence, a data URL cut after its media type (its bytes are

@@ -6,7 +6,7 @@ import ImagoCommandLine
 /// what each holds; optionally writes the decoded image out again.
 let decodeCommand = Command(
     name: "decode",
-    synopsis: "FILE... [--thumbnail PX] [--out PATH | --out-dir DIR] [--json]",
+    synopsis: "FILE... [--thumbnail PX] [--memory-budget MIB] [--out PATH | --out-dir DIR] [--json]",
     summary: """
         Decode image files (JPEG, PNG, GIF, WebP, BMP, ICO, TIFF, AVIF, HEIC; the format is read from the bytes) and \
         print format, size, frames and orientation. A file that fails gets one line on \
@@ -18,6 +18,7 @@ let decodeCommand = Command(
         .value("--out-dir", "DIR", "write each decoded image to DIR/NAME.png"),
         .value("--quality", "Q", "JPEG or WebP quality for --out, 1 to 100 (defaults: JPEG 85, WebP 80)"),
         .value("--max-pixels", "N", "refuse images of more than N pixels (default \(DecodingOptions.defaultMaximumPixelCount))"),
+        .value("--memory-budget", "MIB", "refuse files whose decode would hold more than MIB mebibytes (default \(DecodingOptions.defaultThumbnailMemoryBudget >> 20) for a thumbnail, 8 bytes a pixel of the pixel limit at full size)"),
         .flag("--json", "print one JSON record per file, then a summary record"),
     ],
     run: runDecode)
@@ -86,6 +87,7 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
         if let outDir { writer = try ImageOutput(for: (outDir as NSString).appendingPathComponent("image.png"), quality: nil) }
         if let limit = try arguments.integer("--max-pixels", in: 1...Int.max) { options.maximumPixelCount = limit }
         if let pixels = try arguments.integer("--thumbnail", in: 1...100_000) { options.targetSize = .thumbnail(pixels) }
+        if let mebibytes = try arguments.integer("--memory-budget", in: 1...(1 << 30)) { options.memoryBudget = mebibytes << 20 }
     } catch {
         Output.error(error.message)
         return ExitStatus.usage

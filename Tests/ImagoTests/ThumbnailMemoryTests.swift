@@ -173,7 +173,7 @@ private let underSanitizer = ProcessInfo.processInfo.environment["IMAGO_SANITIZE
     /// frames, their rows in order, go through the resampler to their scaled
     /// rectangles: transparent pixels, a frame cleared and one restored after it
     /// shows. Against the full-size composite fitted, all but the frame edges within
-    /// a level; an interlaced frame keeps the whole canvas, exactly.
+    /// a level; an interlaced frame's rows are summed into its average as they come.
     @Test(arguments: [false, true])
     func aLargeScreenGIFIsCompositedAtTheThumbnailsScale(_ interlaced: Bool) async throws {
         let side = 2400, frameSide = 700
@@ -181,11 +181,7 @@ private let underSanitizer = ProcessInfo.processInfo.environment["IMAGO_SANITIZE
         let pairs = try await offThePool { try Self.largeScreenGIFFrames(side: side, frameSide: frameSide, interlaced: interlaced) }
         #expect(pairs.count == 4)
         for (index, (frame, expected)) in pairs.enumerated() {
-            if interlaced {
-                #expect(frame == expected, "frame \(index)")
-            } else {
-                #expect(Self.closeFraction(frame, expected) > 0.95, "frame \(index)")
-            }
+            #expect(Self.closeFraction(frame, expected) > 0.95, "frame \(index)")
         }
     }
 

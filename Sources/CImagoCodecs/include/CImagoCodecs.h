@@ -63,6 +63,12 @@ int imago_jpeg_timed_out(const imago_jpeg *jpeg);
 /// Reads the markers up to the first scan: size, colour space and EXIF, no pixels.
 int imago_jpeg_read_header(imago_jpeg *jpeg, imago_jpeg_info *info);
 
+/// The bytes of DCT coefficients libjpeg keeps for the whole image when it must
+/// buffer them (a progressive file, or a sequential one in several scans): 128 a
+/// block of every component, whatever the scale of the output. Valid after the
+/// header is read.
+size_t imago_jpeg_coefficient_bytes(const imago_jpeg *jpeg);
+
 /// Starts decompression scaled by 1/`scale_denom` (1, 2, 4 or 8), producing RGBA, or
 /// raw CMYK for CMYK and YCCK data (4 bytes a pixel either way). Reports the output
 /// size, which can be rounded up from the exact fraction.
@@ -134,6 +140,19 @@ typedef void (*imago_png_row_sink)(void *context, const uint8_t *row, uint32_t n
 /// data does not hold are never handed; `*partial` as for `imago_png_read_pixels`.
 /// An interlaced image is refused (its rows come in seven passes).
 int imago_png_read_rows(imago_png *png, imago_png_row_sink sink, void *context, int *partial);
+
+/// Receives the pixels of one row of one pass: `count` pixels of 8-bit RGBA with
+/// straight alpha, converted as `imago_png_read_pixels` converts them, packed; pixel
+/// k is column `first + k * step` of image row `y`. Valid only during the call.
+typedef void (*imago_png_pass_sink)(void *context, const uint8_t *pixels, uint32_t y, uint32_t first,
+                                    uint32_t step, uint32_t count);
+
+/// Decodes an image pass by pass (Adam7's seven, or the one pass of a non-interlaced
+/// image), handing each pass's rows to `sink` as they are decoded instead of
+/// reassembling the image: memory for one row, whatever the size. Every pixel is
+/// handed exactly once; pixels the data does not hold are never handed. `*partial`
+/// as for `imago_png_read_pixels`.
+int imago_png_read_passes(imago_png *png, imago_png_pass_sink sink, void *context, int *partial);
 
 /// Stops the decode with an error once `deadline` (as for `imago_deadline_passed`)
 /// has come, checked at every row; `imago_png_timed_out` then says so.

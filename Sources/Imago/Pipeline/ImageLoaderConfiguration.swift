@@ -16,6 +16,10 @@ public struct ImageLoaderConfiguration: Sendable {
     public var retryPolicy: RetryPolicy
     /// The largest image decoded (pixels; an animation's canvas counts once).
     public var maximumPixelCount: Int
+    /// The most bytes one decode may hold (`DecodingOptions.memoryBudget`); nil (the
+    /// default) for the decoders' own figure, 64 MiB for a thumbnail. A page of
+    /// thumbnails decodes several files at once, each within it.
+    public var decodeMemoryBudget: Int?
     /// Headers added to every request that has none of the name (authorization,
     /// say); the HTTP loader's own `HTTPLoaderConfiguration.httpAdditionalHeaders`
     /// go beneath these.

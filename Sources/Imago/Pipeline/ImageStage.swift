@@ -383,11 +383,12 @@ extension Pipeline {
     }
 
     /// The options a decode of an original runs with: the size wanted, the pixel
-    /// limit, and the load's timeout as the decode's own (a file made to be slow to
+    /// limit, the memory budget, and the load's timeout as the decode's own (a file made to be slow to
     /// decode must not hold a core past the time its transfer was allowed).
     func decodingOptions(targetSize: TargetSize?, timeout: Double) -> DecodingOptions {
         var options = DecodingOptions(targetSize: targetSize, maximumPixelCount: configuration.maximumPixelCount)
         options.timeout = timeout
+        options.memoryBudget = configuration.decodeMemoryBudget
         return options
     }
 }

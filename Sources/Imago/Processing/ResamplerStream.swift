@@ -42,6 +42,9 @@ extension Resampler {
         private var paired: [SIMD8<Int16>]
         /// Intermediate rows written so far.
         private var filtered = 0
+        /// The sums of the average's rows for pixels given out of order (`scatter`),
+        /// made at the first.
+        private var grid: [UInt32] = []
 
         /// A stream making `width` × `height` from `region` of a source of
         /// `sourceWidth` × `sourceHeight`.
@@ -129,6 +132,75 @@ extension Resampler {
                     sums[ox * 4 + 2] &+= b; sums[ox * 4 + 3] &+= a
                 }
             }
+        }
+
+        /// Bytes the stream holds fed in order: its rows, sums and output.
+        var workingBytes: Int {
+            intermediate.count * 8 + paired.count * 16 + sums.count * 4 + boxRow.count + width * height * 4
+        }
+
+        /// Bytes a stream fed out of order (`scatter`) holds for its sums: one 32-bit
+        /// sum a channel for every pixel of the average (of the source, without one)
+        /// over the rows the output reads. The interlaced decoders compare it with the
+        /// full image before they choose.
+        var scatteredBytes: Int {
+            let columns = factorX > 1 || factorY > 1 ? boxWidth : filterWidth
+            return columns * realRows * 16
+        }
+
+        /// Adds `count` pixels of source row `y` to the sums: pixel k, at `pixels + 4k`
+        /// (premultiplied RGBA), is column `first + k × step`.
+        ///
+        /// Each pixel of an interlaced image comes in exactly one pass, and the average
+        /// is a sum, so rows and pixels may come in any order and the output is the one
+        /// `append` makes from the same pixels in order. Pixels left out count as
+        /// transparent. Not to be mixed with `append` on one stream.
+        func scatter(row y: Int, _ pixels: UnsafePointer<UInt8>, first: Int = 0, step: Int = 1, count: Int) {
+            guard sourceRows.contains(y), count > 0 else { return }
+            let columns = factorX > 1 || factorY > 1 ? boxWidth : filterWidth
+            if grid.isEmpty { grid = [UInt32](repeating: 0, count: columns * realRows * 4) }
+            // Without the average, y0 is 0 and factorY 1: the row is the source's.
+            let row = (y - y0) / factorY - firstRow
+            // The pixels within the columns the average reads.
+            let firstK = first >= x0 ? 0 : (x0 - first + step - 1) / step
+            let endK = min(count, x1 > first ? (x1 - first + step - 1) / step : 0)
+            guard firstK < endK else { return }
+            let factorX = factorX, x0 = x0
+            grid.withUnsafeMutableBufferPointer { grid in
+                let line = grid.baseAddress! + row * columns * 4
+                for k in firstK..<endK {
+                    let cell = line + (first + k * step - x0) / factorX * 4
+                    let p = pixels + k * 4
+                    cell[0] &+= UInt32(p[0]); cell[1] &+= UInt32(p[1])
+                    cell[2] &+= UInt32(p[2]); cell[3] &+= UInt32(p[3])
+                }
+            }
+        }
+
+        /// The resampled bitmap from the pixels `scatter` gave: each row of the average
+        /// made from its sums as `append` makes it, then filtered.
+        func finishScattered() -> Bitmap {
+            let columns = factorX > 1 || factorY > 1 ? boxWidth : filterWidth
+            if grid.isEmpty { grid = [UInt32](repeating: 0, count: columns * realRows * 4) }
+            var out = [UInt8](repeating: 0, count: columns * 4 + 8)
+            grid.withUnsafeBufferPointer { grid in
+                out.withUnsafeMutableBufferPointer { out in
+                    for r in 0..<realRows {
+                        let index = firstRow + r
+                        let rowStart = y0 + index * factorY
+                        let blockRows = UInt32(max(1, min(y1, rowStart + factorY) - rowStart))
+                        let sums = grid.baseAddress! + r * columns * 4
+                        for ox in 0..<columns {
+                            let n = blockRows * UInt32(max(1, min(factorX, x1 - x0 - ox * factorX)))
+                            for c in 0..<4 { out[ox * 4 + c] = UInt8(min(255, (sums[ox * 4 + c] + n / 2) / n)) }
+                        }
+                        filter(row: index, UnsafeRawPointer(out.baseAddress!))
+                    }
+                }
+            }
+            grid = []
+            zeroRows(upTo: realRows)
+            return verticalPass()
         }
 
         /// The resampled bitmap, from the rows given.

@@ -193,9 +193,6 @@ struct GIFReader {
     /// The scan found that the data ends early: the frame it ends in decodes the rows
     /// that are there rather than being refused for claiming more than it holds.
     let truncated: Bool
-    /// The frames' rows all come in order (none is interlaced), so a thumbnail of a
-    /// large screen can be composited at its own scale.
-    let streamsRows: Bool
 
     /// How many frames have been produced.
     var frameIndex = 0
@@ -213,7 +210,7 @@ struct GIFReader {
     /// Made at the first image, so a file without one allocates nothing.
     var canvas: Canvas?
     /// The canvas at the thumbnail's scale, instead of `canvas`, for a thumbnail of a
-    /// screen over `ScaledCanvas.largestFullCanvas` whose rows stream.
+    /// screen over `ScaledCanvas.largestFullCanvas` or the memory budget.
     var scaledCanvas: ScaledCanvas?
     /// The disposal the last frame asked for, and the area it covers.
     fileprivate var pendingDisposal: (Disposal, Rect) = (.keep, Rect())
@@ -226,7 +223,6 @@ struct GIFReader {
         self.source = source
         self.options = options
         truncated = scan.truncated
-        streamsRows = !scan.hasInterlacedFrame
     }
 
     var screenWidth: Int { Int(file.pointee.SWidth) }
@@ -341,10 +337,13 @@ struct GIFReader {
         guard let colorMap = image.ColorMap ?? file.pointee.SColorMap else {
             throw ImageDecoders.GIF.failure("frame \(number) has no colour table, and the file has no global one")
         }
-        if scaledCanvas == nil, canvas == nil, streamsRows, let target = options.targetSize,
-           screenWidth * screenHeight > ScaledCanvas.largestFullCanvas {
+        // The full canvas, a frame saved under it, and the thumbnail made from it.
+        let canvasBytes = screenWidth * screenHeight * 8
+        if scaledCanvas == nil, canvas == nil, let target = options.targetSize,
+           screenWidth * screenHeight > ScaledCanvas.largestFullCanvas || canvasBytes > options.effectiveMemoryBudget {
             scaledCanvas = ScaledCanvas(width: screenWidth, height: screenHeight, target: target)
         }
+        if scaledCanvas == nil, canvas == nil { try options.checkMemory(canvasBytes, format: .gif) }
         let canvas: Canvas?
         if scaledCanvas == nil {
             guard let made = self.canvas ?? Canvas(width: screenWidth, height: screenHeight) else {
@@ -386,7 +385,7 @@ struct GIFReader {
 
         // On a scaled canvas the frame's rows go through the resampler to its
         // scaled rectangle, then onto the canvas.
-        let target: any GIFRowTarget = canvas ?? GIFFrameRows(visible: visible, scaledTo: area)
+        let target: any GIFRowTarget = canvas ?? GIFFrameRows(visible: visible, scaledTo: area, interlaced: image.Interlace)
         fillPalette(colorMap.pointee, transparentIndex: control.transparentIndex)
         do throws(ImagoError) {
             if let wide {

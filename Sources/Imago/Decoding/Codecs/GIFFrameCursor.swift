@@ -70,17 +70,20 @@ protocol GIFRowTarget: AnyObject {
     func draw(_ indices: UnsafeBufferPointer<UInt8>, x: Int, y: Int, palette: UnsafeBufferPointer<UInt32>)
 }
 
-/// A frame's rows, in order, resampled to its rectangle on a `ScaledCanvas`: one row
-/// of pixels at a time, never the frame.
+/// A frame's rows resampled to its rectangle on a `ScaledCanvas`: one row of pixels
+/// at a time, never the frame. An interlaced frame's rows, out of order, are summed
+/// into the resampler's average as they come (`Resampler.Stream.scatter`).
 final class GIFFrameRows: GIFRowTarget {
     private let visible: Rect
+    private let interlaced: Bool
     private let stream: Resampler.Stream?
     private var row: [UInt32]
 
     /// Rows of the `visible` part of a frame, made `area`'s size (nil for a frame
-    /// with nothing visible).
-    init(visible: Rect, scaledTo area: ScaledCanvas.Rectangle?) {
+    /// with nothing visible), in order unless `interlaced`.
+    init(visible: Rect, scaledTo area: ScaledCanvas.Rectangle?, interlaced: Bool) {
         self.visible = visible
+        self.interlaced = interlaced
         stream = area.map {
             Resampler.Stream(
                 sourceWidth: visible.width, sourceHeight: visible.height,
@@ -94,12 +97,17 @@ final class GIFFrameRows: GIFRowTarget {
         guard let stream else { return }
         row.withUnsafeMutableBufferPointer { row in
             for i in 0..<indices.count { row[i] = palette[Int(indices[i])] }
-            stream.append(row: y - visible.y, UnsafeRawPointer(row.baseAddress!).assumingMemoryBound(to: UInt8.self))
+            let pixels = UnsafeRawPointer(row.baseAddress!).assumingMemoryBound(to: UInt8.self)
+            if interlaced {
+                stream.scatter(row: y - visible.y, pixels, count: indices.count)
+            } else {
+                stream.append(row: y - visible.y, pixels)
+            }
         }
     }
 
     /// The frame at its scaled size, rows that never came transparent.
-    func finish() -> Bitmap? { stream?.finish() }
+    func finish() -> Bitmap? { interlaced ? stream?.finishScattered() : stream?.finish() }
 }
 
 /// The RGBA canvas frames are composited on, kept between frames.

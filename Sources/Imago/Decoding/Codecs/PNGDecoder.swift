@@ -86,10 +86,14 @@ extension ImageDecoders {
             imago_png_set_deadline(png, deadline.nanoseconds)
             var partial: Int32 = Int32(IMAGO_PNG_WHOLE)
             let upright: Bitmap
-            if info.interlaced == 0, applied == .up,
-               let stream = options.targetSize.flatMap({ Resampler.stream(fitting: $0, sourceWidth: width, sourceHeight: height) }) {
+            let stream = applied == .up
+                ? options.targetSize.flatMap { Resampler.stream(fitting: $0, sourceWidth: width, sourceHeight: height) } : nil
+            // The whole image, and its turned copy when the orientation turns it.
+            let wholeBytes = width * height * 4 * (applied == .up ? 1 : 2) + (stream?.workingBytes ?? 0)
+            if let stream, info.interlaced == 0 {
                 // Rows go through the resampler as libpng makes them: a thumbnail of an
                 // 11000² image holds its own pixels and a few rows, not the 484 MB canvas.
+                try options.checkMemory(stream.workingBytes + width * 4, format: .png)
                 let rows = PNGRowSink(stream: stream, width: width, premultiplies: info.has_alpha != 0)
                 let status = withExtendedLifetime(rows) {
                     imago_png_read_rows(png, { context, row, number in
@@ -98,7 +102,25 @@ extension ImageDecoders {
                 }
                 guard status == 0 else { throw fail() }
                 upright = stream.finish()
+            } else if let stream, width * height > ScaledCanvas.largestFullCanvas || wholeBytes > options.effectiveMemoryBudget,
+                      stream.workingBytes + stream.scatteredBytes < wholeBytes {
+                // Adam7 spreads every row over seven passes, but each pixel comes in
+                // one of them: the passes are summed into the thumbnail's average as
+                // they are decoded, and the image is never assembled. (Data that ends
+                // early then leaves the missing pixels transparent, not widened over
+                // their blocks as a browser draws them.)
+                try options.checkMemory(stream.workingBytes + stream.scatteredBytes + width * 4, format: .png)
+                let passes = PNGRowSink(stream: stream, width: width, premultiplies: info.has_alpha != 0)
+                let status = withExtendedLifetime(passes) {
+                    imago_png_read_passes(png, { context, pixels, y, first, step, count in
+                        Unmanaged<PNGRowSink>.fromOpaque(context!).takeUnretainedValue()
+                            .take(pixels!, y: Int(y), first: Int(first), step: Int(step), count: Int(count))
+                    }, Unmanaged.passUnretained(passes).toOpaque(), &partial)
+                }
+                guard status == 0 else { throw fail() }
+                upright = stream.finishScattered()
             } else {
+                try options.checkMemory(wholeBytes, format: .png)
                 let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
                     guard imago_png_read_pixels(png, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), width * 4, &partial) == 0 else {
                         throw fail()
@@ -117,8 +139,9 @@ extension ImageDecoders {
     }
 }
 
-/// Where libpng's rows go for a thumbnail: premultiplied (when the image has alpha)
-/// in one row of scratch, then into the resampler.
+/// Where libpng's rows (or an interlaced image's passes) go for a thumbnail:
+/// premultiplied (when the image has alpha) in one row of scratch, then into the
+/// resampler.
 private final class PNGRowSink {
     let stream: Resampler.Stream
     let premultiplies: Bool
@@ -137,6 +160,14 @@ private final class PNGRowSink {
         scratch.copyMemory(from: UnsafeRawBufferPointer(start: row, count: scratch.count))
         scratch.premultiplyRGBA(count: scratch.count / 4)
         stream.append(row: number, scratch.baseAddress!.assumingMemoryBound(to: UInt8.self))
+    }
+
+    /// One pass's pixels of row `y`, packed (pixel k is column `first + k × step`).
+    func take(_ pixels: UnsafePointer<UInt8>, y: Int, first: Int, step: Int, count: Int) {
+        guard premultiplies else { return stream.scatter(row: y, pixels, first: first, step: step, count: count) }
+        scratch.copyMemory(from: UnsafeRawBufferPointer(start: pixels, count: count * 4))
+        scratch.premultiplyRGBA(count: count)
+        stream.scatter(row: y, scratch.baseAddress!.assumingMemoryBound(to: UInt8.self), first: first, step: step, count: count)
     }
 }
 #endif

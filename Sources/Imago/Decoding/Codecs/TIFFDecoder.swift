@@ -107,13 +107,21 @@ extension ImageDecoders {
             }
 
             let applied = options.appliesOrientation ? orientation : .up
+            // What libtiff holds to decode a strip or tile: its compressed bytes and
+            // the decoded buffer.
+            let rawBytes = (0..<TIFFNumberOfStrips(tiff)).reduce(0) { max($0, Int(TIFFGetStrileByteCount(tiff, $1))) }
+            let codecBytes = rawBytes + (TIFFIsTiled(tiff) != 0 ? Int(TIFFTileSize64(tiff)) : Int(TIFFStripSize64(tiff)))
             if applied == .up,
                let stream = options.targetSize.flatMap({ Resampler.stream(fitting: $0, sourceWidth: Int(width), sourceHeight: Int(height)) }) {
-                guard try readBands(tiff, width: width, height: height, orientation: orientation, into: stream, deadline: options.deadline()) else {
+                guard try readBands(
+                    tiff, width: width, height: height, orientation: orientation, into: stream, options: options,
+                    rawBytes: rawBytes, codecBytes: codecBytes)
+                else {
                     throw fail(source.pointee.ranOut ? "the data ends before the image does" : "the image data is corrupt")
                 }
                 return DecodedImage(bitmap: stream.finish(), format: .tiff, orientation: orientation)
             }
+            try options.checkMemory(Int(width) * Int(height) * 4 * (applied == .up ? 1 : 2) + codecBytes, format: .tiff)
             let bitmap = try Bitmap.make(width: Int(width), height: Int(height)) { pixels throws(ImagoError) in
                 // Asked for the file's own orientation, libtiff leaves the rows as stored,
                 // top row first; the turn is done below for all eight orientations (libtiff
@@ -134,13 +142,18 @@ extension ImageDecoders {
 
         /// Reads the page a band of rows at a time (a strip's or a tile row's worth, as
         /// libtiff decodes them) into `stream`: a thumbnail holds one band, not the page.
-        /// The rows come as stored, as `TIFFReadRGBAImageOriented` gives them with the
-        /// file's own orientation. False when libtiff fails; `decodingTimedOut` past the
-        /// deadline, checked between bands.
+        /// A band too large for that (a page written as one strip: Pillow's default for
+        /// an 11000² RGB page is one strip of 363 MB) is read a scanline at a time where
+        /// libtiff can (a contiguous layout in strips, whatever the compression), and
+        /// refused with `overMemoryBudget` beyond the budget where it cannot. The rows
+        /// come as stored, as `TIFFReadRGBAImageOriented` gives them with the file's own
+        /// orientation. False when libtiff fails; `decodingTimedOut` past the deadline,
+        /// checked between bands.
         private func readBands(
             _ tiff: OpaquePointer, width: UInt32, height: UInt32, orientation: ImageOrientation, into stream: Resampler.Stream,
-            deadline: DecodeDeadline
+            options: DecodingOptions, rawBytes: Int, codecBytes: Int
         ) throws(ImagoError) -> Bool {
+            let deadline = options.deadline()
             var band: UInt32 = 0
             if TIFFIsTiled(tiff) != 0 {
                 if !field(tiff, TIFFTAG_TILELENGTH, &band) { band = 0 }
@@ -153,15 +166,40 @@ extension ImageDecoders {
             guard TIFFRGBAImageBegin(&image, tiff, 1, &message) != 0 else { return false }
             defer { TIFFRGBAImageEnd(&image) }
             image.req_orientation = UInt16(orientation.rawValue)
-            let raster = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: Int(width) * Int(band))
+
+            let bandBytes = Int(width) * Int(band) * 4 + codecBytes + stream.workingBytes
+            let scanlineBytes = Int(width) * 4 + rawBytes + Int(TIFFScanlineSize64(tiff)) + stream.workingBytes
+            // libtiff decodes a strip row by row with every codec it has; the RGBA
+            // conversion is its own (the put routine TIFFRGBAImageBegin chose), given one
+            // row. Subsampled YCbCr comes in pairs of rows, so it is left to bands.
+            let byScanline = TIFFIsTiled(tiff) == 0 && image.isContig != 0 && image.put.contig != nil
+                && image.photometric != UInt16(PHOTOMETRIC_YCBCR)
+                && (bandBytes > Self.largestBand || bandBytes > options.effectiveMemoryBudget)
+            try options.checkMemory(byScanline ? scanlineBytes : bandBytes, format: .tiff)
+            let rowsAtOnce = byScanline ? 1 : band
+            let raster = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: Int(width) * Int(rowsAtOnce))
             defer { raster.deallocate() }
+            let bytes = UnsafeRawPointer(raster.baseAddress!).assumingMemoryBound(to: UInt8.self)
+            if byScanline {
+                let line = UnsafeMutableRawPointer.allocate(byteCount: Int(TIFFScanlineSize64(tiff)), alignment: 16)
+                defer { line.deallocate() }
+                for row in 0..<height {
+                    if row % 64 == 0 { try deadline.check(.tiff) }
+                    guard TIFFReadScanline(tiff, line, row, 0) >= 0 else { return false }
+                    image.put.contig(&image, raster.baseAddress, 0, row, width, 1, 0, 0, line.assumingMemoryBound(to: UInt8.self))
+                    #if _endian(big)
+                    for i in 0..<Int(width) { raster[i] = raster[i].byteSwapped }
+                    #endif
+                    stream.append(row: Int(row), bytes)
+                }
+                return true
+            }
             var top: UInt32 = 0
             while top < height {
                 try deadline.check(.tiff)
                 let rows = min(band, height - top)
                 image.row_offset = Int32(top)
                 guard TIFFRGBAImageGet(&image, raster.baseAddress, width, rows) != 0 else { return false }
-                let bytes = UnsafeRawPointer(raster.baseAddress!).assumingMemoryBound(to: UInt8.self)
                 for row in 0..<Int(rows) {
                     #if _endian(big)
                     for i in row * Int(width)..<(row + 1) * Int(width) { raster[i] = raster[i].byteSwapped }
@@ -172,6 +210,10 @@ extension ImageDecoders {
             }
             return true
         }
+
+        /// The largest band read whole for a thumbnail (16 MiB with libtiff's buffers):
+        /// larger ones are read a scanline at a time where libtiff can.
+        static let largestBand = 16 << 20
 
         /// Reads one scalar tag of the current directory; false when absent.
         private func field<T>(_ tiff: OpaquePointer, _ tag: Int32, _ value: inout T) -> Bool {

@@ -66,15 +66,27 @@ extension ImageDecoders.WebP {
                     frameConfig.options.scaled_height = Int32(outHeight)
                 }
             }
+            try options.checkMemory(outWidth * outHeight * 4 * (applied == .up ? 1 : 2), format: .webp)
             let bitmap = try decodeStill(covering, config: &frameConfig, width: outWidth, height: outHeight)
             return DecodedImage(
                 firstFrame: .init(bitmap: bitmap.applying(applied), duration: durations[0]), animation: nil,
                 loopCount: loopCount, format: .webp, orientation: orientation)
         }
 
+        let scalesCanvas = storedTarget != nil && width * height > ScaledCanvas.largestFullCanvas
+        if !scalesCanvas {
+            // WebPAnimDecoder keeps two canvases (the frame being made and the one
+            // before its disposal); each frame is copied out, or scaled from the canvas,
+            // and the first frame stays with the image while the others are made. An
+            // 11000² animation at full size took 1.4 GB.
+            let canvas = width * height * 4
+            let output = storedTarget.map { $0.layout(sourceWidth: width, sourceHeight: height) }
+                .map { $0.outputWidth * $0.outputHeight * 4 } ?? canvas * (applied == .up ? 1 : 2)
+            try options.checkMemory(canvas * 2 + output * 2, format: .webp)
+        }
         let pinned = PinnedBytes(bytes)
         let open = { @Sendable () throws(ImagoError) -> any FrameProducing in
-            if let storedTarget, width * height > ScaledCanvas.largestFullCanvas {
+            if scalesCanvas, let storedTarget {
                 return try ScaledWebPFrameCursor(pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget)
             }
             return try WebPFrameCursor(pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget)

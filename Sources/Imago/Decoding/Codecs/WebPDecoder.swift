@@ -74,6 +74,7 @@ extension ImageDecoders {
                     config.options.scaled_height = Int32(outHeight)
                 }
             }
+            try options.checkMemory(outWidth * outHeight * 4 * (appliedOrientation == .up ? 1 : 2), format: .webp)
             let bitmap = try decodeStill(bytes, config: &config, width: outWidth, height: outHeight)
             return DecodedImage(bitmap: bitmap.applying(appliedOrientation), format: .webp, orientation: orientation)
         }
