@@ -104,16 +104,33 @@ struct ImageCacheTests {
     }
 
     @Test func perEntryCapDefaultsToATenthAndRejectsBiggerImages() {
-        let cache = makeCache(costLimit: 1_000)
+        let clock = ManualClock()
+        let cache = makeCache(costLimit: 1_000, clock: clock.now)
         #expect(cache.entryCostLimit == 100)
         cache.setImage(image(cost: 100), forKey: "fits")
         cache.setImage(image(cost: 104), forKey: "too big")
         #expect(cache.image(forKey: "fits") != nil)
+        // Over the cap: not among the cached images, but kept a moment in a slot of
+        // its own for its repeats, each renewing its stay.
+        #expect(cache.count == 1 && cache.totalCost == 100)
+        for _ in 0..<3 {
+            clock.advance(by: ImageCache.oversizedLinger * 0.9)
+            #expect(cache.image(forKey: "too big") != nil)
+        }
+        clock.advance(by: ImageCache.oversizedLinger)
         #expect(cache.image(forKey: "too big") == nil)
-        // Replacing with an image too big to keep still removes the stale one.
+        // Replacing with an image too big to keep still removes the stale one; the
+        // slot holds one image, the latest.
         cache.setImage(image(cost: 500), forKey: "fits")
-        #expect(cache.image(forKey: "fits") == nil)
+        cache.setImage(image(cost: 600), forKey: "larger")
+        #expect(cache.image(forKey: "fits") == nil && cache.image(forKey: "larger") != nil)
         #expect(cache.count == 0 && cache.totalCost == 0)
+        cache.removeImage(forKey: "larger")
+        #expect(cache.image(forKey: "larger") == nil)
+        // A cache that keeps nothing keeps nothing over the cap either.
+        let none = makeCache(costLimit: 1_000, countLimit: 0)
+        none.setImage(image(cost: 500), forKey: "big")
+        #expect(none.image(forKey: "big") == nil)
         // The cap never exceeds the cost limit.
         #expect(makeCache(costLimit: 100, entryCostLimit: 1_000).entryCostLimit == 100)
     }

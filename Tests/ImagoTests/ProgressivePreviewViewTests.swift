@@ -37,8 +37,10 @@ extension MainThreadSuites {
             let phases = view.contents.map(\.phase)
             print("the view showed \(phases.count - 2) previews between the placeholder and the image")
             // The placeholder, previews (loading, with an image that is not the
-            // placeholder), then the final image, and nothing after it.
-            try #require(phases.count >= 4)
+            // placeholder), then the final image, and nothing after it. At least one
+            // preview: on a loaded machine a preview decode may still run when the
+            // next scan arrives, and the newest one is made instead.
+            try #require(phases.count >= 3)
             #expect(phases.first == .loading && view.contents[0].image?.width == placeholder.width)
             #expect(phases.last == .success && view.contents.last?.image?.isPartial == false)
             for content in view.contents.dropFirst().dropLast() {

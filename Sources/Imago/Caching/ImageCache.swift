@@ -47,6 +47,11 @@ extension ImageResponse {
 /// geometrically; a critical event means the kernel or the OS is about to kill
 /// someone, and decoded pixels are the cheapest memory there is to give back.
 ///
+/// An image over the per-entry cap is not cached, but the latest one stays in a slot
+/// of its own for `oversizedLinger` (2 s) after its last use, at most
+/// `oversizedCostLimit` bytes: a list or a page naming one large photo many times
+/// decodes it once, and it is gone once the repeats are. Pressure and trims empty it.
+///
 /// ```swift
 /// let key = ImageRequest(url: url, targetSize: .thumbnail(256)).cacheKey
 /// ImageCache.shared.setImage(image, forKey: key)
@@ -100,6 +105,9 @@ public final class ImageCache: ImageCaching {
     private struct State {
         var list = LRUList<ImageCacheKey, Entry>()
         var totalCost = 0
+        /// The latest image over the per-entry cap, and until when it is kept (on the
+        /// cache's clock): see `oversizedLinger`.
+        var oversized: (key: ImageCacheKey, image: DecodedImage, until: Double)?
 
         mutating func insert(key: ImageCacheKey, image: DecodedImage, cost: Int, expiry: Double) {
             list.insertNewest(Entry(image: image, cost: cost, expiry: expiry), forKey: key)
@@ -112,6 +120,19 @@ public final class ImageCache: ImageCaching {
             let entry = list.remove(slot)
             totalCost -= entry.cost
             return entry.image
+        }
+
+        /// The image over the per-entry cap if it is `key`'s and still kept (its stay
+        /// renewed), or nil and the expired image to release.
+        mutating func takeOversized(_ key: ImageCacheKey, now clock: () -> Double, linger: Double) -> (DecodedImage?, DecodedImage?) {
+            guard let oversized, oversized.key == key else { return (nil, nil) }
+            let now = clock()
+            guard oversized.until > now else {
+                self.oversized = nil
+                return (nil, oversized.image)
+            }
+            self.oversized?.until = now + linger
+            return (oversized.image, nil)
         }
 
         /// Removes least recently used entries while `condition` holds.
@@ -137,6 +158,14 @@ public final class ImageCache: ImageCaching {
     /// How long, in seconds, an image is served after it was stored; nil for as long
     /// as it stays in the cache.
     package let timeToLive: Double?
+    /// The largest image kept beside the cache in its slot for one image over the
+    /// per-entry cap (none in a cache that keeps nothing).
+    package let oversizedCostLimit: Int
+    /// Seconds the image over the per-entry cap stays after its last use. Long enough
+    /// for the repeats of a list or a page naming one large image to be answered
+    /// without decoding it again each time; short enough that it is gone once they
+    /// are, since it is counted in no budget.
+    package static let oversizedLinger = 2.0
 
     /// Makes a cache with the given limits.
     ///
@@ -179,6 +208,7 @@ public final class ImageCache: ImageCaching {
         self.countLimit = max(0, countLimit)
         self.entryCostLimit = min(max(0, entryCostLimit ?? costLimit / 10), self.costLimit)
         self.timeToLive = timeToLive
+        oversizedCostLimit = costLimit > 0 && countLimit > 0 ? min(max(2 * costLimit, 64 << 20), 256 << 20) : 0
         self.clock = clock
         if let memoryPressure {
             // The monitor outlives any cache (the shared one lives forever), so it
@@ -198,7 +228,7 @@ public final class ImageCache: ImageCaching {
     /// The image under `key`; an expired one is removed and reported as a miss.
     public func image(forKey key: ImageCacheKey) -> DecodedImage? {
         let (image, expired) = state.withLock { state -> (DecodedImage?, DecodedImage?) in
-            guard let slot = state.list.slot(for: key) else { return (nil, nil) }
+            guard let slot = state.list.slot(for: key) else { return state.takeOversized(key, now: clock, linger: Self.oversizedLinger) }
             // The clock is read only for entries that can expire: without a
             // time-to-live a hit costs no clock read at all.
             let expiry = state.list[slot].expiry
@@ -230,10 +260,17 @@ public final class ImageCache: ImageCaching {
         let evicted = state.withLock { state -> [DecodedImage] in
             var evicted: [DecodedImage] = []
             if let slot = state.list.slot(for: key) { evicted.append(state.remove(slot)) }
+            if let oversized = state.oversized, oversized.key == key || cost > entryCostLimit {
+                evicted.append(oversized.image)
+                state.oversized = nil
+            }
             // Too big to keep: storing it would flush much of the cache for one
             // image, and the old image under the key must go all the same, since
-            // the caller has replaced it.
-            guard cost <= entryCostLimit else { return evicted }
+            // the caller has replaced it. It stays a moment in a slot of its own.
+            guard cost <= entryCostLimit else {
+                if cost <= oversizedCostLimit { state.oversized = (key, image, clock() + Self.oversizedLinger) }
+                return evicted
+            }
             state.insert(key: key, image: image, cost: cost, expiry: expiry)
             let costLimit = costLimit, countLimit = countLimit
             state.evict(into: &evicted) { $0.totalCost > costLimit || $0.list.count > countLimit }
@@ -245,6 +282,10 @@ public final class ImageCache: ImageCaching {
     /// Removes the image under `key`.
     public func removeImage(forKey key: ImageCacheKey) {
         let removed = state.withLock { state -> DecodedImage? in
+            if let oversized = state.oversized, oversized.key == key {
+                state.oversized = nil
+                return oversized.image
+            }
             guard let slot = state.list.slot(for: key) else { return nil }
             return state.remove(slot)
         }
@@ -266,7 +307,8 @@ public final class ImageCache: ImageCaching {
     /// room ahead of a burst, or to shrink for a while without a new cache.
     public func trim(toCost cost: Int) {
         let evicted = state.withLock { state -> [DecodedImage] in
-            var evicted: [DecodedImage] = []
+            var evicted = state.oversized.map { [$0.image] } ?? []
+            state.oversized = nil
             state.evict(into: &evicted) { $0.totalCost > cost }
             return evicted
         }
@@ -276,7 +318,8 @@ public final class ImageCache: ImageCaching {
     /// Removes least recently used images until at most `count` remain.
     package func trim(toCount count: Int) {
         let evicted = state.withLock { state -> [DecodedImage] in
-            var evicted: [DecodedImage] = []
+            var evicted = state.oversized.map { [$0.image] } ?? []
+            state.oversized = nil
             state.evict(into: &evicted) { $0.list.count > count }
             return evicted
         }
