@@ -12,7 +12,7 @@ import Testing
     let start = Date()
     let body = Data("the image".utf8)
 
-    func makeCache(_ policy: DiskCache.FreshnessPolicy = .httpHeaders) -> HTTPCache {
+    func makeCache(_ policy: FreshnessPolicy = .httpHeaders) -> HTTPCache {
         HTTPCache(tiers: [DiskCache(directory: folder)], freshnessPolicy: policy, staleIfErrorAllowance: 86_400)
     }
 

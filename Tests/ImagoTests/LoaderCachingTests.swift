@@ -17,12 +17,12 @@ import _ImagoTestSupport
 
     /// A loader with a fresh memory cache on the shared directory: what a restarted
     /// app sees.
-    func makeLoader(policy: DiskCache.Policy = .originals, retries: Int = 1, disk: DiskCache? = nil) -> (ImageLoader, DiskCache) {
+    func makeLoader(policy: StoragePolicy = .originals, retries: Int = 1, disk: DiskCache? = nil) -> (ImageLoader, DiskCache) {
         let disk = disk ?? DiskCache(directory: directory)
         let loader = ImageLoader(
             configuration: .init(
                 retryPolicy: RetryPolicy(maximumAttempts: retries, baseDelay: 0.01, maximumDelay: 0.02),
-                diskCache: disk, diskCachePolicy: policy),
+                diskCache: disk, storagePolicy: policy),
             cache: ImageCache())
         return (loader, disk)
     }
@@ -389,7 +389,7 @@ import _ImagoTestSupport
 
     @Test func byDefaultThumbnailsComeBackFromDiskAsTheyWereMade() async throws {
         defer { cleanUp() }
-        #expect(ImageLoader.Configuration().diskCachePolicy == .both)
+        #expect(ImageLoader.Configuration().storagePolicy == .both)
         server.route("/photo.jpg", data: Self.photo, headers: ["Cache-Control": "max-age=3600"])
         let (first, disk) = makeLoader(policy: .both)
         let cold = try await load(first, "/photo.jpg", target: .thumbnail(64)).get()

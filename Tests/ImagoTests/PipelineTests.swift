@@ -42,7 +42,7 @@ import _ImagoTestSupport
         defer { try? FileManager.default.removeItem(at: directory) }
         let disk = DiskCache(directory: directory)
         func makeLoader() -> ImageLoader {
-            ImageLoader(configuration: .init(dataLoader: network, diskCache: disk, diskCachePolicy: .originals), cache: ImageCache())
+            ImageLoader(configuration: .init(dataLoader: network, diskCache: disk, storagePolicy: .originals), cache: ImageCache())
         }
         let url = Self.url(2)
         network.answer(url, with: Self.answer(url, headers: ["Cache-Control": "max-age=3600"]))

@@ -21,10 +21,10 @@ import _ImagoTestSupport
 
     /// A loader with a fresh memory cache on the shared directory: what a restarted
     /// app sees.
-    func makeLoader(freshness: DiskCache.FreshnessPolicy = .httpHeaders) -> (ImageLoader, DiskCache) {
+    func makeLoader(freshness: FreshnessPolicy = .httpHeaders) -> (ImageLoader, DiskCache) {
         let disk = DiskCache(directory: directory)
         let loader = ImageLoader(
-            configuration: .init(retryPolicy: .none, diskCache: disk, diskCachePolicy: .both, diskFreshnessPolicy: freshness),
+            configuration: .init(retryPolicy: .none, diskCache: disk, storagePolicy: .both, freshnessPolicy: freshness),
             cache: ImageCache())
         return (loader, disk)
     }
@@ -143,7 +143,7 @@ import _ImagoTestSupport
 
     @Test func aTrustPeriodUsesStoredImagesWhateverTheHeadersSay() async throws {
         defer { cleanUp() }
-        #expect(ImageLoader.Configuration().diskFreshnessPolicy == .httpHeaders)
+        #expect(ImageLoader.Configuration().freshnessPolicy == .httpHeaders)
         serveVersions("/no-cache.png", version: Locked(1)) { Self.plain($0 * 40) }
         let (first, disk) = makeLoader()
         _ = try await load(first, "/no-cache.png", target: .thumbnail(60))

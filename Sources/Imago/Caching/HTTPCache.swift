@@ -99,13 +99,13 @@ extension DiskCache: HTTPCacheTier {
 /// HTTP caching of originals, and of the variants made from them, over tiers nearest
 /// first (the disk, then a tier the fleet shares): what a load may use as it is, what
 /// it asks the server to confirm, and what it keeps of the answer. The rules (RFC 9111
-/// freshness as `DiskCache.FreshnessPolicy` adjusts it, RFC 5861's
+/// freshness as `FreshnessPolicy` adjusts it, RFC 5861's
 /// stale-while-revalidate and stale-if-error) are applied here alone; the stages ask
 /// and act on the answers. The first tier holding a record of a key decides; a record
 /// a farther tier answers with is copied into the nearer ones.
 struct HTTPCache: Sendable {
     let tiers: [any HTTPCacheTier]
-    let freshnessPolicy: DiskCache.FreshnessPolicy
+    let freshnessPolicy: FreshnessPolicy
     /// How long past its freshness a stored response may stand in after a network
     /// failure, unless it says otherwise; nil for never.
     let staleIfErrorAllowance: Double?

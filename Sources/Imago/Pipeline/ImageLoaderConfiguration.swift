@@ -32,14 +32,27 @@ public struct ImageLoaderConfiguration: Sendable {
     public var diskCache: DiskCache?
     /// The cache shared by a fleet of machines (Redis or Redis Cluster), between
     /// the disk tier and the network, for http(s) images; nil for none. It keeps
-    /// what the disk tier keeps (``ImageLoaderConfiguration/diskCachePolicy``), under the same freshness.
+    /// what the disk tier keeps (``ImageLoaderConfiguration/storagePolicy``), under the same freshness.
     public var sharedCache: SharedCache?
-    /// What the disk tier keeps: by default (`.both`) the originals, and the sized
-    /// or processed images of requests that ask for a size or processing.
-    public var diskCachePolicy: DiskCache.Policy
-    /// When a stored image is used without asking the server: by HTTP's rules
-    /// (the default), or for a set time whatever the headers say.
-    public var diskFreshnessPolicy: DiskCache.FreshnessPolicy
+    /// What the disk and shared tiers keep: by default (`.both`) the originals, and
+    /// the sized or processed images of requests that ask for a size or processing.
+    public var storagePolicy: StoragePolicy
+    /// When an image stored in the disk or shared tier is used without asking the
+    /// server: by HTTP's rules (the default), or for a set time whatever the headers
+    /// say.
+    public var freshnessPolicy: FreshnessPolicy
+    /// The former name of `storagePolicy`, which governs the shared tier too.
+    @available(*, deprecated, renamed: "storagePolicy")
+    public var diskCachePolicy: StoragePolicy {
+        get { storagePolicy }
+        set { storagePolicy = newValue }
+    }
+    /// The former name of `freshnessPolicy`, which governs the shared tier too.
+    @available(*, deprecated, renamed: "freshnessPolicy")
+    public var diskFreshnessPolicy: FreshnessPolicy {
+        get { freshnessPolicy }
+        set { freshnessPolicy = newValue }
+    }
     /// How long past its freshness a stored image may still be served when the
     /// network fails (unless the server forbade it); nil never to.
     public var staleIfErrorAllowance: Double?
@@ -80,8 +93,8 @@ public struct ImageLoaderConfiguration: Sendable {
         headers: [String: String] = [:],
         requestModifier: (@Sendable (URLRequest) -> URLRequest)? = nil,
         diskCache: DiskCache? = nil,
-        diskCachePolicy: DiskCache.Policy = .both,
-        diskFreshnessPolicy: DiskCache.FreshnessPolicy = .httpHeaders,
+        storagePolicy: StoragePolicy = .both,
+        freshnessPolicy: FreshnessPolicy = .httpHeaders,
         staleIfErrorAllowance: Double? = 7 * 86400,
         concurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount,
         concurrentLoads: Int = 2,
@@ -96,8 +109,8 @@ public struct ImageLoaderConfiguration: Sendable {
         self.headers = headers
         self.requestModifier = requestModifier
         self.diskCache = diskCache
-        self.diskCachePolicy = diskCachePolicy
-        self.diskFreshnessPolicy = diskFreshnessPolicy
+        self.storagePolicy = storagePolicy
+        self.freshnessPolicy = freshnessPolicy
         self.staleIfErrorAllowance = staleIfErrorAllowance
         self.concurrentDecodes = max(1, concurrentDecodes)
         self.concurrentLoads = max(1, concurrentLoads)

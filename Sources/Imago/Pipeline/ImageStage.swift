@@ -19,7 +19,7 @@ struct ImageWork: Sendable {
     /// The work of the stage of `key` started from `request`, with the memory tier
     /// loads use now.
     init(key: ImageCacheKey, request: ImageRequest, cache: (any ImageCaching)?, pipeline: Pipeline) {
-        let policy = pipeline.configuration.diskCachePolicy
+        let policy = pipeline.configuration.storagePolicy
         let httpCache = pipeline.httpCache(for: request, cache: cache)
         self.key = key
         self.request = request
@@ -353,7 +353,7 @@ extension Pipeline {
         // The local tier only: this runs on the caller's thread, which may be the main one.
         guard let tier = httpCache(for: request, cache: cache)?.tiers.first(where: { !$0.answersOverNetwork }) else { return nil }
         let key = request.cacheKey
-        let policy = configuration.diskCachePolicy
+        let policy = configuration.storagePolicy
         let start = ContinuousClock.now
         var metrics = ImageResponse.Metrics()
         if policy.storesProcessed, !key.isOriginal, let record = tier.contents(for: .variant(key)),

@@ -55,7 +55,7 @@ struct OriginalDataStage: Sendable {
             return
         }
         let enqueuedAt = ContinuousClock.now
-        let httpCache = configuration.diskCachePolicy.storesOriginals ? pipeline.httpCache(for: request, cache: graph.cache) : nil
+        let httpCache = configuration.storagePolicy.storesOriginals ? pipeline.httpCache(for: request, cache: graph.cache) : nil
         graph.enqueue(.original(stage), in: .transfers) { [self] run in
             let queued = ContinuousClock.now - enqueuedAt
             let task = Task.detached(priority: run.priority.taskPriority) { [self] in

@@ -233,7 +233,7 @@ final class Pipeline: Sendable {
         let tiers: [any HTTPCacheTier] = [configuration.diskCache as (any HTTPCacheTier)?, configuration.sharedCache].compactMap { $0 }
         guard !tiers.isEmpty else { return nil }
         return HTTPCache(
-            tiers: tiers, freshnessPolicy: configuration.diskFreshnessPolicy, staleIfErrorAllowance: configuration.staleIfErrorAllowance)
+            tiers: tiers, freshnessPolicy: configuration.freshnessPolicy, staleIfErrorAllowance: configuration.staleIfErrorAllowance)
     }
 }
 

@@ -173,11 +173,11 @@ let cacheRoot = DiskCache.defaultDirectory.deletingLastPathComponent().appending
 let thumbnailLoader = ImageTargetLoader(loader: ImageLoader(
     configuration: .init(
         diskCache: DiskCache(directory: cacheRoot.appendingPathComponent("thumbnails", isDirectory: true), sizeLimit: 512 << 20),
-        diskCachePolicy: .processed, concurrentLoads: 6),
+        storagePolicy: .processed, concurrentLoads: 6),
     cache: ImageCache(costLimit: 64 << 20)))
 let fullImageLoader = ImageTargetLoader(loader: ImageLoader(configuration: .init(
     diskCache: DiskCache(directory: cacheRoot.appendingPathComponent("originals", isDirectory: true), sizeLimit: 512 << 20),
-    diskCachePolicy: .originals)))
+    storagePolicy: .originals)))
 
 let grid = ImageGrid(urls: options.urls, cellSize: options.size, targetLoader: thumbnailLoader)
 grid.placeholder = square(8, 225, 225, 225)
