@@ -66,8 +66,10 @@ public final class ImageLoader: Sendable {
 
     // MARK: - Settings
 
-    /// The memory cache loads use; nil disables caching. A new value applies to the
-    /// requests made after it is set.
+    /// The memory cache loads use; nil turns caching off altogether, as
+    /// AsyncImageLoader's `cache = nil` does: no memory tier, and neither the disk
+    /// and shared tiers nor the memories of recent originals and failures are read
+    /// or written. A new value applies to the requests made after it is set.
     public var cache: (any ImageCaching)? {
         get { pipeline.cache }
         set { pipeline.cache = newValue }
