@@ -1,0 +1,134 @@
+import Foundation
+import Imago
+import ImagoCommandLine
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// The URLs `fetch` and `sheet` load, read from the command line or a file.
+
+/// One URL to load and where it was given: its line in the `--input` file (counting
+/// every line, blank or comment, from 1), nil for one on the command line.
+struct InputURL: Sendable {
+    let text: String
+    let line: Int?
+
+    /// The URL, or nil when the text is not one (reported as `ImagoError.invalidURL`,
+    /// as the loader reports a URL its data loader does not take).
+    var url: URL? { URL(string: text) }
+}
+
+/// The URLs of the command line, then those of `--input` (a file, or '-' for
+/// standard input), read one at a time as they are asked for, so that a long list
+/// costs no memory and a stream on standard input is loaded while it is still being
+/// written. Blank lines and `#` comments are skipped but counted in line numbers.
+///
+/// `@unchecked Sendable`: made while the command line is parsed, then handed to the
+/// one thread that reads it; never used by two threads at once.
+final class InputReader: @unchecked Sendable {
+    private var positionals: IndexingIterator<[String]>
+    private var file: UnsafeMutablePointer<FILE>?
+    private var lineNumber = 0
+    /// How many URLs there are, when that can be known before reading them: the
+    /// command line's and a regular file's. Nil for standard input.
+    let countAhead: Int?
+
+    /// Opens the input; a file that cannot be read, or no input at all, is bad usage.
+    init(_ arguments: Arguments, command: String) throws(UsageError) {
+        positionals = arguments.positionals.makeIterator()
+        guard let input = arguments.string("--input") else {
+            guard !arguments.positionals.isEmpty else {
+                throw UsageError(message: "\(command) needs at least one URL, or --input FILE")
+            }
+            countAhead = arguments.positionals.count
+            return
+        }
+        if input == "-" {
+            file = fdopen(dup(STDIN_FILENO), "r")
+            countAhead = nil
+        } else {
+            var status = stat()
+            guard stat(input, &status) == 0, status.st_mode & S_IFMT != S_IFDIR, let opened = fopen(input, "r") else {
+                throw UsageError(message: "cannot read --input \(input)")
+            }
+            file = opened
+            if let encoding = Self.foreignEncoding(of: opened) {
+                throw UsageError(message: "--input \(input) is \(encoding), not UTF-8: convert it first (iconv -f \(encoding) -t UTF-8)")
+            }
+            // A second pass over a file on disk is cheap and gives the progress bar
+            // its total; a pipe can be read only once.
+            countAhead = status.st_mode & S_IFMT == S_IFREG
+                ? arguments.positionals.count + Self.countURLs(inFileAt: input) : nil
+        }
+    }
+
+    deinit {
+        if let file { fclose(file) }
+    }
+
+    /// The next URL; nil at the end of the input. Blocks while standard input waits.
+    func next() -> InputURL? {
+        if let text = positionals.next() { return InputURL(text: text, line: nil) }
+        while var line = readLine() {
+            lineNumber += 1
+            // The byte-order mark some editors start a UTF-8 file with is no part of its first URL.
+            if lineNumber == 1, line.first == "\u{FEFF}" { line = line.dropFirst() }
+            if let url = inputURL(line, number: lineNumber) { return url }
+        }
+        return nil
+    }
+
+    /// Every URL, for commands that need them all before they start.
+    func readAll() -> [InputURL] {
+        var urls: [InputURL] = []
+        while let url = next() { urls.append(url) }
+        return urls
+    }
+
+    private func readLine() -> Substring? {
+        guard let file else { return nil }
+        var buffer: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(buffer) }
+        let count = getline(&buffer, &capacity, file)
+        guard count >= 0, let buffer else { return nil }
+        return String(decoding: UnsafeRawBufferPointer(start: buffer, count: count), as: UTF8.self)[...]
+    }
+
+    /// The encoding a file that is not UTF-8 text plainly is (UTF-16 or UTF-32, by its
+    /// byte-order mark or the NUL bytes of its first characters), read from its start,
+    /// which is left where it was; nil for UTF-8 or ASCII. Read as UTF-8, such a file
+    /// would turn into as many garbage URLs as it has lines.
+    private static func foreignEncoding(of file: UnsafeMutablePointer<FILE>) -> String? {
+        var head = [UInt8](repeating: 0, count: 64)
+        let count = fread(&head, 1, head.count, file)
+        rewind(file)
+        let bytes = head.prefix(count)
+        if bytes.starts(with: [0xFF, 0xFE, 0, 0]) || bytes.starts(with: [0, 0, 0xFE, 0xFF]) { return "UTF-32" }
+        if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) { return "UTF-16" }
+        guard bytes.contains(0) else { return nil }
+        // No mark: text whose every other (or every fourth) byte is NUL.
+        return bytes.filter { $0 == 0 }.count * 4 >= bytes.count * 3 ? "UTF-32" : "UTF-16"
+    }
+
+    private static func countURLs(inFileAt path: String) -> Int {
+        guard let file = fopen(path, "r") else { return 0 }
+        defer { fclose(file) }
+        var buffer: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(buffer) }
+        var count = 0
+        while getline(&buffer, &capacity, file) >= 0, let buffer {
+            let text = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+            if !text.isEmpty && !text.hasPrefix("#") { count += 1 }
+        }
+        return count
+    }
+}
+
+/// The URL on line `number` of an input, or nil for a blank line or a comment.
+func inputURL(_ line: Substring, number: Int) -> InputURL? {
+    let text = line.trimmingCharacters(in: .whitespacesAndNewlines)
+    guard !text.isEmpty, !text.hasPrefix("#") else { return nil }
+    return InputURL(text: text, line: number)
+}
