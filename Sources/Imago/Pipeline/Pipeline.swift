@@ -37,9 +37,15 @@ final class Pipeline: Sendable {
     /// Preview decodes started, over the pipeline's life: tests hold it against the
     /// scans a file has.
     let previewDecodes = Locked(0)
+    /// The one HTTP cache over the configuration's disk and shared tiers; nil with
+    /// neither.
+    private let tieredCache: HTTPCache?
 
     init(configuration: ImageLoaderConfiguration, cache: (any ImageCaching)?) {
         self.configuration = configuration
+        let tiers: [any HTTPCacheTier] = [configuration.diskCache as (any HTTPCacheTier)?, configuration.sharedCache].compactMap { $0 }
+        tieredCache = tiers.isEmpty ? nil : HTTPCache(
+            tiers: tiers, freshnessPolicy: configuration.freshnessPolicy, staleIfErrorAllowance: configuration.staleIfErrorAllowance)
         graph = Locked(StageGraph(
             cache: cache, concurrentLoads: configuration.concurrentLoads, concurrentDecodes: configuration.concurrentDecodes))
     }
@@ -52,7 +58,7 @@ final class Pipeline: Sendable {
         set { graph.withLock { $0.cache = newValue } }
     }
 
-    /// The bound of each transfer (and decode) started from now on.
+    /// The bound of each load started from now on.
     var loadingTimeout: Double {
         get { graph.withLock { $0.loadingTimeout } }
         set { graph.withLock { $0.loadingTimeout = newValue } }
@@ -230,10 +236,7 @@ final class Pipeline: Sendable {
     /// none with caching off or neither tier.
     func httpCache(for request: ImageRequest, cache: (any ImageCaching)?) -> HTTPCache? {
         guard cache != nil, !configuration.dataLoader.isLocal(request.url) else { return nil }
-        let tiers: [any HTTPCacheTier] = [configuration.diskCache as (any HTTPCacheTier)?, configuration.sharedCache].compactMap { $0 }
-        guard !tiers.isEmpty else { return nil }
-        return HTTPCache(
-            tiers: tiers, freshnessPolicy: configuration.freshnessPolicy, staleIfErrorAllowance: configuration.staleIfErrorAllowance)
+        return tieredCache
     }
 }
 
