@@ -239,31 +239,3 @@ final class Pipeline: Sendable {
         return tieredCache
     }
 }
-
-extension StageGraph {
-    /// The stage `task` subscribed to, while it is in flight.
-    mutating func stage(of task: ImageTask) -> AnyStage? {
-        switch task.stageKey {
-        case .decoded(let key): decoded.handle(for: key).map(AnyStage.decoded)
-        case .processed(let key): processed.handle(for: key).map(AnyStage.processed)
-        }
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as metrics report it.
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}
-
-extension ImageRequest.Priority {
-    /// The Swift task priority a transfer at this priority runs at.
-    var taskPriority: TaskPriority {
-        switch self {
-        case .veryLow, .low: .background
-        case .normal: .medium
-        case .high, .veryHigh: .high
-        }
-    }
-}

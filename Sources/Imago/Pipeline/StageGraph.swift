@@ -368,3 +368,13 @@ struct StageGraph: Sendable {
         } ?? nil
     }
 }
+
+extension StageGraph {
+    /// The stage `task` subscribed to, while it is in flight.
+    mutating func stage(of task: ImageTask) -> AnyStage? {
+        switch task.stageKey {
+        case .decoded(let key): decoded.handle(for: key).map(AnyStage.decoded)
+        case .processed(let key): processed.handle(for: key).map(AnyStage.processed)
+        }
+    }
+}

@@ -103,3 +103,14 @@ struct WorkQueue: Sendable {
         heap = kept
     }
 }
+
+extension ImageRequest.Priority {
+    /// The Swift task priority a transfer at this priority runs at.
+    var taskPriority: TaskPriority {
+        switch self {
+        case .veryLow, .low: .background
+        case .normal: .medium
+        case .high, .veryHigh: .high
+        }
+    }
+}
