@@ -337,8 +337,8 @@ enum DIB {
 
     /// Decodes RLE8 or RLE4 data into a transparent canvas. Every step reads at least
     /// two bytes, so the loop ends within the data's length. `decodingTimedOut` once
-    /// `deadline` passes, checked every 1,024 records (a record draws at most 255
-    /// pixels, so a quarter of a million between checks).
+    /// `deadline` passes, checked every 256 records (a record draws at most 255
+    /// pixels, so some 65,000 between checks).
     static func decodeRLE(
         _ r: LittleEndianBytes, from start: Int, header h: Header, palette: [UInt32],
         into out: UnsafeMutableBufferPointer<UInt32>, format: ImageFormat, deadline: DecodeDeadline
@@ -354,7 +354,7 @@ enum DIB {
         }
         var records = 0
         while row < h.height {
-            if records % 1024 == 0 { try deadline.check(format) }
+            if records % 256 == 0 { try deadline.check(format) }
             records += 1
             guard i + 1 < end else { throw failure(format, "the data ends before the image does") }
             let count = Int(bytes[i]), value = Int(bytes[i + 1])
