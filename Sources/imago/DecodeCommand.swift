@@ -6,7 +6,7 @@ import ImagoCommandLine
 /// what each holds; optionally writes the decoded image out again.
 let decodeCommand = Command(
     name: "decode",
-    synopsis: "FILE... [--thumbnail PX] [--memory-budget MIB] [--out PATH | --out-dir DIR] [--json]",
+    synopsis: "FILE... [--thumbnail PX] [--memory-budget MIB] [--timeout SECONDS] [--out PATH | --out-dir DIR] [--json]",
     summary: """
         Decode image files (JPEG, PNG, GIF, WebP, BMP, ICO, TIFF, AVIF, HEIC; the format is read from the bytes) and \
         print format, size, frames and orientation. A file that fails gets one line on \
@@ -19,6 +19,7 @@ let decodeCommand = Command(
         .value("--quality", "Q", "JPEG or WebP quality for --out, 1 to 100 (defaults: JPEG 85, WebP 80)"),
         .value("--max-pixels", "N", "refuse images of more than N pixels (default \(DecodingOptions.defaultMaximumPixelCount))"),
         .value("--memory-budget", "MIB", "refuse files whose decode would hold more than MIB mebibytes (default \(DecodingOptions.defaultThumbnailMemoryBudget >> 20) for a thumbnail, 8 bytes a pixel of the pixel limit at full size)"),
+        .value("--timeout", "SECONDS", "stop each file's decode after SECONDS, as a load's deadline does (default none)"),
         .flag("--json", "print one JSON record per file, then a summary record"),
     ],
     run: runDecode)
@@ -88,6 +89,12 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
         if let limit = try arguments.integer("--max-pixels", in: 1...Int.max) { options.maximumPixelCount = limit }
         if let pixels = try arguments.integer("--thumbnail", in: 1...100_000) { options.targetSize = .thumbnail(pixels) }
         if let mebibytes = try arguments.integer("--memory-budget", in: 1...(1 << 30)) { options.memoryBudget = mebibytes << 20 }
+        if let text = arguments.string("--timeout") {
+            guard let seconds = Double(text), seconds > 0, !seconds.isNaN else {
+                throw UsageError(message: "--timeout needs a number of seconds above 0 (or inf), not '\(text)'")
+            }
+            options.timeout = seconds
+        }
     } catch {
         Output.error(error.message)
         return ExitStatus.usage

@@ -27,10 +27,28 @@ struct DecodeDeadline {
     /// Whether the time is up.
     var hasPassed: Bool { nanoseconds != 0 && Self.now() >= nanoseconds }
 
+    /// Seconds left, for a decode run inside this one (given as its `timeout`); nil
+    /// for no deadline.
+    var secondsLeft: Double? {
+        guard nanoseconds != 0 else { return nil }
+        let now = Self.now()
+        return now >= nanoseconds ? 0 : Double(nanoseconds - now) / 1e9
+    }
+
     /// Throws `decodingTimedOut` once the time is up.
     func check(_ format: ImageFormat) throws(ImagoError) {
         if hasPassed { throw .decodingTimedOut(format: format, seconds: seconds) }
     }
+
+    /// A deadline that never passes: for frames decoded after the decode has returned
+    /// (an animation played later), which no load is waiting on.
+    static let none = DecodeDeadline(seconds: nil)
+
+    /// Rows of `width` pixels to decode between two checks: about a quarter of a million
+    /// pixels, well under a millisecond of the slowest row loops, so a wide image is
+    /// checked often enough to stop within a few milliseconds and a narrow one does not
+    /// read the clock for every row.
+    static func rowsPerCheck(width: Int) -> Int { max(1, (1 << 18) / max(width, 1)) }
 
     private static func now() -> UInt64 {
         var time = timespec()

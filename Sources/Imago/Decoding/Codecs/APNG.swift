@@ -39,8 +39,11 @@ enum APNG {
     /// The animation with its first frame decoded and the others decoded as they are
     /// played, or nil when the file is not an animation or its animation is malformed
     /// (the default image then stands, as in browsers without APNG support). Throws
-    /// only `imageTooLarge` and `tooManyFrames`, from `acTL` and the canvas size.
-    static func animation(_ data: Data, still: DecodedImage, options: DecodingOptions) throws(ImagoError) -> DecodedImage? {
+    /// only `imageTooLarge` and `tooManyFrames`, from `acTL` and the canvas size, and
+    /// `decodingTimedOut` when the first frame is not made by `deadline`.
+    static func animation(
+        _ data: Data, still: DecodedImage, options: DecodingOptions, deadline: DecodeDeadline
+    ) throws(ImagoError) -> DecodedImage? {
         try data.withBytes { bytes throws(ImagoError) -> DecodedImage? in
             // A default image cut short is shown as it is, never animated.
             guard !still.isPartial, let plan = try plan(bytes, options: options) else { return nil }
@@ -55,7 +58,15 @@ enum APNG {
             let open = { @Sendable () throws(ImagoError) -> any FrameProducing in
                 APNGFrameCursor(pinned, plan: plan, orientation: applied, target: target)
             }
-            guard let first = try? open().nextFrame() else { return nil }
+            let first: Bitmap
+            do throws(ImagoError) {
+                guard let made = try APNGFrameCursor(pinned, plan: plan, orientation: applied, target: target, deadline: deadline).nextFrame()
+                else { return nil }
+                first = made
+            } catch {
+                if case .decodingTimedOut = error { throw .decodingTimedOut(format: .png, seconds: deadline.seconds) }
+                return nil
+            }
             let animation = DecodedImage.AnimatedFrames(
                 frameCount: plan.frames.count, durations: plan.frames.map(\.control.duration), loopCount: plan.plays,
                 width: first.width, height: first.height, retainedCost: pinned.count, open: open)
@@ -227,9 +238,12 @@ final class APNGFrameCursor: FrameProducing {
     private let target: TargetSize?
     private var canvas: [UInt8]
     private var index = 0
+    /// Stops the first frame's decode with the still's; none for frames played later.
+    private let deadline: DecodeDeadline
 
-    init(_ storage: PinnedBytes, plan: APNG.Plan, orientation: ImageOrientation, target: TargetSize?) {
+    init(_ storage: PinnedBytes, plan: APNG.Plan, orientation: ImageOrientation, target: TargetSize?, deadline: DecodeDeadline = .none) {
         self.storage = storage
+        self.deadline = deadline
         self.plan = plan
         self.orientation = orientation
         self.target = target
@@ -243,12 +257,16 @@ final class APNGFrameCursor: FrameProducing {
         let png = APNG.framePNG(bytes, ihdr: plan.ihdr, shared: plan.shared, data: data, width: control.width, height: control.height)
         var frameOptions = DecodingOptions(maximumPixelCount: plan.width * plan.height, appliesOrientation: false)
         frameOptions.targetSize = nil
+        frameOptions.timeout = deadline.secondsLeft
+        try deadline.check(.png)
         let frame = try ImageDecoders.PNG().decodeStill(png, options: frameOptions)
         let width = plan.width
         let saved = control.dispose == 2 && index > 0 ? APNG.region(canvas, width: width, control) : nil
         APNG.draw(frame.bitmap, over: &canvas, width: width, control)
         let shown: Bitmap
         if let target {
+            // Fitting is a pass over the whole canvas; not begun once time is up.
+            try deadline.check(.png)
             shown = canvas.withUnsafeBufferPointer { pixels in
                 Resampler.fitted(Resampler.Pixels(base: pixels.baseAddress!, width: width, height: plan.height, bytesPerRow: width * 4), to: target)
             }

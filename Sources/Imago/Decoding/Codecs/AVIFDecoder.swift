@@ -32,7 +32,7 @@ extension ImageDecoders {
         }
 
         private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
-            let cursor = try AVIFFrameCursor(bytes, options: options, keeping: nil)
+            let cursor = try AVIFFrameCursor(bytes, options: options, keeping: nil, deadline: options.deadline())
             guard let first = try cursor.nextFrame() else { throw Self.failure("the file holds no image", nil) }
             let durations = cursor.durations
             let orientation = cursor.orientation
@@ -89,6 +89,10 @@ final class AVIFFrameCursor: FrameProducing {
     private let avif: LibAVIF
     private let storage: PinnedBytes?
     private let options: DecodingOptions
+    /// libavif has no way to stop a frame's decode midway, so the deadline is
+    /// checked around each of its calls: before the AV1 decode, before the
+    /// conversion to RGBA, and after it.
+    private let deadline: DecodeDeadline
     let width: Int
     let height: Int
     /// Each frame's display time in seconds, from the container.
@@ -98,8 +102,11 @@ final class AVIFFrameCursor: FrameProducing {
     private var index = 0
 
     /// Parses `bytes`, which must stay valid for the cursor's life (they are
-    /// `keeping`'s when given).
-    init(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, keeping storage: PinnedBytes?) throws(ImagoError) {
+    /// `keeping`'s when given). `deadline` stops the frames' decoding; none for a
+    /// sequence played after the decode returned.
+    init(
+        _ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, keeping storage: PinnedBytes?, deadline: DecodeDeadline = .none
+    ) throws(ImagoError) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { throw ImageDecoders.AVIF.failure("no data", nil) }
         let avif = try LibAVIF.shared.get()
         guard let decoder = avif.decoderCreate() else { throw ImageDecoders.AVIF.failure("out of memory", nil) }
@@ -107,6 +114,7 @@ final class AVIFFrameCursor: FrameProducing {
         self.decoder = decoder
         self.storage = storage
         self.options = options
+        self.deadline = deadline
         decoder.pointee.codecChoice = avif.codecChoice
         decoder.pointee.maxThreads = 1  // decoding is already spread over the decoding queue
         decoder.pointee.strictFlags = avifStrictFlags(AVIF_STRICT_DISABLED.rawValue)
@@ -170,6 +178,7 @@ final class AVIFFrameCursor: FrameProducing {
         // else checks once the container is parsed (the size limit, which dav1d
         // checks too, stays): a limit one short of the claim refuses exactly that.
         decoder.pointee.imageDimensionLimit = UInt32(clamping: max(width, height) - 1)
+        try deadline.check(.avif)
         let result = avif.decoderNextImage(decoder)
         guard result == AVIF_RESULT_OK, let image = decoder.pointee.image else {
             let error = Self.fail(avif, decoder, result, result == AVIF_RESULT_TRUNCATED_DATA
@@ -184,6 +193,7 @@ final class AVIFFrameCursor: FrameProducing {
             throw ImageDecoders.AVIF.failure("frame \(number) is \(image.pointee.width)×\(image.pointee.height), not \(width)×\(height)", nil)
         }
         if index == 0 { orientation = ImageDecoders.AVIF.orientation(image.pointee) }
+        try deadline.check(.avif)
         let (width, height, decoder, avif) = (self.width, self.height, self.decoder, self.avif)
         let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
             var rgb = avifRGBImage()
@@ -197,6 +207,7 @@ final class AVIFFrameCursor: FrameProducing {
             guard converted == AVIF_RESULT_OK else { throw Self.fail(avif, decoder, converted, "frame \(number) could not be converted to RGBA") }
         }
         index += 1
+        try deadline.check(.avif)
         return options.appliesOrientation ? bitmap.applying(orientation) : bitmap
     }
 }

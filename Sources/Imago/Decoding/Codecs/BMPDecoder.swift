@@ -191,6 +191,7 @@ enum DIB {
         format: ImageFormat, options: DecodingOptions
     ) throws(ImagoError) -> Bitmap {
         try options.checkSize(width: h.width, height: h.height)
+        let deadline = options.deadline()
 
         // The palette: at most 256 entries, straight from the data.
         guard r.has(h.paletteStart, h.paletteCount * h.paletteEntrySize) else {
@@ -219,9 +220,9 @@ enum DIB {
             let out = buffer.bindMemory(to: UInt32.self)
             if compressed {
                 out.update(repeating: 0)
-                try decodeRLE(r, from: start, header: h, palette: palette, into: out, format: format)
+                try decodeRLE(r, from: start, header: h, palette: palette, into: out, format: format, deadline: deadline)
             } else {
-                usesAlpha = decodeRows(r, from: start, stride: stride, header: h, palette: palette, into: out)
+                usesAlpha = try decodeRows(r, from: start, stride: stride, header: h, palette: palette, into: out, format: format, deadline: deadline)
             }
         }.pixels
 
@@ -284,10 +285,11 @@ enum DIB {
     /// Decodes uncompressed rows; returns whether the alpha channel carries anything
     /// (some pixel not fully transparent), in which case the pixels are left with
     /// straight alpha for the caller to premultiply, and are opaque otherwise.
+    /// `decodingTimedOut` once `deadline` passes, checked every band of rows.
     static func decodeRows(
         _ r: LittleEndianBytes, from start: Int, stride: Int, header h: Header,
-        palette: [UInt32], into out: UnsafeMutableBufferPointer<UInt32>
-    ) -> Bool {
+        palette: [UInt32], into out: UnsafeMutableBufferPointer<UInt32>, format: ImageFormat, deadline: DecodeDeadline
+    ) throws(ImagoError) -> Bool {
         let width = h.width
         let bytes = r.bytes
         var masks = h.masks
@@ -297,8 +299,10 @@ enum DIB {
         let channels = (masks ?? []).map(Channel.init)
         let hasAlphaMask = channels.count > 3 && channels[3].bits > 0
         var anyAlpha = false
+        let rowsPerCheck = DecodeDeadline.rowsPerCheck(width: width)
 
         for row in 0..<h.height {
+            if row % rowsPerCheck == 0 { try deadline.check(format) }
             let y = h.topDown ? row : h.height - 1 - row
             let o = start + row * stride
             let line = out.baseAddress! + y * width
@@ -332,10 +336,12 @@ enum DIB {
     }
 
     /// Decodes RLE8 or RLE4 data into a transparent canvas. Every step reads at least
-    /// two bytes, so the loop ends within the data's length.
+    /// two bytes, so the loop ends within the data's length. `decodingTimedOut` once
+    /// `deadline` passes, checked every 256 records (a record draws at most 255
+    /// pixels, so some 65,000 between checks).
     static func decodeRLE(
         _ r: LittleEndianBytes, from start: Int, header h: Header, palette: [UInt32],
-        into out: UnsafeMutableBufferPointer<UInt32>, format: ImageFormat
+        into out: UnsafeMutableBufferPointer<UInt32>, format: ImageFormat, deadline: DecodeDeadline
     ) throws(ImagoError) {
         let bytes = r.bytes, end = r.count
         let isRLE8 = h.compression == .rle8
@@ -346,7 +352,10 @@ enum DIB {
             }
             x += 1
         }
+        var records = 0
         while row < h.height {
+            if records % 256 == 0 { try deadline.check(format) }
+            records += 1
             guard i + 1 < end else { throw failure(format, "the data ends before the image does") }
             let count = Int(bytes[i]), value = Int(bytes[i + 1])
             i += 2

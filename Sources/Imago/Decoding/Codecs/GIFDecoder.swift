@@ -52,7 +52,7 @@ extension ImageDecoders {
             if scan.frameCount > options.maximumFrameCount {
                 throw .tooManyFrames(count: scan.frameCount, limit: options.maximumFrameCount)
             }
-            let cursor = try GIFFrameCursor(bytes, options: options, scan: scan)
+            let cursor = try GIFFrameCursor(bytes, options: options, scan: scan, deadline: options.deadline())
             guard let first = try cursor.nextFrame() else { throw Self.failure("the file has no frames") }
             let loopCount = Self.loopCount(repetitions: scan.repetitions)
             let firstFrame = DecodedImage.Frame(bitmap: first, duration: scan.durations.first ?? 0.1)
@@ -190,6 +190,9 @@ struct GIFReader {
     let file: UnsafeMutablePointer<GifFileType>
     let source: UnsafeMutablePointer<GIFByteSource>
     let options: DecodingOptions
+    /// When the decode must stop: checked per frame and every few hundred thousand
+    /// pixels, so a huge frame cannot hold the thread past its load's deadline.
+    let deadline: DecodeDeadline
     /// The scan found that the data ends early: the frame it ends in decodes the rows
     /// that are there rather than being refused for claiming more than it holds.
     let truncated: Bool
@@ -218,10 +221,14 @@ struct GIFReader {
     var palette = [UInt32](repeating: 0, count: 256)
     var row: [UInt8] = []
 
-    init(file: UnsafeMutablePointer<GifFileType>, source: UnsafeMutablePointer<GIFByteSource>, options: DecodingOptions, scan: GIFScan) {
+    init(
+        file: UnsafeMutablePointer<GifFileType>, source: UnsafeMutablePointer<GIFByteSource>, options: DecodingOptions, scan: GIFScan,
+        deadline: DecodeDeadline
+    ) {
         self.file = file
         self.source = source
         self.options = options
+        self.deadline = deadline
         truncated = scan.truncated
     }
 
@@ -236,6 +243,7 @@ struct GIFReader {
     /// browsers show what arrived); rethrows anything else, and a failure before the
     /// first frame.
     private mutating func endIfTruncated(_ error: ImagoError) throws(ImagoError) {
+        if case .decodingTimedOut = error { throw error }
         guard source.pointee.ranOut, frameIndex > 0 else { throw error }
         isFinished = true
         isPartial = true
@@ -244,6 +252,7 @@ struct GIFReader {
     /// The next frame's canvas, or nil after the last.
     mutating func nextFrame() throws(ImagoError) -> Bitmap? {
         guard !isFinished else { return nil }
+        try deadline.check(.gif)
         if !started {
             guard screenWidth > 0, screenHeight > 0 else {
                 throw ImageDecoders.GIF.failure("the logical screen is empty (\(screenWidth)×\(screenHeight))")
@@ -397,6 +406,7 @@ struct GIFReader {
             // The data ended inside the frame: the rows that arrived are drawn, the
             // rest show the canvas beneath, and this is the last frame.
             guard source.pointee.ranOut else { throw error }
+            if case .decodingTimedOut = error { throw error }
             isFinished = true
             isPartial = true
         }
@@ -411,6 +421,8 @@ struct GIFReader {
             return scaledCanvas.output()
         }
         guard let target = options.targetSize else { return try canvas.snapshot() }
+        // Fitting a large canvas is a pass over all of it; not begun once time is up.
+        try deadline.check(.gif)
         // A thumbnail is scaled straight from the canvas: no full-size copy.
         let pixels = UnsafeRawPointer(canvas.pixels.baseAddress!).assumingMemoryBound(to: UInt8.self)
         return Resampler.fitted(
@@ -459,10 +471,16 @@ struct GIFReader {
             if row.count < width { row = [UInt8](repeating: 0, count: width) }
             let palette = self.palette
             let file = self.file
-            var failed = false
+            let deadline = self.deadline
+            let rowsPerCheck = DecodeDeadline.rowsPerCheck(width: width)
+            var failed = false, timedOut = false
             row.withUnsafeMutableBufferPointer { row in
                 palette.withUnsafeBufferPointer { palette in
                     for index in 0..<rows {
+                        if index % rowsPerCheck == 0 && deadline.hasPassed {
+                            timedOut = true
+                            return
+                        }
                         // giflib counts the pixels it still owes and flushes the
                         // frame's remaining data after the last row on its own.
                         guard DGifGetLine(file, row.baseAddress, Int32(width)) == GIF_OK else {
@@ -477,6 +495,7 @@ struct GIFReader {
                     }
                 }
             }
+            if timedOut { throw .decodingTimedOut(format: .gif, seconds: deadline.seconds) }
             if failed { throw failure() }
         }
         if rows == 0 || rows < height {

@@ -16,8 +16,12 @@ final class GIFFrameCursor: FrameProducing {
 
     /// Opens `bytes`, which must stay valid for the cursor's life (they are `keeping`'s
     /// when given). `scan` says whether the data ends early and whether rows come in
-    /// order.
-    init(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, scan: GIFScan, keeping storage: PinnedBytes? = nil) throws(ImagoError) {
+    /// order. `deadline` stops the frames' decoding; none for an animation played after
+    /// the decode returned.
+    init(
+        _ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, scan: GIFScan, keeping storage: PinnedBytes? = nil,
+        deadline: DecodeDeadline = .none
+    ) throws(ImagoError) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { throw ImageDecoders.GIF.failure("no data") }
         self.storage = storage
         // giflib pulls bytes through a callback; its cursor lives here, reached from
@@ -44,7 +48,7 @@ final class GIFFrameCursor: FrameProducing {
         }
         self.source = source
         self.file = file
-        reader = GIFReader(file: file, source: source, options: options, scan: scan)
+        reader = GIFReader(file: file, source: source, options: options, scan: scan, deadline: deadline)
     }
 
     deinit {

@@ -59,7 +59,10 @@ extension GIFReader {
         }
 
         // Sub-blocks until the empty one; each step reads at least the length byte.
+        // A block of 255 bytes can expand to 700,000 pixels, so the clock is read at
+        // each one (tens of nanoseconds against microseconds of decoding).
         while true {
+            try deadline.check(.gif)
             guard source.pointee.remaining >= 1 else { source.pointee.ranOut = true; throw ImageDecoders.GIF.failure("the data ends before the image does") }
             let length = Int(source.pointee.base[source.pointee.offset])
             source.pointee.offset += 1

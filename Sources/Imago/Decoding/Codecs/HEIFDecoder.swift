@@ -28,6 +28,10 @@ extension ImageDecoders {
 
         private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data", nil) }
+            // libheif 1.15 (Debian 12) reports progress over a grid's tiles but has no
+            // way to stop a decode (a cancel callback came in later releases), so the deadline is
+            // checked between its calls: after parsing, after the decode, after the copy.
+            let deadline = options.deadline()
             if let problem = HEIFReferences.problem(in: bytes) { throw Self.failure(problem, nil) }
             let heif = try LibHEIF.shared.get()
             guard let context = heif.contextAlloc() else { throw Self.failure("out of memory", nil) }
@@ -48,6 +52,7 @@ extension ImageDecoders {
             }
 
             try check(heif.contextReadFromMemoryWithoutCopy(context, base, bytes.count, nil), "the container is malformed")
+            try deadline.check(.heic)
             var handle: OpaquePointer?
             try check(heif.contextGetPrimaryImageHandle(context, &handle), "the file has no primary image")
             guard let handle else { throw Self.failure("the file has no primary image", nil) }
@@ -73,6 +78,7 @@ extension ImageDecoders {
                       "the image data is corrupt")
             guard let image else { throw Self.failure("the image data is corrupt", nil) }
             defer { heif.imageRelease(image) }
+            try deadline.check(.heic)
 
             // The decoded size can differ from the handle's by the clean aperture; the
             // plane is what there is.
@@ -90,6 +96,7 @@ extension ImageDecoders {
                 }
                 if hasAlpha && !premultiplied { pixels.premultiplyRGBA(count: outWidth * outHeight) }
             }
+            try deadline.check(.heic)
             return DecodedImage(bitmap: bitmap, format: .heic)
         }
 

@@ -30,11 +30,13 @@ extension ImageDecoders {
         /// ends before the first row has nothing to show and fails. An animated file's
         /// frames are whole or not shown, so one that ends early fails.
         @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            // The animation's first frame shares the still's time, not a new one.
+            let deadline = options.deadline()
             let (still, endsEarly) = try data.withBytes { bytes throws(ImagoError) in
                 try decode(bytes, options: options, allowsPartial: !Self.declaresAnimation(bytes))
             }
             if endsEarly { return still }
-            return try APNG.animation(data, still: still, options: options) ?? still
+            return try APNG.animation(data, still: still, options: options, deadline: deadline) ?? still
         }
 
         /// The default image alone: what a viewer without APNG support shows. Data that

@@ -114,7 +114,7 @@ extension ImageDecoders {
             if applied == .up,
                let stream = options.targetSize.flatMap({ Resampler.stream(fitting: $0, sourceWidth: Int(width), sourceHeight: Int(height)) }) {
                 guard try readBands(
-                    tiff, width: width, height: height, orientation: orientation, into: stream, options: options,
+                    tiff, width: width, height: height, orientation: orientation, into: .stream(stream), options: options,
                     rawBytes: rawBytes, codecBytes: codecBytes)
                 else {
                     throw fail(source.pointee.ranOut ? "the data ends before the image does" : "the image data is corrupt")
@@ -127,8 +127,13 @@ extension ImageDecoders {
                 // top row first; the turn is done below for all eight orientations (libtiff
                 // itself can only flip, not transpose). Its output is ABGR words, that is
                 // R, G, B, A bytes on little-endian machines, premultiplied.
+                // Band by band, as for a thumbnail, so the deadline is checked between
+                // strips (or scanlines, for large strips) rather than after the page.
                 let raster = pixels.baseAddress!.assumingMemoryBound(to: UInt32.self)
-                guard TIFFReadRGBAImageOriented(tiff, width, height, raster, Int32(orientation.rawValue), 1) != 0 else {
+                guard try readBands(
+                    tiff, width: width, height: height, orientation: orientation, into: .raster(raster), options: options,
+                    rawBytes: rawBytes, codecBytes: codecBytes)
+                else {
                     throw fail(source.pointee.ranOut ? "the data ends before the image does" : "the image data is corrupt")
                 }
                 #if _endian(big)
@@ -141,18 +146,26 @@ extension ImageDecoders {
         }
 
         /// Reads the page a band of rows at a time (a strip's or a tile row's worth, as
-        /// libtiff decodes them) into `stream`: a thumbnail holds one band, not the page.
+        /// libtiff decodes them) into `rows`: a thumbnail holds one band, not the page.
         /// A band too large for that (a page written as one strip: Pillow's default for
         /// an 11000² RGB page is one strip of 363 MB) is read a scanline at a time where
         /// libtiff can (a contiguous layout in strips, whatever the compression), and
         /// refused with `overMemoryBudget` beyond the budget where it cannot. The rows
         /// come as stored, as `TIFFReadRGBAImageOriented` gives them with the file's own
         /// orientation. False when libtiff fails; `decodingTimedOut` past the deadline,
-        /// checked between bands.
+        /// checked between bands and every few hundred thousand pixels of scanlines.
+        /// Into a full-size raster the same holds, except that large strips are read by
+        /// scanlines for the deadline's sake (the raster is the caller's, counted there).
         private func readBands(
-            _ tiff: OpaquePointer, width: UInt32, height: UInt32, orientation: ImageOrientation, into stream: Resampler.Stream,
+            _ tiff: OpaquePointer, width: UInt32, height: UInt32, orientation: ImageOrientation, into rows: TIFFRows,
             options: DecodingOptions, rawBytes: Int, codecBytes: Int
         ) throws(ImagoError) -> Bool {
+            let stream: Resampler.Stream?, fullSize: UnsafeMutablePointer<UInt32>?
+            switch rows {
+            case .stream(let to): (stream, fullSize) = (to, nil)
+            case .raster(let to): (stream, fullSize) = (nil, to)
+            }
+            let workingBytes = stream?.workingBytes ?? 0
             let deadline = options.deadline()
             var band: UInt32 = 0
             if TIFFIsTiled(tiff) != 0 {
@@ -167,46 +180,57 @@ extension ImageDecoders {
             defer { TIFFRGBAImageEnd(&image) }
             image.req_orientation = UInt16(orientation.rawValue)
 
-            let bandBytes = Int(width) * Int(band) * 4 + codecBytes + stream.workingBytes
-            let scanlineBytes = Int(width) * 4 + rawBytes + Int(TIFFScanlineSize64(tiff)) + stream.workingBytes
+            let bandBytes = Int(width) * Int(band) * 4 + codecBytes + workingBytes
+            let scanlineBytes = Int(width) * 4 + rawBytes + Int(TIFFScanlineSize64(tiff)) + workingBytes
             // libtiff decodes a strip row by row with every codec it has; the RGBA
             // conversion is its own (the put routine TIFFRGBAImageBegin chose), given one
             // row. Subsampled YCbCr comes in pairs of rows, so it is left to bands.
             let byScanline = TIFFIsTiled(tiff) == 0 && image.isContig != 0 && image.put.contig != nil
                 && image.photometric != UInt16(PHOTOMETRIC_YCBCR)
-                && (bandBytes > Self.largestBand || bandBytes > options.effectiveMemoryBudget)
-            try options.checkMemory(byScanline ? scanlineBytes : bandBytes, format: .tiff)
+                && (bandBytes > Self.largestBand || (stream != nil && bandBytes > options.effectiveMemoryBudget))
+            if stream != nil { try options.checkMemory(byScanline ? scanlineBytes : bandBytes, format: .tiff) }
             let rowsAtOnce = byScanline ? 1 : band
-            let raster = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: Int(width) * Int(rowsAtOnce))
-            defer { raster.deallocate() }
-            let bytes = UnsafeRawPointer(raster.baseAddress!).assumingMemoryBound(to: UInt8.self)
+            // A band of the thumbnail's own; a full-size page is written in place.
+            let raster = stream == nil ? nil : UnsafeMutableBufferPointer<UInt32>.allocate(capacity: Int(width) * Int(rowsAtOnce))
+            defer { raster?.deallocate() }
+            // Where the band starting at row `top` goes.
+            func destination(_ top: UInt32) -> UnsafeMutablePointer<UInt32> {
+                fullSize.map { $0 + Int(top) * Int(width) } ?? raster!.baseAddress!
+            }
             if byScanline {
                 let line = UnsafeMutableRawPointer.allocate(byteCount: Int(TIFFScanlineSize64(tiff)), alignment: 16)
                 defer { line.deallocate() }
+                let rowsPerCheck = UInt32(DecodeDeadline.rowsPerCheck(width: Int(width)))
                 for row in 0..<height {
-                    if row % 64 == 0 { try deadline.check(.tiff) }
+                    if row % rowsPerCheck == 0 { try deadline.check(.tiff) }
                     guard TIFFReadScanline(tiff, line, row, 0) >= 0 else { return false }
-                    image.put.contig(&image, raster.baseAddress, 0, row, width, 1, 0, 0, line.assumingMemoryBound(to: UInt8.self))
-                    #if _endian(big)
-                    for i in 0..<Int(width) { raster[i] = raster[i].byteSwapped }
-                    #endif
-                    stream.append(row: Int(row), bytes)
+                    let out = destination(row)
+                    image.put.contig(&image, out, 0, row, width, 1, 0, 0, line.assumingMemoryBound(to: UInt8.self))
+                    if let stream {
+                        #if _endian(big)
+                        for i in 0..<Int(width) { out[i] = out[i].byteSwapped }
+                        #endif
+                        stream.append(row: Int(row), UnsafeRawPointer(out).assumingMemoryBound(to: UInt8.self))
+                    }
                 }
                 return true
             }
             var top: UInt32 = 0
             while top < height {
                 try deadline.check(.tiff)
-                let rows = min(band, height - top)
+                let count = min(band, height - top)
                 image.row_offset = Int32(top)
-                guard TIFFRGBAImageGet(&image, raster.baseAddress, width, rows) != 0 else { return false }
-                for row in 0..<Int(rows) {
-                    #if _endian(big)
-                    for i in row * Int(width)..<(row + 1) * Int(width) { raster[i] = raster[i].byteSwapped }
-                    #endif
-                    stream.append(row: Int(top) + row, bytes + row * Int(width) * 4)
+                let out = destination(top)
+                guard TIFFRGBAImageGet(&image, out, width, count) != 0 else { return false }
+                if let stream {
+                    for row in 0..<Int(count) {
+                        #if _endian(big)
+                        for i in row * Int(width)..<(row + 1) * Int(width) { out[i] = out[i].byteSwapped }
+                        #endif
+                        stream.append(row: Int(top) + row, UnsafeRawPointer(out + row * Int(width)).assumingMemoryBound(to: UInt8.self))
+                    }
                 }
-                top += rows
+                top += count
             }
             return true
         }
@@ -226,6 +250,14 @@ extension ImageDecoders {
             .decodingFailed(format: .tiff, reason: reason, codec: message.map { .init(library: "libtiff", message: $0) })
         }
     }
+}
+
+/// Where `readBands` puts the rows it reads.
+private enum TIFFRows {
+    /// Through the resampler, a band at a time: a thumbnail.
+    case stream(Resampler.Stream)
+    /// Straight into the page's full-size raster, rows as stored.
+    case raster(UnsafeMutablePointer<UInt32>)
 }
 
 /// The data libtiff reads, its cursor, and the first error libtiff reported.

@@ -15,7 +15,7 @@ extension ImageDecoders.WebP {
     /// animation) is decoded as a still, which libwebp scales while decoding.
     func decodeAnimation(
         _ bytes: UnsafeBufferPointer<UInt8>, demux: OpaquePointer, config: inout WebPDecoderConfig,
-        orientation: ImageOrientation, options: DecodingOptions
+        orientation: ImageOrientation, options: DecodingOptions, deadline: DecodeDeadline
     ) throws(ImagoError) -> DecodedImage {
         let width = Int(WebPDemuxGetI(demux, WEBP_FF_CANVAS_WIDTH))
         let height = Int(WebPDemuxGetI(demux, WEBP_FF_CANVAS_HEIGHT))
@@ -67,7 +67,8 @@ extension ImageDecoders.WebP {
                 }
             }
             try options.checkMemory(outWidth * outHeight * 4 * (applied == .up ? 1 : 2), format: .webp)
-            let bitmap = try decodeStill(covering, config: &frameConfig, width: outWidth, height: outHeight)
+            let bitmap = try decodeStill(covering, config: &frameConfig, width: outWidth, height: outHeight, deadline: deadline)
+            try deadline.check(.webp)
             return DecodedImage(
                 firstFrame: .init(bitmap: bitmap.applying(applied), duration: durations[0]), animation: nil,
                 loopCount: loopCount, format: .webp, orientation: orientation)
@@ -85,16 +86,19 @@ extension ImageDecoders.WebP {
             try options.checkMemory(canvas * 2 + output * 2, format: .webp)
         }
         let pinned = PinnedBytes(bytes)
-        let open = { @Sendable () throws(ImagoError) -> any FrameProducing in
+        // Frames played after the decode has returned have no deadline: no load waits.
+        let open = { @Sendable (deadline: DecodeDeadline) throws(ImagoError) -> any FrameProducing in
             if scalesCanvas, let storedTarget {
-                return try ScaledWebPFrameCursor(pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget)
+                return try ScaledWebPFrameCursor(
+                    pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget, deadline: deadline)
             }
-            return try WebPFrameCursor(pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget)
+            return try WebPFrameCursor(
+                pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget, deadline: deadline)
         }
-        guard let first = try open().nextFrame() else { throw Self.failure("the animation has no frames") }
+        guard let first = try open(deadline).nextFrame() else { throw Self.failure("the animation has no frames") }
         let animation = DecodedImage.AnimatedFrames(
             frameCount: frameCount, durations: durations, loopCount: loopCount,
-            width: first.width, height: first.height, retainedCost: pinned.count, open: open)
+            width: first.width, height: first.height, retainedCost: pinned.count, open: { () throws(ImagoError) in try open(.none) })
         return DecodedImage(
             firstFrame: .init(bitmap: first, duration: durations[0]), animation: animation,
             loopCount: loopCount, format: .webp, orientation: orientation)
@@ -111,11 +115,15 @@ final class WebPFrameCursor: FrameProducing {
     private let orientation: ImageOrientation
     private let target: TargetSize?
     private var index = 0
+    /// Checked before and after each frame: WebPAnimDecoder decodes a frame in one call.
+    private let deadline: DecodeDeadline
 
     init(
-        _ storage: PinnedBytes, width: Int, height: Int, frameCount: Int, orientation: ImageOrientation, target: TargetSize?
+        _ storage: PinnedBytes, width: Int, height: Int, frameCount: Int, orientation: ImageOrientation, target: TargetSize?,
+        deadline: DecodeDeadline = .none
     ) throws(ImagoError) {
         self.storage = storage
+        self.deadline = deadline
         self.width = width
         self.height = height
         self.orientation = orientation
@@ -145,12 +153,14 @@ final class WebPFrameCursor: FrameProducing {
 
     func nextFrame() throws(ImagoError) -> Bitmap? {
         guard WebPAnimDecoderHasMoreFrames(decoder) != 0 else { return nil }
+        try deadline.check(.webp)
         index += 1
         var canvas: UnsafeMutablePointer<UInt8>?
         var timestamp: Int32 = 0
         guard WebPAnimDecoderGetNext(decoder, &canvas, &timestamp) != 0, let canvas else {
             throw ImageDecoders.WebP.failure("corrupt bitstream in frame \(index)")
         }
+        try deadline.check(.webp)
         // libwebp reuses its canvas for the next frame, so each frame needs its own
         // pixels: a copy, or the scaled frame read straight from the canvas.
         let pixels = Resampler.Pixels(base: canvas, width: width, height: height, bytesPerRow: width * 4)
@@ -174,11 +184,15 @@ final class ScaledWebPFrameCursor: FrameProducing {
     /// The previous frame's rectangle when it is disposed to the background.
     private var disposed: ScaledCanvas.Rectangle?
     private var index = 0
+    /// Stops each frame's decode (libwebp's incremental decoder, a slice at a time).
+    private let deadline: DecodeDeadline
 
     init(
-        _ storage: PinnedBytes, width: Int, height: Int, frameCount: Int, orientation: ImageOrientation, target: TargetSize
+        _ storage: PinnedBytes, width: Int, height: Int, frameCount: Int, orientation: ImageOrientation, target: TargetSize,
+        deadline: DecodeDeadline = .none
     ) throws(ImagoError) {
         self.storage = storage
+        self.deadline = deadline
         self.frameCount = frameCount
         self.orientation = orientation
         canvas = ScaledCanvas(width: width, height: height, target: target)
@@ -214,8 +228,10 @@ final class ScaledWebPFrameCursor: FrameProducing {
         }
         let frame: Bitmap
         do throws(ImagoError) {
-            frame = try ImageDecoders.WebP().decodeStill(fragment, config: &config, width: rectangle.width, height: rectangle.height)
+            frame = try ImageDecoders.WebP().decodeStill(
+                fragment, config: &config, width: rectangle.width, height: rectangle.height, deadline: deadline)
         } catch {
+            if case .decodingTimedOut = error { throw error }
             throw ImageDecoders.WebP.failure("corrupt bitstream in frame \(index)")
         }
         canvas.draw(frame, in: rectangle, blending: iterator.blend_method == WEBP_MUX_BLEND && iterator.has_alpha != 0)

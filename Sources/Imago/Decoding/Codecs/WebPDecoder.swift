@@ -27,6 +27,7 @@ extension ImageDecoders {
         }
 
         private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            let deadline = options.deadline()
             guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data") }
 
             var config = WebPDecoderConfig()
@@ -53,7 +54,7 @@ extension ImageDecoders {
             let appliedOrientation = options.appliesOrientation ? orientation : .up
 
             if config.input.has_animation != 0 {
-                return try decodeAnimation(bytes, demux: demux, config: &config, orientation: orientation, options: options)
+                return try decodeAnimation(bytes, demux: demux, config: &config, orientation: orientation, options: options, deadline: deadline)
             }
 
             let width = Int(config.input.width), height = Int(config.input.height)
@@ -75,14 +76,17 @@ extension ImageDecoders {
                 }
             }
             try options.checkMemory(outWidth * outHeight * 4 * (appliedOrientation == .up ? 1 : 2), format: .webp)
-            let bitmap = try decodeStill(bytes, config: &config, width: outWidth, height: outHeight)
+            let bitmap = try decodeStill(bytes, config: &config, width: outWidth, height: outHeight, deadline: deadline)
+            try deadline.check(.webp)
             return DecodedImage(bitmap: bitmap.applying(appliedOrientation), format: .webp, orientation: orientation)
         }
 
         /// Decodes a still image at `width` × `height` (the scaled size when
-        /// `config.options.use_scaling` is set) into a new bitmap.
+        /// `config.options.use_scaling` is set) into a new bitmap. With a deadline the
+        /// data goes to libwebp's incremental decoder a slice at a time, and the
+        /// deadline is checked between slices: libwebp has no other way to stop.
         func decodeStill(
-            _ bytes: UnsafeBufferPointer<UInt8>, config: inout WebPDecoderConfig, width: Int, height: Int
+            _ bytes: UnsafeBufferPointer<UInt8>, config: inout WebPDecoderConfig, width: Int, height: Int, deadline: DecodeDeadline
         ) throws(ImagoError) -> Bitmap {
             try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
                 config.output.colorspace = MODE_rgbA
@@ -92,11 +96,41 @@ extension ImageDecoders {
                 config.output.u.RGBA.rgba = pixels.baseAddress!.assumingMemoryBound(to: UInt8.self)
                 config.output.u.RGBA.stride = Int32(width * 4)
                 config.output.u.RGBA.size = pixels.count
-                let status = WebPDecode(bytes.baseAddress, bytes.count, &config)
-                WebPFreeDecBuffer(&config.output)
+                guard deadline.nanoseconds != 0 else {
+                    let status = WebPDecode(bytes.baseAddress, bytes.count, &config)
+                    WebPFreeDecBuffer(&config.output)
+                    try Self.check(status)
+                    return
+                }
+                guard let incremental = WebPIDecode(nil, 0, &config) else {
+                    WebPFreeDecBuffer(&config.output)
+                    throw Self.failure("out of memory")
+                }
+                defer {
+                    WebPIDelete(incremental)
+                    WebPFreeDecBuffer(&config.output)
+                }
+                // The data is all there: each update hands libwebp the next slice of
+                // the same buffer, in place. 16 KB is a few milliseconds of lossy
+                // decoding at most; a lossless image can compress far better, so its
+                // slices may hold more work (there is no finer place to stop it).
+                var given = 0
+                var status = VP8_STATUS_SUSPENDED
+                while status == VP8_STATUS_SUSPENDED {
+                    try deadline.check(.webp)
+                    guard given < bytes.count else {
+                        status = VP8_STATUS_NOT_ENOUGH_DATA
+                        break
+                    }
+                    given = min(bytes.count, given + Self.slice)
+                    status = WebPIUpdate(incremental, bytes.baseAddress, given)
+                }
                 try Self.check(status)
             }
         }
+
+        /// The bytes handed to libwebp's incremental decoder between two deadline checks.
+        static let slice = 16 << 10
 
         /// A frame's display time in seconds.
         ///
