@@ -1,0 +1,116 @@
+import Foundation
+import Imago
+
+/// The state of one image's load, for a view of one's own to show, as Nuke's
+/// `FetchImage` and SwiftUI's `AsyncImage` phases give it: empty, loading (with the
+/// progress so far and the latest progressive preview), the image with its response,
+/// or the error. Loads go through the same binding as every view (`setImage(with:)`):
+/// a new URL cancels the one before, and nothing of an overtaken or cancelled load
+/// reaches the model, checked on the main actor when it arrives.
+///
+/// ```swift
+/// let model = ImageLoadModel()
+/// model.onSuccess = { response in print(response) }      // "jpeg 256×171, 1 frame, from network"
+/// model.onProgress = { progress in print(progress.received) }
+/// model.load(url, options: ImageDisplayOptions(targetSize: .thumbnail(256)))
+/// if case .success(let response) = model.phase { show(response.image) }
+/// ```
+@MainActor
+public final class ImageLoadModel: ImageDisplaying {
+    /// Where a load stands.
+    public enum Phase: Sendable {
+        /// No URL.
+        case empty
+        /// Loading: the bytes received so far (when any arrived) and the latest
+        /// progressive preview (when the options ask for previews).
+        case loading(progress: ImageTask.Progress?, preview: DecodedImage?)
+        /// The image, and where it came from.
+        case success(ImageResponse)
+        /// Why the load failed.
+        case failure(ImagoError)
+    }
+
+    /// Where the load stands now.
+    public private(set) var phase = Phase.empty {
+        didSet { onChange?(phase) }
+    }
+    /// Told of every new phase, on the main actor.
+    public var onChange: ((Phase) -> Void)?
+    /// Told when a load succeeds.
+    public var onSuccess: ((ImageResponse) -> Void)?
+    /// Told when a load fails (not when it is cancelled).
+    public var onFailure: ((ImagoError) -> Void)?
+    /// Told as the bytes of the current load arrive.
+    public var onProgress: ((ImageTask.Progress) -> Void)?
+
+    /// The loader the model's images come through.
+    public let imageTargetLoader: ImageTargetLoader
+    /// The box images are decoded to when the options name no size; nil for full size.
+    public var displayTargetSize: TargetSize?
+    /// The task of the current load, while it runs.
+    private var task: ImageTask?
+
+    /// A model loading through `loader` (`ImageTargetLoader.shared` by default).
+    public init(loader: ImageTargetLoader = .shared) {
+        imageTargetLoader = loader
+    }
+
+    /// Loads `url` (nil: empty), cancelling the load before.
+    public func load(_ url: URL?, options: ImageDisplayOptions = ImageDisplayOptions()) {
+        let started = setImage(with: url, options: options) { [weak self] result in
+            self?.finished(result)
+        }
+        task = started
+        guard let started else { return }
+        let progress = started.progress
+        Task { @MainActor [weak self] in
+            for await update in progress {
+                // Only the current load's progress, while it is still loading.
+                guard let self, self.task === started, case .loading(_, let preview) = self.phase else { return }
+                self.phase = .loading(progress: update, preview: preview)
+                self.onProgress?(update)
+            }
+        }
+    }
+
+    /// Cancels the load; the phase stays what it was.
+    public func cancel() {
+        task = nil
+        cancelImageLoad()
+    }
+
+    /// The binding's content: the loading phase and previews; the image and the
+    /// failure come with their response or error through `finished`.
+    public func display(_ content: ImageDisplayContent) {
+        switch content.phase {
+        case .empty:
+            task = nil
+            phase = .empty
+        case .loading:
+            // The placeholder first, then each preview (an image that is not the
+            // placeholder, as the binding shows previews in the loading phase).
+            if case .loading(let progress, _) = phase, content.image != nil {
+                phase = .loading(progress: progress, preview: content.image)
+            } else {
+                phase = .loading(progress: nil, preview: nil)
+            }
+        case .success, .failure:
+            break
+        }
+    }
+
+    private func finished(_ result: Result<ImageResponse, ImagoError>) {
+        switch result {
+        case .success(let response):
+            task = nil
+            phase = .success(response)
+            onSuccess?(response)
+        case .failure(.cancelled):
+            break
+        case .failure(let error):
+            task = nil
+            phase = .failure(error)
+            onFailure?(error)
+        }
+    }
+}
