@@ -163,4 +163,88 @@ final class RemoteImageModel: ObservableObject, ImageDisplaying {
         #endif
     }
 }
+/// Shows the image at `url` through `content`, handed the load's phase as SwiftUI's
+/// `AsyncImage` hands its own: empty, loading (with the bytes so far and the latest
+/// progressive preview), the image with its response, or the error. The load is an
+/// `ImageLoadModel`'s, decoded to fill the view's frame at the screen's scale unless
+/// `options` name a size; it is cancelled when the view goes away.
+///
+/// ```swift
+/// PhasedRemoteImage(url: photoURL) { phase in
+///     switch phase {
+///     case .success(let response): Image(uiImage: response.image.platformImage(scale: 2)!).resizable()
+///     case .failure: Color.clear
+///     default: Color.gray
+///     }
+/// }
+/// ```
+public struct PhasedRemoteImage<Content: View>: View {
+    private let url: URL?
+    private let options: ImageDisplayOptions
+    private let content: (ImageLoadModel.Phase) -> Content
+    @StateObject private var model = PhasedImageModel()
+    @Environment(\.displayScale) private var displayScale
+
+    /// A view of `url`'s image, loaded with `options`, shown by `content` in each phase.
+    public init(
+        url: URL?, options: ImageDisplayOptions = ImageDisplayOptions(),
+        @ViewBuilder content: @escaping (ImageLoadModel.Phase) -> Content
+    ) {
+        self.url = url
+        self.options = options
+        self.content = content
+    }
+
+    public var body: some View {
+        let (model, url, options, scale) = (model, url, options, Double(displayScale))
+        return content(model.phase)
+            .background(alignment: .center) {
+                GeometryReader { proxy in Color.clear.preference(key: RemoteImageSize.self, value: proxy.size) }
+            }
+            .onPreferenceChange(RemoteImageSize.self) { size in
+                // Newer SDKs hand this closure over as `@Sendable`; SwiftUI calls it on the
+                // main thread all the same.
+                MainActor.assumeIsolated { model.resize(to: size, url: url, options: options, reportedScale: scale) }
+            }
+            .onAppear { if model.size != .zero { model.resize(to: model.size, url: url, options: options, reportedScale: scale) } }
+            .onChange(of: url) { newURL in model.resize(to: model.size, url: newURL, options: options, reportedScale: scale) }
+            .onDisappear { model.disappear() }
+    }
+}
+
+/// The `ImageLoadModel` behind a `PhasedRemoteImage`, its phase published to SwiftUI.
+@MainActor
+final class PhasedImageModel: ObservableObject {
+    /// The load's phase; each change redraws the view.
+    @Published private(set) var phase = ImageLoadModel.Phase.empty
+    /// The load.
+    let loader = ImageLoadModel()
+    /// The view's frame in points, and what the latest load asked for.
+    private(set) var size = CGSize.zero
+    private var loaded: (url: URL?, size: TargetSize?)?
+
+    init() {
+        loader.onChange = { [weak self] phase in self?.phase = phase }
+    }
+
+    /// The view went away: its load stops, and is asked again if it comes back.
+    func disappear() {
+        loader.cancel()
+        loaded = nil
+    }
+
+    /// Loads `url` for a frame of `size`, unless that very load was asked for already.
+    func resize(to size: CGSize, url: URL?, options: ImageDisplayOptions, reportedScale: Double) {
+        self.size = size
+        var options = options
+        if options.targetSize == nil {
+            options.targetSize = ViewGeometry.targetSize(
+                width: Double(size.width), height: Double(size.height),
+                scale: ViewGeometry.displayScale(reported: reportedScale), screen: nil, contentMode: .aspectFill)
+        }
+        guard loaded.map({ $0.url != url || $0.size != options.targetSize }) ?? true else { return }
+        loaded = (url, options.targetSize)
+        loader.load(url, options: options)
+    }
+}
 #endif
