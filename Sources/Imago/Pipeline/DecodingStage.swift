@@ -33,13 +33,17 @@ struct DecodingStage: ImageStage {
                 let path = work.originals?.location(of: .original(work.request.imageKey))
                 throw .fileError(path: path ?? work.request.url.absoluteString, reason: "the stored image could not be read back", errno: nil)
             }
+            // The loads waiting are out of time already: their own deadline says so,
+            // not a decode stopped before it began.
+            guard run.loadingTimeout > 0 else { throw .timedOut(url: work.request.url.absoluteString, seconds: pipeline.loadingTimeout) }
             let image = try configuration.decoders.decode(data, options: options)
             // Bytes cut short are partial even where the decoder found all the pixels
             // (a file cut just before its end marker).
             return original.isTruncated && !image.isPartial ? image.markedPartial : image
         }.mapError { $0.naming(work.request.url) }
         let partial = (try? result.get())?.isPartial ?? false
-        if partial || result.isFailure, original.source != .local {
+        // A decode out of time says nothing of the bytes: they stay where they are.
+        if partial || result.isFailure, original.source != .local, !result.ranOutOfTime {
             // Bytes that do not decode (a captive portal's page, an image over the
             // pixel limit), or only in part (a body cut short whose length matched),
             // are not kept to be served again: the next load asks the server, unless
@@ -96,6 +100,14 @@ extension Result {
 }
 
 extension Result<DecodedImage, ImagoError> {
+    /// A failure for want of time, not for the bytes.
+    fileprivate var ranOutOfTime: Bool {
+        switch self {
+        case .failure(.decodingTimedOut), .failure(.timedOut): true
+        default: false
+        }
+    }
+
     /// A failure for the image's size or frame count, not for its bytes.
     fileprivate var exceedsALimit: Bool {
         switch self {
