@@ -56,6 +56,26 @@ final class AnimationDriver {
         driver.tick()
     }
 
+    /// Puts `image` in the view `key` names through `set` (nil for none), at `scale`
+    /// pixels per point, and plays it there when it is an animation: its first frame
+    /// at once, then each frame `set` in turn. The one way every view (UIKit, AppKit,
+    /// SwiftUI) shows an image; `currentImage` is the view's, `isOnScreen` whether it
+    /// is in a window.
+    static func show(
+        _ image: DecodedImage?, scale: Double, in key: ObjectIdentifier, isOnScreen: @escaping @MainActor () -> Bool,
+        currentImage: @escaping @MainActor () -> AnyObject?, set: @escaping @MainActor (PlatformImage?) -> Void
+    ) {
+        stop(in: key)
+        let first = image?.platformImage(scale: scale)
+        set(first)
+        guard let image, image.isAnimated, let first else { return }
+        play(image, in: key, shown: first, isOnScreen: isOnScreen, currentImage: currentImage) { frame in
+            let next = DecodedImage.platformImage(frame.bitmap, scale: scale)
+            set(next)
+            return next
+        }
+    }
+
     /// Ends what plays in the view `key` names.
     static func stop(in key: ObjectIdentifier) {
         playing.removeValue(forKey: key)?.end()

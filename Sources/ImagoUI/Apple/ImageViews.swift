@@ -28,22 +28,11 @@ extension UIImageView: ImageDisplaying {
     /// at its own). An animation shows its first frame at once and plays from there,
     /// its frames decoded a few ahead off the main thread (`AnimationDriver`).
     func show(_ image: DecodedImage?) {
-        let key = ObjectIdentifier(self)
-        AnimationDriver.stop(in: key)
         animationImages = nil
         stopAnimating()
-        let platform = image?.platformImage(scale: shownScale)
-        self.image = platform
-        guard let image, image.isAnimated, platform != nil else { return }
-        let scale = shownScale
-        AnimationDriver.play(
-            image, in: key, shown: platform, isOnScreen: { [weak self] in self?.window != nil },
-            currentImage: { [weak self] in self?.image },
-            show: { [weak self] frame in
-                let shown = DecodedImage.platformImage(frame.bitmap, scale: scale)
-                self?.image = shown
-                return shown
-            })
+        AnimationDriver.show(
+            image, scale: shownScale, in: ObjectIdentifier(self), isOnScreen: { [weak self] in self?.window != nil },
+            currentImage: { [weak self] in self?.image }, set: { [weak self] in self?.image = $0 })
     }
 
     /// The screen's pixels per point: the view's traits', else its screen's; nil
@@ -122,20 +111,9 @@ extension NSImageView: ImageDisplaying {
     /// its own). An animation shows its first frame at once and plays from there, its
     /// frames decoded a few ahead off the main thread (`AnimationDriver`).
     private func show(_ image: DecodedImage?) {
-        let key = ObjectIdentifier(self)
-        AnimationDriver.stop(in: key)
-        let scale = shownScale
-        let platform = image?.platformImage(scale: scale)
-        self.image = platform
-        guard let image, image.isAnimated, platform != nil else { return }
-        AnimationDriver.play(
-            image, in: key, shown: platform, isOnScreen: { [weak self] in self?.window != nil },
-            currentImage: { [weak self] in self?.image },
-            show: { [weak self] frame in
-                let shown = DecodedImage.platformImage(frame.bitmap, scale: scale)
-                self?.image = shown
-                return shown
-            })
+        AnimationDriver.show(
+            image, scale: shownScale, in: ObjectIdentifier(self), isOnScreen: { [weak self] in self?.window != nil },
+            currentImage: { [weak self] in self?.image }, set: { [weak self] in self?.image = $0 })
     }
 
     /// The window's pixels per point, else the main screen's; nil while neither is

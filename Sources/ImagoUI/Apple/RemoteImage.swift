@@ -136,22 +136,16 @@ final class RemoteImageModel: ObservableObject, ImageDisplaying {
         // it is, an animation playing on.
         if let new = content.image, let old = displayedImage, new.sharesPixels(with: old) { return }
         displayedImage = content.image
-        let key = ObjectIdentifier(self)
-        AnimationDriver.stop(in: key)
-        let scale = scale ?? 1
-        frame = content.image?.platformImage(scale: scale)
         var fade: Double?
         if case .crossfade(let seconds) = content.transition { fade = seconds }
-        shown = Shown(image: frame.map(Self.image), fade: fade, generation: shown.generation + 1)
-        guard let decoded = content.image, decoded.isAnimated, let frame else { return }
-        AnimationDriver.play(
-            decoded, in: key, shown: frame, isOnScreen: { [weak self] in self?.isOnScreen ?? false },
+        var next = Shown(fade: fade, generation: shown.generation + 1)
+        AnimationDriver.show(
+            content.image, scale: scale ?? 1, in: ObjectIdentifier(self), isOnScreen: { [weak self] in self?.isOnScreen ?? false },
             currentImage: { [weak self] in self?.frame },
-            show: { [weak self] next in
-                let platform = DecodedImage.platformImage(next.bitmap, scale: scale)
+            set: { [weak self] platform in
+                next.image = platform.map(Self.image)
                 self?.frame = platform
-                self?.shown.image = platform.map(Self.image)
-                return platform
+                self?.shown = next
             })
     }
 
