@@ -230,4 +230,55 @@ import _ImagoTestSupport
         await waitUntil("the server still holds the connection") { server.openConnections == 0 }
         #expect(await withTimeLimit(120) { await task.value }?.error == .cancelled)
     }
+
+    /// A completion handler that captured its view keeps the view alive until the
+    /// handler is released; a view that leaves its hierarchy is taken for gone all
+    /// the same, its load cancelled (and the transfer, which nobody else waits for),
+    /// its handler released, and the view with it.
+    @Test func aViewThatLeavesItsHierarchyIsFreedThoughItsCompletionHoldsIt() async throws {
+        defer { server.stop() }
+        server.route("/stall.png") { _ in .stall() }
+        let targets = makeTargets()
+        weak var gone: RecordingView?
+        let outcome = Locked<ImagoError?>(nil)
+        do {
+            let view = RecordingView(targets)
+            gone = view
+            view.setImage(with: server.url("/stall.png")) { result in
+                // The view, captured strongly, as a cell's handler often does.
+                view.firstImage = nil
+                outcome.withLock { $0 = result.error }
+            }
+            await waitUntil { server.openConnections == 1 }
+            // Shown, then taken out of its window and its superview.
+            try await Task.sleep(for: ImageTargetLoader.sweepInterval * 2)
+            view.isInViewHierarchy = false
+        }
+        await waitUntil("the server still holds the connection") { server.openConnections == 0 }
+        await waitUntil("the view is still alive") { gone == nil }
+        #expect(outcome.withLock { $0 } == .cancelled)
+    }
+
+    /// A view set up before it is added to a hierarchy (a cell configured for display)
+    /// keeps its load however long it waits outside: only a view seen inside is taken
+    /// for gone when it leaves. Its load is then cancelled, and the view hears of it.
+    @Test func aViewSetUpOutsideAHierarchyKeepsItsLoadUntilItLeavesOne() async throws {
+        defer { server.stop() }
+        server.route("/stall.png") { _ in .stall() }
+        let targets = makeTargets()
+        let view = RecordingView(targets)
+        view.isInViewHierarchy = false
+        let task = try #require(view.setImage(with: server.url("/stall.png")))
+        await waitUntil { server.openConnections == 1 }
+        try await Task.sleep(for: ImageTargetLoader.sweepInterval * 4)
+        #expect(server.openConnections == 1, "a view never in a hierarchy lost its load")
+        #expect(!task.isFinished)
+        view.isInViewHierarchy = true
+        try await Task.sleep(for: ImageTargetLoader.sweepInterval * 2)
+        #expect(!task.isFinished, "a view in its hierarchy lost its load")
+        view.isInViewHierarchy = false
+        #expect(await withTimeLimit(120) { await task.value }?.error == .cancelled)
+        #expect(view.cancellations == 1)
+        await waitUntil("the server still holds the connection") { server.openConnections == 0 }
+    }
 }

@@ -61,6 +61,8 @@ open class RecordingView: ImageDisplaying {
     public var imageDisplayOptions: ImageDisplayOptions { options }
     /// The image the view shows before any load (`firstImage`).
     public var displayedImage: DecodedImage? { firstImage }
+    /// Whether the view is in a view hierarchy, as a test sets it (in one by default).
+    public var isInViewHierarchy = true
 
     /// Records `content`, and checks an image shown against the one expected.
     public func display(_ content: ImageDisplayContent) {

@@ -86,6 +86,9 @@ extension UIImageView: ImageDisplaying {
     public func imageLoadDidCancel() {
         (self as? AsyncImageView)?.renderEndOfLoading()
     }
+
+    /// In a window, or in a view that may be put in one.
+    public var isInViewHierarchy: Bool { window != nil || superview != nil }
 }
 
 #elseif canImport(AppKit)
@@ -151,6 +154,9 @@ extension NSImageView: ImageDisplaying {
     public var displayedImage: DecodedImage? {
         image.flatMap(DecodedImage.init(platformImage:))
     }
+
+    /// In a window, or in a view that may be put in one.
+    public var isInViewHierarchy: Bool { window != nil || superview != nil }
 }
 
 #endif

@@ -40,6 +40,12 @@ public protocol ImageDisplaying: AnyObject {
     /// shows stays; a loading view stops its indicator here
     /// (`ImageLoadingState.endLoading()`). Nothing by default.
     func imageLoadDidCancel()
+    /// Whether the view is part of a view hierarchy (has a superview or a window).
+    /// A view seen in one that then stays out of it for a sweep of the target loader
+    /// (about a second) counts as gone: its loads are cancelled, even while something
+    /// still keeps it alive, most often a completion handler that captured it, which
+    /// the cancel releases. True by default (never taken for gone while alive).
+    var isInViewHierarchy: Bool { get }
 }
 
 /// What a view shows at one moment.
@@ -148,4 +154,6 @@ extension ImageDisplaying {
     public var displayedImage: DecodedImage? { nil }
 
     public func imageLoadDidCancel() {}
+
+    public var isInViewHierarchy: Bool { true }
 }

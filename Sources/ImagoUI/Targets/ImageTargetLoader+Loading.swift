@@ -36,6 +36,7 @@ extension ImageTargetLoader {
         func advance(_ record: TargetRegistry.Record, _ registry: inout TargetRegistry) -> (Int, DecodedImage?, [TargetRegistry.Binding.Load]) {
             let sequence = registry.nextSequence()
             record.latestURL = url
+            record.noteCall()
             let replaced = replacing ? record.withBinding(action) { $0.raiseFloor(to: sequence) } : []
             return (sequence, record.initialImage, replaced)
         }
@@ -226,9 +227,15 @@ extension ImageTargetLoader {
 
     // MARK: - Targets that go away
 
-    /// Swift on Linux has no associated objects to learn of a target's end, so while
-    /// any target has an unfinished load, a sweep every 0.2 s cancels the loads of
-    /// targets that are gone and forgets them; with no load left, it stops.
+    /// How often the sweep looks for targets that went away, while any target has an
+    /// unfinished load (none when none has).
+    static let sweepInterval: Duration = .milliseconds(500)
+
+    /// Swift on Linux has no associated objects to learn of a target's end, and an
+    /// Apple view cannot be told of leaving its window from an extension, so while any
+    /// target has an unfinished load, a sweep every half second cancels the loads of
+    /// targets that are gone or left their view hierarchy, and forgets the gone ones;
+    /// with no load left, it stops.
     private func startSweeping() {
         let start = registry.withLock { registry -> Bool in
             guard !registry.isSweeping else { return false }
@@ -236,34 +243,53 @@ extension ImageTargetLoader {
             return true
         }
         guard start else { return }
-        Task.detached { [weak self] in
-            while let self {
-                try? await Task.sleep(for: .milliseconds(200))
-                if !self.sweep() { return }
+        Task { @MainActor [weak self] in
+            while self != nil {
+                try? await Task.sleep(for: Self.sweepInterval)
+                guard let self, self.sweep() else { return }
             }
         }
     }
 
-    /// Cancels the loads of vanished targets and forgets those targets; returns
-    /// whether sweeping should go on (some live target still has a load).
+    /// Cancels the loads of targets that are gone, and of views that left their view
+    /// hierarchy (`ImageDisplaying.isInViewHierarchy`) for a whole sweep after being
+    /// in one; forgets the gone targets. Returns whether sweeping should go on (some
+    /// live target still has a load).
+    ///
+    /// A view out of its hierarchy counts as gone even while something keeps it
+    /// alive: most often a completion handler that captured it, held until its load
+    /// ends. Cancelling releases the handler, and with it the view. The views are
+    /// asked outside the lock, since a view's own code may call the loader.
+    @MainActor @discardableResult
     func sweep() -> Bool {
-        let (orphans, goOn) = registry.withLock { registry -> ([TargetRegistry.Binding.Load], Bool) in
+        let (orphans, bound) = registry.withLock { registry -> ([TargetRegistry.Binding.Load], [TargetRegistry.Record]) in
             var orphans: [TargetRegistry.Binding.Load] = []
-            var loading = false
+            var bound: [TargetRegistry.Record] = []
             for (id, record) in registry.targets {
                 if record.target == nil {
                     orphans += record.loads.map(\.load)
                     registry.targets[id] = nil
-                } else if !loading, !record.withoutAction.loads.isEmpty || record.byAction.values.contains(where: { !$0.loads.isEmpty }) {
-                    loading = true
+                } else if record.isLoading {
+                    bound.append(record)
                 }
             }
-            registry.isSweeping = loading
-            return (orphans, loading)
+            return (orphans, bound)
+        }
+        let placed = bound.compactMap { record in
+            (record.target as? any ImageDisplaying).map { (record, $0.isInViewHierarchy) }
+        }
+        let (left, goOn) = registry.withLock { registry -> ([TargetRegistry.Binding.Load], Bool) in
+            var left: [TargetRegistry.Binding.Load] = []
+            for (record, inside) in placed where record.noteSweep(inViewHierarchy: inside) {
+                left += record.takeLoads { _, _ in true }
+            }
+            let goOn = registry.targets.values.contains { $0.target != nil && $0.isLoading }
+            registry.isSweeping = goOn
+            return (left, goOn)
         }
         loader.cancel(orphans.map(\.task))
-        let callbacks = orphans.compactMap(\.cancelled)
-        if !callbacks.isEmpty { Task { @MainActor in for callback in callbacks { callback() } } }
+        for load in orphans { load.cancelled?() }
+        endCancelled(left)
         return goOn
     }
 }

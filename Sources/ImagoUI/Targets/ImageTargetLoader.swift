@@ -127,6 +127,33 @@ struct TargetRegistry {
             action.map { byAction[$0] ?? Binding() } ?? withoutAction
         }
 
+        /// Where the view stood at the sweeps since its latest call: a view out of its
+        /// hierarchy at two sweeps in a row, having been in it since, counts as gone.
+        /// Only a view seen inside may be taken for gone: one being set up before it
+        /// is added (a cell configured for display) keeps its loads.
+        private var sweepsOutside: Int?
+
+        /// A call was made on the target: its place in a hierarchy is looked at anew.
+        func noteCall() {
+            sweepsOutside = nil
+        }
+
+        /// A sweep found the view in or out of its view hierarchy; returns whether
+        /// it now counts as gone.
+        func noteSweep(inViewHierarchy inside: Bool) -> Bool {
+            if inside {
+                sweepsOutside = 0
+            } else if let outside = sweepsOutside {
+                sweepsOutside = outside + 1
+            }
+            return (sweepsOutside ?? 0) >= 2
+        }
+
+        /// Whether any binding has an unfinished load.
+        var isLoading: Bool {
+            !withoutAction.loads.isEmpty || byAction.values.contains { !$0.loads.isEmpty }
+        }
+
         /// Every binding's unfinished loads.
         var loads: [(action: String?, load: Binding.Load)] {
             var loads = withoutAction.loads.map { (String?.none, $0) }

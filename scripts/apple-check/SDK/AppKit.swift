@@ -60,6 +60,7 @@ open class NSView: NSResponder {
     public required init?(coder: NSCoder) {}
     open var bounds: NSRect = .zero
     open var window: NSWindow? { nil }
+    open var superview: NSView? { nil }
     open var wantsLayer = false
     open var layer: CALayer?
 }

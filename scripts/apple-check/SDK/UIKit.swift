@@ -138,6 +138,7 @@ open class NSLayoutYAxisAnchor: NSLayoutAnchor<NSLayoutYAxisAnchor> {}
 #if !os(watchOS)
 extension UIView {
     public var window: UIWindow? { nil }
+    public var superview: UIView? { nil }
 }
 
 @available(iOS 2.0, tvOS 9.0, visionOS 1.0, *)
