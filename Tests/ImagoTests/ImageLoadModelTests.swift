@@ -87,5 +87,51 @@ extension MainThreadSuites {
             #expect(shown == [2])
             guard case .loading = model.phase else { Issue.record("\(model.phase)"); return }
         }
+
+        /// A view that decodes to its own laid-out size reports every layout pass:
+        /// a smaller box loads nothing, a larger one loads a sharper image while the
+        /// phase stays the image shown (no loading phase between), and the sharper
+        /// image then replaces it.
+        @Test func aLargerBoxSharpensTheImageShownWithoutALoadingPhase() async throws {
+            defer { server.stop() }
+            let body = pngData(90, width: 400, height: 400)
+            let gate = Locked(false)
+            server.route("/photo.png") { _ in
+                // The second request waits until the test has looked at the phase.
+                if server.count(for: "/photo.png") > 1 { while !gate.withLock({ $0 }) { usleep(5_000) } }
+                return .ok(body, headers: ["Content-Type": "image/png"])
+            }
+            let model = makeModel()
+            var phases: [String] = []
+            var successes: [ImageResponse] = []
+            model.onChange = { phase in
+                switch phase {
+                case .empty: phases.append("empty")
+                case .loading: if phases.last != "loading" { phases.append("loading") }
+                case .success: phases.append("success")
+                case .failure: phases.append("failure")
+                }
+            }
+            model.onSuccess = { successes.append($0) }
+            let url = server.url("/photo.png")
+            model.load(url, fitting: TargetSize(width: 100, height: 100))
+            await waitUntil { successes.count == 1 }
+            #expect(successes[0].image.bitmap.width == 100)
+
+            // Smaller, then the same: nothing loads.
+            model.load(url, fitting: TargetSize(width: 50, height: 50))
+            model.load(url, fitting: TargetSize(width: 100, height: 100))
+            #expect(server.count(for: "/photo.png") == 1)
+
+            // Larger: a second load, the first image standing meanwhile.
+            model.load(url, fitting: TargetSize(width: 200, height: 200))
+            await waitUntil { server.count(for: "/photo.png") == 2 }
+            guard case .success(let standing) = model.phase else { Issue.record("\(model.phase)"); return }
+            #expect(standing.image.bitmap.width == 100)
+            gate.withLock { $0 = true }
+            await waitUntil { successes.count == 2 }
+            #expect(successes[1].image.bitmap.width == 200)
+            #expect(phases == ["loading", "success", "success"], "\(phases)")
+        }
     }
 }

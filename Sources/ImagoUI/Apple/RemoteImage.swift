@@ -8,8 +8,8 @@
 import SwiftUI
 import Imago
 
-/// Shows the image at `url`: `placeholder` until it loads (or when it fails), then
-/// `content` with the image, faded in over `crossfadeDuration` unless it came from
+/// Shows the image at `url`: `placeholder` until it loads (or when it fails), in the
+/// space offered to the view, then `content` with the image, faded in over `crossfadeDuration` unless it came from
 /// the memory cache (from a progressive preview too); an animation plays, each
 /// frame for its own delay, as many times as the file says.
 ///
@@ -50,7 +50,10 @@ public struct RemoteImage<Content: View, Placeholder: View>: View {
                 // fades in; an animation's frames change the image, not the identity.
                 content(image).id(model.shown.generation).transition(.opacity)
             } else {
-                placeholder()
+                // The placeholder takes the space offered, as the resizable image
+                // will: the frame measured is the one the image gets, so it is decoded
+                // at that size, not at the placeholder's own (a spinner's 20 points).
+                placeholder().frame(maxWidth: .infinity, maxHeight: .infinity)
             }
         }
         .animation(model.shown.fade.map { .easeInOut(duration: $0) }, value: model.shown.generation)
@@ -213,9 +216,8 @@ final class PhasedImageModel: ObservableObject {
     @Published private(set) var phase = ImageLoadModel.Phase.empty
     /// The load.
     let loader = ImageLoadModel()
-    /// The view's frame in points, and what the latest load asked for.
+    /// The view's frame in points.
     private(set) var size = CGSize.zero
-    private var loaded: (url: URL?, size: TargetSize?)?
 
     init() {
         loader.onChange = { [weak self] phase in self?.phase = phase }
@@ -224,21 +226,16 @@ final class PhasedImageModel: ObservableObject {
     /// The view went away: its load stops, and is asked again if it comes back.
     func disappear() {
         loader.cancel()
-        loaded = nil
     }
 
-    /// Loads `url` for a frame of `size`, unless that very load was asked for already.
+    /// Loads `url` for a frame of `size`: a larger frame loads a sharper image while
+    /// the one shown stays (`ImageLoadModel.load(_:fitting:options:)`).
     func resize(to size: CGSize, url: URL?, options: ImageDisplayOptions, reportedScale: Double) {
         self.size = size
-        var options = options
-        if options.targetSize == nil {
-            options.targetSize = ViewGeometry.targetSize(
-                width: Double(size.width), height: Double(size.height),
-                scale: ViewGeometry.displayScale(reported: reportedScale), screen: nil, contentMode: .aspectFill)
-        }
-        guard loaded.map({ $0.url != url || $0.size != options.targetSize }) ?? true else { return }
-        loaded = (url, options.targetSize)
-        loader.load(url, options: options)
+        let box = ViewGeometry.targetSize(
+            width: Double(size.width), height: Double(size.height),
+            scale: ViewGeometry.displayScale(reported: reportedScale), screen: nil, contentMode: .aspectFill)
+        loader.load(url, fitting: box, options: options)
     }
 }
 #endif

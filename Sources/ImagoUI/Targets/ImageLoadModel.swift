@@ -49,6 +49,11 @@ public final class ImageLoadModel: ImageDisplaying {
     public var displayTargetSize: TargetSize?
     /// The task of the current load, while it runs.
     private var task: ImageTask?
+    /// What `load(_:fitting:options:)` loaded last, for a view that decodes to its own size.
+    private var sizedLoad = SizedLoad()
+    /// Whether the current load only sharpens the image shown (the same URL for a
+    /// larger box): the phase stays the image's until the sharper one replaces it.
+    private var isSharpening = false
 
     /// A model loading through `loader` (`ImageTargetLoader.shared` by default).
     public init(loader: ImageTargetLoader = .shared) {
@@ -57,6 +62,31 @@ public final class ImageLoadModel: ImageDisplaying {
 
     /// Loads `url` (nil: empty), cancelling the load before.
     public func load(_ url: URL?, options: ImageDisplayOptions = ImageDisplayOptions()) {
+        sizedLoad.reset()
+        start(url, options: options, sharpening: false)
+    }
+
+    /// Loads `url` decoded to `box`, the laid-out size of a view that decodes images
+    /// to its own size (unless `options` name a size), for every layout pass such a
+    /// view reports: the same URL loads again only for a larger box (or another
+    /// content mode), a view that shrank keeps its sharper image, and meanwhile the
+    /// phase stays the image shown, with no loading phase, until the sharper one
+    /// replaces it (or fails, when the image stays and `onFailure` is told).
+    public func load(_ url: URL?, fitting box: TargetSize?, options: ImageDisplayOptions = ImageDisplayOptions()) {
+        var options = options
+        if options.targetSize == nil { options.targetSize = box }
+        guard let sized = sizedLoad.load(url, at: options.targetSize, options: options, showing: shownImage) else { return }
+        start(url, options: sized.options, sharpening: sized.placeholder != nil)
+    }
+
+    /// The image of the success phase, if the phase is one.
+    private var shownImage: DecodedImage? {
+        if case .success(let response) = phase { return response.image }
+        return nil
+    }
+
+    private func start(_ url: URL?, options: ImageDisplayOptions, sharpening: Bool) {
+        isSharpening = sharpening
         let started = setImage(with: url, options: options) { [weak self] result in
             self?.finished(result)
         }
@@ -76,12 +106,14 @@ public final class ImageLoadModel: ImageDisplaying {
     /// Cancels the load; the phase stays what it was.
     public func cancel() {
         task = nil
+        sizedLoad.reset()
         cancelImageLoad()
     }
 
     /// The binding's content: the loading phase and previews; the image and the
     /// failure come with their response or error through `finished`.
     public func display(_ content: ImageDisplayContent) {
+        if isSharpening, content.phase == .loading { return }
         switch content.phase {
         case .empty:
             task = nil
@@ -109,7 +141,7 @@ public final class ImageLoadModel: ImageDisplaying {
             break
         case .failure(let error):
             task = nil
-            phase = .failure(error)
+            if !isSharpening { phase = .failure(error) }
             onFailure?(error)
         }
     }

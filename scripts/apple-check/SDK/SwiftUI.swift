@@ -126,6 +126,10 @@ public struct State<Value>: DynamicProperty {
 
 extension View {
     public func frame(width: CGFloat? = nil, height: CGFloat? = nil, alignment: Alignment = .center) -> some View { self }
+    public func frame(
+        minWidth: CGFloat? = nil, idealWidth: CGFloat? = nil, maxWidth: CGFloat? = nil, minHeight: CGFloat? = nil,
+        idealHeight: CGFloat? = nil, maxHeight: CGFloat? = nil, alignment: Alignment = .center
+    ) -> some View { self }
     public func clipShape<S: Shape>(_ shape: S) -> some View { self }
     public func scaledToFill() -> some View { self }
     public func scaledToFit() -> some View { self }
