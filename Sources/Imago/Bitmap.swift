@@ -6,7 +6,20 @@
 ///
 /// The pixels live in an array, so a `Bitmap` is a `Sendable` value that is shared,
 /// not copied, when passed between tasks.
+///
+/// The values are in the colour space `colorSpace` names: sRGB, unless an Apple
+/// platform's ImageIO decoded a wide-gamut image (an iPhone's Display P3 photo), which
+/// keeps its colours there rather than clipping them to sRGB.
 public struct Bitmap: Sendable, Equatable {
+    /// The colour space a bitmap's values are in.
+    public enum ColorSpace: String, Sendable, Hashable {
+        /// sRGB: what every decoder on Linux gives, and what untagged images mean.
+        case sRGB
+        /// Display P3 (the P3 primaries, sRGB's transfer curve): wide-gamut images on
+        /// Apple platforms, shown on their wide-colour screens as they were taken.
+        case displayP3
+    }
+
     /// Width in pixels.
     public let width: Int
     /// Height in pixels.
@@ -15,10 +28,12 @@ public struct Bitmap: Sendable, Equatable {
     public let bytesPerRow: Int
     /// `height` rows of `bytesPerRow` bytes, each pixel R, G, B, A premultiplied.
     public let pixels: [UInt8]
+    /// The colour space of the values.
+    public let colorSpace: ColorSpace
 
     /// Wraps existing pixels. The array must hold `height` rows of `bytesPerRow`
     /// bytes, and the colour values must already be premultiplied.
-    public init(width: Int, height: Int, bytesPerRow: Int? = nil, pixels: [UInt8]) {
+    public init(width: Int, height: Int, bytesPerRow: Int? = nil, pixels: [UInt8], colorSpace: ColorSpace = .sRGB) {
         let stride = bytesPerRow ?? width * 4
         precondition(width > 0 && height > 0 && stride >= width * 4, "invalid bitmap geometry")
         precondition(pixels.count >= stride * height, "pixel buffer too small for the bitmap")
@@ -26,6 +41,13 @@ public struct Bitmap: Sendable, Equatable {
         self.height = height
         self.bytesPerRow = stride
         self.pixels = pixels
+        self.colorSpace = colorSpace
+    }
+
+    /// The same pixels, their values taken as being in `space`: nothing is converted
+    /// (or copied).
+    public func tagged(_ space: ColorSpace) -> Bitmap {
+        space == colorSpace ? self : Bitmap(width: width, height: height, bytesPerRow: bytesPerRow, pixels: pixels, colorSpace: space)
     }
 
     /// Makes a bitmap whose pixels `fill` writes in place, so a decoder writes
@@ -34,7 +56,7 @@ public struct Bitmap: Sendable, Equatable {
     /// `fill` receives uninitialised memory of `height * width * 4` bytes and must
     /// write all of it (or throw).
     static func make(
-        width: Int, height: Int,
+        width: Int, height: Int, colorSpace: ColorSpace = .sRGB,
         fill: (UnsafeMutableRawBufferPointer) throws(ImagoError) -> Void
     ) throws(ImagoError) -> Bitmap {
         let count = width * height * 4
@@ -49,7 +71,7 @@ public struct Bitmap: Sendable, Equatable {
             }
         }
         if let failure { throw failure }
-        return Bitmap(width: width, height: height, pixels: pixels)
+        return Bitmap(width: width, height: height, pixels: pixels, colorSpace: colorSpace)
     }
 
     /// Bytes of memory the pixels take: what a memory cache should charge for them.
@@ -93,7 +115,7 @@ public struct Bitmap: Sendable, Equatable {
         case .left: { (source.width - 1 - $1, $0) }
         }
         // The mapping cannot fail, so `make` never sees an error here.
-        return try! Bitmap.make(width: w, height: h) { destination in
+        return try! Bitmap.make(width: w, height: h, colorSpace: colorSpace) { destination in
             let out = destination.bindMemory(to: UInt32.self)
             source.pixels.withUnsafeBytes { raw in
                 for y in 0..<h {

@@ -19,7 +19,7 @@ extension Bitmap {
     /// (`.noneSkipLast` for a bitmap already flattened onto a background), made on the
     /// pixels in place.
     func makeCGImage(alpha: CGImageAlphaInfo) -> CGImage? {
-        guard let space = CGColorSpace(name: CGColorSpace.sRGB) else { return nil }
+        guard let space = CGColorSpace(name: colorSpace.coreGraphicsName) else { return nil }
         let held = holdPixels()
         guard let provider = CGDataProvider(
             dataInfo: held.info, data: held.base, size: held.count,
@@ -36,12 +36,15 @@ extension Bitmap {
     }
 
     /// Draws `image` into a new bitmap of its size; the one copy on the way out of
-    /// ImageIO.
+    /// ImageIO. A wide-gamut image (a Display P3 photo, Adobe RGB, BT.2020) is drawn in
+    /// Display P3, which keeps the colours an iPhone takes that sRGB would clip;
+    /// anything else in sRGB, converted by Core Graphics from its own profile.
     package static func drawing(_ image: CGImage, format: ImageFormat) throws(ImagoError) -> Bitmap {
         let width = image.width, height = image.height
-        return try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+        let target: ColorSpace = image.colorSpace?.isWideGamutRGB == true ? .displayP3 : .sRGB
+        return try Bitmap.make(width: width, height: height, colorSpace: target) { pixels throws(ImagoError) in
             pixels.initializeMemory(as: UInt8.self, repeating: 0)
-            guard let space = CGColorSpace(name: CGColorSpace.sRGB),
+            guard let space = CGColorSpace(name: target.coreGraphicsName),
                   let context = CGContext(
                     data: pixels.baseAddress, width: width, height: height, bitsPerComponent: 8,
                     bytesPerRow: width * 4, space: space,
@@ -50,6 +53,15 @@ extension Bitmap {
                 throw .decodingFailed(format: format, reason: "Core Graphics could not make a bitmap context", codec: nil)
             }
             context.draw(image, in: CGRect(x: 0, y: 0, width: width, height: height))
+        }
+    }
+}
+extension Bitmap.ColorSpace {
+    /// Core Graphics' name of the space.
+    var coreGraphicsName: CFString {
+        switch self {
+        case .sRGB: CGColorSpace.sRGB
+        case .displayP3: CGColorSpace.displayP3
         }
     }
 }

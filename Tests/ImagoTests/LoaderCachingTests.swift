@@ -483,6 +483,21 @@ import _ImagoTestSupport
         #expect(VariantCodec.decode(bumped, maximumPixelCount: 1 << 24) == nil)
     }
 
+    /// A bitmap's colour space goes with it: a wide-gamut variant comes back tagged as
+    /// it went in, while an sRGB one keeps the form written before colour spaces were
+    /// recorded (version 1), so the records already on disk stay readable.
+    @Test func keepsTheColourSpace() throws {
+        let pixels = (0..<4800).map { UInt8($0 % 4 == 3 ? 255 : $0 % 200) }
+        let wide = Bitmap(width: 40, height: 30, pixels: pixels, colorSpace: .displayP3)
+        let data = VariantCodec.encode(DecodedImage(bitmap: wide, format: .heic))
+        let image = try #require(VariantCodec.decode(data, maximumPixelCount: 1 << 24))
+        #expect(image.bitmap == wide && image.format == .heic)
+        for cut in truncations(of: data) { #expect(VariantCodec.decode(cut, maximumPixelCount: 1 << 24) == nil) }
+        let plain = VariantCodec.encode(DecodedImage(bitmap: wide.tagged(.sRGB), format: .heic))
+        #expect(plain[4] == 1 && data[4] == 2)
+        #expect(try #require(VariantCodec.decode(plain, maximumPixelCount: 1 << 24)).bitmap.colorSpace == .sRGB)
+    }
+
     /// A run that goes past the last pixel is cut there; the image is still whole.
     @Test func aRunPastTheEndIsCut() throws {
         let header = Array("imgv".utf8) + [1, 3] + Array("png".utf8) + [0, 0, 0, 2, 0, 0, 0, 2]

@@ -35,6 +35,25 @@ import _ImagoTestSupport
         #expect(processingIdentifier(Array(processors.prefix(2))) == "imago.resize(fit-256x256)|imago.resize(fill-256x256)")
     }
 
+    /// Processors work on the values as they are: a wide-gamut image stays in its
+    /// colour space through each of them, an app's own included, and through an
+    /// orientation change; its pixels are the same as the sRGB image's.
+    @Test func processedImagesKeepTheirColourSpace() {
+        let wide = Self.photo.tagged(.displayP3)
+        let processors: [any ImageProcessing] = [
+            ImageProcessors.Resize(.thumbnail(20)), ImageProcessors.Crop(x: 2, y: 2, width: 10, height: 10),
+            ImageProcessors.RoundedCorners(radius: 3), ImageProcessors.Circle(),
+            ImageProcessors.Custom(identifier: "copy") { Bitmap(width: $0.width, height: $0.height, pixels: $0.pixels) },
+        ]
+        for processor in processors {
+            let image = DecodedImage(bitmap: wide, format: .heic).processed(by: [processor])
+            let plain = DecodedImage(bitmap: Self.photo, format: .heic).processed(by: [processor])
+            #expect(image.bitmap.colorSpace == .displayP3, "\(processor.identifier)")
+            #expect(image.bitmap.pixels == plain.bitmap.pixels, "\(processor.identifier)")
+        }
+        #expect(wide.applying(.right).colorSpace == .displayP3)
+    }
+
     @Test func resizeAndCrop() {
         let small = ImageProcessors.Resize(.thumbnail(30)).process(Self.photo)
         #expect(small.width == 30 && small.height == 20)

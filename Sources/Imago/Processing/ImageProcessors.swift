@@ -5,7 +5,7 @@ extension DecodedImage {
     /// now, to an animation's other frames as they are decoded.
     public func processed(by processors: [any ImageProcessing]) -> DecodedImage {
         guard !processors.isEmpty else { return self }
-        let apply: @Sendable (Bitmap) -> Bitmap = { bitmap in processors.reduce(bitmap) { $1.process($0) } }
+        let apply: @Sendable (Bitmap) -> Bitmap = { bitmap in processors.reduce(bitmap) { $1.applied(to: $0) } }
         let first = apply(bitmap)
         return DecodedImage(
             firstFrame: Frame(bitmap: first, duration: firstFrame.duration),
@@ -114,7 +114,7 @@ public enum ImageProcessors {
         public var identifier: String { "imago.composition(\(processingIdentifier(processors)))" }
 
         public func process(_ bitmap: Bitmap) -> Bitmap {
-            processors.reduce(bitmap) { $1.process($0) }
+            processors.reduce(bitmap) { $1.applied(to: $0) }
         }
     }
 

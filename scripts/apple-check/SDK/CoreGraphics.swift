@@ -13,7 +13,9 @@ public typealias CFTimeInterval = Double
 
 public final class CGColorSpace: @unchecked Sendable {
     nonisolated(unsafe) public static let sRGB: CFString = "kCGColorSpaceSRGB"
+    nonisolated(unsafe) public static let displayP3: CFString = "kCGColorSpaceDisplayP3"
     public init?(name: CFString) {}
+    public var isWideGamutRGB: Bool { false }
 }
 
 public enum CGImageAlphaInfo: UInt32, Sendable {
@@ -44,6 +46,7 @@ public final class CGImage: @unchecked Sendable {
     ) {}
     public var width: Int { 0 }
     public var height: Int { 0 }
+    public var colorSpace: CGColorSpace? { nil }
 }
 
 public final class CGContext {

@@ -14,10 +14,13 @@ import Foundation
 ///
 /// Layout: "imgv", a version byte, the source format's name (a length byte, then
 /// UTF-8), width and height (UInt32, big-endian), then the operations, then seven
-/// zero bytes and a one.
+/// zero bytes and a one. Version 1 is an sRGB bitmap; version 2, a bitmap in another
+/// colour space, whose name (a length byte, then UTF-8) follows the format's, so
+/// that every sRGB variant written before stays readable.
 enum VariantCodec {
     private static let magic: [UInt8] = Array("imgv".utf8)
-    private static let version: UInt8 = 1
+    private static let sRGBVersion: UInt8 = 1
+    private static let taggedVersion: UInt8 = 2
     private static let end: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 1]
 
     private static let opIndex: UInt8 = 0x00
@@ -40,10 +43,15 @@ enum VariantCodec {
         // The worst case is five bytes a pixel (every pixel a literal RGBA).
         out.reserveCapacity(32 + width * height * 5 + end.count)
         out += magic
-        out.append(version)
+        out.append(bitmap.colorSpace == .sRGB ? sRGBVersion : taggedVersion)
         let name = Array(image.format.rawValue.utf8)
         out.append(UInt8(name.count))
         out += name
+        if bitmap.colorSpace != .sRGB {
+            let space = Array(bitmap.colorSpace.rawValue.utf8)
+            out.append(UInt8(space.count))
+            out += space
+        }
         for value in [UInt32(width), UInt32(height)] {
             out += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
         }
@@ -110,10 +118,18 @@ enum VariantCodec {
     // word (stored whole, runs as repeated stores) and its table in a fixed buffer:
     // byte-by-byte stores into an array made it half of a warm `imago fetch`'s CPU.
     private static func decode(_ input: UnsafeRawBufferPointer, maximumPixelCount: Int) -> DecodedImage? {
-        guard input.count > 6, input.starts(with: magic), input[4] == version else { return nil }
+        guard input.count > 6, input.starts(with: magic), input[4] == sRGBVersion || input[4] == taggedVersion else { return nil }
         var p = 6 + Int(input[5])
         guard input.count >= p + 8 + end.count,
               let format = ImageFormat(rawValue: String(decoding: input[6..<p], as: UTF8.self)) else { return nil }
+        var colorSpace = Bitmap.ColorSpace.sRGB
+        if input[4] == taggedVersion {
+            let start = p + 1
+            p = start + Int(input[p])
+            guard input.count >= p + 8 + end.count,
+                  let space = Bitmap.ColorSpace(rawValue: String(decoding: input[start..<p], as: UTF8.self)) else { return nil }
+            colorSpace = space
+        }
         func uint32(_ at: Int) -> Int {
             Int(UInt32(bigEndian: input.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
         }
@@ -184,7 +200,7 @@ enum VariantCodec {
             initialized = failed ? 0 : count * 4
         }
         guard !failed, input[limit...].elementsEqual(end) else { return nil }
-        return DecodedImage(bitmap: Bitmap(width: width, height: height, pixels: pixels), format: format)
+        return DecodedImage(bitmap: Bitmap(width: width, height: height, pixels: pixels, colorSpace: colorSpace), format: format)
     }
 
     /// Colour differences packed as a pixel is (r, g, b from the low byte up), alpha 0.
