@@ -123,6 +123,30 @@ check_sdk() {
   grep -q 'kCGImagePropertyAVISLoopCount: no C global' "$out/planted.log" || { cat "$out/planted.log"; return 1; }
   echo "    SDK check: a planted declaration of kCGImagePropertyAVISLoopCount is refused"
 }
+# Uses of APIs newer than the package's minimums, each under `#available` or in an
+# `@available` declaration (scripts/apple-check/uses), and the same check of a planted
+# unguarded use, which must fail. Needs no SDK: the declarations say what is newer.
+check_uses() {
+  local tool="$out/check-uses" minimums
+  minimums="$(grep -oE '\.(macOS|iOS|tvOS|watchOS|visionOS)\(\.v[0-9_]+\)' Package.swift \
+    | sed -E 's/\.([A-Za-z]+)\(\.v([0-9]+)_?([0-9]*)\)/\1=\2.\3/; s/\.$/.0/' | paste -sd, -)"
+  if [ ! -x "$tool" ] || [ "scripts/apple-check/uses/main.swift" -nt "$tool" ]; then
+    "$swiftc" -O -swift-version 6 -warnings-as-errors -module-name CheckUses -o "$tool" scripts/apple-check/uses/main.swift || return 1
+  fi
+  local sources
+  sources="$(find Sources/Imago Sources/ImagoUI -name '*.swift' | sort)"
+  # shellcheck disable=SC2086
+  "$tool" "$minimums" "$sdk" $sources || return 1
+  local planted="$out/planted-use.swift"
+  printf 'import ImageIO\nlet key = kCGImagePropertyAVISDictionary\n' > "$planted"
+  if "$tool" "$minimums" "$sdk" "$planted" > "$out/planted-use.log" 2>&1; then
+    echo "check-apple: an unguarded use of kCGImagePropertyAVISDictionary (iOS 17) was accepted" >&2
+    return 1
+  fi
+  echo "    Availability: a planted unguarded use of kCGImagePropertyAVISDictionary is refused"
+}
+(set +e; check_uses > "$out/uses.log" 2>&1; echo $? > "$out/uses.status") &
+
 sdk_status=0
 if [ -d "$apple_sdk" ]; then
   (set +e; check_sdk > "$out/sdk.log" 2>&1; echo $? > "$out/sdk.status") &
@@ -146,6 +170,8 @@ if [ -e "$out/sdk.status" ]; then
   [ "$(cat "$out/sdk.status")" -eq 0 ] || { echo "check-apple: the SDK declarations disagree with the SDK" >&2; status=1; }
   rm -f "$out/sdk.status"
 fi
+cat "$out/uses.log"
+[ "$(cat "$out/uses.status")" -eq 0 ] || { echo "check-apple: an API newer than the minimums is used unguarded" >&2; status=1; }
 for platform in $platforms; do
   cat "$out/$platform.log"
   [ "$(cat "$out/$platform.status")" -eq 0 ] || { echo "check-apple: $platform does not type-check" >&2; status=1; }
