@@ -63,6 +63,8 @@ open class RecordingView: ImageDisplaying {
     public var displayedImage: DecodedImage? { firstImage }
     /// Whether the view is in a view hierarchy, as a test sets it (in one by default).
     public var isInViewHierarchy = true
+    /// Whether the system asks for reduced motion, as a test sets it (no by default).
+    public var reducesMotion = false
 
     /// Records `content`, and checks an image shown against the one expected.
     public func display(_ content: ImageDisplayContent) {

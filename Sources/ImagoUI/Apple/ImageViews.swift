@@ -19,10 +19,15 @@ extension UIImageView: ImageDisplaying {
             UIView.transition(with: self, duration: seconds, options: [.transitionCrossDissolve, .allowUserInteraction]) {
                 self.show(content.image)
             }
+        case .custom(let custom):
+            custom.animate(self) { [weak self] in self?.show(content.image) }
         case .none:
             show(content.image)
         }
     }
+
+    /// Reduce Motion, from the accessibility settings.
+    public var reducesMotion: Bool { UIAccessibility.isReduceMotionEnabled }
 
     /// Shows `image` at the scale it was decoded for (the screen's; a toolkit image
     /// at its own). An animation shows its first frame at once and plays from there,
@@ -100,7 +105,15 @@ extension NSImageView: ImageDisplaying {
     /// is layer-backed (the fade is Core Animation's); a fade still running from the
     /// previous image is removed first.
     public func display(_ content: ImageDisplayContent) {
+        if let view = self as? AsyncImageView {
+            view.render(content)
+            return
+        }
         layer?.removeAnimation(forKey: "imago.crossfade")
+        if case .custom(let custom) = content.transition {
+            custom.animate(self) { [weak self] in self?.show(content.image) }
+            return
+        }
         if case .crossfade(let seconds) = content.transition, let layer {
             let fade = CATransition()
             fade.type = .fade
@@ -110,10 +123,24 @@ extension NSImageView: ImageDisplaying {
         show(content.image)
     }
 
+    /// Reduce motion, from the accessibility display settings.
+    public var reducesMotion: Bool { NSWorkspace.shared.accessibilityDisplayShouldReduceMotion }
+
+    /// An `AsyncImageView`'s own transition and indicator settings; the defaults for
+    /// any other image view.
+    public var imageDisplayOptions: ImageDisplayOptions {
+        (self as? AsyncImageView)?.loadingState.displayOptions ?? ImageDisplayOptions()
+    }
+
+    /// An `AsyncImageView` stops its indicator; the image stays.
+    public func imageLoadDidCancel() {
+        (self as? AsyncImageView)?.renderEndOfLoading()
+    }
+
     /// Shows `image` at the scale it was decoded for (the window's; a toolkit image at
     /// its own). An animation shows its first frame at once and plays from there, its
     /// frames decoded a few ahead off the main thread (`AnimationDriver`).
-    private func show(_ image: DecodedImage?) {
+    func show(_ image: DecodedImage?) {
         AnimationDriver.show(
             image, scale: shownScale, in: ObjectIdentifier(self), isOnScreen: { [weak self] in self?.window != nil },
             currentImage: { [weak self] in self?.image }, set: { [weak self] in self?.image = $0 })

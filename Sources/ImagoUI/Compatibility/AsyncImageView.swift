@@ -38,8 +38,34 @@ open class AsyncImageView: UIImageView {
         set { loadingState.crossfadeDuration = newValue }
     }
 
+    /// How a new image replaces the old: a crossfade of `crossfadeDuration` by
+    /// default, none, or one of the caller's own. None while Reduce Motion is on.
+    public var transition: ImageTransition {
+        get { loadingState.transition }
+        set { loadingState.transition = newValue }
+    }
+
+    /// What loads show while they run: the activity indicator (the default), none,
+    /// a progress bar filling as the bytes arrive, or `customIndicator`.
+    public var loadingIndicator: ImageLoadingIndicator {
+        get { loadingState.indicator }
+        set { loadingState.indicator = newValue }
+    }
+
     /// The indicator, centred over the image.
     public let indicator = UIActivityIndicatorView(style: .medium)
+    /// The progress bar of `.progress` loads, centred over the image, two thirds of
+    /// its width; the activity indicator spins until the size is known.
+    public let progressView = UIProgressView(progressViewStyle: .default)
+    /// The caller's own indicator, shown centred over the image for `.custom` loads.
+    public var customIndicator: (UIView & ImageLoadingIndicatorView)? {
+        didSet {
+            oldValue?.hideLoading()
+            oldValue?.removeFromSuperview()
+            if let customIndicator { center(customIndicator) }
+            renderIndicator()
+        }
+    }
 
     public override init(frame: CGRect) {
         super.init(frame: frame)
@@ -58,11 +84,18 @@ open class AsyncImageView: UIImageView {
 
     private func addIndicator() {
         indicator.hidesWhenStopped = true
-        indicator.translatesAutoresizingMaskIntoConstraints = false
-        addSubview(indicator)
+        center(indicator)
+        progressView.isHidden = true
+        center(progressView)
+        progressView.widthAnchor.constraint(equalTo: widthAnchor, multiplier: 2.0 / 3.0).isActive = true
+    }
+
+    private func center(_ view: UIView) {
+        view.translatesAutoresizingMaskIntoConstraints = false
+        addSubview(view)
         NSLayoutConstraint.activate([
-            indicator.centerXAnchor.constraint(equalTo: centerXAnchor),
-            indicator.centerYAnchor.constraint(equalTo: centerYAnchor),
+            view.centerXAnchor.constraint(equalTo: centerXAnchor),
+            view.centerYAnchor.constraint(equalTo: centerYAnchor),
         ])
     }
 
@@ -74,6 +107,8 @@ open class AsyncImageView: UIImageView {
             UIView.transition(
                 with: self, duration: seconds, options: [.transitionCrossDissolve, .allowUserInteraction]
             ) { self.show(image) }
+        } else if content.phase == .success, case .custom(let custom) = content.transition {
+            custom.animate(self) { [weak self] in self?.show(image) }
         } else {
             show(image)
         }
@@ -87,11 +122,22 @@ open class AsyncImageView: UIImageView {
     }
 
     private func renderIndicator() {
-        if loadingState.isActivityIndicatorVisible {
+        let shown = loadingState.visibleIndicator, progress = loadingState.progress
+        let spins = shown == .activity || (shown == .progress && progress == nil) || (shown == .custom && customIndicator == nil)
+        if spins {
             bringSubviewToFront(indicator)
             indicator.startAnimating()
         } else {
             indicator.stopAnimating()
+        }
+        progressView.isHidden = !(shown == .progress && progress != nil)
+        if let progress, shown == .progress {
+            bringSubviewToFront(progressView)
+            progressView.setProgress(Float(progress), animated: false)
+        }
+        if let customIndicator {
+            bringSubviewToFront(customIndicator)
+            loadingState.render(into: customIndicator)
         }
     }
 }

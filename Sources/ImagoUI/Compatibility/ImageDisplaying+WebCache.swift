@@ -53,7 +53,7 @@ extension ImageDisplaying {
         let (sequence, initialImage) = targets.bind(self, action: nil, to: url, replacing: replacing || url == nil) { displayedImage }
         let placeholder = placeholder ?? initialImage
         guard let url else {
-            display(ImageDisplayContent(phase: .empty, image: placeholder, showsActivityIndicator: false, transition: .none))
+            display(ImageDisplayContent(phase: .empty, image: placeholder))
             return nil
         }
         let targetSize = options.targetSize ?? displayTargetSize
@@ -73,19 +73,31 @@ extension ImageDisplaying {
             completion?(.success(ImageResponse(image: image, url: url, source: .local)))
             return nil
         }
-        display(ImageDisplayContent(
-            phase: .loading, image: placeholder, showsActivityIndicator: options.showsActivityIndicator, transition: .none))
+        display(ImageDisplayContent(phase: .loading, image: placeholder, indicator: options.indicator))
         let request = ImageRequest(
             url: url, targetSize: targetSize, processors: options.processors, priority: options.priority,
             options: options.showsProgressivePreviews ? .progressivePreviews : [])
-        let crossfade = options.crossfadeDuration, failureImage = options.failureImage ?? placeholder
+        let transition = options.transition, failureImage = options.failureImage ?? placeholder
         // A preview is shown in the loading phase, without the activity indicator: the
         // picture sharpening is the sign of progress.
+        let previewShown = PreviewShown()
         var preview: (@MainActor @Sendable (AnyObject, ImageResponse) -> Void)?
         if options.showsProgressivePreviews {
             preview = { target, response in
+                previewShown.value = true
+                (target as? any ImageDisplaying)?.display(ImageDisplayContent(phase: .loading, image: response.image))
+            }
+        }
+        // A determinate or custom indicator is told the share of the bytes received,
+        // with the placeholder, while the load is pending and shows no preview yet.
+        var progress: (@MainActor @Sendable (AnyObject, ImageTask.Progress) -> Void)?
+        if options.indicator == .progress || options.indicator == .custom {
+            let indicator = options.indicator
+            progress = { target, update in
+                guard !previewShown.value, let expected = update.expected, expected > 0 else { return }
                 (target as? any ImageDisplaying)?.display(ImageDisplayContent(
-                    phase: .loading, image: response.image, showsActivityIndicator: false, transition: .none))
+                    phase: .loading, image: placeholder, indicator: indicator,
+                    progress: min(1, Double(update.received) / Double(expected))))
             }
         }
         // A cancelled load displays nothing, so the view hears of its end apart: unless
@@ -100,9 +112,11 @@ extension ImageDisplaying {
         }
         return targets.start(
             request, target: self, action: nil, sequence: sequence, cancelled: cancelled,
-            preview: preview,
+            preview: preview, progress: progress,
             success: { target, response in
-                (target as? any ImageDisplaying)?.display(.success(response, crossfade: crossfade))
+                if let view = target as? any ImageDisplaying {
+                    view.display(.success(response, transition: transition, reducesMotion: view.reducesMotion))
+                }
                 completion?(.success(response))
             },
             failure: { target, error in
@@ -110,8 +124,7 @@ extension ImageDisplaying {
                 // still on its way (or an earlier one, which may yet be set) keeps
                 // the view loading.
                 if let view = target as? any ImageDisplaying, !targets.isLoading(view, action: nil) {
-                    view.display(ImageDisplayContent(
-                        phase: .failure, image: failureImage, showsActivityIndicator: false, transition: .none))
+                    view.display(ImageDisplayContent(phase: .failure, image: failureImage))
                 }
                 completion?(.failure(error))
             })
@@ -140,4 +153,11 @@ extension ImageDisplaying {
     public func cancelImageLoad() {
         imageTargetLoader.cancelLoading(target: self)
     }
+}
+
+/// Whether a load has shown a progressive preview: its progress then moves no
+/// indicator, the picture sharpening being the sign of progress.
+@MainActor
+private final class PreviewShown: Sendable {
+    var value = false
 }

@@ -46,6 +46,10 @@ public protocol ImageDisplaying: AnyObject {
     /// still keeps it alive, most often a completion handler that captured it, which
     /// the cancel releases. True by default (never taken for gone while alive).
     var isInViewHierarchy: Bool { get }
+    /// Whether the system asks for reduced motion (iOS's Reduce Motion, macOS's
+    /// Reduce motion, GTK's animations turned off): images then change at once,
+    /// whatever transition the options name. False by default.
+    var reducesMotion: Bool { get }
 }
 
 /// What a view shows at one moment.
@@ -54,7 +58,7 @@ public struct ImageDisplayContent: Sendable {
     public enum Phase: Sendable, Equatable {
         /// No URL: the placeholder, if any.
         case empty
-        /// Loading: the placeholder, if any, and the activity indicator if wanted.
+        /// Loading: the placeholder, if any, and the indicator if wanted.
         case loading
         /// The loaded image.
         case success
@@ -66,31 +70,61 @@ public struct ImageDisplayContent: Sendable {
     public let phase: Phase
     /// The image to show; nil for none.
     public let image: DecodedImage?
-    /// Whether the activity indicator is shown.
-    public let showsActivityIndicator: Bool
+    /// The indicator to show: `.none` but while loading.
+    public let indicator: ImageLoadingIndicator
+    /// How much of the transfer has arrived, from 0 to 1, when its size is known:
+    /// what a determinate indicator draws. Nil before any byte, or when the size is
+    /// not known.
+    public let progress: Double?
     /// How to change to `image`.
     public let transition: ImageTransition
 
+    /// Whether an indicator is shown.
+    public var showsActivityIndicator: Bool { indicator != .none }
+
     /// Content to show: for views that render what they are given, and for code that
     /// shows an image of its own through the same path.
-    public init(phase: Phase, image: DecodedImage?, showsActivityIndicator: Bool, transition: ImageTransition) {
+    public init(
+        phase: Phase, image: DecodedImage?, indicator: ImageLoadingIndicator = .none, progress: Double? = nil,
+        transition: ImageTransition = .none
+    ) {
         self.phase = phase
         self.image = image
-        self.showsActivityIndicator = showsActivityIndicator
+        self.indicator = indicator
+        self.progress = progress
         self.transition = transition
     }
 
-    /// A loaded image, shown with `transition` and no activity indicator.
-    static func success(_ image: DecodedImage, transition: ImageTransition) -> ImageDisplayContent {
-        ImageDisplayContent(phase: .success, image: image, showsActivityIndicator: false, transition: transition)
+    /// Content with the activity indicator or none, as AsyncImageView has it.
+    public init(phase: Phase, image: DecodedImage?, showsActivityIndicator: Bool, transition: ImageTransition) {
+        self.init(phase: phase, image: image, indicator: showsActivityIndicator ? .activity : .none, transition: transition)
     }
 
-    /// A loaded image fading in over `crossfade` seconds, unless it came from the
-    /// memory cache (shown at once, as a list scrolling over cached images must be).
-    static func success(_ response: ImageResponse, crossfade: Double) -> ImageDisplayContent {
-        let transition: ImageTransition = response.source == .memory || crossfade <= 0 ? .none : .crossfade(seconds: crossfade)
-        return .success(response.image, transition: transition)
+    /// A loaded image, shown with `transition` and no indicator.
+    static func success(_ image: DecodedImage, transition: ImageTransition) -> ImageDisplayContent {
+        ImageDisplayContent(phase: .success, image: image, transition: transition)
     }
+
+    /// A loaded image shown with `transition`, unless it came from the memory cache
+    /// (shown at once, as a list scrolling over cached images must be) or the system
+    /// asks for reduced motion.
+    static func success(_ response: ImageResponse, transition: ImageTransition, reducesMotion: Bool) -> ImageDisplayContent {
+        .success(response.image, transition: response.source == .memory || reducesMotion ? .none : transition)
+    }
+}
+
+/// What a view shows while its image loads.
+public enum ImageLoadingIndicator: Sendable, Hashable {
+    /// Nothing.
+    case none
+    /// A spinner (AsyncImageView's activity indicator, GTK's spinner).
+    case activity
+    /// A determinate indicator, filled as the bytes arrive (`ImageDisplayContent.progress`);
+    /// a spinner until the size is known.
+    case progress
+    /// The view's own indicator, given to the view (`AsyncImageView.customIndicator`,
+    /// the GTK view's `customIndicator`), told of the progress as it comes.
+    case custom
 }
 
 /// How a view changes to a new image.
@@ -99,6 +133,38 @@ public enum ImageTransition: Sendable, Equatable {
     case none
     /// Fading the new image in over the old one for `seconds`.
     case crossfade(seconds: Double)
+    /// The caller's own.
+    case custom(Custom)
+
+    /// A transition of the caller's own: `animate` is handed the view and a function
+    /// that puts the new image up, and calls it inside whatever animation it makes
+    /// (on UIKit, `UIView.transition(with:duration:options:animations:)` with it as
+    /// the animations). Views call it instead of their own change, on the main actor.
+    public struct Custom: Sendable, Equatable {
+        /// Names the transition: two with the same name are the same transition.
+        public let name: String
+        /// How long it runs, in seconds.
+        public let duration: Double
+        /// Animates `view` to the new image, calling `commit` to put it up.
+        public let animate: @MainActor @Sendable (_ view: AnyObject, _ commit: @escaping @MainActor () -> Void) -> Void
+
+        /// A transition named `name`, running `duration` seconds, made by `animate`.
+        public init(
+            name: String, duration: Double,
+            animate: @escaping @MainActor @Sendable (_ view: AnyObject, _ commit: @escaping @MainActor () -> Void) -> Void
+        ) {
+            self.name = name
+            self.duration = duration
+            self.animate = animate
+        }
+
+        public static func == (lhs: Custom, rhs: Custom) -> Bool {
+            lhs.name == rhs.name && lhs.duration == rhs.duration
+        }
+    }
+
+    /// The default: a 0.4 s crossfade, as AsyncImageView's `crossfadeDuration`.
+    public static let `default` = ImageTransition.crossfade(seconds: 0.4)
 }
 
 /// How `setImage(with:)` loads and shows an image.
@@ -109,34 +175,59 @@ public struct ImageDisplayOptions: Sendable {
     public var processors: [any ImageProcessing]
     /// How urgent the load is.
     public var priority: ImageRequest.Priority
-    /// How long a loaded image fades in (0.4 s, as AsyncImageView's
-    /// `crossfadeDuration`); 0 shows it at once. An image from the memory cache is
-    /// always shown at once.
-    public var crossfadeDuration: Double
-    /// Whether the activity indicator shows while loading (AsyncImageView's
-    /// `showActivityIndicator`, true by default).
-    public var showsActivityIndicator: Bool
+    /// How a loaded image replaces what the view shows: a 0.4 s crossfade by default.
+    /// An image from the memory cache is always shown at once, and so is every image
+    /// while the system asks for reduced motion (`ImageDisplaying.reducesMotion`).
+    public var transition: ImageTransition
+    /// What the view shows while loading: the activity indicator by default.
+    public var indicator: ImageLoadingIndicator
     /// Shown when the load fails; nil keeps the placeholder.
     public var failureImage: DecodedImage?
     /// Whether a progressive JPEG or an interlaced PNG is shown as it arrives,
     /// sharpening in place of the placeholder (`ImageRequest.Options.progressivePreviews`):
-    /// each preview is displayed in the loading phase (without the activity
-    /// indicator), the final image replaces it,
-    /// and no preview is shown after the final image or once the view has moved on to
-    /// another URL. Off by default, as in Nuke.
+    /// each preview is displayed in the loading phase (without the indicator), the
+    /// final image replaces it, and no preview is shown after the final image or once
+    /// the view has moved on to another URL. Off by default, as in Nuke.
     public var showsProgressivePreviews: Bool
 
-    /// The defaults.
+    /// How long a loaded image fades in (AsyncImageView's `crossfadeDuration`); 0 for
+    /// no transition. Reads 0 for a custom transition.
+    public var crossfadeDuration: Double {
+        get { if case .crossfade(let seconds) = transition { seconds } else { 0 } }
+        set { transition = newValue > 0 ? .crossfade(seconds: newValue) : .none }
+    }
+
+    /// Whether an indicator shows while loading (AsyncImageView's
+    /// `showActivityIndicator`); setting it true picks the activity indicator.
+    public var showsActivityIndicator: Bool {
+        get { indicator != .none }
+        set { indicator = newValue ? (indicator == .none ? .activity : indicator) : .none }
+    }
+
+    /// The defaults, with AsyncImageView's crossfade and activity-indicator settings.
     public init(
         targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [], priority: ImageRequest.Priority = .normal,
         crossfadeDuration: Double = 0.4, showsActivityIndicator: Bool = true, failureImage: DecodedImage? = nil,
         showsProgressivePreviews: Bool = false
     ) {
+        self.init(
+            targetSize: targetSize, processors: processors, priority: priority,
+            transition: crossfadeDuration > 0 ? .crossfade(seconds: crossfadeDuration) : .none,
+            indicator: showsActivityIndicator ? .activity : .none, failureImage: failureImage,
+            showsProgressivePreviews: showsProgressivePreviews)
+    }
+
+    /// Options with a transition and an indicator of any kind.
+    public init(
+        targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [], priority: ImageRequest.Priority = .normal,
+        transition: ImageTransition, indicator: ImageLoadingIndicator = .activity, failureImage: DecodedImage? = nil,
+        showsProgressivePreviews: Bool = false
+    ) {
         self.targetSize = targetSize
         self.processors = processors
         self.priority = priority
-        self.crossfadeDuration = crossfadeDuration
-        self.showsActivityIndicator = showsActivityIndicator
+        self.transition = transition
+        self.indicator = indicator
         self.failureImage = failureImage
         self.showsProgressivePreviews = showsProgressivePreviews
     }
@@ -156,4 +247,6 @@ extension ImageDisplaying {
     public func imageLoadDidCancel() {}
 
     public var isInViewHierarchy: Bool { true }
+
+    public var reducesMotion: Bool { false }
 }

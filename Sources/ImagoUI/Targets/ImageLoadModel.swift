@@ -47,8 +47,16 @@ public final class ImageLoadModel: ImageDisplaying {
     public let imageTargetLoader: ImageTargetLoader
     /// The box images are decoded to when the options name no size; nil for full size.
     public var displayTargetSize: TargetSize?
-    /// The task of the current load, while it runs.
-    private var task: ImageTask?
+    /// Whether the view showing the model is on screen (true until said otherwise).
+    /// Off screen, its load goes on at the lowest priority, so that what is on screen
+    /// loads first; back on screen, at the priority asked for, as Nuke's `LazyImage`
+    /// does. A model that goes away has its load cancelled.
+    public var isVisible: Bool {
+        get { current.isVisible }
+        set { current.isVisible = newValue }
+    }
+    /// The current load.
+    let current = CurrentLoad()
     /// What `load(_:fitting:options:)` loaded last, for a view that decodes to its own size.
     private var sizedLoad = SizedLoad()
     /// Whether the current load only sharpens the image shown (the same URL for a
@@ -87,25 +95,20 @@ public final class ImageLoadModel: ImageDisplaying {
 
     private func start(_ url: URL?, options: ImageDisplayOptions, sharpening: Bool) {
         isSharpening = sharpening
-        let started = setImage(with: url, options: options) { [weak self] result in
+        let task = setImage(with: url, options: current.starting(with: options)) { [weak self] result in
             self?.finished(result)
         }
-        task = started
-        guard let started else { return }
-        let progress = started.progress
-        Task { @MainActor [weak self] in
-            for await update in progress {
-                // Only the current load's progress, while it is still loading.
-                guard let self, self.task === started, case .loading(_, let preview) = self.phase else { return }
-                self.phase = .loading(progress: update, preview: preview)
-                self.onProgress?(update)
-            }
+        current.started(task) { [weak self] update in
+            // Only while it is still loading.
+            guard let self, case .loading(_, let preview) = self.phase else { return }
+            self.phase = .loading(progress: update, preview: preview)
+            self.onProgress?(update)
         }
     }
 
     /// Cancels the load; the phase stays what it was.
     public func cancel() {
-        task = nil
+        current.ended()
         sizedLoad.reset()
         cancelImageLoad()
     }
@@ -116,7 +119,7 @@ public final class ImageLoadModel: ImageDisplaying {
         if isSharpening, content.phase == .loading { return }
         switch content.phase {
         case .empty:
-            task = nil
+            current.ended()
             phase = .empty
         case .loading:
             // The placeholder first, then each preview (an image that is not the
@@ -134,13 +137,13 @@ public final class ImageLoadModel: ImageDisplaying {
     private func finished(_ result: Result<ImageResponse, ImagoError>) {
         switch result {
         case .success(let response):
-            task = nil
+            current.ended()
             phase = .success(response)
             onSuccess?(response)
         case .failure(.cancelled):
             break
         case .failure(let error):
-            task = nil
+            current.ended()
             if !isSharpening { phase = .failure(error) }
             onFailure?(error)
         }

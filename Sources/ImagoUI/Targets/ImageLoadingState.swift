@@ -15,31 +15,49 @@ public final class ImageLoadingState {
         case large
     }
 
-    /// Whether loads show the activity indicator (true by default). A change reaches
-    /// the next load; the one running keeps what it started with.
-    public var showsActivityIndicator = true
+    /// What loads show while they run: the activity indicator by default, or none, a
+    /// determinate one, or the view's own. A change reaches the next load; the one
+    /// running keeps what it started with.
+    public var indicator = ImageLoadingIndicator.activity
+    /// Whether loads show an indicator (AsyncImageView's `showActivityIndicator`);
+    /// setting it true picks the activity indicator.
+    public var showsActivityIndicator: Bool {
+        get { indicator != .none }
+        set { indicator = newValue ? (indicator == .none ? .activity : indicator) : .none }
+    }
     /// The indicator's look. Changing it during a load hides the indicator, as
     /// AsyncImageView does when it replaces its indicator view.
     public var activityIndicatorStyle: IndicatorStyle = .medium {
-        didSet { if oldValue != activityIndicatorStyle { isActivityIndicatorVisible = false } }
+        didSet { if oldValue != activityIndicatorStyle { visibleIndicator = .none } }
     }
-    /// How long a new image fades in over the old one (0.4 s) in the view's own
-    /// options (`imageDisplayOptions`); 0 shows it at once. A call's own options
+    /// How a new image replaces the old one in the view's own options
+    /// (`imageDisplayOptions`): a 0.4 s crossfade by default. A call's own options
     /// decide for that call.
-    public var crossfadeDuration = 0.4
+    public var transition = ImageTransition.default
+    /// How long a new image fades in over the old one (AsyncImageView's
+    /// `crossfadeDuration`, 0.4 s); 0 shows it at once.
+    public var crossfadeDuration: Double {
+        get { if case .crossfade(let seconds) = transition { seconds } else { 0 } }
+        set { transition = newValue > 0 ? .crossfade(seconds: newValue) : .none }
+    }
 
     /// The view's own options for `setImage(with:)` and `imageURL`: the defaults with
-    /// this state's crossfade and activity-indicator settings.
+    /// this state's transition and indicator.
     public var displayOptions: ImageDisplayOptions {
-        ImageDisplayOptions(crossfadeDuration: crossfadeDuration, showsActivityIndicator: showsActivityIndicator)
+        ImageDisplayOptions(transition: transition, indicator: indicator)
     }
 
     /// The image shown; during a crossfade, the one fading in.
     public private(set) var image: DecodedImage?
     /// The image fading out during a crossfade.
     public private(set) var previousImage: DecodedImage?
-    /// Whether the indicator is visible.
-    public private(set) var isActivityIndicatorVisible = false
+    /// The indicator visible: `.none` when none is.
+    public private(set) var visibleIndicator = ImageLoadingIndicator.none
+    /// How much of the transfer has arrived (0 to 1) while a determinate or custom
+    /// indicator shows it; nil when not known.
+    public private(set) var progress: Double?
+    /// Whether an indicator is visible.
+    public var isActivityIndicatorVisible: Bool { visibleIndicator != .none }
     /// Whether a load is running.
     public private(set) var isLoading = false
 
@@ -56,11 +74,13 @@ public final class ImageLoadingState {
         switch content.phase {
         case .loading:
             isLoading = true
-            isActivityIndicatorVisible = showsActivityIndicator && content.showsActivityIndicator
+            visibleIndicator = indicator == .none ? .none : content.indicator
+            progress = visibleIndicator == .none ? nil : content.progress
             show(content.image, transition: .none)
         case .empty, .success, .failure:
             isLoading = false
-            isActivityIndicatorVisible = false
+            visibleIndicator = .none
+            progress = nil
             show(content.image, transition: content.phase == .success ? content.transition : .none)
         }
     }
@@ -69,7 +89,19 @@ public final class ImageLoadingState {
     /// the image shown stays.
     public func endLoading() {
         isLoading = false
-        isActivityIndicatorVisible = false
+        visibleIndicator = .none
+        progress = nil
+    }
+
+    /// Tells a view's own indicator (`ImageLoadingIndicator.custom`) what to show:
+    /// loading with the progress so far while it is the visible indicator, else
+    /// nothing.
+    public func render(into indicator: any ImageLoadingIndicatorView) {
+        if visibleIndicator == .custom {
+            indicator.showLoading(progress: progress)
+        } else {
+            indicator.hideLoading()
+        }
     }
 
     /// How far the new image has faded in, from 0 to 1 (1 when no crossfade runs).
@@ -97,4 +129,17 @@ public final class ImageLoadingState {
         }
         image = newImage
     }
+}
+
+/// An indicator of the caller's own, shown while an image loads
+/// (`ImageLoadingIndicator.custom`), as Kingfisher's `Indicator`: a view that is told
+/// when loading shows, how far it has come, and when it ends. The platform views
+/// place it (centred over the image) and call it; `ImageLoadingState` decides what
+/// it is told.
+@MainActor
+public protocol ImageLoadingIndicatorView: AnyObject {
+    /// Loading shows, `progress` of the bytes received (0 to 1) when the size is known.
+    func showLoading(progress: Double?)
+    /// Nothing loads any more (the image arrived, the load failed or was cancelled).
+    func hideLoading()
 }

@@ -81,6 +81,7 @@ extension ImageTargetLoader {
         _ request: ImageRequest, target: AnyObject, action: String?, sequence: Int,
         cancelled: (@MainActor @Sendable () -> Void)? = nil,
         preview: (@MainActor @Sendable (AnyObject, ImageResponse) -> Void)? = nil,
+        progress: (@MainActor @Sendable (AnyObject, ImageTask.Progress) -> Void)? = nil,
         success: @escaping @MainActor @Sendable (AnyObject, ImageResponse) -> Void,
         failure: (@MainActor @Sendable (AnyObject, ImagoError) -> Void)?
     ) -> ImageTask {
@@ -124,7 +125,31 @@ extension ImageTargetLoader {
         if let preview, request.options.contains(.progressivePreviews) {
             showPreviews(of: task, sequence: sequence, action: action, target: handle, with: preview)
         }
+        if let progress {
+            showProgress(of: task, sequence: sequence, action: action, target: handle, with: progress)
+        }
         return task
+    }
+
+    /// Hands `task`'s progress to `show` on the main actor while the load is pending
+    /// on its binding and nothing delivered since: a determinate indicator never moves
+    /// for a load overtaken, cancelled, or showing an image already.
+    @MainActor
+    private func showProgress(
+        of task: ImageTask, sequence: Int, action: String?, target handle: WeakReference,
+        with show: @escaping @MainActor @Sendable (AnyObject, ImageTask.Progress) -> Void
+    ) {
+        let updates = task.progress
+        Task { @MainActor [weak self] in
+            for await update in updates {
+                guard let self, let target = handle.object else { return }
+                let pending = registry.withLock { registry in
+                    registry.record(of: target).map { $0[action].isPending(sequence) } ?? false
+                }
+                guard pending else { return }
+                show(target, update)
+            }
+        }
     }
 
     /// Hands `task`'s previews to `show` on the main actor while the load is pending
@@ -256,8 +281,8 @@ extension ImageTargetLoader {
     /// in one; forgets the gone targets. Returns whether sweeping should go on (some
     /// live target still has a load).
     ///
-    /// A view out of its hierarchy counts as gone even while something keeps it
-    /// alive: most often a completion handler that captured it, held until its load
+    /// A slot whose view has gone (`ImageSlot`) counts as gone too. A view out of
+    /// its hierarchy counts as gone even while something keeps it alive: most often a completion handler that captured it, held until its load
     /// ends. Cancelling releases the handler, and with it the view. The views are
     /// asked outside the lock, since a view's own code may call the loader.
     @MainActor @discardableResult
@@ -276,11 +301,11 @@ extension ImageTargetLoader {
             return (orphans, bound)
         }
         let placed = bound.compactMap { record in
-            (record.target as? any ImageDisplaying).map { (record, $0.isInViewHierarchy) }
+            (record.target as? any ImageDisplaying).map { (record, $0.isInViewHierarchy, ($0 as? ImageSlot)?.isOrphaned ?? false) }
         }
         let (left, goOn) = registry.withLock { registry -> ([TargetRegistry.Binding.Load], Bool) in
             var left: [TargetRegistry.Binding.Load] = []
-            for (record, inside) in placed where record.noteSweep(inViewHierarchy: inside) {
+            for (record, inside, orphaned) in placed where record.noteSweep(inViewHierarchy: inside) || orphaned {
                 left += record.takeLoads { _, _ in true }
             }
             let goOn = registry.targets.values.contains { $0.target != nil && $0.isLoading }

@@ -63,6 +63,12 @@ open class NSView: NSResponder {
     open var superview: NSView? { nil }
     open var wantsLayer = false
     open var layer: CALayer?
+    open func addSubview(_ view: NSView) {}
+    open func removeFromSuperview() {}
+    open var isHidden = false
+    open var frame: NSRect = .zero
+    open func setFrameOrigin(_ newOrigin: NSPoint) {}
+    open func layout() {}
 }
 
 public enum NSImageScaling: UInt, Sendable {
@@ -87,4 +93,35 @@ extension NSWindow {
 
 extension NSScreen {
     @MainActor public var frame: NSRect { .zero }
+}
+
+// Added for the loading view's indicators, the buttons' images and the reduced-motion
+// setting (NSView, NSProgressIndicator, NSButton and NSWorkspace in Apple's AppKit
+// documentation).
+@MainActor
+open class NSProgressIndicator: NSView {
+    public enum Style: UInt, Sendable {
+        case bar = 0, spinning = 1
+    }
+
+    open var style: NSProgressIndicator.Style = .bar
+    open var isIndeterminate = true
+    open var isDisplayedWhenStopped = true
+    open var doubleValue = 0.0
+    open var minValue = 0.0
+    open var maxValue = 100.0
+    open func startAnimation(_ sender: Any?) {}
+    open func stopAnimation(_ sender: Any?) {}
+}
+
+@MainActor
+open class NSButton: NSControl {
+    open var image: NSImage?
+    open var alternateImage: NSImage?
+}
+
+open class NSWorkspace: NSObject {
+    open class var shared: NSWorkspace { NSWorkspace() }
+    @available(macOS 10.12, *)
+    open var accessibilityDisplayShouldReduceMotion: Bool { false }
 }

@@ -104,6 +104,7 @@ public struct ContentMode: Sendable {
 
 public struct EnvironmentValues {
     public var displayScale: CGFloat { 1 }
+    public var accessibilityReduceMotion: Bool { false }
 }
 
 @propertyWrapper
@@ -187,3 +188,30 @@ extension View {
     public func id<ID: Hashable>(_ id: ID) -> some View { self }
 }
 
+// Added for the loading indicator over a RemoteImage (ProgressView, AnyView and
+// overlay(alignment:content:) as SwiftUI.swiftinterface of the iOS 16.5 SDK has them).
+@available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+public struct ProgressView<Label, CurrentValueLabel>: View where Label: View, CurrentValueLabel: View {
+    @MainActor public var body: some View { EmptyView() }
+}
+
+@available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+extension ProgressView where CurrentValueLabel == EmptyView {
+    public init() where Label == EmptyView {}
+}
+
+@available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+extension ProgressView {
+    public init<V>(value: V?, total: V = 1.0) where Label == EmptyView, CurrentValueLabel == EmptyView, V: BinaryFloatingPoint {}
+}
+
+@available(iOS 13.0, macOS 10.15, tvOS 13.0, watchOS 6.0, *)
+public struct AnyView: View {
+    public init<V>(_ view: V) where V: View {}
+    public var body: Never { fatalError() }
+}
+
+@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
+extension View {
+    public func overlay<V>(alignment: Alignment = .center, @ViewBuilder content: () -> V) -> some View where V: View { self }
+}

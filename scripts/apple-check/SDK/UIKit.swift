@@ -161,3 +161,76 @@ open class UIScreen: NSObject {
     open var scale: CGFloat { 0 }
 }
 #endif
+
+// Added for the loading views' indicators and the buttons' images by state
+// (UIView.h, NSLayoutAnchor.h, NSLayoutConstraint.h, UIProgressView.h, UIControl.h,
+// UIButton.h and UIAccessibility.h of the iOS 16.5 SDK).
+#if !os(watchOS)
+extension UIView {
+    public func removeFromSuperview() {}
+    public var isHidden: Bool {
+        get { false }
+        set {}
+    }
+    @available(iOS 9.0, tvOS 9.0, visionOS 1.0, *)
+    public var widthAnchor: NSLayoutDimension { NSLayoutDimension() }
+}
+
+extension NSLayoutConstraint {
+    @available(iOS 8.0, tvOS 9.0, visionOS 1.0, *)
+    public var isActive: Bool {
+        get { false }
+        set {}
+    }
+}
+
+@available(iOS 9.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class NSLayoutDimension: NSLayoutAnchor<NSLayoutDimension> {
+    open func constraint(equalTo anchor: NSLayoutDimension, multiplier m: CGFloat) -> NSLayoutConstraint { NSLayoutConstraint() }
+}
+
+@available(iOS 2.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class UIProgressView: UIView {
+    public enum Style: Int, Sendable {
+        case `default` = 0
+        @available(tvOS, unavailable) case bar = 1
+    }
+
+    public init(progressViewStyle style: UIProgressView.Style) { super.init(frame: .zero) }
+    public required init?(coder: NSCoder) { super.init(coder: coder) }
+    open func setProgress(_ progress: Float, animated: Bool) {}
+}
+
+@available(iOS 2.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class UIControl: UIView {
+    public struct State: OptionSet, Sendable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        public static let normal = State([])
+        public static let highlighted = State(rawValue: 1 << 0)
+        public static let disabled = State(rawValue: 1 << 1)
+        public static let selected = State(rawValue: 1 << 2)
+    }
+}
+
+@available(iOS 2.0, tvOS 9.0, visionOS 1.0, *)
+@available(watchOS, unavailable)
+@MainActor
+open class UIButton: UIControl {
+    open func setImage(_ image: UIImage?, for state: UIControl.State) {}
+    open func setBackgroundImage(_ image: UIImage?, for state: UIControl.State) {}
+    open func image(for state: UIControl.State) -> UIImage? { nil }
+    open func backgroundImage(for state: UIControl.State) -> UIImage? { nil }
+}
+
+public enum UIAccessibility {
+    @available(iOS 8.0, tvOS 9.0, visionOS 1.0, *)
+    public static var isReduceMotionEnabled: Bool { false }
+}
+#endif

@@ -114,7 +114,8 @@ struct Importer {
         // Needless words: the type name's last words at the end of the first piece.
         var words = Self.words(first)
         let typeWords = Self.typeWords(parameterTypes[0])
-        if !typeWords.isEmpty, words.count > typeWords.count,
+        // A setter keeps them: `setBackgroundImage:forState:` → setBackgroundImage(_:for:).
+        if !typeWords.isEmpty, words.count > typeWords.count, words.first != "set",
            Array(words.suffix(typeWords.count)).map({ $0.lowercased() }) == typeWords.map({ $0.lowercased() }) {
             words.removeLast(typeWords.count)
         }
@@ -128,7 +129,20 @@ struct Importer {
             words.removeSubrange(start...)
         }
         let base = Self.lowercasedFirstWord(words.joined())
-        return base + "(" + ([label] + pieces.dropFirst()).map { "\($0):" }.joined() + ")"
+        // The other labels lose the type name's words at their end too, when a word
+        // stays: `forState:` of a UIControlState → `for:`.
+        let others = pieces.dropFirst().enumerated().map { offset, piece -> String in
+            let index = offset + 1
+            guard index < parameterTypes.count else { return piece }
+            var words = Self.words(piece)
+            let typeWords = Self.typeWords(parameterTypes[index])
+            guard !typeWords.isEmpty, words.count > typeWords.count,
+                  Array(words.suffix(typeWords.count)).map({ $0.lowercased() }) == typeWords.map({ $0.lowercased() })
+            else { return piece }
+            words.removeLast(typeWords.count)
+            return Self.lowercasedFirstWord(words.joined())
+        }
+        return base + "(" + ([label] + others).map { "\($0):" }.joined() + ")"
     }
 
     /// The words of a parameter type that a method name may repeat: `UIView *` → View;
