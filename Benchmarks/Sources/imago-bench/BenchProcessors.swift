@@ -31,20 +31,34 @@ enum ProcessorBenchmark {
         return Bitmap(width: w, height: h, pixels: pixels)
     }
 
-    /// The fastest of `runs` blurs at each radius, timed on the calling thread alone.
+    /// The CPU time the calling thread has used, in seconds: the blur runs on one
+    /// thread, so time spent waiting for a core on a busy machine does not count.
+    private static func threadCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
+    /// The fastest of `runs` blurs at each radius, in the CPU time of the calling thread.
     static func measure(runs: Int) -> (copy: Double, blurs: [Figures]) {
         let bitmap = photo()
         func fastest(_ body: () -> Bitmap) -> Double {
             var best = Double.infinity
             for _ in 0..<max(1, runs) {
-                let start = ContinuousClock.now
+                let start = threadCPUSeconds()
                 let result = body()
-                best = min(best, (ContinuousClock.now - start).seconds)
+                best = min(best, threadCPUSeconds() - start)
                 precondition(result.width == bitmap.width, "the processor lost the image")
             }
             return best
         }
-        let copy = fastest { Bitmap(width: bitmap.width, height: bitmap.height, pixels: Array(bitmap.pixels)) }
+        let copy = fastest {
+            let pixels = [UInt8](unsafeUninitializedCapacity: bitmap.pixels.count) { buffer, count in
+                _ = buffer.initialize(from: bitmap.pixels)
+                count = bitmap.pixels.count
+            }
+            return Bitmap(width: bitmap.width, height: bitmap.height, pixels: pixels)
+        }
         let blurs = [2.0, 20.0].map { radius in
             Figures(radius: radius, seconds: fastest { ImageProcessors.GaussianBlur(radius: radius).process(bitmap) })
         }
@@ -67,7 +81,7 @@ enum ProcessorBenchmark {
             }
             return
         }
-        var text = "\nprocessors (one core, fastest of \(runs))\n"
+        var text = "\nprocessors (one core, CPU time, fastest of \(runs))\n"
         for blur in figures.blurs {
             text += String(format: "gaussian blur 4000×3000, radius %-4g  %.3f s   (goal well under 1 s)\n", blur.radius, blur.seconds)
         }

@@ -25,8 +25,12 @@ extension ImageProcessors {
             self.init(red: byte(red), green: byte(green), blue: byte(blue), alpha: byte(alpha))
         }
 
-        /// A colour from bytes.
-        public init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8 = 255) {
+        /// A colour from its bytes written `0xRRGGBBAA`, as CSS's `#RRGGBBAA`.
+        public init(rgba: UInt32) {
+            self.init(red: UInt8(rgba >> 24), green: UInt8((rgba >> 16) & 255), blue: UInt8((rgba >> 8) & 255), alpha: UInt8(rgba & 255))
+        }
+
+        private init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8) {
             self.red = red
             self.green = green
             self.blue = blue
@@ -34,9 +38,9 @@ extension ImageProcessors {
         }
 
         /// Opaque black.
-        public static let black = Color(red: 0, green: 0, blue: 0 as UInt8)
+        public static let black = Color(rgba: 0x0000_00ff)
         /// Opaque white.
-        public static let white = Color(red: 255, green: 255, blue: 255 as UInt8)
+        public static let white = Color(rgba: 0xffff_ffff)
 
         /// `#RRGGBBAA`, as identifiers spell it.
         public var hex: String {

@@ -86,21 +86,28 @@ enum BoxBlur {
             b.withUnsafeMutableBufferPointer { b in
                 for y in 0..<height {
                     let row = source.baseAddress! + y * stride
+                    // Lane by lane: SIMD's generic conversions between element types
+                    // are not specialised and cost many times more.
                     for x in 0..<width {
-                        a[x] = SIMD4<Float>(row.loadUnaligned(fromByteOffset: x * 4, as: SIMD4<UInt8>.self))
+                        let p = row + x * 4
+                        a[x] = SIMD4(Float(p.load(fromByteOffset: 0, as: UInt8.self)), Float(p.load(fromByteOffset: 1, as: UInt8.self)),
+                                     Float(p.load(fromByteOffset: 2, as: UInt8.self)), Float(p.load(fromByteOffset: 3, as: UInt8.self)))
                     }
                     var (from, to) = (a, b)
                     for radius in radii where radius > 0 {
                         box(from, into: to, radius: radius)
                         swap(&from, &to)
                     }
-                    let target = out.baseAddress! + y * width * 4
+                    let target = (out.baseAddress! + y * width * 4).assumingMemoryBound(to: UInt8.self)
                     for x in 0..<width {
-                        var v = from[x]
-                        // Colour never above alpha, whatever the float sums' last bits did.
-                        v = pointwiseMin(v, SIMD4(repeating: v.w))
-                        let byte = SIMD4<UInt8>(truncatingIfNeeded: SIMD4<Int32>((v + 0.5).rounded(.down)))
-                        target.storeBytes(of: byte, toByteOffset: x * 4, as: SIMD4<UInt8>.self)
+                        // Rounded, and colour never above alpha, whatever the float
+                        // sums' last bits did.
+                        let v = from[x] + 0.5
+                        let alpha = min(v.w, 255.5)
+                        target[x * 4] = UInt8(min(v.x, alpha))
+                        target[x * 4 + 1] = UInt8(min(v.y, alpha))
+                        target[x * 4 + 2] = UInt8(min(v.z, alpha))
+                        target[x * 4 + 3] = UInt8(alpha)
                     }
                 }
             }
