@@ -5,8 +5,8 @@ import ImagoUI
 import _ImagoTestSupport
 
 /// ThumbHash and BlurHash against their reference implementations: Evan Wallace's
-/// `thumbhash.js` and Wolt's C `blurhash`, run on the images below and on published
-/// hashes; the figures here are what they printed.
+/// `thumbhash.js` and Wolt's C `blurhash`, run on the images below and on example
+/// hashes (Wolt's own for BlurHash); the figures here are what the references printed.
 @Suite struct PlaceholderHashTests {
     /// 32 × 24, opaque: red across, green down, blue by the product.
     static let gradient: Bitmap = {
