@@ -200,6 +200,5 @@ import _ImagoTestSupport
         #expect(small.isPartial && max(small.width, small.height) == 100)
         #expect(try !registry.decode(jpeg, options: options).isPartial)
     }
-
 }
 #endif

@@ -193,6 +193,5 @@ import _ImagoTestSupport
             rows.flatMap { y in (0..<picture.width).flatMap { x in [picture[x, y].r, picture[x, y].g, picture[x, y].b] } }
         }
     }
-
 }
 #endif

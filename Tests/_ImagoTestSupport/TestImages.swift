@@ -57,7 +57,7 @@ extension Corpus {
         ]
         return try folders.flatMap { try Corpus.files($0, ext: "jpg") }.filter { url in
             let name = url.lastPathComponent
-            // 12-bit and DNL files are tested below as the library's limits; one
+            // 12-bit and DNL files are tested as the library's limits (JPEGDecoderTests); one
             // "jpg" in the Mozilla set is really a PNG.
             return !name.contains("x12_") && name != "monkey12.jpg" && !name.contains("_dnl") && name != "jpg-size-6x6.jpg"
         }
