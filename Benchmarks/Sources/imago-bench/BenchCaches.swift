@@ -91,6 +91,29 @@ enum CacheBenchmark {
         return DiskFigures(photos: sample.count, coldSeconds: cold, storedSeconds: stored, burstPeak: peak, burstLimit: limit, burstPendingPeak: pendingPeak)
     }
 
+    /// Prints the memory tier's figures alone.
+    static func printMemoryFigures(json: Bool) {
+        Progress.show("caches: memory tier")
+        let small = memory(entries: 1_000), large = memory(entries: 100_000)
+        Progress.clear()
+        if json {
+            struct Record: Encodable {
+                let measure: String
+                let values: [String: Double]
+            }
+            for figures in [small, large] {
+                Output.json(Record(measure: "memory cache", values: [
+                    "entries": Double(figures.entries), "getNanoseconds": figures.getNanoseconds, "setNanoseconds": figures.setNanoseconds]))
+            }
+            return
+        }
+        Output.line("""
+
+            memory tier               get: \(Int(small.getNanoseconds)) ns with 1,000 entries, \(Int(large.getNanoseconds)) ns with 100,000   \
+            set: \(Int(small.setNanoseconds)) ns, \(Int(large.setNanoseconds)) ns
+            """)
+    }
+
     static func printFigures(photos: [Data], json: Bool) throws {
         Progress.show("caches: memory tier, disk tier")
         let small = memory(entries: 1_000), large = memory(entries: 100_000)
