@@ -130,6 +130,9 @@ public final class DiskCache: Sendable {
 
     /// At most this many bytes wait in memory for the disk; beyond it, writes are
     /// dropped rather than letting a slow disk grow the process without bound.
+    /// The disk tier of `ImageLoader.shared`, in `DiskCache.defaultDirectory`.
+    public static let shared = DiskCache()
+
     static let maximumPendingBytes = 64 << 20
     /// A read marks a file as used (its modification time) only when the last mark
     /// is older than this, so a hot record does not cost an inode write per hit.
