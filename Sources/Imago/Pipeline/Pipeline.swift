@@ -37,28 +37,24 @@ enum PipelineQueue: Sendable {
 final class Pipeline: StagePublishing {
     let configuration: ImageLoaderConfiguration
     private let graph: Locked<StageGraph>
-    /// Preview decodes started, over the pipeline's life: tests hold it against the
-    /// scans a file has.
-    let previewDecodes = Locked(0)
-    /// The one HTTP cache over the configuration's disk and shared tiers; nil with
-    /// neither.
-    let tiers: HTTPCache?
-    private let revalidations = BackgroundRevalidations()
+    /// What the stages share, made once: the configuration, the one HTTP cache over
+    /// its disk and shared tiers, the background revalidations.
+    private let settings: StageSettings
 
     init(configuration: ImageLoaderConfiguration, cache: (any ImageCaching)?) {
         self.configuration = configuration
-        let tiers: [any HTTPCacheTier] = [configuration.diskCache as (any HTTPCacheTier)?, configuration.sharedCache].compactMap { $0 }
-        self.tiers = tiers.isEmpty ? nil : HTTPCache(
-            tiers: tiers, freshnessPolicy: configuration.freshnessPolicy, staleIfErrorAllowance: configuration.staleIfErrorAllowance)
+        settings = StageSettings(configuration: configuration)
         graph = Locked(StageGraph(
             cache: cache, concurrentLoads: configuration.concurrentLoads, concurrentDecodes: configuration.concurrentDecodes))
     }
 
+    /// Preview decodes started, over the pipeline's life: tests hold it against the
+    /// scans a file has.
+    var previewDecodes: Locked<Int> { settings.previewDecodes }
+
     /// What the stages see of the pipeline. Made when asked for, not kept: it holds
     /// the pipeline, which would then hold itself.
-    private var context: StageContext {
-        StageContext(configuration: configuration, tiers: tiers, publisher: self, previewDecodes: previewDecodes, revalidations: revalidations)
-    }
+    private var context: StageContext { StageContext(settings: settings, publisher: self) }
 
     // MARK: - Settings
 
@@ -249,7 +245,7 @@ final class Pipeline: StagePublishing {
     /// Waits until the revalidations running in the background have ended, or
     /// `seconds` have passed; true when they all ended.
     func backgroundWorkEnded(within seconds: Double) async -> Bool {
-        await revalidations.ended(within: seconds)
+        await settings.revalidations.ended(within: seconds)
     }
 
     /// The HTTP cache of the loads started now for `request`, and their timeout.

@@ -1,20 +1,22 @@
 import Foundation
 
-/// What every stage works with, fixed when the pipeline is made: the configuration,
-/// the one HTTP cache, and where it publishes its news. A stage sees no more of the
-/// pipeline than this.
+/// What every stage works with: the configuration, the one HTTP cache, and where it
+/// publishes its news. A stage sees no more of the pipeline than this.
+///
+/// Two references, so that a stage, copied into every closure of its work, costs
+/// two reference counts and no more: what is fixed for the pipeline's life sits in
+/// `StageSettings`, made once with it.
 struct StageContext: Sendable {
-    let configuration: ImageLoaderConfiguration
-    /// The one HTTP cache over the configuration's disk and shared tiers; nil with
-    /// neither.
-    let tiers: HTTPCache?
+    let settings: StageSettings
     /// The pipeline, which applies a stage's news under its lock.
     let publisher: any StagePublishing
-    /// Preview decodes started, over the pipeline's life: tests hold it against the
-    /// scans a file has.
-    let previewDecodes: Locked<Int>
-    /// Stale originals being revalidated in the background.
-    let revalidations: BackgroundRevalidations
+
+    var configuration: ImageLoaderConfiguration { settings.configuration }
+    /// The one HTTP cache over the configuration's disk and shared tiers; nil with
+    /// neither.
+    var tiers: HTTPCache? { settings.tiers }
+    var previewDecodes: Locked<Int> { settings.previewDecodes }
+    var revalidations: BackgroundRevalidations { settings.revalidations }
 
     /// What the other components hold for `request`, looked up before the graph
     /// lock is taken, so that the lock is never held while theirs is: the HTTP cache
@@ -48,6 +50,26 @@ struct StageContext: Sendable {
         var metrics = ImageResponse.Metrics()
         metrics.bytes = entry.data.count
         return .success(OriginalData(bytes: .loaded(entry.data), source: .recent, metrics: metrics, httpMetadata: entry.metadata))
+    }
+}
+
+/// What a pipeline's stages share for its whole life.
+final class StageSettings: Sendable {
+    let configuration: ImageLoaderConfiguration
+    /// The one HTTP cache over the configuration's disk and shared tiers; nil with
+    /// neither.
+    let tiers: HTTPCache?
+    /// Preview decodes started, over the pipeline's life: tests hold it against the
+    /// scans a file has.
+    let previewDecodes = Locked(0)
+    /// Stale originals being revalidated in the background.
+    let revalidations = BackgroundRevalidations()
+
+    init(configuration: ImageLoaderConfiguration) {
+        self.configuration = configuration
+        let tiers: [any HTTPCacheTier] = [configuration.diskCache as (any HTTPCacheTier)?, configuration.sharedCache].compactMap { $0 }
+        self.tiers = tiers.isEmpty ? nil : HTTPCache(
+            tiers: tiers, freshnessPolicy: configuration.freshnessPolicy, staleIfErrorAllowance: configuration.staleIfErrorAllowance)
     }
 }
 
