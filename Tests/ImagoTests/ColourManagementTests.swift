@@ -14,6 +14,9 @@ enum ColourFixtures {
     /// The folder of images and references, made once per test run.
     static let folder: Result<URL, ColourFixtureError> = Result { () throws(ColourFixtureError) in
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-colour-\(getpid())")
+        atexit {
+            try? FileManager.default.removeItem(at: FileManager.default.temporaryDirectory.appendingPathComponent("imago-colour-\(getpid())"))
+        }
         do {
             try? FileManager.default.removeItem(at: folder)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -278,6 +281,59 @@ func deltaE2000(_ a: (UInt8, UInt8, UInt8), _ b: (UInt8, UInt8, UInt8)) -> Doubl
             Issue.record("Display P3 was taken for sRGB")
             return
         }
+    }
+}
+
+/// The tone mapping README describes, written out for a gray (R = G = B) signal `e`
+/// (0…1): light relative to 203 cd/m², a knee at 0.5, extended Reinhard above it
+/// reaching 1 at 1000 cd/m², the sRGB curve.
+func documentedToneMapping(_ e: Double, hlg: Bool) -> Double {
+    let nits: Double
+    if hlg {
+        let (a, b, c) = (0.17883277, 0.28466892, 0.55991073)
+        let scene = e <= 0.5 ? e * e / 3 : (exp((e - c) / a) + b) / 12
+        nits = 1000 * pow(scene, 1.2)
+    } else {
+        let (m1, m2) = (2610.0 / 16384, 2523.0 / 4096 * 128)
+        let (c1, c2, c3) = (3424.0 / 4096, 2413.0 / 4096 * 32, 2392.0 / 4096 * 32)
+        let p = pow(e, 1 / m2)
+        nits = 10000 * pow(max(p - c1, 0) / (c2 - c3 * p), 1 / m1)
+    }
+    let l = nits / 203
+    var y = l
+    if l > 0.5 {
+        let m = (1000.0 / 203 - 0.5) / 0.5
+        let x = min((l - 0.5) / 0.5, m)
+        y = 0.5 + 0.5 * x * (1 + x / (m * m)) / (1 + x)
+    }
+    let v = y <= 0.0031308 ? 12.92 * y : 1.055 * pow(y, 1 / 2.4) - 0.055
+    return v * 255
+}
+
+extension ColourManagementTests {
+    // AVIF only: heif-enc 1.15 writes no colr box for HEVC, so its files say nothing
+    // of PQ or HLG.
+    @Test(arguments: ["pq.avif", "hlg.avif"])
+    func hdrImagesAreToneMappedToSRGB(file: String) throws {
+        let data = try ColourFixtures.data(file)
+        let image = try ImageDecoders.AVIF().decode(data, options: DecodingOptions())
+        #expect(image.width == 256)
+        let hlg = file.hasPrefix("hlg")
+        var previous = 0
+        for x in 0..<256 {
+            let p = image.bitmap[x, 4]
+            #expect(p.r == p.g && p.g == p.b || abs(Int(p.r) - Int(p.b)) <= 1, "\(file) x \(x): gray stays gray")
+            // 10 bits of signal: the code the encoder kept.
+            let code = (Double(x) / 255 * 1023).rounded() / 1023
+            let expected = documentedToneMapping(code, hlg: hlg)
+            #expect(abs(Double(p.g) - expected) <= 3, "\(file) x \(x): \(p.g), expected \(expected)")
+            #expect(Int(p.g) >= previous - 1, "\(file) x \(x): the ramp goes down")
+            previous = Int(p.g)
+        }
+        // Reference white (203 cd/m²: PQ 0.58, HLG 0.75) is a light gray, not white, not dark.
+        let white = Int(image.bitmap[hlg ? 191 : 148, 4].g)
+        #expect((215...235).contains(white), "\(file): reference white at \(white)")
+        #expect(image.bitmap[255, 4].g >= 250)
     }
 }
 

@@ -97,3 +97,23 @@ chunk = struct.pack(">I", 4) + payload + struct.pack(">I", zlib.crc32(payload))
 with open(f"{out}/cicp.png", "wb") as f:
     f.write(png[:33] + chunk + png[33:])
 reference("cicp-png", f"{out}/cicp.png", p3_path)
+
+# HDR: a gray ramp of 16-bit codes 0…65535 (256 steps), as a 16-bit RGB PNG written
+# here (Pillow cannot), encoded losslessly as 10-bit RGB (matrix 0) with BT.2020
+# primaries and PQ (16) or HLG (18) by avifenc (libavif-bin).
+import subprocess
+
+
+def png16(path, width, height, value):
+    rows = b"".join(b"\0" + b"".join(struct.pack(">HHH", *([value(x)] * 3)) for x in range(width)) for _ in range(height))
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+png16(f"{out}/ramp16.png", 256, 8, lambda x: x * 257)
+for name, transfer in [("pq", 16), ("hlg", 18)]:
+    subprocess.run(["avifenc", "-d", "10", "-y", "444", "--min", "0", "--max", "0", "--cicp", f"9/{transfer}/0",
+                    f"{out}/ramp16.png", f"{out}/{name}.avif"], check=True, stdout=subprocess.DEVNULL)
