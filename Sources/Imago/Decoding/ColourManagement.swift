@@ -164,6 +164,10 @@ enum ColourManagement {
         switch (input, space) {
         case (.rgba, cmsSigRgbData):
             if isSRGB(profile) { return .none }
+            // Matrix and curves (Display P3, Adobe RGB, ProPhoto, CICP, gAMA/cHRM):
+            // Imago's own tables, as browsers do it; Little CMS's 8-bit path took
+            // 35 ns a pixel here, five times the decode.
+            if let shaper = MatrixShaper(profile, destination: sRGB.profile) { return .transform(ColourTransform(shaper)) }
             format = imago_lcms_rgba8_premultiplied
         case (.rgba, cmsSigGrayData):
             // A gray image's profile: libjpeg and libpng hand gray as R = G = B, so the
@@ -279,17 +283,27 @@ final class ColourTransform: @unchecked Sendable {
     private let input: ColourManagement.Input
     /// For a gray profile: R, G, B for each of the 256 gray levels.
     private let grayTable: [UInt8]
+    private let shaper: MatrixShaper?
 
     init(_ transform: cmsHTRANSFORM, input: ColourManagement.Input) {
         self.transform = transform
         self.input = input
         grayTable = []
+        shaper = nil
     }
 
     init(grayTable: [UInt8]) {
         transform = nil
         input = .rgba
         self.grayTable = grayTable
+        shaper = nil
+    }
+
+    init(_ shaper: MatrixShaper) {
+        transform = nil
+        input = .rgba
+        grayTable = []
+        self.shaper = shaper
     }
 
     deinit { if let transform { cmsDeleteTransform(transform) } }
@@ -300,6 +314,10 @@ final class ColourTransform: @unchecked Sendable {
         // Nothing in the fill throws.
         return try! Bitmap.make(width: width, height: height) { out in
             bitmap.pixels.withUnsafeBytes { source in
+                if let shaper {
+                    shaper.convert(source, width: width, height: height, stride: stride, into: out)
+                    return
+                }
                 if transform == nil {
                     let o = out.bindMemory(to: UInt8.self)
                     grayTable.withUnsafeBufferPointer { table in
@@ -339,6 +357,100 @@ final class ColourTransform: @unchecked Sendable {
         for _ in 0..<count {
             p[i] = 255
             i += 4
+        }
+    }
+}
+#endif
+
+#if os(Linux)
+/// A matrix-shaper profile's conversion to sRGB in tables: each channel's curve to
+/// linear light (256 floats), one 3×3 matrix from the profile's colorants to sRGB's
+/// (both adapted to D50, as ICC profiles store them), clipping, and sRGB's curve in
+/// 16,384 steps back to 8 bits. For these profiles every intent is the same and black
+/// point compensation changes nothing (both black points are zero), so the result is
+/// Little CMS's to rounding, at a fraction of the cost.
+struct MatrixShaper: Sendable {
+    /// Linear light of each 8-bit value, red's 256 then green's then blue's.
+    let linear: [Float]
+    /// Columns of the matrix: what red, green and blue light make in sRGB.
+    let red: SIMD4<Float>, green: SIMD4<Float>, blue: SIMD4<Float>
+    /// sRGB's 8-bit value of linear light i / 16383.
+    let encode: [UInt8]
+    static let steps = 16383
+
+    init?(_ profile: cmsHPROFILE, destination: cmsHPROFILE) {
+        guard cmsIsMatrixShaper(profile) != 0 else { return nil }
+        func colorants(_ p: cmsHPROFILE) -> [cmsCIEXYZ]? {
+            var result: [cmsCIEXYZ] = []
+            for tag in [cmsSigRedColorantTag, cmsSigGreenColorantTag, cmsSigBlueColorantTag] {
+                guard let xyz = cmsReadTag(p, tag)?.assumingMemoryBound(to: cmsCIEXYZ.self).pointee else { return nil }
+                result.append(xyz)
+            }
+            return result
+        }
+        guard let mine = colorants(profile), let theirs = colorants(destination) else { return nil }
+        var curves: [OpaquePointer] = []
+        for tag in [cmsSigRedTRCTag, cmsSigGreenTRCTag, cmsSigBlueTRCTag] {
+            guard let curve = cmsReadTag(profile, tag) else { return nil }
+            curves.append(OpaquePointer(curve))
+        }
+        // sRGB's matrix (columns: its colorants), inverted.
+        let m = theirs.map { [$0.X, $0.Y, $0.Z] }
+        let a = m[0][0], b = m[1][0], c = m[2][0]
+        let d = m[0][1], e = m[1][1], f = m[2][1]
+        let g = m[0][2], h = m[1][2], i = m[2][2]
+        let determinant = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
+        guard abs(determinant) > 1e-9 else { return nil }
+        let inverse: [[Double]] = [
+            [(e * i - f * h), -(b * i - c * h), (b * f - c * e)],
+            [-(d * i - f * g), (a * i - c * g), -(a * f - c * d)],
+            [(d * h - e * g), -(a * h - b * g), (a * e - b * d)],
+        ].map { $0.map { $0 / determinant } }
+        func column(_ xyz: cmsCIEXYZ) -> SIMD4<Float> {
+            let v = [xyz.X, xyz.Y, xyz.Z]
+            let out = inverse.map { row in zip(row, v).reduce(0) { $0 + $1.0 * $1.1 } }
+            return SIMD4(Float(out[0]), Float(out[1]), Float(out[2]), 0)
+        }
+        red = column(mine[0])
+        green = column(mine[1])
+        blue = column(mine[2])
+        linear = curves.flatMap { curve in (0..<256).map { cmsEvalToneCurveFloat(curve, Float($0) / 255) } }
+        encode = (0...Self.steps).map { step in
+            let v = Float(step) / Float(Self.steps)
+            let e: Float = v <= 0.0031308 ? v * 12.92 : 1.055 * powf(v, 1 / 2.4) - 0.055
+            return UInt8(max(0, min(255, (e * 255).rounded())))
+        }
+    }
+
+    /// Premultiplied RGBA rows `stride` bytes apart to packed premultiplied RGBA.
+    func convert(_ source: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int, into out: UnsafeMutableRawBufferPointer) {
+        let s = source.bindMemory(to: UInt8.self), o = out.bindMemory(to: UInt8.self)
+        let (red, green, blue) = (red, green, blue)
+        let scale = SIMD4<Float>(repeating: Float(Self.steps))
+        linear.withUnsafeBufferPointer { linear in
+            encode.withUnsafeBufferPointer { encode in
+                for y in 0..<height {
+                    var i = y * stride, j = y * width * 4
+                    for _ in 0..<width {
+                        let alpha = s[i + 3]
+                        var (r, g, b) = (Int(s[i]), Int(s[i + 1]), Int(s[i + 2]))
+                        if alpha != 255 && alpha != 0 {
+                            let a = Int(alpha)
+                            r = min(255, (r * 255 + a / 2) / a); g = min(255, (g * 255 + a / 2) / a); b = min(255, (b * 255 + a / 2) / a)
+                        }
+                        var v = red * linear[r] + green * linear[256 + g] + blue * linear[512 + b]
+                        v = v.clamped(lowerBound: .zero, upperBound: .one) * scale
+                        let index = SIMD4<Int32>(v.rounded(.toNearestOrAwayFromZero))
+                        var (or, og, ob) = (encode[Int(index[0])], encode[Int(index[1])], encode[Int(index[2])])
+                        if alpha != 255 {
+                            let a = UInt32(alpha)
+                            or = UInt8((UInt32(or) * a + 127) / 255); og = UInt8((UInt32(og) * a + 127) / 255); ob = UInt8((UInt32(ob) * a + 127) / 255)
+                        }
+                        o[j] = or; o[j + 1] = og; o[j + 2] = ob; o[j + 3] = alpha
+                        i += 4; j += 4
+                    }
+                }
+            }
         }
     }
 }
