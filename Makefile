@@ -216,7 +216,7 @@ MAKE_PHOTOS = if [ ! -f $(BENCH_DIR)/photos/.complete ] || [ ! -f $(BENCH_DIR)/l
 # photos; then `imago fetch` end to end over HTTP from nginx on 127.0.0.1 against
 # Python aiohttp + Pillow and the limit (Benchmarks/e2e.py). The photos are made
 # once from the shared corpus into $(BENCH_DIR).
-bench: DEBIAN_PACKAGES += libturbojpeg0-dev gcc nginx-light curl
+bench: DEBIAN_PACKAGES += libturbojpeg0-dev gcc nginx-light curl colord-data
 bench: deps
 	@echo "==> Building the imago tool and the benchmark program (release)"
 	@mkdir -p .build; $(TOOL_BUILD)
@@ -230,7 +230,8 @@ bench: deps
 	@$(MAKE_PHOTOS)
 	@echo "==> Benchmarking: $(BENCH_RUNS) rounds of each measure, release build, all cores"
 	@$(BENCH) --photos $(BENCH_DIR)/photos --large $(BENCH_DIR)/large --avif $(BENCH_DIR)/avif --runs $(BENCH_RUNS) \
-	  --pillow Benchmarks/pillow_thumbnails.py --libjpeg $(BENCH_DIR)/tj_decode
+	  --pillow Benchmarks/pillow_thumbnails.py --libjpeg $(BENCH_DIR)/tj_decode \
+	  --profile /usr/share/color/icc/colord/AdobeRGB1998.icc
 	@echo "==> End to end: imago fetch over HTTP from nginx on 127.0.0.1 against Python aiohttp + Pillow and the limit"
 	@python3 Benchmarks/e2e.py --imago .build/release/imago --tj-decode $(BENCH_DIR)/tj_decode \
 	  --photos $(BENCH_DIR)/photos --rounds $(BENCH_RUNS)

@@ -364,27 +364,31 @@ final class ColourTransform: @unchecked Sendable {
 
 #if os(Linux)
 /// A matrix-shaper profile's conversion to sRGB in tables: each channel's curve to
-/// linear light (256 floats), one 3×3 matrix from the profile's colorants to sRGB's
+/// linear light (256 values), one 3×3 matrix from the profile's colorants to sRGB's
 /// (both adapted to D50, as ICC profiles store them), clipping, and sRGB's curve in
 /// 16,384 steps back to 8 bits. For these profiles every intent is the same and black
 /// point compensation changes nothing (both black points are zero), so the result is
 /// Little CMS's to rounding, at a fraction of the cost.
+///
+/// Fixed point, as Little CMS's own 8-bit matrix-shaper path: linear light in 1/65536,
+/// the matrix in 1/16384. Swift's float-to-integer conversions check for NaN and
+/// overflow at every pixel, which cost more than the arithmetic.
 struct MatrixShaper: Sendable {
-    /// Linear light of each 8-bit value, red's 256 then green's then blue's.
-    let linear: [Float]
-    /// Columns of the matrix: what red, green and blue light make in sRGB.
-    let red: SIMD4<Float>, green: SIMD4<Float>, blue: SIMD4<Float>
-    /// sRGB's 8-bit value of linear light i / 16383.
+    /// Linear light of each 8-bit value in 1/65536, red's 256 then green's then blue's.
+    let linear: [Int32]
+    /// The matrix, row by row, in 1/16384.
+    let matrix: [Int]
+    /// sRGB's 8-bit value of linear light i / 16384.
     let encode: [UInt8]
-    static let steps = 16383
+    static let steps = 16384
 
     init?(_ profile: cmsHPROFILE, destination: cmsHPROFILE) {
         guard cmsIsMatrixShaper(profile) != 0 else { return nil }
-        func colorants(_ p: cmsHPROFILE) -> [cmsCIEXYZ]? {
-            var result: [cmsCIEXYZ] = []
+        func colorants(_ p: cmsHPROFILE) -> [[Double]]? {
+            var result: [[Double]] = []
             for tag in [cmsSigRedColorantTag, cmsSigGreenColorantTag, cmsSigBlueColorantTag] {
                 guard let xyz = cmsReadTag(p, tag)?.assumingMemoryBound(to: cmsCIEXYZ.self).pointee else { return nil }
-                result.append(xyz)
+                result.append([xyz.X, xyz.Y, xyz.Z])
             }
             return result
         }
@@ -394,27 +398,29 @@ struct MatrixShaper: Sendable {
             guard let curve = cmsReadTag(profile, tag) else { return nil }
             curves.append(OpaquePointer(curve))
         }
-        // sRGB's matrix (columns: its colorants), inverted.
-        let m = theirs.map { [$0.X, $0.Y, $0.Z] }
-        let a = m[0][0], b = m[1][0], c = m[2][0]
-        let d = m[0][1], e = m[1][1], f = m[2][1]
-        let g = m[0][2], h = m[1][2], i = m[2][2]
+        // sRGB's matrix (its colorants as columns), inverted, times the profile's.
+        let (a, b, c) = (theirs[0][0], theirs[1][0], theirs[2][0])
+        let (d, e, f) = (theirs[0][1], theirs[1][1], theirs[2][1])
+        let (g, h, i) = (theirs[0][2], theirs[1][2], theirs[2][2])
         let determinant = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
         guard abs(determinant) > 1e-9 else { return nil }
         let inverse: [[Double]] = [
-            [(e * i - f * h), -(b * i - c * h), (b * f - c * e)],
-            [-(d * i - f * g), (a * i - c * g), -(a * f - c * d)],
-            [(d * h - e * g), -(a * h - b * g), (a * e - b * d)],
+            [e * i - f * h, c * h - b * i, b * f - c * e],
+            [f * g - d * i, a * i - c * g, c * d - a * f],
+            [d * h - e * g, b * g - a * h, a * e - b * d],
         ].map { $0.map { $0 / determinant } }
-        func column(_ xyz: cmsCIEXYZ) -> SIMD4<Float> {
-            let v = [xyz.X, xyz.Y, xyz.Z]
-            let out = inverse.map { row in zip(row, v).reduce(0) { $0 + $1.0 * $1.1 } }
-            return SIMD4(Float(out[0]), Float(out[1]), Float(out[2]), 0)
+        var matrix: [Int] = []
+        for row in 0..<3 {
+            for column in 0..<3 {
+                let value = (0..<3).reduce(0.0) { $0 + inverse[row][$1] * mine[column][$1] }
+                guard value.isFinite, abs(value) < 64 else { return nil }
+                matrix.append(Int((value * 16384).rounded()))
+            }
         }
-        red = column(mine[0])
-        green = column(mine[1])
-        blue = column(mine[2])
-        linear = curves.flatMap { curve in (0..<256).map { cmsEvalToneCurveFloat(curve, Float($0) / 255) } }
+        self.matrix = matrix
+        linear = curves.flatMap { curve in
+            (0..<256).map { Int32((min(max(cmsEvalToneCurveFloat(curve, Float($0) / 255), 0), 1) * 65536).rounded()) }
+        }
         encode = (0...Self.steps).map { step in
             let v = Float(step) / Float(Self.steps)
             let e: Float = v <= 0.0031308 ? v * 12.92 : 1.055 * powf(v, 1 / 2.4) - 0.055
@@ -425,10 +431,11 @@ struct MatrixShaper: Sendable {
     /// Premultiplied RGBA rows `stride` bytes apart to packed premultiplied RGBA.
     func convert(_ source: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int, into out: UnsafeMutableRawBufferPointer) {
         let s = source.bindMemory(to: UInt8.self), o = out.bindMemory(to: UInt8.self)
-        let (red, green, blue) = (red, green, blue)
-        let scale = SIMD4<Float>(repeating: Float(Self.steps))
+        let m = matrix
+        let (m00, m01, m02, m10, m11, m12, m20, m21, m22) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
         linear.withUnsafeBufferPointer { linear in
             encode.withUnsafeBufferPointer { encode in
+                @inline(__always) func index(_ sum: Int) -> Int { min(max((sum &+ 32768) >> 16, 0), MatrixShaper.steps) }
                 for y in 0..<height {
                     var i = y * stride, j = y * width * 4
                     for _ in 0..<width {
@@ -438,10 +445,10 @@ struct MatrixShaper: Sendable {
                             let a = Int(alpha)
                             r = min(255, (r * 255 + a / 2) / a); g = min(255, (g * 255 + a / 2) / a); b = min(255, (b * 255 + a / 2) / a)
                         }
-                        var v = red * linear[r] + green * linear[256 + g] + blue * linear[512 + b]
-                        v = v.clamped(lowerBound: .zero, upperBound: .one) * scale
-                        let index = SIMD4<Int32>(v.rounded(.toNearestOrAwayFromZero))
-                        var (or, og, ob) = (encode[Int(index[0])], encode[Int(index[1])], encode[Int(index[2])])
+                        let lr = Int(linear[r]), lg = Int(linear[256 + g]), lb = Int(linear[512 + b])
+                        var or = encode[index(m00 &* lr &+ m01 &* lg &+ m02 &* lb)]
+                        var og = encode[index(m10 &* lr &+ m11 &* lg &+ m12 &* lb)]
+                        var ob = encode[index(m20 &* lr &+ m21 &* lg &+ m22 &* lb)]
                         if alpha != 255 {
                             let a = UInt32(alpha)
                             or = UInt8((UInt32(or) * a + 127) / 255); og = UInt8((UInt32(og) * a + 127) / 255); ob = UInt8((UInt32(ob) * a + 127) / 255)
