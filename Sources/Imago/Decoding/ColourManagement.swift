@@ -347,6 +347,22 @@ final class ColourTransform: @unchecked Sendable {
         }
     }
 
+    /// Converts `count` premultiplied RGBA pixels, packed, in place: for a decoder
+    /// that converts in its own buffer rather than into a copy (a full-size decode,
+    /// where a copy's allocation and page faults cost as much as the conversion).
+    func applyInPlace(_ pixels: UnsafeMutableRawBufferPointer, count: Int) {
+        if let shaper {
+            // Each pixel is read before it is written, at the same place.
+            shaper.convert(UnsafeRawBufferPointer(pixels), width: count, height: 1, stride: count * 4, into: pixels)
+        } else if let transform, let base = pixels.baseAddress {
+            cmsDoTransform(transform, base, base, cmsUInt32Number(count))
+        } else {
+            let copy = Bitmap(width: count, height: 1, pixels: Array(UnsafeRawBufferPointer(pixels)))
+            let converted = apply(copy)
+            converted.pixels.withUnsafeBytes { pixels.copyMemory(from: $0) }
+        }
+    }
+
     /// Converts CMYK pixels (four bytes each) to opaque sRGB RGBA in place.
     func applyCMYK(_ pixels: UnsafeMutableRawBufferPointer, count: Int) {
         guard let transform, let base = pixels.baseAddress else { return }
@@ -370,14 +386,14 @@ final class ColourTransform: @unchecked Sendable {
 /// point compensation changes nothing (both black points are zero), so the result is
 /// Little CMS's to rounding, at a fraction of the cost.
 ///
-/// Fixed point, as Little CMS's own 8-bit matrix-shaper path: linear light in 1/65536,
-/// the matrix in 1/16384. Swift's float-to-integer conversions check for NaN and
-/// overflow at every pixel, which cost more than the arithmetic.
+/// Fixed point, as Little CMS's own 8-bit matrix-shaper path: Swift's float-to-integer
+/// conversions check for NaN and overflow at every pixel, which cost more than the
+/// arithmetic.
 struct MatrixShaper: Sendable {
-    /// Linear light of each 8-bit value in 1/65536, red's 256 then green's then blue's.
-    let linear: [Int32]
-    /// The matrix, row by row, in 1/16384.
-    let matrix: [Int]
+    /// What each 8-bit value of red (256 entries), then green, then blue adds to the
+    /// output's linear red, green and blue, in 1/65536: the curve and the matrix's
+    /// column at once, so a pixel is three look-ups and two additions.
+    let contributions: [SIMD4<Int32>]
     /// sRGB's 8-bit value of linear light i / 16384.
     let encode: [UInt8]
     static let steps = 16384
@@ -417,10 +433,18 @@ struct MatrixShaper: Sendable {
                 matrix.append(Int((value * 16384).rounded()))
             }
         }
-        self.matrix = matrix
-        linear = curves.flatMap { curve in
-            (0..<256).map { Int32((min(max(cmsEvalToneCurveFloat(curve, Float($0) / 255), 0), 1) * 65536).rounded()) }
+        // Linear light in 1/65536 times the matrix in 1/16384, over 2^14: each entry
+        // in 1/65536 of the output, which fits an Int32 for any matrix below 64.
+        var contributions: [SIMD4<Int32>] = []
+        for (channel, curve) in curves.enumerated() {
+            for value in 0..<256 {
+                let light = Int((min(max(cmsEvalToneCurveFloat(curve, Float(value) / 255), 0), 1) * 65536).rounded())
+                contributions.append(SIMD4(
+                    Int32((matrix[channel] * light) >> 14), Int32((matrix[3 + channel] * light) >> 14),
+                    Int32((matrix[6 + channel] * light) >> 14), 0))
+            }
         }
+        self.contributions = contributions
         encode = (0...Self.steps).map { step in
             let v = Float(step) / Float(Self.steps)
             let e: Float = v <= 0.0031308 ? v * 12.92 : 1.055 * powf(v, 1 / 2.4) - 0.055
@@ -431,11 +455,9 @@ struct MatrixShaper: Sendable {
     /// Premultiplied RGBA rows `stride` bytes apart to packed premultiplied RGBA.
     func convert(_ source: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int, into out: UnsafeMutableRawBufferPointer) {
         let s = source.bindMemory(to: UInt8.self), o = out.bindMemory(to: UInt8.self)
-        let m = matrix
-        let (m00, m01, m02, m10, m11, m12, m20, m21, m22) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
-        linear.withUnsafeBufferPointer { linear in
+        contributions.withUnsafeBufferPointer { table in
             encode.withUnsafeBufferPointer { encode in
-                @inline(__always) func index(_ sum: Int) -> Int { min(max((sum &+ 32768) >> 16, 0), MatrixShaper.steps) }
+                let half = SIMD4<Int32>(repeating: 2), top = SIMD4<Int32>(repeating: Int32(MatrixShaper.steps))
                 for y in 0..<height {
                     var i = y * stride, j = y * width * 4
                     for _ in 0..<width {
@@ -445,10 +467,11 @@ struct MatrixShaper: Sendable {
                             let a = Int(alpha)
                             r = min(255, (r * 255 + a / 2) / a); g = min(255, (g * 255 + a / 2) / a); b = min(255, (b * 255 + a / 2) / a)
                         }
-                        let lr = Int(linear[r]), lg = Int(linear[256 + g]), lb = Int(linear[512 + b])
-                        var or = encode[index(m00 &* lr &+ m01 &* lg &+ m02 &* lb)]
-                        var og = encode[index(m10 &* lr &+ m11 &* lg &+ m12 &* lb)]
-                        var ob = encode[index(m20 &* lr &+ m21 &* lg &+ m22 &* lb)]
+                        // Each input channel's share of the three outputs, summed.
+                        var sum = table[r] &+ table[256 + g] &+ table[512 + b] &+ half
+                        // 1/65536 of linear light to the encoding table's 1/16384.
+                        sum = (sum &>> 2).clamped(lowerBound: .zero, upperBound: top)
+                        var or = encode[Int(sum[0])], og = encode[Int(sum[1])], ob = encode[Int(sum[2])]
                         if alpha != 255 {
                             let a = UInt32(alpha)
                             or = UInt8((UInt32(or) * a + 127) / 255); og = UInt8((UInt32(og) * a + 127) / 255); ob = UInt8((UInt32(ob) * a + 127) / 255)

@@ -106,10 +106,16 @@ extension ImageDecoders {
             // pixels.
             var cmykPlan = ColourManagement.Plan.none
             if isCMYK, profile != nil { cmykPlan = ColourManagement.plan(for: profile, input: .cmyk(inverted: info.adobe != 0)) }
+            // At full size, RGB converts in the decode's own buffer: no copy.
+            var inPlace: ColourTransform?
+            if !isCMYK, options.targetSize == nil, case .transform(let transform) = ColourManagement.plan(for: profile) {
+                inPlace = transform
+            }
             let bitmap = try Bitmap.make(width: Int(outWidth), height: Int(outHeight)) { pixels throws(ImagoError) in
                 guard imago_jpeg_read_pixels(jpeg, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int(outWidth) * 4) == 0 else {
                     throw fail()
                 }
+                inPlace?.applyInPlace(pixels, count: Int(outWidth) * Int(outHeight))
                 if isCMYK {
                     if case .transform(let transform) = cmykPlan {
                         transform.applyCMYK(pixels, count: Int(outWidth) * Int(outHeight))
@@ -126,7 +132,7 @@ extension ImageDecoders {
                 upright = upright.fitted(to: target, sourceWidth: uprightWidth, sourceHeight: uprightHeight)
             }
             var image = DecodedImage(bitmap: upright, format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial)
-            if isCMYK {
+            if isCMYK || inPlace != nil {
                 if case .ignored(let note) = cmykPlan { image.notes.append(note) }
                 return image
             }
