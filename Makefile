@@ -31,8 +31,8 @@ GTK_PACKAGES := libgtk-4-dev xvfb xauth
 # Imago's own executables: scripts/check-test-programs.sh holds every test to the
 # packages `make test` installs, so the suite passes on a fresh machine.
 # Colour management is checked against Pillow's ImageCms (Little CMS) with colord's
-# profiles (Adobe RGB, ProPhoto, sRGB); HDR images are made by avifenc.
-TEST_PACKAGES := mount redis-server redis-tools python3-minimal python3-pil colord-data libavif-bin
+# profiles (Adobe RGB, ProPhoto, sRGB); AVIF and HEIF ones by avifenc and heif-enc.
+TEST_PACKAGES := mount redis-server redis-tools python3-minimal python3-pil colord-data libavif-bin libheif-examples
 # The tests start their own Redis servers on free loopback ports; the system service
 # Debian's redis-server starts on installation is stopped and disabled, so nothing
 # listens on 6379 for them to meet by accident.

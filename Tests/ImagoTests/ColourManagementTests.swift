@@ -186,6 +186,8 @@ func deltaE2000(_ a: (UInt8, UInt8, UInt8), _ b: (UInt8, UInt8, UInt8)) -> Doubl
         case .jpeg: ImageDecoders.JPEG()
         case .png: ImageDecoders.PNG()
         case .webp: ImageDecoders.WebP()
+        case .avif: ImageDecoders.AVIF()
+        case .heic: ImageDecoders.HEIF()
         default: ImageDecoders.TIFF()
         }
         return try decoder.decode(data, options: options)
@@ -213,6 +215,7 @@ func deltaE2000(_ a: (UInt8, UInt8, UInt8), _ b: (UInt8, UInt8, UInt8)) -> Doubl
         ("p3.jpg", "p3-jpg.ref"), ("adobe.jpg", "adobe-jpg.ref"), ("prophoto.png", "prophoto-png.ref"),
         ("adobe.webp", "adobe-webp.ref"), ("prophoto.tiff", "prophoto-tiff.ref"), ("cmyk.jpg", "cmyk-jpg.ref"),
         ("gamma18.png", "gamma18-png.ref"), ("cicp.png", "cicp-png.ref"),
+        ("prophoto.avif", "prophoto-png.ref"), ("prophoto.heic", "prophoto-png.ref"),
     ])
     func taggedImagesMatchTheReferenceConversion(file: String, reference: String) throws {
         let image = try decode(file)

@@ -117,3 +117,9 @@ png16(f"{out}/ramp16.png", 256, 8, lambda x: x * 257)
 for name, transfer in [("pq", 16), ("hlg", 18)]:
     subprocess.run(["avifenc", "-d", "10", "-y", "444", "--min", "0", "--max", "0", "--cicp", f"9/{transfer}/0",
                     f"{out}/ramp16.png", f"{out}/{name}.avif"], check=True, stdout=subprocess.DEVNULL)
+
+# AVIF and HEIF with the ProPhoto profile in their colr box, lossless RGB from the
+# ProPhoto PNG, so its reference serves them too.
+subprocess.run(["avifenc", "-l", f"{out}/prophoto.png", f"{out}/prophoto.avif"], check=True, stdout=subprocess.DEVNULL)
+subprocess.run(["heif-enc", "-L", "-p", "chroma=444", "--matrix_coefficients=0", "-o", f"{out}/prophoto.heic",
+                f"{out}/prophoto.png"], check=True, stdout=subprocess.DEVNULL)
