@@ -72,7 +72,8 @@ extension ImageDecoders {
         /// The decoders this platform has without any registration.
         static var builtIn: [any ImageDecoding] {
             #if os(Linux)
-            [ImageDecoders.JPEG(), ImageDecoders.PNG(), ImageDecoders.GIF(), ImageDecoders.WebP(), ImageDecoders.BMP(), ImageDecoders.ICO(), ImageDecoders.TIFF(), ImageDecoders.AVIF(), ImageDecoders.HEIF()]
+            [ImageDecoders.JPEG(), ImageDecoders.PNG(), ImageDecoders.GIF(), ImageDecoders.WebP(), ImageDecoders.BMP(), ImageDecoders.ICO(), ImageDecoders.TIFF(), ImageDecoders.AVIF(), ImageDecoders.HEIF(),
+             ImageDecoders.JXL(), ImageDecoders.SVG()]
             #elseif canImport(ImageIO)
             [ImageDecoders.ImageIO()]
             #else
