@@ -94,21 +94,17 @@ final class JXLFrameCursor: FrameProducing {
         orientation = ImageOrientation(rawValue: Int(info.orientation.rawValue)) ?? .up
         // The colour encoding comes next: a lossy image's XYB is asked to come out in
         // sRGB (grey for a grey image) rather than libjxl's default linear light.
-        do throws(ImagoError) {
-            let status = jxl.processInput(decoder)
-            guard status == JXL_DEC_COLOR_ENCODING else { throw Self.failure(jxl, status, "the header is malformed") }
-            var srgb = JxlColorEncoding()
-            srgb.color_space = info.num_color_channels == 1 ? JXL_COLOR_SPACE_GRAY : JXL_COLOR_SPACE_RGB
-            srgb.white_point = JXL_WHITE_POINT_D65
-            srgb.primaries = JXL_PRIMARIES_SRGB
-            srgb.transfer_function = JXL_TRANSFER_FUNCTION_SRGB
-            srgb.rendering_intent = JXL_RENDERING_INTENT_RELATIVE
-            // Refused for an image stored with its own profile, which then keeps it.
-            _ = jxl.setPreferredColorProfile(decoder, &srgb)
-        } catch {
-            jxl.destroy(decoder)
-            throw error
-        }
+        // (Thrown from here on, the decoder is destroyed by `deinit`.)
+        let status = jxl.processInput(decoder)
+        guard status == JXL_DEC_COLOR_ENCODING else { throw Self.failure(jxl, status, "the header is malformed") }
+        var srgb = JxlColorEncoding()
+        srgb.color_space = info.num_color_channels == 1 ? JXL_COLOR_SPACE_GRAY : JXL_COLOR_SPACE_RGB
+        srgb.white_point = JXL_WHITE_POINT_D65
+        srgb.primaries = JXL_PRIMARIES_SRGB
+        srgb.transfer_function = JXL_TRANSFER_FUNCTION_SRGB
+        srgb.rendering_intent = JXL_RENDERING_INTENT_RELATIVE
+        // Refused for an image stored with its own profile, which then keeps it.
+        _ = jxl.setPreferredColorProfile(decoder, &srgb)
     }
 
     deinit { jxl.destroy(decoder) }
