@@ -2,7 +2,7 @@
 # missing) and says what it is doing.
 
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libavif-dev libheif-dev libcurl4-openssl-dev libhiredis-dev
+DEBIAN_PACKAGES := pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libavif-dev libheif-dev libjxl-dev librsvg2-2 libcurl4-openssl-dev libhiredis-dev
 # Warnings are errors in every build the Makefile makes.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 # The tool as a user would install it: Swift's own libraries linked in, so the process
@@ -30,7 +30,7 @@ GTK_PACKAGES := libgtk-4-dev xvfb xauth
 # Programs the tests run, beyond Debian's essential packages, the Swift toolchain and
 # Imago's own executables: scripts/check-test-programs.sh holds every test to the
 # packages `make test` installs, so the suite passes on a fresh machine.
-TEST_PACKAGES := mount redis-server redis-tools
+TEST_PACKAGES := mount redis-server redis-tools librsvg2-bin libjxl-tools
 # The tests start their own Redis servers on free loopback ports; the system service
 # Debian's redis-server starts on installation is stopped and disabled, so nothing
 # listens on 6379 for them to meet by accident.

@@ -122,7 +122,9 @@ final class JXLFrameCursor: FrameProducing {
                   jxl.setUnpremultiplyAlpha(decoder, 1) == JXL_DEC_SUCCESS,
                   jxl.setInput(decoder, base, bytes.count) == JXL_DEC_SUCCESS
             else { throw ImageDecoders.JXL.failure("libjxl refused the settings", nil) }
-            jxl.closeInput(decoder)
+            // The input is left open: on data that ends early libjxl then asks for
+            // more (reported as truncation) rather than failing with a line on
+            // standard error, as Debian's build does for every failure.
             let status = jxl.processInput(decoder)
             guard status == JXL_DEC_BASIC_INFO else { throw failure(jxl, status, "the header is malformed") }
             var info = JxlBasicInfo()

@@ -190,7 +190,7 @@ struct LibRSVG: @unchecked Sendable {
             error = nil
         }
         let message = pointer.load(fromByteOffset: MemoryLayout<UInt32>.size * 2, as: UnsafePointer<CChar>?.self)
-        return message.map { String(cString: $0) }
+        return message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) }
     }
 
     /// librsvg and the libraries it comes with, opened on first use.
