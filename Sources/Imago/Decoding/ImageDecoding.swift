@@ -2,7 +2,7 @@ import Foundation
 
 /// A decoder for one or more formats.
 ///
-/// Conform to add a format Imago lacks (JPEG XL, say) or to replace a built-in decoder,
+/// Conform to add a format Imago lacks (JPEG 2000, say) or to replace a built-in decoder,
 /// then register it with `ImageDecoders.Registry.shared.register(_:)`.
 public protocol ImageDecoding: Sendable {
     /// Whether this decoder takes `data`, whose sniffed format is `format` (nil when
