@@ -103,7 +103,7 @@ extension ImageFormat {
     /// or WebP only to clients that name them, and JPEG or PNG otherwise; naming a
     /// format this build cannot decode would get an image that fails to decode.
     package static let acceptHeader: String = {
-        let negotiated: [(ImageFormat, String)] = [(.avif, "image/avif"), (.webp, "image/webp")]
+        let negotiated: [(ImageFormat, String)] = [(.avif, "image/avif"), (.webp, "image/webp"), (.jxl, "image/jxl")]
         let decoders = ImageDecoders.Registry.builtIn
         let named = negotiated.filter { format, _ in decoders.contains { $0.canDecode(Data(), format: format) } }
         return (named.map(\.1) + ["image/*;q=0.8"]).joined(separator: ",")
