@@ -19,7 +19,7 @@ TOOL_BUILD = $(call RELEASE_BUILD,--product imago)
 BENCH_BUILD = $(call RELEASE_BUILD,--package-path Benchmarks --product imago-bench)
 BENCH = Benchmarks/.build/release/imago-bench
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := JPEG PNG GIF WebP BMP ICO TIFF AVIF HEIF HTTPHeaders DiskRecord
+FUZZ_TARGETS := JPEG PNG GIF WebP BMP ICO TIFF AVIF HEIF JXL SVG HTTPHeaders DiskRecord
 CORPUS ?= ../shared/corpus
 BENCH_DIR := .build/bench
 BENCH_RUNS ?= 5
@@ -190,7 +190,7 @@ fuzz: deps
 	  echo "==> Building Fuzz$$t (libFuzzer + AddressSanitizer)"; \
 	  dir=$(CURDIR)/.build/fuzz/$$t; mkdir -p $$dir/corpus $$dir/crashes; \
 	  (cd Fuzz && $(SWIFT) build --scratch-path $(CURDIR)/.build/fuzz/build --product Fuzz$$t $(FUZZ_FLAGS)) || exit 1; \
-	  case $$t in JPEG) ext=jpg;; PNG) ext=png;; GIF) ext=gif;; WebP) ext=webp;; BMP) ext=bmp;; ICO) ext=ico;; TIFF) ext=tif;; AVIF) ext=avif;; HEIF) ext=heic;; *) ext=none;; esac; \
+	  case $$t in JPEG) ext=jpg;; PNG) ext=png;; GIF) ext=gif;; WebP) ext=webp;; BMP) ext=bmp;; ICO) ext=ico;; TIFF) ext=tif;; AVIF) ext=avif;; HEIF) ext=heic;; JXL) ext=jxl;; SVG) ext=svg;; *) ext=none;; esac; \
 	  find $(CORPUS) Tests/ImagoTests/Fixtures -name "*.$$ext" -size -256k 2>/dev/null | while read f; do \
 	    cp -f "$$f" "$$dir/corpus/$$(echo "$$f" | md5sum | cut -c1-16).$$ext"; done; \
 	  [ ! -d Fuzz/Seeds/$$t ] || cp -f Fuzz/Seeds/$$t/* $$dir/corpus/; \
