@@ -164,6 +164,43 @@ import _ImagoTestSupport
         #expect(thumbnail.width == 64 && thumbnail.height == 32)
     }
 
+    /// Groups of ten `<use>` of the group before, `levels` deep: 10^levels elements drawn.
+    static func useBomb(levels: Int) -> String {
+        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" width=\"10\" height=\"10\"><defs><rect id=\"a0\" width=\"1\" height=\"1\" fill=\"red\"/>"
+        for level in 1...levels {
+            svg += "<g id=\"a\(level)\">" + String(repeating: "<use xlink:href=\"#a\(level - 1)\"/>", count: 10) + "</g>"
+        }
+        return svg + "</defs><use xlink:href=\"#a\(levels)\"/></svg>"
+    }
+
+    static func referenced(_ svg: String) -> Int {
+        Array(svg.utf8).withUnsafeBufferPointer { SVGReferences.referencedElements(in: $0) }
+    }
+
+    @Test func referencesThatMultiplyAreRefusedBeforeLibrsvgDraws() throws {
+        // librsvg would walk 500,000 references (seconds of a core) before refusing this.
+        let bomb = Self.useBomb(levels: 11)
+        #expect(Self.referenced(bomb) > SVGReferences.limit)
+        let error = #expect(throws: ImagoError.self) { try Self.decode(bomb) }
+        guard case .decodingFailed(.svg, let reason, nil, _)? = error else { Issue.record("\(String(describing: error))"); return }
+        #expect(reason.contains("references"))
+        // Ten thousand is a document librsvg draws (counted about five times over:
+        // what <defs> holds counts as drawn too, and the groups and uses on the way).
+        let modest = Self.useBomb(levels: 4)
+        #expect(Self.referenced(modest) > 10_000 && Self.referenced(modest) < 60_000)
+        #expect(try Self.decode(modest).bitmap[0, 0] == (255, 0, 0, 255))
+        // Counted as librsvg follows them: three uses of one rectangle add three.
+        let three = "<svg xmlns=\"http://www.w3.org/2000/svg\"><defs><rect id=\"r\"/></defs><use href=\"#r\"/><use href=\"#r\"/><svg:use xmlns:svg=\"http://www.w3.org/2000/svg\" xlink:href='#r'/></svg>"
+        #expect(Self.referenced(three) == 3)
+        #expect(Self.referenced(Self.shapes) == 0)
+        // A cycle ends the count (librsvg draws nothing of it); references in
+        // comments and CDATA are not references.
+        let cycle = "<svg><g id=\"a\"><use href=\"#b\"/></g><g id=\"b\"><use href=\"#a\"/></g><!-- <use href=\"#a\"/> --><![CDATA[<use href=\"#a\"/>]]></svg>"
+        #expect(Self.referenced(cycle) < 10)
+        let drawn = try Self.decode(cycle.replacingOccurrences(of: "<svg>", with: "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"4\" height=\"4\">"))
+        #expect(drawn.bitmap.hasAlpha)
+    }
+
     @Test func aDeadlineThatHasPassedStopsTheDecode() {
         var options = DecodingOptions()
         options.timeout = 0

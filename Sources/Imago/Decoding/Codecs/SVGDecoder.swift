@@ -17,7 +17,8 @@ extension ImageDecoders {
     /// declaring a larger size is drawn smaller, its aspect ratio kept, rather than
     /// refused, since a vector's declared size is a suggestion, not pixels that exist.
     /// librsvg cannot be stopped in the middle of a render, so the deadline is checked
-    /// between parsing and drawing and after it.
+    /// between parsing and drawing and after it, and a document whose `<use>`
+    /// references multiply (`SVGReferences`) is refused before librsvg sees it.
     @_spi(Internals) public struct SVG: ImageDecoding {
         /// The largest side cairo draws (its image surfaces stop at 32767 pixels).
         static let largestSide = 32767
@@ -40,6 +41,12 @@ extension ImageDecoders {
         private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data", nil) }
             let deadline = options.deadline()
+            // Before librsvg, which cannot be stopped once it draws: a document whose
+            // references multiply is refused from a scan of its tags.
+            let referenced = SVGReferences.referencedElements(in: bytes)
+            guard referenced <= SVGReferences.limit else {
+                throw Self.failure("its <use> references draw more than \(SVGReferences.limit) elements", nil)
+            }
             let rsvg = try LibRSVG.shared.get()
             var error: UnsafeMutableRawPointer?
             guard let handle = rsvg.handleNewFromData(base, bytes.count, &error) else {
