@@ -9,7 +9,7 @@ import _ImagoTestSupport
 /// made at test time and read back by Imago's PNG decoder: the same library, so
 /// equal pixels. The lossless file must give back its source PNG.
 @Suite struct JXLDecoderTests {
-    static let stills = ["lossless-alpha.jxl", "lossy.jxl", "container.jxl", "orientation-6.jxl"]
+    static let stills = ["lossless-alpha.jxl", "lossy.jxl", "container.jxl", "orientation-6.jxl", "gray-alpha.jxl"]
 
     /// `djxl`'s decode of the fixture `name`, premultiplied as Imago's bitmaps are.
     static func reference(_ name: String) throws -> Bitmap {

@@ -19,6 +19,9 @@ img.convert('RGB').save('rgb.png')
 exif = Image.Exif()
 exif[0x0112] = 6
 img.convert('RGB').save(f'{out}/orientation-6.png', exif=exif.tobytes())
+gray = Image.new('LA', (16, 8))
+gray.putdata([(x * 16, y * 30) for y in range(8) for x in range(16)])
+gray.save(f'{out}/gray-alpha.png')
 frames = [Image.new('RGB', (20, 12), c) for c in [(255, 0, 0), (0, 255, 0), (0, 0, 255)]]
 frames[0].save(f'{out}/animated.gif', save_all=True, append_images=frames[1:], duration=[100, 300, 100], loop=0)
 PY
@@ -27,4 +30,5 @@ cjxl -d 1 rgb.png lossy.jxl >/dev/null 2>&1
 cjxl -d 0 --container=1 rgb.png container.jxl >/dev/null 2>&1
 cjxl -d 0 "$tmp/orientation-6.png" orientation-6.jxl >/dev/null 2>&1
 cjxl -d 0 "$tmp/animated.gif" animated.jxl >/dev/null 2>&1
+cjxl -d 0 "$tmp/gray-alpha.png" gray-alpha.jxl >/dev/null 2>&1
 rm -rf "$tmp"
