@@ -3,9 +3,9 @@
 ///
 /// librsvg cannot be stopped in the middle of a drawing, and a small document of
 /// nested `<use>` elements (each group using the one before ten times) makes it walk
-/// its limit of 500,000 referenced elements before refusing: 20 seconds of a core here
-/// for a 1.5 KB file. The scan finds such a document in a fraction of a millisecond
-/// and it is refused at once.
+/// its limit of 500,000 referenced elements before refusing: 10 to 20 seconds of a
+/// core here for a 1.5 KB file. The scan finds such a document in a fraction of a
+/// millisecond and it is refused at once.
 ///
 /// The scan reads tags only: comments, CDATA, processing instructions and the doctype
 /// are skipped, and markup inside entities is not seen (libxml2 bounds what entities
