@@ -78,7 +78,7 @@ import _ImagoTestSupport
     /// without it, the same transfer fails.
     @Test func partialKeepsWhatArrivedOfATransferCutShort() async throws {
         defer { server.stop() }
-        let jpeg = PartialLoadingTests.jpeg
+        let jpeg = TestImages.jpeg
         server.route("/cut.jpg") { _ in .truncate(declaredLength: jpeg.count, actualBody: jpeg.prefix(jpeg.count / 2)) }
         let url = server.url("/cut.jpg").absoluteString
         let strict = try await Tool.run(["fetch", "--no-disk-cache", "--json", "--retries", "0", url])
