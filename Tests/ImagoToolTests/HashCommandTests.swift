@@ -8,7 +8,7 @@ import _ImagoTestSupport
 @Suite struct HashCommandTests {
     /// A PNG of the hash tests' gradient, and the hashes the library gives its pixels.
     static func gradientFile() throws -> (url: URL, data: Data) {
-        let data = try ImageEncoders.PNG().encode(PlaceholderHashTests.gradient)
+        let data = try ImageEncoders.PNG().encode(TestImages.hashGradient)
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("imago-hash-\(UUID()).png")
         try data.write(to: url)
         return (url, data)
