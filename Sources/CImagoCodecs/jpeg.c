@@ -196,13 +196,14 @@ int imago_jpeg_truncated(const imago_jpeg *jpeg) {
     return jpeg->truncated;
 }
 
-int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride) {
+int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride, uint32_t end_row) {
     if (setjmp(jpeg->jump)) return -1;
     struct jpeg_decompress_struct *c = &jpeg->cinfo;
-    while (c->output_scanline < c->output_height) {
+    JDIMENSION end = end_row < c->output_height ? end_row : c->output_height;
+    while (c->output_scanline < end) {
         JSAMPROW rows[4];
         JDIMENSION count = 0;
-        for (; count < 4 && c->output_scanline + count < c->output_height; count++) {
+        for (; count < 4 && c->output_scanline + count < end; count++) {
             rows[count] = pixels + (size_t)(c->output_scanline + count) * stride;
         }
         if (jpeg_read_scanlines(c, rows, count) == 0) {

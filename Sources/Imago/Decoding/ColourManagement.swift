@@ -392,9 +392,13 @@ final class ColourTransform: @unchecked Sendable {
 struct MatrixShaper: Sendable {
     /// What each 8-bit value of red (256 entries), then green, then blue adds to the
     /// output's linear red, green and blue, in 1/65536: the curve and the matrix's
-    /// column at once, so a pixel is three look-ups and two additions.
-    let contributions: [SIMD4<Int32>]
-    /// sRGB's 8-bit value of linear light i / 16384.
+    /// column at once, packed as three 21-bit fields (red lowest) of one 64-bit word,
+    /// so a pixel is three look-ups and two scalar additions, and each output is its
+    /// field shifted out. Red's shares carry an offset that keeps every field's sum
+    /// from 0 up (no borrow between fields) and the rounding of its last two bits.
+    let contributions: [UInt64]
+    /// sRGB's 8-bit value of each field's sum over 4: linear light (i - offset) /
+    /// 16384, clipped to 0...1 by the table itself, so no pixel is clamped.
     let encode: [UInt8]
     static let steps = 16384
 
@@ -433,55 +437,89 @@ struct MatrixShaper: Sendable {
                 matrix.append(Int((value * 16384).rounded()))
             }
         }
-        // Linear light in 1/65536 times the matrix in 1/16384, over 2^14: each entry
+        // Linear light in 1/65536 times the matrix in 1/16384, over 2^14: each share
         // in 1/65536 of the output, which fits an Int32 for any matrix below 64.
-        var contributions: [SIMD4<Int32>] = []
-        for (channel, curve) in curves.enumerated() {
+        var shares: [[Int]] = []
+        for curve in curves {
+            shares.append((0..<256).map { value in
+                Int((min(max(cmsEvalToneCurveFloat(curve, Float(value) / 255), 0), 1) * 65536).rounded())
+            })
+        }
+        func share(_ input: Int, _ value: Int, _ output: Int) -> Int { (matrix[3 * output + input] * shares[input][value]) >> 14 }
+        // The offset: the lowest sum any output can reach, below zero, as a multiple of 4.
+        var lowest = 0, highest = 0
+        for output in 0..<3 {
+            let low = (0..<3).reduce(0) { sum, input in sum + (0..<256).map { share(input, $0, output) }.min()! }
+            let high = (0..<3).reduce(0) { sum, input in sum + (0..<256).map { share(input, $0, output) }.max()! }
+            lowest = min(lowest, low); highest = max(highest, high)
+        }
+        let offset = (-lowest + 3) / 4 * 4
+        // Sums past 21 bits would carry into the next field: a matrix no display
+        // profile has (linear light 32 over white); Little CMS converts those.
+        guard offset + highest + 2 < 1 << 21 else { return nil }
+        var contributions: [UInt64] = []
+        for input in 0..<3 {
             for value in 0..<256 {
-                let light = Int((min(max(cmsEvalToneCurveFloat(curve, Float(value) / 255), 0), 1) * 65536).rounded())
-                contributions.append(SIMD4(
-                    Int32((matrix[channel] * light) >> 14), Int32((matrix[3 + channel] * light) >> 14),
-                    Int32((matrix[6 + channel] * light) >> 14), 0))
+                var word: Int64 = 0
+                for output in 0..<3 {
+                    let field = Int64(share(input, value, output) + (input == 0 ? offset + 2 : 0))
+                    word = word &+ field &<< Int64(21 * output)
+                }
+                contributions.append(UInt64(bitPattern: word))
             }
         }
         self.contributions = contributions
-        encode = (0...Self.steps).map { step in
+        let curve = (0...Self.steps).map { step in
             let v = Float(step) / Float(Self.steps)
             let e: Float = v <= 0.0031308 ? v * 12.92 : 1.055 * powf(v, 1 / 2.4) - 0.055
             return UInt8(max(0, min(255, (e * 255).rounded())))
         }
+        encode = (0...(offset + highest + 2) >> 2).map { curve[min(max($0 - offset / 4, 0), Self.steps)] }
     }
 
     /// Premultiplied RGBA rows `stride` bytes apart to packed premultiplied RGBA.
+    ///
+    /// A pixel is read and written as one 32-bit word, and an opaque one (a photo's
+    /// every pixel) skips unpremultiplying: three vector look-ups and adds, three
+    /// clamped look-ups of sRGB's curve. `source` and `out` may be the same memory.
     func convert(_ source: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int, into out: UnsafeMutableRawBufferPointer) {
-        let s = source.bindMemory(to: UInt8.self), o = out.bindMemory(to: UInt8.self)
+        guard let from = source.baseAddress, let to = out.baseAddress, width > 0, height > 0 else { return }
         contributions.withUnsafeBufferPointer { table in
             encode.withUnsafeBufferPointer { encode in
-                let half = SIMD4<Int32>(repeating: 2), top = SIMD4<Int32>(repeating: Int32(MatrixShaper.steps))
+                let (t, e) = (table.baseAddress!, encode.baseAddress!)
                 for y in 0..<height {
-                    var i = y * stride, j = y * width * 4
-                    for _ in 0..<width {
-                        let alpha = s[i + 3]
-                        var (r, g, b) = (Int(s[i]), Int(s[i + 1]), Int(s[i + 2]))
-                        if alpha != 255 && alpha != 0 {
-                            let a = Int(alpha)
-                            r = min(255, (r * 255 + a / 2) / a); g = min(255, (g * 255 + a / 2) / a); b = min(255, (b * 255 + a / 2) / a)
-                        }
-                        // Each input channel's share of the three outputs, summed.
-                        var sum = table[r] &+ table[256 + g] &+ table[512 + b] &+ half
-                        // 1/65536 of linear light to the encoding table's 1/16384.
-                        sum = (sum &>> 2).clamped(lowerBound: .zero, upperBound: top)
-                        var or = encode[Int(sum[0])], og = encode[Int(sum[1])], ob = encode[Int(sum[2])]
-                        if alpha != 255 {
-                            let a = UInt32(alpha)
-                            or = UInt8((UInt32(or) * a + 127) / 255); og = UInt8((UInt32(og) * a + 127) / 255); ob = UInt8((UInt32(ob) * a + 127) / 255)
-                        }
-                        o[j] = or; o[j + 1] = og; o[j + 2] = ob; o[j + 3] = alpha
-                        i += 4; j += 4
+                    let row = from + y &* stride, outRow = to + y &* width &* 4
+                    for x in 0..<width {
+                        let pixel = UInt32(littleEndian: row.loadUnaligned(fromByteOffset: x &* 4, as: UInt32.self))
+                        let converted = pixel >= 0xFF00_0000 ? Self.opaque(pixel, t, e) : Self.translucent(pixel, t, e)
+                        outRow.storeBytes(of: converted.littleEndian, toByteOffset: x &* 4, as: UInt32.self)
                     }
                 }
             }
         }
+    }
+
+    /// An opaque pixel (R, G, B, 255 from the low byte up) converted.
+    @inline(__always)
+    private static func opaque(_ pixel: UInt32, _ t: UnsafePointer<UInt64>, _ e: UnsafePointer<UInt8>) -> UInt32 {
+        // Each input channel's share of the three outputs, summed field by field;
+        // 1/65536 of linear light to the encoding table's 1/16384.
+        let sum = t[Int(pixel & 0xFF)] &+ t[256 &+ Int((pixel >> 8) & 0xFF)] &+ t[512 &+ Int((pixel >> 16) & 0xFF)]
+        let r = e[Int(truncatingIfNeeded: (sum >> 2) & 0x7FFFF)]
+        let g = e[Int(truncatingIfNeeded: (sum >> 23) & 0x7FFFF)]
+        let b = e[Int(truncatingIfNeeded: sum >> 44)]
+        return UInt32(r) | UInt32(g) << 8 | UInt32(b) << 16 | 0xFF00_0000
+    }
+
+    /// A pixel with some transparency: unpremultiplied, converted, premultiplied again.
+    private static func translucent(_ pixel: UInt32, _ t: UnsafePointer<UInt64>, _ e: UnsafePointer<UInt8>) -> UInt32 {
+        let alpha = pixel >> 24
+        guard alpha != 0 else { return 0 }
+        var (r, g, b) = (pixel & 0xFF, (pixel >> 8) & 0xFF, (pixel >> 16) & 0xFF)
+        r = min(255, (r * 255 + alpha / 2) / alpha); g = min(255, (g * 255 + alpha / 2) / alpha); b = min(255, (b * 255 + alpha / 2) / alpha)
+        let converted = opaque(r | g << 8 | b << 16 | 0xFF00_0000, t, e)
+        let (or, og, ob) = (converted & 0xFF, (converted >> 8) & 0xFF, (converted >> 16) & 0xFF)
+        return (or * alpha + 127) / 255 | ((og * alpha + 127) / 255) << 8 | ((ob * alpha + 127) / 255) << 16 | alpha << 24
     }
 }
 #endif

@@ -112,10 +112,20 @@ extension ImageDecoders {
                 inPlace = transform
             }
             let bitmap = try Bitmap.make(width: Int(outWidth), height: Int(outHeight)) { pixels throws(ImagoError) in
-                guard imago_jpeg_read_pixels(jpeg, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int(outWidth) * 4) == 0 else {
-                    throw fail()
+                let rowBytes = Int(outWidth) * 4, rows = Int(outHeight)
+                // A conversion takes a band of rows (about 128 KB) as libjpeg writes
+                // them, still in the cache: over the whole image after, it read and
+                // wrote every pixel from memory again.
+                let band = inPlace == nil ? rows : max(16, 131_072 / rowBytes)
+                var row = 0
+                while row < rows {
+                    let end = min(row + band, rows)
+                    guard imago_jpeg_read_pixels(jpeg, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), rowBytes, UInt32(end)) == 0 else {
+                        throw fail()
+                    }
+                    inPlace?.applyInPlace(UnsafeMutableRawBufferPointer(rebasing: pixels[row * rowBytes..<end * rowBytes]), count: (end - row) * Int(outWidth))
+                    row = end
                 }
-                inPlace?.applyInPlace(pixels, count: Int(outWidth) * Int(outHeight))
                 if isCMYK {
                     if case .transform(let transform) = cmykPlan {
                         transform.applyCMYK(pixels, count: Int(outWidth) * Int(outHeight))
