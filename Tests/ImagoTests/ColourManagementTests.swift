@@ -271,6 +271,20 @@ func deltaE2000(_ a: (UInt8, UInt8, UInt8), _ b: (UInt8, UInt8, UInt8)) -> Doubl
         #expect(full.bitmap.pixels.count == full.width * full.height * 4)
     }
 
+    @Test func aFullDecodeConvertedBandByBandMatchesTheWholeImageConverted() throws {
+        // 2,000 px wide: libjpeg's rows are converted some 16 at a time as they come.
+        let plain = try ImageEncoders.JPEG(quality: 90).encode(InterlacedPNG.picture(width: 2000, height: 70))
+        let profile = ColourFixtures.displayP3()
+        let length = 2 + 14 + profile.count
+        var marker = Data([0xFF, 0xE2, UInt8(length >> 8), UInt8(length & 0xFF)])
+        marker += Data("ICC_PROFILE".utf8) + Data([0, 1, 1]) + profile
+        let tagged = try ImageDecoders.JPEG().decode(plain.prefix(2) + marker + plain.dropFirst(2), options: DecodingOptions())
+        let untagged = try ImageDecoders.JPEG().decode(plain, options: DecodingOptions())
+        let whole = ColourManagement.convert(untagged.bitmap, description: .icc(profile)).0
+        #expect(tagged.bitmap.pixels != untagged.bitmap.pixels)
+        #expect(tagged.bitmap.pixels == whole.pixels)
+    }
+
     @Test func sRGBIsRecognisedWhateverTheProfileIsCalled() throws {
         let colord = try Data(contentsOf: URL(fileURLWithPath: "/usr/share/color/icc/colord/sRGB.icc"))
         let builtIn = ColourFixtures.save(cmsCreate_sRGBProfile())
