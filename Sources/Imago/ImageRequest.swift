@@ -61,20 +61,25 @@ public struct ImageRequest: Sendable {
     package var imageKeyOverride: String?
     /// Partial images and progressive previews; none by default.
     public var options: Options
+    /// Which caches the load reads and writes, and whether it may reach the origin;
+    /// every tier by default.
+    public var cachePolicy: CachePolicy
 
     /// The URL loaded.
     public var url: URL { urlRequest.url ?? URL(fileURLWithPath: "/") }
 
     /// A request for `url`.
     public init(url: URL, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
-                priority: Priority = .normal, imageKey: String? = nil, options: Options = []) {
+                priority: Priority = .normal, imageKey: String? = nil, options: Options = [],
+                cachePolicy: CachePolicy = .default) {
         self.init(urlRequest: URLRequest(url: url), targetSize: targetSize, processors: processors,
-                  priority: priority, imageKey: imageKey, options: options)
+                  priority: priority, imageKey: imageKey, options: options, cachePolicy: cachePolicy)
     }
 
     /// A request sending `urlRequest` as it is (custom headers, say).
     public init(urlRequest: URLRequest, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
-                priority: Priority = .normal, imageKey: String? = nil, options: Options = []) {
+                priority: Priority = .normal, imageKey: String? = nil, options: Options = [],
+                cachePolicy: CachePolicy = .default) {
         var urlRequest = urlRequest
         if let url = urlRequest.url, let normalized = url.withLowercasedScheme { urlRequest.url = normalized }
         self.urlRequest = urlRequest
@@ -83,6 +88,7 @@ public struct ImageRequest: Sendable {
         self.priority = priority
         self.imageKeyOverride = imageKey
         self.options = options
+        self.cachePolicy = cachePolicy
     }
 
     /// The key of the resource: the override, else the URL's absolute string. Every

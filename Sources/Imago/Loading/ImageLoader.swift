@@ -184,7 +184,7 @@ public final class ImageLoader: Sendable {
             task.complete(.failure(.invalidURL(request.url.absoluteString)))
             return task
         }
-        if let image = cache?.image(forKey: task.key) {
+        if request.cachePolicy.reads.contains(.memory), let image = cache?.image(forKey: task.key) {
             task.complete(.success(ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageResponse.Metrics())))
             return task
         }

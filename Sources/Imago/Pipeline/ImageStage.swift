@@ -4,7 +4,13 @@ import Foundation
 struct ImageWork: Sendable {
     let key: ImageCacheKey
     let request: ImageRequest
+    /// The memory tier images are kept in; nil when the request's policy keeps
+    /// none there.
     let cache: (any ImageCaching)?
+    /// The memory tier images may be read from, under the request's policy.
+    let memoryReads: (any ImageCaching)?
+    /// Whether the loader caches at all, so remembers failures.
+    let remembers: Bool
     /// Where processed variants are read and kept; nil when they are not.
     let variants: HTTPCache?
     /// Where the original bytes are kept; nil when they are not.
@@ -23,7 +29,9 @@ struct ImageWork: Sendable {
         let httpCache = pipeline.httpCache(for: request, cache: cache)
         self.key = key
         self.request = request
-        self.cache = cache
+        self.cache = request.cachePolicy.writes.contains(.memory) ? cache : nil
+        memoryReads = request.cachePolicy.reads.contains(.memory) ? cache : nil
+        remembers = cache != nil
         variants = policy.storesProcessed && !key.isOriginal ? httpCache : nil
         originals = policy.storesOriginals ? httpCache : nil
     }

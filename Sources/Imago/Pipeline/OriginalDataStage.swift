@@ -81,8 +81,11 @@ struct OriginalDataStage: Sendable {
     /// for `request`'s image key: what answers it without a transfer.
     private func recentAnswer() -> Result<OriginalData, ImagoError>? {
         let key = request.imageKey
-        if let failure = configuration.recentFailures?.failure(forKey: key), !failure.mayPass(for: request) { return .failure(failure) }
-        guard let entry = configuration.recentOriginals?.entry(forKey: key) else { return nil }
+        let policy = request.cachePolicy
+        if !policy.retriesFailed, let failure = configuration.recentFailures?.failure(forKey: key), !failure.mayPass(for: request) {
+            return .failure(failure)
+        }
+        guard policy.reads.contains(.recentOriginals), let entry = configuration.recentOriginals?.entry(forKey: key) else { return nil }
         var metrics = ImageResponse.Metrics()
         metrics.bytes = entry.data.count
         return .success(OriginalData(bytes: .loaded(entry.data), source: .recent, metrics: metrics, httpMetadata: entry.metadata))
@@ -93,8 +96,10 @@ struct OriginalDataStage: Sendable {
     private func remember(_ result: Result<OriginalData, ImagoError>) {
         switch result {
         case .success(let original) where original.source == .network && !original.isTruncated:
+            // A failure asked again and mended is forgotten for every request.
+            if request.cachePolicy.retriesFailed { configuration.recentFailures?.removeFailure(forKey: request.imageKey) }
             // A network load's bytes are in memory already; nothing is read back for them.
-            if case .loaded(let data) = original.bytes {
+            if request.cachePolicy.writes.contains(.recentOriginals), case .loaded(let data) = original.bytes {
                 configuration.recentOriginals?.store(data, metadata: original.httpMetadata, forKey: request.imageKey)
             }
         case .success:
@@ -122,7 +127,9 @@ struct OriginalDataStage: Sendable {
             metrics.attempts = attempts
             return OriginalData(bytes: bytes, source: source, metrics: metrics, httpMetadata: metadata, isTruncated: truncated)
         }
+        let onlyFromCache = request.cachePolicy.onlyFromCache
         guard let httpCache else {
+            if onlyFromCache, !configuration.dataLoader.isLocal(request.url) { throw .notCached(url: request.url.absoluteString) }
             let (response, attempts) = try await fetch(previews: previews)
             if response.isTruncated { return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true) }
             let metadata = response.statusCode.flatMap {
@@ -138,8 +145,14 @@ struct OriginalDataStage: Sendable {
             return done(.loaded(data), source, attempts: 0, metadata)
         case .staleWhileRevalidating(let data, let metadata, let validators, let source):
             let stored = HTTPCache.Stored(bytes: .loaded(data), metadata: metadata, source: source)
+            if onlyFromCache { return done(.loaded(data), source, attempts: 0, metadata) }
             revalidateInBackground(HTTPCache.Fetch(stored: stored, validators: validators), key: key, in: httpCache, timeout: timeout)
             return done(.loaded(data), source, attempts: 0, metadata)
+        case .fetch(let fetch) where onlyFromCache:
+            // Whatever its freshness: an offline load shows what is kept.
+            httpCache.release(fetch)
+            guard let stored = fetch.stored else { throw .notCached(url: request.url.absoluteString) }
+            return done(stored.bytes, stored.source, attempts: 0, stored.metadata)
         case .fetch(let fetch):
             pending = fetch
         }

@@ -233,9 +233,10 @@ final class Pipeline: Sendable {
 
     /// The HTTP cache for `request`, over the disk tier and the fleet's shared tier:
     /// images the data loader fetches only (what it has at hand is not copied), and
-    /// none with caching off or neither tier.
+    /// none with caching off or neither tier; only the tiers the request's cache
+    /// policy lets it read or write.
     func httpCache(for request: ImageRequest, cache: (any ImageCaching)?) -> HTTPCache? {
         guard cache != nil, !configuration.dataLoader.isLocal(request.url) else { return nil }
-        return tieredCache
+        return tieredCache?.restricted(to: request.cachePolicy)
     }
 }

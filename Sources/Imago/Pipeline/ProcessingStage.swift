@@ -9,7 +9,7 @@ struct ProcessingStage: ImageStage {
 
     func buildUpstream(work: ImageWork, waited: Double, in graph: inout StageGraph) {
         let key = work.key
-        if let decoded = work.cache?.image(forKey: key.decodedKey) {
+        if let decoded = work.memoryReads?.image(forKey: key.decodedKey) {
             let response = ImageResponse(image: decoded, url: work.request.url, source: .memory, metrics: ImageResponse.Metrics())
             let queuedAt = ContinuousClock.now
             graph.enqueue(.processed(stage), in: .decoding) { [self] run in
