@@ -1,0 +1,61 @@
+import Foundation
+
+extension Pipeline {
+    /// The original bytes of `request`'s image key, through the original-data stage
+    /// images use: the same tiers, the same transfer shared with every load of the
+    /// key in flight (images included), the same priority queue. Nothing is decoded.
+    /// Cancelling the calling task leaves the stage, which stops when nobody else
+    /// waits; the load ends at the loader's timeout as an image load does.
+    func originalData(for request: ImageRequest) async -> Result<OriginalData, ImagoError> {
+        let id = ImageTask.ids.withLock { $0 += 1; return $0 }
+        let key = OriginalKey(request)
+        /// The continuation, until it is resumed once; the stage, once attached.
+        let state = Locked<(continuation: CheckedContinuation<Result<OriginalData, ImagoError>, Never>?, stage: StageHandle<OriginalKey>?, ended: Result<OriginalData, ImagoError>?)>((nil, nil, nil))
+        let resume: @Sendable (Result<OriginalData, ImagoError>) -> Void = { result in
+            let continuation = state.withLock { state -> CheckedContinuation<Result<OriginalData, ImagoError>, Never>? in
+                guard state.ended == nil else { return nil }
+                state.ended = result
+                defer { state.continuation = nil }
+                return state.continuation
+            }
+            continuation?.resume(returning: result)
+        }
+        let leave: @Sendable (ImagoError) -> Void = { [self] error in
+            guard let stage = state.withLock({ $0.stage }) else { return resume(.failure(error)) }
+            var transfers: [Task<Void, Never>] = []
+            update { graph in graph.detach(id, from: .original(stage), stopping: &transfers) }
+            for transfer in transfers { transfer.cancel() }
+            resume(.failure(error))
+        }
+        let timeout = loadingTimeout
+        let load: @Sendable () async -> Result<OriginalData, ImagoError> = { [self] in
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let early = state.withLock { state -> Result<OriginalData, ImagoError>? in
+                        if state.ended == nil { state.continuation = continuation }
+                        return state.ended
+                    }
+                    if let early { return continuation.resume(returning: early) }
+                    update { graph in
+                        var subscriber = StageSubscriber(priority: request.priority, isTask: true)
+                        subscriber.deadline = DeadlineClock.isFinite(timeout) ? .now + .seconds(timeout) : nil
+                        let stage = OriginalDataStage.stage(for: key, request: request, priority: request.priority, in: &graph, pipeline: self)
+                        state.withLock { $0.stage = stage }
+                        graph.attach(subscriber, id: id, receive: { event in
+                            if case .finished(let result) = event { resume(result) }
+                        }, to: stage)
+                    }
+                }
+            } onCancel: {
+                leave(.cancelled)
+            }
+        }
+        guard DeadlineClock.isFinite(timeout) else { return await load() }
+        let result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { () async throws(ImagoError) in
+            try await load().get()
+        }
+        // The deadline cancelled the load's task, whose handler left the stage with
+        // `cancelled`: the caller hears of the time instead.
+        return result
+    }
+}
