@@ -179,7 +179,7 @@ public final class ImageLoader: Sendable {
     private func makeTask(
         _ request: ImageRequest, completion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?
     ) -> ImageTask {
-        let task = ImageTask(request: request, pipeline: pipeline, onCompletion: completion)
+        let task = observed(request, completion: completion) { ImageTask(request: request, pipeline: pipeline, onCompletion: $0) }
         guard request.urlRequest.url != nil, configuration.dataLoader.canLoad(request.url) else {
             task.complete(.failure(.invalidURL(request.url.absoluteString)))
             return task

@@ -160,6 +160,8 @@ extension ImageStage {
         switch event {
         case .progress(let progress):
             pipeline.report(progress, to: stage)
+        case .retrying(let attempt, let error, let delay):
+            pipeline.reportRetry(attempt: attempt, error: error, delay: delay, to: stage)
         case .partialData, .preview:
             break
         case .finished(.failure(let error)):

@@ -8,6 +8,7 @@ extension Pipeline {
     /// waits; the load ends at the loader's timeout as an image load does.
     func originalData(for request: ImageRequest) async -> Result<OriginalData, ImagoError> {
         let id = ImageTask.ids.withLock { $0 += 1; return $0 }
+        events.emit(id, url: request.url, .started(priority: request.priority))
         let key = OriginalKey(request)
         /// The continuation, until it is resumed once; the stage, once attached.
         let state = Locked<(continuation: CheckedContinuation<Result<OriginalData, ImagoError>, Never>?, stage: StageHandle<OriginalKey>?, ended: Result<OriginalData, ImagoError>?)>((nil, nil, nil))
@@ -41,8 +42,14 @@ extension Pipeline {
                         subscriber.deadline = DeadlineClock.isFinite(timeout) ? .now + .seconds(timeout) : nil
                         let stage = OriginalDataStage.stage(for: key, request: request, priority: request.priority, in: &graph, pipeline: self)
                         state.withLock { $0.stage = stage }
-                        graph.attach(subscriber, id: id, receive: { event in
-                            if case .finished(let result) = event { resume(result) }
+                        graph.attach(subscriber, id: id, receive: { [events] event in
+                            switch event {
+                            case .finished(let result): resume(result)
+                            case .progress(let progress): events.emit(id, url: request.url, .progress(progress))
+                            case .retrying(let attempt, let error, let delay):
+                                events.emit(id, url: request.url, .retrying(attempt: attempt, error: error, delay: delay))
+                            case .partialData, .preview: break
+                            }
                         }, to: stage)
                     }
                 }
@@ -50,12 +57,17 @@ extension Pipeline {
                 leave(.cancelled)
             }
         }
-        guard DeadlineClock.isFinite(timeout) else { return await load() }
-        let result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { () async throws(ImagoError) in
-            try await load().get()
+        let result: Result<OriginalData, ImagoError>
+        if DeadlineClock.isFinite(timeout) {
+            // The deadline cancels the load's task, whose handler leaves the stage with
+            // `cancelled`: the caller hears of the time instead.
+            result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { () async throws(ImagoError) in
+                try await load().get()
+            }
+        } else {
+            result = await load()
         }
-        // The deadline cancelled the load's task, whose handler left the stage with
-        // `cancelled`: the caller hears of the time instead.
+        events.emitOutcome(id, url: request.url, result.map { ($0.source, $0.metrics) })
         return result
     }
 }

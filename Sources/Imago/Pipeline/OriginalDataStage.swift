@@ -245,6 +245,7 @@ struct OriginalDataStage: Sendable {
                 self.retryAfter.withLock { $0 = retryAfter.flatMap { RetryPolicy.retryAfterSeconds($0, now: Date()) } }
                 throw error
             }
+            pipeline.reportRetry(attempt: attempt, error: error, delay: delay, to: stage)
             // On the shared clock: a cancelled `Task.sleep` would keep its timer until its time.
             do { try await DeadlineClock.shared.sleep(delay) } catch { throw .cancelled }
         }

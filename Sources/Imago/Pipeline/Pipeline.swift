@@ -37,6 +37,8 @@ final class Pipeline: Sendable {
     /// Preview decodes started, over the pipeline's life: tests hold it against the
     /// scans a file has.
     let previewDecodes = Locked(0)
+    /// The listeners of the loader's events.
+    let events = LoadEventHub()
     /// The one HTTP cache over the configuration's disk and shared tiers; nil with
     /// neither.
     private let tieredCache: HTTPCache?
@@ -95,9 +97,13 @@ final class Pipeline: Sendable {
         let request = task.request
         var subscriber = StageSubscriber(
             priority: request.priority, isTask: true, wantsPreviews: request.options.contains(.progressivePreviews))
-        let receive: @Sendable (StageEvent<ImageResponse>) -> Void = { [task] event in
+        let receive: @Sendable (StageEvent<ImageResponse>) -> Void = { [task, events] event in
             switch event {
-            case .progress(let progress): task.reportProgress(progress)
+            case .progress(let progress):
+                task.reportProgress(progress)
+                events.emit(task.id, url: request.url, .progress(progress))
+            case .retrying(let attempt, let error, let delay):
+                events.emit(task.id, url: request.url, .retrying(attempt: attempt, error: error, delay: delay))
             case .preview(let preview): task.reportPreview(preview)
             case .partialData: break
             case .finished(let result): task.complete(result)

@@ -9,6 +9,8 @@ enum StageEvent<Value: Sendable>: Sendable {
     case partialData(Data)
     /// A preview of the stage's image. Only to subscribers that want previews.
     case preview(ImageResponse)
+    /// An attempt at the transfer failed and another follows after `delay` seconds.
+    case retrying(attempt: Int, error: ImagoError, delay: Double)
     /// The stage's outcome; nothing follows it.
     case finished(Result<Value, ImagoError>)
 }
