@@ -225,6 +225,12 @@ struct OriginalDataStage: Sendable {
             attempt += 1
             let error: ImagoError
             var retryAfter: String?
+            // Outside the retries: what the modifier throws ends the load as it is.
+            var urlRequest = urlRequest
+            if let modify = configuration.asyncRequestModifier, !configuration.dataLoader.isLocal(request.url) {
+                urlRequest = try await modify(urlRequest)
+                if Task.isCancelled { throw .cancelled }
+            }
             do throws(ImagoError) {
                 let scanner = previews ? Locked(PreviewScanner()) : nil
                 let response = try await configuration.dataLoader.loadData(for: urlRequest, options: options) { [weak pipeline, stage] progress in
