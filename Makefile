@@ -258,10 +258,10 @@ soak: deps
 	@echo "==> Building the tests"
 	@$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@echo "==> Soaking: 20,000 loads through the library, then 20,000 URLs through imago fetch, against the fault-injecting test server"
-	@IMAGO_SOAK=1 $(SWIFT) test --skip-build --disable-xctest --filter 'ImagoTests.SoakTests/'
+	@IMAGO_SOAK=1 $(SWIFT) test --skip-build --disable-xctest --filter 'ImagoUITests.SoakTests/'
 	@# A run of its own: in one process with the library soak, the tool soak's server
 	@# and its 2,000 images would count in the library's memory figures.
-	@IMAGO_SOAK=1 $(SWIFT) test --skip-build --disable-xctest --filter 'ImagoTests.ToolSoakTests/'
+	@IMAGO_SOAK=1 $(SWIFT) test --skip-build --disable-xctest --filter 'ImagoToolTests.ToolSoakTests/'
 
 # The caches, the pipeline, the loader and the views under the thread sanitizer, then
 # the whole suite under the address sanitizer, each in a build folder of its own (not

@@ -18,10 +18,6 @@ let package = Package(
         // a command-line tool uses without them.
         .library(name: "ImagoUI", targets: ["ImagoUI"]),
         .executable(name: "imago", targets: ["imago"]),
-        // The support code of Imago's own tests (the test server, fixtures, waiting,
-        // the controlled loader, the recording view), a product only so that the
-        // GTK package's tests can use it too. Not for applications.
-        .library(name: "_ImagoTestSupport", targets: ["_ImagoTestSupport"]),
         // The command-line plumbing `imago` and the benchmark program (Benchmarks/, a
         // package of its own) share: options, output, exit statuses. Not for applications.
         .library(name: "_ImagoCommandLine", targets: ["ImagoCommandLine"]),
@@ -94,11 +90,20 @@ let package = Package(
         .target(name: "ImagoUI", dependencies: ["Imago"]),
         .target(name: "ImagoCommandLine", dependencies: [.target(name: "CImagoSystem", condition: linux)]),
         .executableTarget(name: "imago", dependencies: ["Imago", "ImagoCommandLine"]),
+        // The support code of Imago's own tests (the test server, fixtures, waiting,
+        // the controlled loader, the recording view): a target, not a product, so it
+        // never ships. The GTK package compiles the same sources as a target of its
+        // own (Integrations/GTK/Tests/_ImagoTestSupport is a symbolic link here).
         .target(name: "_ImagoTestSupport", dependencies: ["Imago", "ImagoUI"], path: "Tests/_ImagoTestSupport"),
-        // Fixtures are read from the source tree by path, not bundled.
-        // The tests run the `imago` tool too (Support/Tool.swift): depending on its
-        // target makes every build of the tests build the tool first, beside them.
-        .testTarget(name: "ImagoTests", dependencies: ["Imago", "ImagoUI", "imago", "_ImagoTestSupport"], exclude: ["Fixtures"]),
+        // A test target per product. Fixtures are read from the source tree by path
+        // (Tests/ImagoTests/Fixtures, for all three), not bundled. Helpers that need
+        // the library's internals are files of one test target, symbolic links in
+        // another (their Support folders).
+        .testTarget(name: "ImagoTests", dependencies: ["Imago", "_ImagoTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "ImagoUITests", dependencies: ["Imago", "ImagoUI", "_ImagoTestSupport"]),
+        // The tests that run the `imago` tool (Support/Tool.swift): depending on its
+        // target makes every build of these tests build the tool first, beside them.
+        .testTarget(name: "ImagoToolTests", dependencies: ["Imago", "imago", "_ImagoTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

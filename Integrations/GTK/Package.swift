@@ -29,11 +29,16 @@ let package = Package(
         // The tests' C caller: an ImagoPicture driven as a C program drives it, and the
         // variadic accessibility check Swift cannot call.
         .target(name: "CImagoGTKTestSupport", dependencies: ["CGTK"], path: "Tests/CImagoGTKTestSupport"),
+        // Imago's own test support (the test server, waiting, the recording view), its
+        // sources compiled here: Tests/_ImagoTestSupport is a symbolic link to the root
+        // package's, which is a target there, not a product, so that it never ships.
+        .target(
+            name: "_ImagoTestSupport",
+            dependencies: [.product(name: "Imago", package: "Imago"), .product(name: "ImagoUI", package: "Imago")],
+            path: "Tests/_ImagoTestSupport"),
         .testTarget(
             name: "ImagoGTKTests",
-            dependencies: [
-                "ImagoGTK", "CGTK", "CImagoGTKTestSupport", .product(name: "_ImagoTestSupport", package: "Imago"),
-            ]),
+            dependencies: ["ImagoGTK", "CGTK", "CImagoGTKTestSupport", "_ImagoTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -45,6 +45,10 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
     /// Turning pixels back into a file failed; `reason` and `codec` as for
     /// `decodingFailed`.
     case encodingFailed(format: ImageFormat, reason: String, codec: CodecMessage?)
+    /// A placeholder hash (`kind`: "ThumbHash" or "BlurHash") is malformed: not
+    /// base64 or base 83, shorter than its header announces, or naming no size;
+    /// `reason` says which. Found before any pixel is made.
+    case invalidHash(kind: String, reason: String)
     /// A local file could not be read or written.
     ///
     /// `errno` is the POSIX error of the call that failed (`ENOENT`, `EACCES`, …;
@@ -162,6 +166,8 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
             return "\(format.name) decoding stopped: not done within \(seconds.formatted()) s"
         case .encodingFailed(let format, let reason, let codec):
             return "\(format.name) encoding failed: \(reason)\(Self.attribution(codec, reason: reason))"
+        case .invalidHash(let kind, let reason):
+            return "not a valid \(kind): \(reason)"
         case .fileError(let path, let reason, _):
             return "\(path): \(reason)"
         case .invalidURL(let url):

@@ -74,7 +74,7 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     let json = arguments.flag("--json")
     let requestOptions: ImageRequest.Options = arguments.flag("--partial") ? .allowsPartialImages : []
     let counter = CountingLoader(options.makeDataLoader(), policy: options.retryPolicy)
-    let loader = options.makeLoader(counter: counter)
+    let loader = options.makeLoader(counter: counter, repeats: reader.repeatsAhead)
     let bar = ProgressBar(total: reader.countAhead)
     let tally = Locked(Tally())
     let start = ContinuousClock.now

@@ -32,6 +32,10 @@ final class InputReader: @unchecked Sendable {
     /// How many URLs there are, when that can be known before reading them: the
     /// command line's and a regular file's. Nil for standard input.
     let countAhead: Int?
+    /// Whether some URL comes more than once, when that can be known before reading
+    /// them (as `countAhead`); nil for standard input, and for a file too long to
+    /// look through for repeats.
+    let repeatsAhead: Bool?
 
     /// Opens the input; a file that cannot be read, or no input at all, is bad usage.
     init(_ arguments: Arguments, command: String) throws(UsageError) {
@@ -41,11 +45,13 @@ final class InputReader: @unchecked Sendable {
                 throw UsageError(message: "\(command) needs at least one URL, or --input FILE")
             }
             countAhead = arguments.positionals.count
+            repeatsAhead = Set(arguments.positionals).count < arguments.positionals.count
             return
         }
         if input == "-" {
             file = fdopen(dup(STDIN_FILENO), "r")
             countAhead = nil
+            repeatsAhead = nil
         } else {
             var status = stat()
             guard stat(input, &status) == 0, status.st_mode & S_IFMT != S_IFDIR, let opened = fopen(input, "r") else {
@@ -57,8 +63,9 @@ final class InputReader: @unchecked Sendable {
             }
             // A second pass over a file on disk is cheap and gives the progress bar
             // its total; a pipe can be read only once.
-            countAhead = status.st_mode & S_IFMT == S_IFREG
-                ? arguments.positionals.count + Self.countURLs(inFileAt: input) : nil
+            let ahead = status.st_mode & S_IFMT == S_IFREG ? Self.look(atFileAt: input, after: arguments.positionals) : nil
+            countAhead = ahead?.count
+            repeatsAhead = ahead?.repeats
         }
     }
 
@@ -111,19 +118,41 @@ final class InputReader: @unchecked Sendable {
         return bytes.filter { $0 == 0 }.count * 4 >= bytes.count * 3 ? "UTF-32" : "UTF-16"
     }
 
-    private static func countURLs(inFileAt path: String) -> Int {
-        guard let file = fopen(path, "r") else { return 0 }
+    /// How many URLs there are, the command line's and then the file's, and whether
+    /// one comes twice (nil past `repeatWindow` different URLs: a list that long is
+    /// not kept whole in memory to find out).
+    private static func look(atFileAt path: String, after positionals: [String]) -> (count: Int, repeats: Bool?) {
+        var seen = Set<String>()
+        var repeats: Bool? = false
+        func note(_ url: String) {
+            guard repeats == false else { return }
+            if !seen.insert(url).inserted {
+                repeats = true
+            } else if seen.count > repeatWindow {
+                repeats = nil
+            }
+        }
+        positionals.forEach(note)
+        guard let file = fopen(path, "r") else { return (positionals.count, repeats) }
         defer { fclose(file) }
         var buffer: UnsafeMutablePointer<CChar>?
         var capacity = 0
         defer { free(buffer) }
-        var count = 0
+        var count = positionals.count
         while getline(&buffer, &capacity, file) >= 0, let buffer {
             let text = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
-            if !text.isEmpty && !text.hasPrefix("#") { count += 1 }
+            if !text.isEmpty && !text.hasPrefix("#") {
+                count += 1
+                note(text)
+            }
         }
-        return count
+        seen = []
+        return (count, repeats)
     }
+
+    /// The most different URLs looked through for a repeat: 100,000 take a few MB
+    /// for the moment the look lasts.
+    static let repeatWindow = 100_000
 }
 
 /// The URL on line `number` of an input, or nil for a blank line or a comment.

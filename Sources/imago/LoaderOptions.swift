@@ -145,11 +145,18 @@ struct LoaderOptions {
     static let backgroundWorkTimeout = 5.0
 
     /// A loader of its own for the command, counting transfers through `counter`:
-    /// the library's preset for tools, with the command's options.
-    func makeLoader(counter: CountingLoader) -> ImageLoader {
+    /// the library's preset for tools, with the command's options. When the input is
+    /// known to hold no URL twice (`repeats` false), nothing is kept in memory, the
+    /// decoded images nor the recent originals: nothing would ask for them again, and
+    /// they were most of the peak memory of a run of full-size photos.
+    func makeLoader(counter: CountingLoader, repeats: Bool?) -> ImageLoader {
         var configuration = ImageLoader.Configuration.server(diskCache: disk, concurrentLoads: concurrency, dataLoader: counter)
         configuration.retryPolicy = retryPolicy
         configuration.sharedCache = shared
+        if repeats == false {
+            configuration.memoryTier = .own(costLimit: 0, countLimit: 0)
+            configuration.recentOriginals = nil
+        }
         let loader = ImageLoader(configuration: configuration)
         loader.loadingTimeout = timeout
         return loader

@@ -211,7 +211,7 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
     }
     let json = arguments.flag("--json")
     let counter = CountingLoader(options.makeDataLoader(), policy: options.retryPolicy)
-    let loader = options.makeLoader(counter: counter)
+    let loader = options.makeLoader(counter: counter, repeats: Set(urls.map(\.text)).count < urls.count)
     let canvas = SheetCanvas(layout: layout)
     let placeholder = SheetCanvas.placeholder(cell: layout.cell)
     let bar = ProgressBar(total: urls.count)

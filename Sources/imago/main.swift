@@ -5,7 +5,7 @@ import ImagoCommandLine
 tuneAllocatorForImages()
 
 /// Every `imago` command; each parses its own options from its table.
-let commands = [decodeCommand, fetchCommand, sheetCommand, cacheCommand]
+let commands = [decodeCommand, fetchCommand, sheetCommand, cacheCommand, hashCommand]
 
 func usage() -> String {
     var text = "usage: imago COMMAND [OPTIONS]\n\nImago loads, caches and decodes images.\n\ncommands:\n"

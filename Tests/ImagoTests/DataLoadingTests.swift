@@ -748,11 +748,3 @@ extension DataLoadingTests {
         }
     }
 }
-
-extension Result {
-    /// The error, if this is a failure.
-    var error: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
-    }
-}

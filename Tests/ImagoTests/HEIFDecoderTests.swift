@@ -120,16 +120,6 @@ import _ImagoTestSupport
 
 /// libheif and libavif are opened when an image needs them, not at start-up.
 @Suite struct CodecLibraryLoadingTests {
-    /// The dynamic loader's own listing (what `ldd` prints) of what the tool loads
-    /// when it starts: none of the AV1 and HEVC stack.
-    @Test func theToolStartsWithoutTheHEIFAndAVIFLibraries() async throws {
-        let listing = try await Tool.run(["--help"], environment: ["LD_TRACE_LOADED_OBJECTS": "1"])
-        #expect(listing.stdout.contains("libjpeg"), "not the loader's listing:\n\(listing.stdout)")
-        for library in ["libheif", "libavif", "libde265", "libdav1d", "libaom", "libx265"] {
-            #expect(!listing.stdout.contains(library), "\(library) is loaded at start-up")
-        }
-    }
-
     @Test func aMissingLibraryIsATypedErrorNamingThePackage() {
         #expect {
             _ = try SharedLibrary(["libimago-no-such-codec.so"], format: .heic, package: "libno-such-codec1")

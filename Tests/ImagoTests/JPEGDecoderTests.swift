@@ -25,25 +25,8 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
 @Suite struct JPEGDecoderTests {
     let decoder = ImageDecoders.JPEG()
 
-    /// Valid JPEGs that libjpeg-turbo 2.1 decodes: baseline, extended and progressive
-    /// 8-bit, Huffman and arithmetic, from every corpus folder.
-    static func decodableFiles() throws -> [URL] {
-        let folders = [
-            "jpeg/jpegsuite/baseline", "jpeg/jpegsuite/extended_huffman", "jpeg/jpegsuite/extended_arithmetic",
-            "jpeg/jpegsuite/progressive_huffman", "jpeg/jpegsuite/progressive_arithmetic",
-            "jpeg/jpeg-decoder/reftest", "jpeg/jpeg-decoder/reftest/mozilla", "jpeg/jpeg-decoder/benches",
-            "jpeg/libjpeg-turbo", "jpeg/exif-orientation", "photos/unsplash",
-        ]
-        return try folders.flatMap { try Corpus.files($0, ext: "jpg") }.filter { url in
-            let name = url.lastPathComponent
-            // 12-bit and DNL files are tested below as the library's limits; one
-            // "jpg" in the Mozilla set is really a PNG.
-            return !name.contains("x12_") && name != "monkey12.jpg" && !name.contains("_dnl") && name != "jpg-size-6x6.jpg"
-        }
-    }
-
     @Test(Corpus.available) func everyDecodableCorpusFileHasItsDeclaredSize() throws {
-        let files = try Self.decodableFiles()
+        let files = try Corpus.decodableJPEGs()
         #expect(files.count > 200)
         for url in files {
             let data = try Data(contentsOf: url)
@@ -153,7 +136,7 @@ func jpegFrameSize(_ data: Data) -> (width: Int, height: Int)? {
         ]
         for path in paths {
             let data = try Corpus.data(path)
-            let scans = try PartialDecodeTests.firstScanData(data)
+            let scans = try TestImages.firstScanData(data)
             for cut in truncations(of: data) + [data.prefix(2), data.prefix(data.count - 2)] {
                 do {
                     let image = try decoder.decode(cut, options: DecodingOptions())

@@ -29,18 +29,6 @@ import _ImagoTestSupport
         return min(a.height, b.height)
     }
 
-    /// Where the first scan's data starts: cuts before it leave nothing to show.
-    static func firstScanData(_ data: Data) throws -> Int {
-        let bytes = [UInt8](data)
-        var i = 2
-        while i + 4 <= bytes.count, bytes[i] == 0xFF {
-            let end = i + 2 + (Int(bytes[i + 2]) << 8 | Int(bytes[i + 3]))
-            if bytes[i + 1] == 0xDA { return end }
-            i = end
-        }
-        throw ImagoError.decodingFailed(format: .jpeg, reason: "no scan", codec: nil)
-    }
-
     @Test(Corpus.available, arguments: [
         "jpeg/exif-orientation/Landscape_1.jpg", "jpeg/jpeg-decoder/benches/tower_grayscale.jpg",
         "jpeg/libjpeg-turbo/testimgari.jpg", "jpeg/jpeg-decoder/reftest/ycck.jpg",
@@ -49,7 +37,7 @@ import _ImagoTestSupport
         let data = try Corpus.data(path)
         let whole = try registry.decode(data)
         #expect(!whole.isPartial)
-        let start = try Self.firstScanData(data)
+        let start = try TestImages.firstScanData(data)
         var previousRows = 0
         for fraction in [0.2, 0.5, 0.8, 0.97] {
             let cut = data.prefix(start + Int(Double(data.count - start) * fraction))
@@ -71,7 +59,7 @@ import _ImagoTestSupport
         let whole = try registry.decode(data)
         #expect(!whole.isPartial)
         var previous = Double.infinity
-        let start = try Self.firstScanData(data)
+        let start = try TestImages.firstScanData(data)
         for fraction in [0.15, 0.3, 0.5, 0.7, 0.9, 0.99] {
             let cut = data.prefix(start + Int(Double(data.count - start) * fraction))
             let image = try registry.decode(cut)
@@ -100,7 +88,7 @@ import _ImagoTestSupport
         #expect(!whole.isPartial)
         let scanStarts = (0..<bytes.count - 1).filter { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA }
         #expect(scanStarts.count >= 6)
-        let start = try Self.firstScanData(data)
+        let start = try TestImages.firstScanData(data)
         var decoded = 0
         for cut in stride(from: start + 1, to: bytes.count - 1, by: 7) {
             let image = try registry.decode(Data(bytes[..<cut]))
@@ -114,7 +102,7 @@ import _ImagoTestSupport
     /// Nothing to show: cut in the header, or after it but before any scan data.
     @Test(Corpus.available) func cutsBeforeAnyPixelFailAsBefore() throws {
         let jpeg = try Corpus.data("jpeg/exif-orientation/Landscape_1.jpg")
-        let start = try Self.firstScanData(jpeg)
+        let start = try TestImages.firstScanData(jpeg)
         for cut in [2, 3, 100, start - 3, start] {
             do { _ = try ImageDecoders.JPEG().decode(jpeg.prefix(cut), options: DecodingOptions()) } catch {
                 guard case .decodingFailed(.jpeg, let reason, _, _) = error else {
@@ -127,7 +115,7 @@ import _ImagoTestSupport
             Issue.record("JPEG cut at \(cut) decoded")
         }
         let png = try Corpus.data("photos/kodak/kodim01.png")
-        let firstIDAT = try #require(Self.chunkOffset("IDAT", in: png))
+        let firstIDAT = try #require(TestImages.chunkOffset("IDAT", in: png))
         for cut in [8, 20, 33, firstIDAT, firstIDAT + 8, firstIDAT + 10] {
             #expect(throws: ImagoError.decodingFailed(format: .png, reason: "the data ends before the image does", codec: nil),
                     "PNG cut at \(cut)") { try registry.decode(png.prefix(cut)) }
@@ -139,7 +127,7 @@ import _ImagoTestSupport
             let data = try Corpus.data(path)
             let whole = try registry.decode(data)
             #expect(!whole.isPartial)
-            let start = try #require(Self.chunkOffset("IDAT", in: data)) + 8
+            let start = try #require(TestImages.chunkOffset("IDAT", in: data)) + 8
             var previousRows = 0
             for fraction in [0.3, 0.6, 0.85] {
                 let cut = data.prefix(start + Int(Double(data.count - start) * fraction))
@@ -166,7 +154,7 @@ import _ImagoTestSupport
         let whole = try registry.decode(data)
         let (isPartial, same) = (whole.isPartial, whole.bitmap == picture)
         #expect(!isPartial && same)
-        let start = try #require(Self.chunkOffset("IDAT", in: data)) + 8
+        let start = try #require(TestImages.chunkOffset("IDAT", in: data)) + 8
         // With stored deflate blocks, passes take the file in proportion to their
         // pixels: 1/64, 1/64, 1/32, 1/16, 1/8, 1/4, 1/2.
         var previous = Double.infinity
@@ -194,7 +182,7 @@ import _ImagoTestSupport
         for name in ["basi0g01.png", "basi2c16.png", "basi3p08.png", "basi4a16.png", "basi6a08.png"] {
             let data = try Corpus.data("png/pngsuite/\(name)")
             #expect(try !registry.decode(data).isPartial)
-            let start = try #require(Self.chunkOffset("IDAT", in: data)) + 8
+            let start = try #require(TestImages.chunkOffset("IDAT", in: data)) + 8
             for fraction in [0.5, 0.9] {
                 let image = try registry.decode(data.prefix(start + Int(Double(data.count - 12 - start) * fraction)))
                 let (isPartial, width, height) = (image.isPartial, image.width, image.height)
@@ -211,18 +199,6 @@ import _ImagoTestSupport
         let small = try registry.decode(jpeg.prefix(jpeg.count / 2), options: options)
         #expect(small.isPartial && max(small.width, small.height) == 100)
         #expect(try !registry.decode(jpeg, options: options).isPartial)
-    }
-
-    /// Where the chunk `type` starts (its length field), if the file has one.
-    static func chunkOffset(_ type: String, in data: Data) -> Int? {
-        let bytes = [UInt8](data), name = Array(type.utf8)
-        var i = 8
-        while i + 8 <= bytes.count {
-            let length = Int(bytes[i]) << 24 | Int(bytes[i + 1]) << 16 | Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
-            if Array(bytes[i + 4..<i + 8]) == name { return i }
-            i += 12 + length
-        }
-        return nil
     }
 }
 #endif

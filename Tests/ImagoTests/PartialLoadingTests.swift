@@ -13,9 +13,6 @@ import _ImagoTestSupport
         try server.start()
     }
 
-    /// A 160 × 120 baseline JPEG, made here so the test needs no corpus.
-    static let jpeg: Data = (try? ImageEncoders.JPEG(quality: 90).encode(InterlacedPNG.picture(width: 160, height: 120))) ?? Data()
-
     func makeLoader(_ kind: LoaderKind) -> (ImageLoader, ImageCache, DiskCache) {
         let memory = ImageCache()
         let disk = DiskCache(directory: directory)
@@ -38,7 +35,7 @@ import _ImagoTestSupport
             server.stop()
             try? FileManager.default.removeItem(at: directory)
         }
-        let jpeg = Self.jpeg
+        let jpeg = TestImages.jpeg
         server.route("/cut.jpg") { _ in
             .truncate(declaredLength: jpeg.count, actualBody: jpeg.prefix(jpeg.count * 6 / 10))
         }
@@ -78,7 +75,7 @@ import _ImagoTestSupport
             server.stop()
             try? FileManager.default.removeItem(at: directory)
         }
-        server.route("/whole.jpg", data: Self.jpeg, headers: ["Cache-Control": "max-age=60"])
+        server.route("/whole.jpg", data: TestImages.jpeg, headers: ["Cache-Control": "max-age=60"])
         let (loader, memory, disk) = makeLoader(kind)
         let response = try await load(loader, "/whole.jpg", options: .allowsPartialImages).get()
         #expect(!response.image.isPartial)
@@ -97,7 +94,7 @@ import _ImagoTestSupport
             server.stop()
             try? FileManager.default.removeItem(at: directory)
         }
-        server.route("/short.jpg", data: Self.jpeg.prefix(Self.jpeg.count / 2), headers: ["Cache-Control": "max-age=60"])
+        server.route("/short.jpg", data: TestImages.jpeg.prefix(TestImages.jpeg.count / 2), headers: ["Cache-Control": "max-age=60"])
         let (loader, memory, disk) = makeLoader(kind)
         for options: ImageRequest.Options in [[], .allowsPartialImages] {
             let response = try await load(loader, "/short.jpg", options: options).get()
@@ -119,7 +116,7 @@ import _ImagoTestSupport
             server.stop()
             try? FileManager.default.removeItem(at: directory)
         }
-        let jpeg = Self.jpeg
+        let jpeg = TestImages.jpeg
         server.route("/cut.jpg") { _ in .truncate(declaredLength: jpeg.count, actualBody: jpeg.prefix(jpeg.count / 2)) }
         let (loader, _, _) = makeLoader(LoaderKind.all[LoaderKind.all.count - 1])
         let strict = loader.task(with: ImageRequest(url: server.url("/cut.jpg")))

@@ -16,17 +16,8 @@ import _ImagoTestSupport
     }
 
     static let picture = InterlacedPNG.picture(width: 320, height: 240)
-    /// libjpeg's standard progressive script: ten scans.
-    static let progressive = (try? ImageEncoders.JPEG(quality: 90, progressive: true).encode(picture)) ?? Data()
     static let baseline = (try? ImageEncoders.JPEG(quality: 90).encode(picture)) ?? Data()
     static let interlaced = InterlacedPNG.encode(picture, chunkSize: 2048)
-
-    /// Offsets just after each SOS marker: the piece that ends there completes the
-    /// scan before it.
-    static func scanBoundaries(_ data: Data) -> [Int] {
-        let bytes = [UInt8](data)
-        return (0..<bytes.count - 1).filter { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA }.map { $0 + 2 }
-    }
 
     /// Offsets where each PNG chunk ends.
     static func chunkBoundaries(_ data: Data) -> [Int] {
@@ -52,7 +43,7 @@ import _ImagoTestSupport
 
     func routeProgressive(pause: Double = 0.15) -> String {
         server.route("/progressive.jpg") { _ in
-            .pieces(Self.progressive, ends: Self.scanBoundaries(Self.progressive), pause: pause)
+            .pieces(TestImages.progressiveJPEG, ends: TestImages.scanBoundaries(TestImages.progressiveJPEG), pause: pause)
         }
         return "/progressive.jpg"
     }
@@ -60,7 +51,7 @@ import _ImagoTestSupport
     @Test func aProgressiveJPEGYieldsPreviewsThenTheFinalImage() async throws {
         defer { server.stop() }
         let path = routeProgressive()
-        let scans = Self.scanBoundaries(Self.progressive).count
+        let scans = TestImages.scanBoundaries(TestImages.progressiveJPEG).count
         let task = loader.task(with: ImageRequest(url: server.url(path), options: .progressivePreviews))
         let (previews, result) = await Self.collect(task)
         let final = try #require(try? result?.get())

@@ -54,7 +54,7 @@ public final class ControlledLoader: DataLoading {
         var next = 0
     }
 
-    private let state = Locked(State())
+    private let state = LockedValue(State())
     private let script: Script?
 
     /// A loader whose requests wait for the test's answer, or, with `script`, are

@@ -7,8 +7,9 @@ import Testing
 /// tool), read back with libpng; and the sample images under `Samples`.
 public enum Fixture {
     /// The repository's root, found from this source file: the files are read from
-    /// the source tree, not bundled.
-    public static let repository = URL(fileURLWithPath: #filePath)
+    /// the source tree, not bundled. The GTK package compiles this file through a
+    /// symbolic link, hence its resolution first.
+    public static let repository = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The folder of the committed test files.

@@ -68,7 +68,7 @@ public final class TestServer: Sendable {
         public var clientWaited: Duration? { closedByClient ? ended - began : nil }
     }
 
-    private let state = Locked(State())
+    private let state = LockedValue(State())
     /// Entered by every thread the server starts; `stop()` waits for it to empty.
     private let threads = DispatchGroup()
 

@@ -61,5 +61,5 @@ public func withTimeLimit<T: Sendable>(
 
 /// The work and its timer, and whether one of them has answered already.
 private final class Race: Sendable {
-    let state = Locked((resumed: false, work: Task<Void, Never>?.none, timer: Task<Void, Never>?.none))
+    let state = LockedValue((resumed: false, work: Task<Void, Never>?.none, timer: Task<Void, Never>?.none))
 }

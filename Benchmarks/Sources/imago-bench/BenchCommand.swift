@@ -8,7 +8,7 @@ import ImagoCommandLine
 let benchCommand = Command(
     name: "bench",
     invocation: "imago-bench",
-    synopsis: "--photos DIR [--large DIR] [--avif DIR] [--runs N] [--pillow SCRIPT] [--libjpeg BINARY] [--json]",
+    synopsis: "--photos DIR [--large DIR] [--avif DIR] [--runs N] [--pillow SCRIPT] [--libjpeg BINARY] [--json] | --processors [--runs N] [--json]",
     summary: """
         Benchmark full decodes and 256 px thumbnails of a photo set on all cores against \
         Pillow and libjpeg-turbo, and the peak memory of thumbnails of large photos; \
@@ -23,6 +23,7 @@ let benchCommand = Command(
         .value("--pillow", "SCRIPT", "the Pillow baseline, Benchmarks/pillow_thumbnails.py"),
         .value("--libjpeg", "BINARY", "the libjpeg-turbo baseline, built from Benchmarks/tj_decode.c"),
         .flag("--json", "print one JSON record per measure after a record describing the run"),
+        .flag("--processors", "only the processors' figures (a Gaussian blur of 4000×3000 on one core); needs no photos"),
         .flag("--child-memory", "internal: decode FILE... on all cores in a fresh process, print seconds and its peak RSS (the peak alone if one fails)"),
         .value("--thumbnail", "PX", "internal, with --child-memory: decode to thumbnails of PX"),
     ],
@@ -52,6 +53,16 @@ private func runBench(_ arguments: Arguments) async -> Int32 {
     if arguments.flag("--child-memory") {
         return runChildMemory(arguments)
     }
+    if arguments.flag("--processors") {
+        do throws(UsageError) {
+            let runs = try arguments.integer("--runs", in: 1...1000) ?? 5
+            ProcessorBenchmark.printFigures(json: arguments.flag("--json"), runs: runs)
+            return ExitStatus.success
+        } catch {
+            Output.error(error.message)
+            return ExitStatus.usage
+        }
+    }
     let settings: BenchSettings
     do throws(UsageError) {
         settings = try benchSettings(arguments)
@@ -66,6 +77,7 @@ private func runBench(_ arguments: Arguments) async -> Int32 {
         let photos = try files(in: settings.photos, ext: "jpg").map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
         try CacheBenchmark.printFigures(photos: photos, json: settings.json)
         await ViewBenchmark.printFigures(json: settings.json)
+        ProcessorBenchmark.printFigures(json: settings.json, runs: settings.runs)
         return ExitStatus.success
     } catch {
         Progress.clear()

@@ -162,11 +162,25 @@ public final class ImageView {
         state.cancelImageLoad()
     }
 
-    /// Shows `content` as `ImageLoadingState` says: the image, the spinner, the
-    /// crossfade from what was shown before (at once when GTK's
-    /// "gtk-enable-animations" setting is off).
+    /// Shows `content` as `ImageLoadingState` says: the image, the indicator (the
+    /// spinner, a progress bar, or `customIndicator`), the crossfade from what was
+    /// shown before, or a custom transition, handed this view and the function that
+    /// puts the image up (none at all when GTK's "gtk-enable-animations" setting is
+    /// off).
     public func display(_ content: ImageDisplayContent) {
         state.display(content)
+    }
+
+    /// The view's own indicator, shown while loading when `loadingState.indicator` is
+    /// `.custom` (Kingfisher's custom `Indicator`): told when loading shows, how far it
+    /// has come, and when it ends. Set with `setCustomIndicator(_:widget:)`.
+    public var customIndicator: (any ImageLoadingIndicatorView)? { state.customIndicator?.indicator }
+
+    /// Makes `indicator` the view's own (see `customIndicator`); `widget`, when given,
+    /// is placed centred over the image while the indicator shows (a GtkLabel with
+    /// a percentage, a GtkLevelBar); nil removes the indicator, and its widget.
+    public func setCustomIndicator(_ indicator: (any ImageLoadingIndicatorView)?, widget: UnsafeMutablePointer<GtkWidget>? = nil) {
+        state.setCustomIndicator(indicator, widget: widget)
     }
 
     /// The view's own crossfade and activity-indicator settings, from `loadingState`:

@@ -36,6 +36,23 @@ extension PictureState {
         let side = max(min(24, width, height), minimumWidth, minimumHeight)
         var box = GtkAllocation(x: (width - side) / 2, y: (height - side) / 2, width: side, height: side)
         gtk_widget_size_allocate(spinner, &box, -1)
+        // The progress bar, two thirds of the width, and the caller's indicator at its
+        // natural size, in the middle too.
+        var barHeight: Int32 = 0
+        gtk_widget_measure(progressBar, GTK_ORIENTATION_VERTICAL, -1, nil, &barHeight, nil, nil)
+        var barWidth: Int32 = 0
+        gtk_widget_measure(progressBar, GTK_ORIENTATION_HORIZONTAL, -1, &barWidth, nil, nil, nil)
+        barWidth = max(barWidth, width * 2 / 3)
+        var bar = GtkAllocation(x: (width - barWidth) / 2, y: (height - barHeight) / 2, width: barWidth, height: barHeight)
+        gtk_widget_size_allocate(progressBar, &bar, -1)
+        if let custom = customIndicator?.widget?.pointer.assumingMemoryBound(to: GtkWidget.self) {
+            var naturalWidth: Int32 = 0, naturalHeight: Int32 = 0
+            gtk_widget_measure(custom, GTK_ORIENTATION_HORIZONTAL, -1, nil, &naturalWidth, nil, nil)
+            gtk_widget_measure(custom, GTK_ORIENTATION_VERTICAL, naturalWidth, nil, &naturalHeight, nil, nil)
+            var own = GtkAllocation(
+                x: (width - naturalWidth) / 2, y: (height - naturalHeight) / 2, width: naturalWidth, height: naturalHeight)
+            gtk_widget_size_allocate(custom, &own, -1)
+        }
         isAllocated = true
         sizeChanged()
     }
@@ -60,6 +77,10 @@ extension PictureState {
         }
         gtk_snapshot_pop(snapshot)
         gtk_widget_snapshot_child(widget, spinner, snapshot)
+        gtk_widget_snapshot_child(widget, progressBar, snapshot)
+        if let custom = customIndicator?.widget?.pointer.assumingMemoryBound(to: GtkWidget.self) {
+            gtk_widget_snapshot_child(widget, custom, snapshot)
+        }
     }
 
     private func draw(texture: OpaquePointer, in snapshot: OpaquePointer, width: Double, height: Double) {
@@ -126,13 +147,25 @@ extension PictureState {
         gtk_snapshot_restore(snapshot)
     }
 
-    /// Shows the spinner as the loading state says and redraws.
+    /// Shows the indicator the loading state says (the spinner, the progress bar
+    /// once the size is known, or the caller's own) and redraws.
     func render() {
         guard !isDetached else { return }
         if !loadingState.isCrossfading { replacePrevious(with: nil) }
-        let spins = loadingState.isActivityIndicatorVisible
+        let shown = loadingState.visibleIndicator, progress = loadingState.progress
+        let spins =
+            shown == .activity || (shown == .progress && progress == nil) || (shown == .custom && customIndicator == nil)
         gtk_widget_set_visible(spinner, spins ? 1 : 0)
         gtk_spinner_set_spinning(OpaquePointer(spinner), spins ? 1 : 0)
+        let fills = shown == .progress && progress != nil
+        gtk_widget_set_visible(progressBar, fills ? 1 : 0)
+        if fills, let progress { gtk_progress_bar_set_fraction(OpaquePointer(progressBar), progress) }
+        if let customIndicator {
+            if let custom = customIndicator.widget?.pointer.assumingMemoryBound(to: GtkWidget.self) {
+                gtk_widget_set_visible(custom, shown == .custom ? 1 : 0)
+            }
+            loadingState.render(into: customIndicator.indicator)
+        }
         gtk_widget_queue_draw(widget)
     }
 

@@ -19,6 +19,15 @@ final class PictureState: ImageDisplaying {
     var heldFrameTextureCount: Int { current?.textureCount ?? 0 }
 
     let spinner: UnsafeMutablePointer<GtkWidget>
+    /// The determinate indicator (`ImageLoadingIndicator.progress`), filled as the
+    /// bytes arrive.
+    let progressBar: UnsafeMutablePointer<GtkWidget>
+    /// The caller's own indicator (`ImageLoadingIndicator.custom`), told what to show,
+    /// and the widget the picture places over the image for it, if any.
+    var customIndicator: (indicator: any ImageLoadingIndicatorView, widget: ObjectReference?)?
+    /// Counts what the view was given to show, so a custom transition that commits
+    /// after a newer image (or none) was given puts nothing up.
+    private var displayGeneration = 0
     var current: FrameTextures?
     /// The playback position shown, counting across loops.
     var position = 0
@@ -55,6 +64,9 @@ final class PictureState: ImageDisplaying {
         spinner = gtk_spinner_new()
         gtk_widget_set_parent(spinner, widget)
         gtk_widget_set_visible(spinner, 0)
+        progressBar = gtk_progress_bar_new()
+        gtk_widget_set_parent(progressBar, widget)
+        gtk_widget_set_visible(progressBar, 0)
         gtk_widget_set_overflow(widget, GTK_OVERFLOW_HIDDEN)
         let handle = WeakPictureState(self)
         connectSignal(widget.object, "notify::scale-factor") { _ in handle.state?.sizeChanged() }
@@ -75,6 +87,8 @@ final class PictureState: ImageDisplaying {
             tickID = 0
         }
         gtk_widget_unparent(spinner)
+        gtk_widget_unparent(progressBar)
+        setCustomIndicator(nil, widget: nil)
         unwatchPlaceholder()
         current = nil
         previous = nil
@@ -253,8 +267,22 @@ final class PictureState: ImageDisplaying {
         var content = content
         if content.transition != .none, !animationsEnabled {
             content = ImageDisplayContent(
-                phase: content.phase, image: content.image, showsActivityIndicator: content.showsActivityIndicator,
+                phase: content.phase, image: content.image, indicator: content.indicator, progress: content.progress,
                 transition: .none)
+        }
+        displayGeneration += 1
+        if content.phase == .success, case .custom(let custom) = content.transition {
+            // The caller's animation puts the image up when it calls `commit`; until
+            // then what was shown stays, without the indicator. A commit after the
+            // view was given something newer puts nothing up.
+            loadingState.endLoading()
+            render()
+            let generation = displayGeneration
+            custom.animate(ImageView(picture: widget)) { [weak self] in
+                guard let self, self.displayGeneration == generation else { return }
+                self.display(ImageDisplayContent(phase: .success, image: content.image, transition: .none))
+            }
+            return
         }
         let shownBefore = current
         let positionBefore = position
@@ -285,6 +313,22 @@ final class PictureState: ImageDisplaying {
     }
 
     var imageDisplayOptions: ImageDisplayOptions { loadingState.displayOptions }
+
+    /// Makes `indicator` the view's own (`ImageLoadingIndicator.custom`), placing
+    /// `widget`, when given, centred over the image while it shows.
+    func setCustomIndicator(_ indicator: (any ImageLoadingIndicatorView)?, widget newWidget: UnsafeMutablePointer<GtkWidget>?) {
+        if let old = customIndicator?.widget {
+            gtk_widget_unparent(old.pointer.assumingMemoryBound(to: GtkWidget.self))
+        }
+        customIndicator = indicator.map { indicator in
+            (indicator, newWidget.map { ObjectReference(retaining: UnsafeMutableRawPointer($0)) })
+        }
+        if let newWidget, indicator != nil, !isDetached {
+            gtk_widget_set_parent(newWidget, widget)
+            gtk_widget_set_visible(newWidget, 0)
+        }
+        if !isDetached { render() }
+    }
 
     var displayedImage: DecodedImage? { loadingState.image }
 

@@ -143,20 +143,4 @@ import _ImagoTestSupport
         #expect(large < small + (3 << 20), "peak \(small >> 20) MB for 1,000 loads, \(large >> 20) MB for 8,000")
     }
 }
-
-extension Bitmap {
-    /// An opaque gradient, smooth enough to compress like a photo.
-    static func smoothPhoto(width: Int, height: Int) -> Bitmap {
-        var pixels = [UInt8](repeating: 255, count: width * height * 4)
-        for y in 0..<height {
-            for x in 0..<width {
-                let i = (y * width + x) * 4
-                pixels[i] = UInt8(x * 255 / width)
-                pixels[i + 1] = UInt8(y * 255 / height)
-                pixels[i + 2] = UInt8((x + y) % 256)
-            }
-        }
-        return Bitmap(width: width, height: height, pixels: pixels)
-    }
-}
 #endif

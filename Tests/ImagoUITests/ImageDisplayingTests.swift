@@ -17,7 +17,7 @@ import _ImagoTestSupport
         targets = ImageTargetLoader(loader: loader)
     }
 
-    static func url(_ n: Int) -> URL { ImageLoaderTests.url(n) }
+    static func url(_ n: Int) -> URL { URL(string: "http://127.0.0.1:9/\(n).png")! }
 
     /// Sets `url` on `view` and waits for the completion.
     func load(_ url: URL?, on view: RecordingView, options: ImageDisplayOptions = ImageDisplayOptions()) async -> Result<ImageResponse, ImagoError>? {

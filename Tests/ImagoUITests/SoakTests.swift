@@ -13,26 +13,10 @@ import _ImagoTestSupport
 /// go away, a memory tier and a disk tier under small limits. Not part of `make test`
 /// (a minute or more); `IMAGO_SOAK=1` runs it.
 @Suite(.serialized) struct SoakTests {
-    static let enabled = ProcessInfo.processInfo.environment["IMAGO_SOAK"] != nil
-
     /// The image of URL number `n`: its first pixel names it.
     static func image(_ n: Int) -> Data {
         let pixel: [UInt8] = [UInt8(n >> 8), UInt8(n & 0xFF), 99, 255]
         return try! ImageEncoders.PNG().encode(Bitmap(width: 8, height: 8, pixels: Array(repeatElement(pixel, count: 64).joined())))
-    }
-
-    /// How the soak's server answers for image `n`: one image in ten is faulty, each
-    /// in its own way, and all but the slow answer fail.
-    static func answer(_ n: Int, body: Data) -> (response: @Sendable () -> TestServer.Response, fails: Bool) {
-        switch n % 10 == 0 ? (n / 10) % 6 : -1 {
-        case 0: ({ .text("gone", status: 404) }, true)
-        case 1: ({ .text("busy", status: 503) }, true)
-        case 2: ({ .resetAfter(20, of: body) }, true)
-        case 3: ({ .truncate(declaredLength: body.count, actualBody: body.prefix(body.count / 2)) }, true)
-        case 4: ({ .ok(Data("<html>portal</html>".utf8)) }, true)
-        case 5: ({ .trickle(body, bytesPerChunk: body.count / 4 + 1, interval: 0.05) }, false)
-        default: ({ .ok(body, headers: ["Cache-Control": "max-age=600"]) }, false)
-        }
     }
 
     /// The process's resident memory, in bytes, after handing freed heap back.
@@ -49,33 +33,7 @@ import _ImagoTestSupport
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
-    /// Every record file in `disk`'s directory read back whole and checked (format,
-    /// checksum, and the name its key gives); returns the bad ones.
-    static func verify(_ disk: DiskCache) -> (checked: Int, bad: [String]) {
-        var checked = 0, bad: [String] = []
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: disk.directory.path)) ?? [] {
-            guard RecordFormat.isRecordName(name) else { continue }
-            let path = disk.filePath(name)
-            guard let header = RecordFile.header(at: path), let handle = FileHandle(forReadingAtPath: path) else {
-                bad.append(name)
-                continue
-            }
-            let bytes = handle.readDataToEndOfFile()
-            try? handle.close()
-            let keyBytes = bytes.dropFirst(RecordFormat.headerSize).prefix(header.keyCount)
-            let key = String(decoding: keyBytes, as: UTF8.self)
-            guard DiskCache.fileName(forKey: key) == name,
-                  case .hit = RecordFile.read(path, key: key, at: 0, touchInterval: .infinity, isExpired: { _ in false })
-            else {
-                bad.append(name)
-                continue
-            }
-            checked += 1
-        }
-        return (checked, bad)
-    }
-
-    @Test(.enabled(if: SoakTests.enabled, "the soak runs with make soak (IMAGO_SOAK=1)"))
+    @Test(.enabled(if: Soak.enabled, "the soak runs with make soak (IMAGO_SOAK=1)"))
     func twentyThousandLoadsEndOnceEachAndLeaveNothingBehind() async throws {
         let server = TestServer()
         server.logsRequests = false
@@ -83,7 +41,7 @@ import _ImagoTestSupport
         defer { server.stop() }
         let images = 2000
         for n in 0..<images {
-            let response = Self.answer(n, body: Self.image(n)).response
+            let response = Soak.answer(n, body: Self.image(n)).response
             server.route("/img/\(n)") { _ in response() }
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imago-soak-\(UUID())")
@@ -172,7 +130,7 @@ import _ImagoTestSupport
         #expect(unfinished == 0)
         #expect(notOnce == 0, "completions that ran other than once")
         #expect(wrong.withLock { $0 }.isEmpty, "\(wrong.withLock { $0.prefix(5) })")
-        let (checked, bad) = Self.verify(disk)
+        let (checked, bad) = Soak.verify(disk)
         #expect(bad.isEmpty, "damaged records: \(bad.prefix(5))")
         #expect(disk.statistics.totalSize <= 2 << 20)
 

@@ -1,18 +1,17 @@
 import Foundation
-@testable import Imago
-import _ImagoTestSupport
+import Imago
 
 /// Writes Adam7-interlaced PNG files, which the library's encoder does not make and
 /// this machine has no tool for. The deflate stream uses stored (uncompressed)
 /// blocks: valid zlib, and each pass then takes its share of the file in proportion
 /// to its pixels, which makes cut points easy to reason about.
-enum InterlacedPNG {
+public enum InterlacedPNG {
     /// The seven Adam7 passes: start x, start y, step x, step y.
-    static let passes = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
+    public static let passes = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
 
     /// An 8-bit RGB, interlaced PNG of `bitmap` (opaque pixels assumed), its image
     /// data split into IDAT chunks of at most `chunkSize` bytes.
-    static func encode(_ bitmap: Bitmap, chunkSize: Int = 4096) -> Data {
+    public static func encode(_ bitmap: Bitmap, chunkSize: Int = 4096) -> Data {
         var raw: [UInt8] = []
         for (x0, y0, dx, dy) in passes {
             guard x0 < bitmap.width, y0 < bitmap.height else { continue }
@@ -61,7 +60,7 @@ enum InterlacedPNG {
 
     /// A smooth, opaque test picture: gradients with a few hard edges, so that a
     /// coarse pass looks like the image and a wrong pixel shows.
-    static func picture(width: Int, height: Int) -> Bitmap {
+    public static func picture(width: Int, height: Int) -> Bitmap {
         var pixels: [UInt8] = []
         pixels.reserveCapacity(width * height * 4)
         for y in 0..<height {

@@ -17,9 +17,9 @@ extension MainThreadSuites {
         init() throws {
             try server.start()
             targets = ImageTargetLoader(loader: loader)
-            let jpeg = ProgressivePreviewTests.progressive
+            let jpeg = TestImages.progressiveJPEG
             server.route("/progressive.jpg") { _ in
-                .pieces(jpeg, ends: ProgressivePreviewTests.scanBoundaries(jpeg), pause: 0.15)
+                .pieces(jpeg, ends: TestImages.scanBoundaries(jpeg), pause: 0.15)
             }
             server.route("/other.png", data: pngData(9, width: 100, height: 50))
         }

@@ -18,7 +18,7 @@ import FoundationNetworking
         targets = ImageTargetLoader(loader: loader)
     }
 
-    static func url(_ n: Int) -> URL { ImageLoaderTests.url(n) }
+    static func url(_ n: Int) -> URL { URL(string: "http://127.0.0.1:9/\(n).png")! }
 
     @MainActor @Test func aCachedImageSucceedsSynchronously() async {
         let url = Self.url(1)

@@ -26,6 +26,31 @@ import _ImagoTestSupport
         #expect(result.stderr.isEmpty)
     }
 
+    /// A list read from a file is looked through for repeats first: with one, the
+    /// images stay in memory for it; with none, nothing is kept there, and every
+    /// image still loads.
+    @Test func aListWithARepeatKeepsImagesInMemoryForIt() async throws {
+        defer { server.stop() }
+        let list = FileManager.default.temporaryDirectory.appendingPathComponent("imago-fetch-list-\(UUID()).txt")
+        defer { try? FileManager.default.removeItem(at: list) }
+        // The repeat comes a dozen loads later, one load at a time: long after the
+        // first load ended, so only memory can answer it.
+        for n in 0..<12 { server.route("/other-\(n).png", data: pngData(UInt8(100 + n))) }
+        let (a, b) = (server.url("/0.png").absoluteString, server.url("/1.png").absoluteString)
+        let others = (0..<12).map { server.url("/other-\($0).png").absoluteString }
+        try ([a, "# a comment"] + others + [a]).joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
+        let repeated = try await Tool.run(["fetch", "--json", "--no-disk-cache", "--concurrency", "1", "--input", list.path])
+        #expect(repeated.status == 0, "\(repeated.stderr)")
+        let last = repeated.stdout.split(separator: "\n").first { $0.contains("\"line\":15,") }
+        #expect(last?.contains("\"source\":\"memory\"") == true, "\(repeated.stdout)")
+        #expect(server.count(for: "/0.png") == 1)
+
+        try "\(a)\n\(b)\n".write(to: list, atomically: true, encoding: .utf8)
+        let distinct = try await Tool.run(["fetch", "--json", "--no-disk-cache", "--input", list.path])
+        #expect(distinct.status == 0 && distinct.stdout.contains("\"items\":2,"), "\(distinct.stdout)")
+        #expect(server.count(for: "/0.png") == 2, "a new process asks again")
+    }
+
     @Test func aFailingURLIsReportedWhileTheOthersLoad() async throws {
         defer { server.stop() }
         let input = FileManager.default.temporaryDirectory.appendingPathComponent("imago-fetch-\(UUID()).txt")
@@ -53,7 +78,7 @@ import _ImagoTestSupport
     /// without it, the same transfer fails.
     @Test func partialKeepsWhatArrivedOfATransferCutShort() async throws {
         defer { server.stop() }
-        let jpeg = PartialLoadingTests.jpeg
+        let jpeg = TestImages.jpeg
         server.route("/cut.jpg") { _ in .truncate(declaredLength: jpeg.count, actualBody: jpeg.prefix(jpeg.count / 2)) }
         let url = server.url("/cut.jpg").absoluteString
         let strict = try await Tool.run(["fetch", "--no-disk-cache", "--json", "--retries", "0", url])

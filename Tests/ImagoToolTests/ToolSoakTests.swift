@@ -20,7 +20,7 @@ import _ImagoTestSupport
         return try! ImageEncoders.JPEG(quality: 80).encode(Bitmap.smoothPhoto(width: width, height: height))
     }
 
-    @Test(.enabled(if: SoakTests.enabled, "the soak runs with make soak (IMAGO_SOAK=1)"))
+    @Test(.enabled(if: Soak.enabled, "the soak runs with make soak (IMAGO_SOAK=1)"))
     func twentyThousandURLsThroughTheToolInBoundedMemory() async throws {
         let server = TestServer()
         server.logsRequests = false
@@ -29,7 +29,7 @@ import _ImagoTestSupport
         let images = 2000
         var faulty = Set<Int>()
         for n in 0..<images {
-            let answer = SoakTests.answer(n, body: Self.jpeg(n))
+            let answer = Soak.answer(n, body: Self.jpeg(n))
             if answer.fails { faulty.insert(n) }
             let response = answer.response
             server.route("/img/\(n)") { _ in response() }
@@ -85,7 +85,7 @@ import _ImagoTestSupport
 
             let disk = DiskCache(directory: cache)
             await disk.flush()
-            let (checked, bad) = SoakTests.verify(disk)
+            let (checked, bad) = Soak.verify(disk)
             #expect(bad.isEmpty, "damaged records: \(bad.prefix(5))")
             print(String(
                 format: "tool soak: %d URLs in %.1f s, %d failed (one image in ten faulty), peak memory %.1f MB, %d disk records verified",

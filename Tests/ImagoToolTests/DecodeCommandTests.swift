@@ -16,7 +16,7 @@ import _ImagoTestSupport
         }
         let png = try Corpus.files("png/pngsuite", ext: "png").filter { !$0.lastPathComponent.hasPrefix("x") }
             + Corpus.files("photos/kodak", ext: "png")
-        return try JPEGDecoderTests.decodableFiles() + png + gif + webp
+        return try Corpus.decodableJPEGs() + png + gif + webp
     }
 
     /// Files that must fail: corrupt on purpose, JPEG variants beyond libjpeg-turbo 2.1,
@@ -36,8 +36,8 @@ import _ImagoTestSupport
         for path in sources {
             let data = try Corpus.data(path)
             let cuts = switch (path as NSString).pathExtension {
-            case "jpg": [data.prefix(100), data.prefix(400), data.prefix(try PartialDecodeTests.firstScanData(data))]
-            case "png": [data.prefix(20), data.prefix(40), data.prefix(PartialDecodeTests.chunkOffset("IDAT", in: data)! + 8)]
+            case "jpg": [data.prefix(100), data.prefix(400), data.prefix(try TestImages.firstScanData(data))]
+            case "png": [data.prefix(20), data.prefix(40), data.prefix(TestImages.chunkOffset("IDAT", in: data)! + 8)]
             default: truncations(of: data)
             }
             for (index, cut) in cuts.enumerated() {

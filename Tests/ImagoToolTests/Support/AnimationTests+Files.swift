@@ -1,0 +1,1 @@
+../../ImagoTests/Support/AnimationTests+Files.swift

@@ -1,0 +1,1 @@
+../../ImagoTests/Support/RedisServer.swift

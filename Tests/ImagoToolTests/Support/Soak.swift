@@ -1,0 +1,1 @@
+../../ImagoUITests/Support/Soak.swift
