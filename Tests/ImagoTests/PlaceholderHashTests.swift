@@ -1,19 +1,14 @@
 import Foundation
 import Testing
 @_spi(Internals) @testable import Imago
-import ImagoUI
 import _ImagoTestSupport
 
 /// ThumbHash and BlurHash against their reference implementations: Evan Wallace's
 /// `thumbhash.js` and Wolt's C `blurhash`, run on the images below and on example
 /// hashes (Wolt's own for BlurHash); the figures here are what the references printed.
 @Suite struct PlaceholderHashTests {
-    /// 32 × 24, opaque: red across, green down, blue by the product.
-    static let gradient: Bitmap = {
-        var pixels: [UInt8] = []
-        for y in 0..<24 { for x in 0..<32 { pixels += [UInt8(x * 8), UInt8(y * 10), UInt8(128 + (x * y) % 64), 255] } }
-        return Bitmap(width: 32, height: 24, pixels: pixels)
-    }()
+    /// The gradient the references hashed (`TestImages.hashGradient`).
+    static var gradient: Bitmap { TestImages.hashGradient }
 
     /// 20 × 30, a disc of radius 9 on transparency, red on its left half.
     static let disc: Bitmap = {
@@ -199,20 +194,5 @@ import _ImagoTestSupport
                 guard case .invalidHash = error else { Issue.record("\(error)"); continue }
             }
         }
-    }
-}
-
-/// `ImagePlaceholder`, the views' face of the two hashes.
-@Suite struct ImagePlaceholderHashTests {
-    @Test func decodesEitherHashForTheViews() throws {
-        let thumb = ImagePlaceholder.thumbHash("1QcSHQRnh493V4dIh4eXh1h4kJUI")
-        #expect(try thumb.bitmap() == ThumbHash.decode(base64: "1QcSHQRnh493V4dIh4eXh1h4kJUI"))
-        #expect(thumb.image?.bitmap.width == 23 && thumb.image?.bitmap.height == 32)
-        let blur = ImagePlaceholder.blurHash("LEHV6nWB2yk8pyo0adR*.7kCMdnj", size: .init(width: 40, height: 30))
-        #expect(try blur.bitmap() == BlurHash.decode("LEHV6nWB2yk8pyo0adR*.7kCMdnj", width: 40, height: 30))
-        #expect(ImagePlaceholder.blurHash("LEHV6nWB2yk8pyo0adR*.7kCMdnj").image?.bitmap.width == 32)
-        // A malformed hash: the typed error, and no image for the views.
-        #expect(throws: ImagoError.self) { try ImagePlaceholder.thumbHash("!!").bitmap() }
-        #expect(ImagePlaceholder.blurHash("LEHV6").image == nil)
     }
 }

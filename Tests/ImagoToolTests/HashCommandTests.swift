@@ -6,17 +6,9 @@ import _ImagoTestSupport
 /// `imago hash` end to end: the real executable on a real file and over HTTP from the
 /// test server on 127.0.0.1.
 @Suite struct HashCommandTests {
-    /// PlaceholderHashTests' gradient (that suite is in another test target): 32 × 24,
-    /// opaque, red across, green down, blue by the product.
-    static let gradient: Bitmap = {
-        var pixels: [UInt8] = []
-        for y in 0..<24 { for x in 0..<32 { pixels += [UInt8(x * 8), UInt8(y * 10), UInt8(128 + (x * y) % 64), 255] } }
-        return Bitmap(width: 32, height: 24, pixels: pixels)
-    }()
-
     /// A PNG of the hash tests' gradient, and the hashes the library gives its pixels.
     static func gradientFile() throws -> (url: URL, data: Data) {
-        let data = try ImageEncoders.PNG().encode(gradient)
+        let data = try ImageEncoders.PNG().encode(TestImages.hashGradient)
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("imago-hash-\(UUID()).png")
         try data.write(to: url)
         return (url, data)

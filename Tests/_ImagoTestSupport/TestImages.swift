@@ -6,6 +6,14 @@ import Testing
 /// the parts of JPEG and PNG files lie, for the tests that cut files there. Tests of
 /// the library, of the views and of the tool use them alike.
 public enum TestImages {
+    /// 32 × 24, opaque: red across, green down, blue by the product; the image the
+    /// ThumbHash and BlurHash references hashed for the placeholder-hash tests.
+    public static let hashGradient: Bitmap = {
+        var pixels: [UInt8] = []
+        for y in 0..<24 { for x in 0..<32 { pixels += [UInt8(x * 8), UInt8(y * 10), UInt8(128 + (x * y) % 64), 255] } }
+        return Bitmap(width: 32, height: 24, pixels: pixels)
+    }()
+
     /// A 160 × 120 baseline JPEG, made here so the test needs no corpus.
     public static let jpeg: Data = (try? ImageEncoders.JPEG(quality: 90).encode(InterlacedPNG.picture(width: 160, height: 120))) ?? Data()
 

@@ -91,21 +91,39 @@ enum CacheBenchmark {
         return DiskFigures(photos: sample.count, coldSeconds: cold, storedSeconds: stored, burstPeak: peak, burstLimit: limit, burstPendingPeak: pendingPeak)
     }
 
+    private struct JSONRecord: Encodable {
+        let measure: String
+        let values: [String: Double]
+    }
+
+    private static func printJSON(memory: [MemoryFigures]) {
+        for figures in memory {
+            Output.json(JSONRecord(measure: "memory cache", values: [
+                "entries": Double(figures.entries), "getNanoseconds": figures.getNanoseconds, "setNanoseconds": figures.setNanoseconds]))
+        }
+    }
+
+    /// Prints the memory tier's figures alone.
+    static func printMemoryFigures(json: Bool) {
+        Progress.show("caches: memory tier")
+        let small = memory(entries: 1_000), large = memory(entries: 100_000)
+        Progress.clear()
+        if json { return printJSON(memory: [small, large]) }
+        Output.line("""
+
+            memory tier               get: \(Int(small.getNanoseconds)) ns with 1,000 entries, \(Int(large.getNanoseconds)) ns with 100,000   \
+            set: \(Int(small.setNanoseconds)) ns, \(Int(large.setNanoseconds)) ns
+            """)
+    }
+
     static func printFigures(photos: [Data], json: Bool) throws {
         Progress.show("caches: memory tier, disk tier")
         let small = memory(entries: 1_000), large = memory(entries: 100_000)
         let disk = try disk(photos: photos, scratch: FileManager.default.temporaryDirectory)
         Progress.clear()
         if json {
-            struct Record: Encodable {
-                let measure: String
-                let values: [String: Double]
-            }
-            for figures in [small, large] {
-                Output.json(Record(measure: "memory cache", values: [
-                    "entries": Double(figures.entries), "getNanoseconds": figures.getNanoseconds, "setNanoseconds": figures.setNanoseconds]))
-            }
-            Output.json(Record(measure: "disk cache", values: [
+            printJSON(memory: [small, large])
+            Output.json(JSONRecord(measure: "disk cache", values: [
                 "coldSeconds": disk.coldSeconds, "storedSeconds": disk.storedSeconds,
                 "burstPeakBytes": Double(disk.burstPeak), "burstLimitBytes": Double(disk.burstLimit),
                 "burstPendingPeakBytes": Double(disk.burstPendingPeak)]))

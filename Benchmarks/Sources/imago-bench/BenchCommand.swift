@@ -8,7 +8,7 @@ import ImagoCommandLine
 let benchCommand = Command(
     name: "bench",
     invocation: "imago-bench",
-    synopsis: "--photos DIR [--large DIR] [--avif DIR] [--runs N] [--pillow SCRIPT] [--libjpeg BINARY] [--json] | --processors [--runs N] [--json]",
+    synopsis: "--photos DIR [--large DIR] [--avif DIR] [--runs N] [--pillow SCRIPT] [--libjpeg BINARY] [--json] | --processors [--runs N] [--json] | --only scheduler,memory-tier",
     summary: """
         Benchmark full decodes and 256 px thumbnails of a photo set on all cores against \
         Pillow and libjpeg-turbo, and the peak memory of thumbnails of large photos; \
@@ -24,6 +24,7 @@ let benchCommand = Command(
         .value("--libjpeg", "BINARY", "the libjpeg-turbo baseline, built from Benchmarks/tj_decode.c"),
         .flag("--json", "print one JSON record per measure after a record describing the run"),
         .flag("--processors", "only the processors' figures (a Gaussian blur of 4000×3000 on one core); needs no photos"),
+        .value("--only", "LIST", "only these in-process figures, comma-separated: scheduler (the pipeline with the network taken out), memory-tier; no photos needed"),
         .flag("--child-memory", "internal: decode FILE... on all cores in a fresh process, print seconds and its peak RSS (the peak alone if one fails)"),
         .value("--thumbnail", "PX", "internal, with --child-memory: decode to thumbnails of PX"),
     ],
@@ -63,6 +64,9 @@ private func runBench(_ arguments: Arguments) async -> Int32 {
             return ExitStatus.usage
         }
     }
+    if let only = arguments.string("--only") {
+        return await runOnly(only.split(separator: ",").map(String.init), json: arguments.flag("--json"))
+    }
     let settings: BenchSettings
     do throws(UsageError) {
         settings = try benchSettings(arguments)
@@ -84,6 +88,20 @@ private func runBench(_ arguments: Arguments) async -> Int32 {
         Output.error("\(error)")
         return ExitStatus.someFailed
     }
+}
+
+/// The in-process figures named in `parts` alone, so that a change to the pipeline or
+/// the memory tier can be measured before and after in a minute, without the photos
+/// and baselines of the whole run.
+private func runOnly(_ parts: [String], json: Bool) async -> Int32 {
+    let known = ["scheduler", "memory-tier"]
+    guard !parts.isEmpty, parts.allSatisfy(known.contains) else {
+        Output.error("--only takes \(known.joined(separator: ", ")), comma-separated")
+        return ExitStatus.usage
+    }
+    if parts.contains("scheduler") { await printSchedulerFigures(json: json) }
+    if parts.contains("memory-tier") { CacheBenchmark.printMemoryFigures(json: json) }
+    return ExitStatus.success
 }
 
 private func benchSettings(_ arguments: Arguments) throws(UsageError) -> BenchSettings {

@@ -466,3 +466,13 @@ extension HTTPCacheMetadata.CacheControl {
         return value
     }
 }
+
+extension FreshnessPolicy {
+    /// Whether a stored response with `metadata` may be used at `now` without asking
+    /// the server.
+    func isFresh(_ metadata: HTTPCacheMetadata, at now: Date) -> Bool {
+        if case .fresh = metadata.freshness(at: now) { return true }
+        guard case .trusted(let seconds) = self, metadata.isStorable else { return false }
+        return now.timeIntervalSince(metadata.storedAt) < seconds
+    }
+}

@@ -26,8 +26,9 @@ extension ImageResponse {
 /// The memory tier: least-recently-used eviction under a cost limit (bytes of decoded
 /// pixels) and a count limit, O(1) look-up and insertion under one short lock.
 ///
-/// Recency is kept in an `LRUList`, whose entries live in one array chained by
-/// index, not by reference: moving an entry to the front on a hit is a handful of
+/// The images are kept in an `LRUStore` (as the memories of recent loads are), whose
+/// recency is an `LRUList`: entries live in one array chained by index, not by
+/// reference: moving an entry to the front on a hit is a handful of
 /// integer stores, with no reference counting and no allocation while the lock is
 /// held. Images that leave the cache are released after the lock is dropped, so
 /// freeing megabytes of pixels never holds up another thread's hit.
@@ -94,33 +95,11 @@ public final class ImageCache: ImageCaching {
     }
     private static let clockOrigin = ContinuousClock.now
 
-    /// An image and what the cache knows of it.
-    private struct Entry {
-        var image: DecodedImage
-        var cost: Int
-        /// When the entry stops being served, on the cache's clock; infinity if never.
-        var expiry: Double
-    }
-
     private struct State {
-        var list = LRUList<ImageCacheKey, Entry>()
-        var totalCost = 0
+        var store = LRUStore<ImageCacheKey, DecodedImage>()
         /// The latest image over the per-entry cap, and until when it is kept (on the
         /// cache's clock): see `oversizedLinger`.
         var oversized: (key: ImageCacheKey, image: DecodedImage, until: Double)?
-
-        mutating func insert(key: ImageCacheKey, image: DecodedImage, cost: Int, expiry: Double) {
-            list.insertNewest(Entry(image: image, cost: cost, expiry: expiry), forKey: key)
-            totalCost += cost
-        }
-
-        /// Takes the entry out and hands back its image, for the caller to release
-        /// once the lock is dropped.
-        mutating func remove(_ slot: Int) -> DecodedImage {
-            let entry = list.remove(slot)
-            totalCost -= entry.cost
-            return entry.image
-        }
 
         /// The image over the per-entry cap if it is `key`'s and still kept (its stay
         /// renewed), or nil and the expired image to release.
@@ -133,13 +112,6 @@ public final class ImageCache: ImageCaching {
             }
             self.oversized?.until = now + linger
             return (oversized.image, nil)
-        }
-
-        /// Removes least recently used entries while `condition` holds.
-        mutating func evict(into evicted: inout [DecodedImage], while condition: (State) -> Bool) {
-            while list.oldest >= 0, condition(self) {
-                evicted.append(remove(list.oldest))
-            }
         }
     }
 
@@ -221,22 +193,16 @@ public final class ImageCache: ImageCaching {
     }
 
     /// How many images are stored, counting expired ones not yet removed.
-    public var count: Int { state.withLock { $0.list.count } }
+    public var count: Int { state.withLock { $0.store.count } }
     /// Bytes of pixels stored, counting expired images not yet removed.
-    public var totalCost: Int { state.withLock { $0.totalCost } }
+    public var totalCost: Int { state.withLock { $0.store.totalCost } }
 
     /// The image under `key`; an expired one is removed and reported as a miss.
     public func image(forKey key: ImageCacheKey) -> DecodedImage? {
         let (image, expired) = state.withLock { state -> (DecodedImage?, DecodedImage?) in
-            guard let slot = state.list.slot(for: key) else { return state.takeOversized(key, now: clock, linger: Self.oversizedLinger) }
-            // The clock is read only for entries that can expire: without a
-            // time-to-live a hit costs no clock read at all.
-            let expiry = state.list[slot].expiry
-            if expiry.isFinite, expiry <= clock() {
-                return (nil, state.remove(slot))
-            }
-            state.list.moveToNewest(slot)
-            return (state.list[slot].image, nil)
+            let found = state.store.value(forKey: key, now: clock)
+            if found.value == nil, found.expired == nil { return state.takeOversized(key, now: clock, linger: Self.oversizedLinger) }
+            return found
         }
         _ = expired
         return image
@@ -259,7 +225,7 @@ public final class ImageCache: ImageCaching {
         let expiry = timeToLive.map { clock() + $0 } ?? .infinity
         let evicted = state.withLock { state -> [DecodedImage] in
             var evicted: [DecodedImage] = []
-            if let slot = state.list.slot(for: key) { evicted.append(state.remove(slot)) }
+            if let old = state.store.removeValue(forKey: key) { evicted.append(old) }
             if let oversized = state.oversized, oversized.key == key || cost > entryCostLimit {
                 evicted.append(oversized.image)
                 state.oversized = nil
@@ -271,9 +237,9 @@ public final class ImageCache: ImageCaching {
                 if cost <= oversizedCostLimit { state.oversized = (key, image, clock() + Self.oversizedLinger) }
                 return evicted
             }
-            state.insert(key: key, image: image, cost: cost, expiry: expiry)
+            state.store.insert(image, cost: cost, expiry: expiry, forKey: key)
             let costLimit = costLimit, countLimit = countLimit
-            state.evict(into: &evicted) { $0.totalCost > costLimit || $0.list.count > countLimit }
+            state.store.evict(into: &evicted) { $0.totalCost > costLimit || $0.count > countLimit }
             return evicted
         }
         _ = evicted
@@ -286,8 +252,7 @@ public final class ImageCache: ImageCaching {
                 state.oversized = nil
                 return oversized.image
             }
-            guard let slot = state.list.slot(for: key) else { return nil }
-            return state.remove(slot)
+            return state.store.removeValue(forKey: key)
         }
         _ = removed
     }
@@ -309,7 +274,7 @@ public final class ImageCache: ImageCaching {
         let evicted = state.withLock { state -> [DecodedImage] in
             var evicted = state.oversized.map { [$0.image] } ?? []
             state.oversized = nil
-            state.evict(into: &evicted) { $0.totalCost > cost }
+            state.store.evict(into: &evicted) { $0.totalCost > cost }
             return evicted
         }
         _ = evicted
@@ -321,7 +286,7 @@ public final class ImageCache: ImageCaching {
         let evicted = state.withLock { state -> [DecodedImage] in
             var evicted = state.oversized.map { [$0.image] } ?? []
             state.oversized = nil
-            state.evict(into: &evicted) { $0.list.count > count }
+            state.store.evict(into: &evicted) { $0.count > count }
             return evicted
         }
         _ = evicted
@@ -333,12 +298,7 @@ public final class ImageCache: ImageCaching {
         let now = clock()
         let evicted = state.withLock { state -> [DecodedImage] in
             var evicted: [DecodedImage] = []
-            var slot = state.list.oldest
-            while slot >= 0 {
-                let newer = state.list.newer(than: slot)
-                if state.list[slot].expiry <= now { evicted.append(state.remove(slot)) }
-                slot = newer
-            }
+            state.store.removeExpired(at: now, into: &evicted)
             return evicted
         }
         _ = evicted
@@ -358,13 +318,6 @@ public final class ImageCache: ImageCaching {
     /// Whether the internal structure is consistent; a description of the first
     /// problem found otherwise. For tests.
     func checkInvariants() -> String? {
-        state.withLock { state in
-            if let problem = state.list.checkInvariants() { return problem }
-            let cost = state.list.slotsFromOldest.reduce(0) { $0 + state.list[$1].cost }
-            if cost != state.totalCost { return "totalCost \(state.totalCost), entries sum to \(cost)" }
-            if state.totalCost > costLimit { return "over the cost limit" }
-            if state.list.count > countLimit { return "over the count limit" }
-            return nil
-        }
+        state.withLock { $0.store.checkInvariants(costLimit: costLimit, countLimit: countLimit) }
     }
 }

@@ -1,5 +1,6 @@
 /// Values by key in least-recently-used order: O(1) look-up, insertion, removal and
-/// moving to the most recent end. Both cache tiers keep their recency in one.
+/// moving to the most recent end. `LRUStore` (the memory tier, the memories of
+/// recent loads) and the disk index keep their recency in one.
 ///
 /// Entries live in one array and are chained by index, not by reference: moving an
 /// entry to the most recent end is a handful of integer stores, with no reference

@@ -1,26 +1,9 @@
 /// Values by string key, the least recently used dropped first, within a total cost
 /// and a count, each served for at most a time to live after it was stored: the
-/// store behind `ImageLoader.RecentOriginals` and `ImageLoader.RecentFailures`. O(1) under one short lock.
+/// store behind `RecentOriginalFiles` and `RecentLoadFailures`, an `LRUStore` under
+/// one short lock. O(1).
 final class RecentMemory<Value: Sendable>: Sendable {
-    private struct Entry {
-        var value: Value
-        var cost: Int
-        /// When the entry stops being served, on `clock`; infinity if never.
-        var expiry: Double
-    }
-
-    private struct State {
-        var list = LRUList<String, Entry>()
-        var totalCost = 0
-
-        mutating func remove(_ slot: Int) -> Value {
-            let entry = list.remove(slot)
-            totalCost -= entry.cost
-            return entry.value
-        }
-    }
-
-    private let state = Locked(State())
+    private let state = Locked(LRUStore<String, Value>())
     let costLimit: Int
     let countLimit: Int
     let timeToLive: Double?
@@ -33,19 +16,13 @@ final class RecentMemory<Value: Sendable>: Sendable {
         self.clock = clock
     }
 
-    var count: Int { state.withLock { $0.list.count } }
+    var count: Int { state.withLock { $0.count } }
     var totalCost: Int { state.withLock { $0.totalCost } }
 
     /// The value under `key`, made the most recent; an expired one is removed and
     /// reported as a miss.
     func value(forKey key: String) -> Value? {
-        let (value, expired) = state.withLock { state -> (Value?, Value?) in
-            guard let slot = state.list.slot(for: key) else { return (nil, nil) }
-            let expiry = state.list[slot].expiry
-            if expiry.isFinite, expiry <= clock() { return (nil, state.remove(slot)) }
-            state.list.moveToNewest(slot)
-            return (state.list[slot].value, nil)
-        }
+        let (value, expired) = state.withLock { $0.value(forKey: key, now: clock) }
         _ = expired  // released after the lock is dropped
         return value
     }
@@ -57,28 +34,24 @@ final class RecentMemory<Value: Sendable>: Sendable {
         let expiry = (lifetime ?? timeToLive).map { clock() + max(0, $0) } ?? .infinity
         let evicted = state.withLock { state -> [Value] in
             var evicted: [Value] = []
-            if let slot = state.list.slot(for: key) { evicted.append(state.remove(slot)) }
+            if let old = state.removeValue(forKey: key) { evicted.append(old) }
             guard cost <= entryCostLimit else { return evicted }
-            state.list.insertNewest(Entry(value: value, cost: cost, expiry: expiry), forKey: key)
-            state.totalCost += cost
-            while state.list.oldest >= 0, state.totalCost > costLimit || state.list.count > countLimit {
-                evicted.append(state.remove(state.list.oldest))
-            }
+            state.insert(value, cost: cost, expiry: expiry, forKey: key)
+            let costLimit = costLimit, countLimit = countLimit
+            state.evict(into: &evicted) { $0.totalCost > costLimit || $0.count > countLimit }
             return evicted
         }
         _ = evicted
     }
 
     func removeValue(forKey key: String) {
-        let removed = state.withLock { state -> Value? in
-            state.list.slot(for: key).map { state.remove($0) }
-        }
+        let removed = state.withLock { $0.removeValue(forKey: key) }
         _ = removed
     }
 
     func removeAll() {
-        let old = state.withLock { state -> State in
-            var old = State()
+        let old = state.withLock { state in
+            var old = LRUStore<String, Value>()
             swap(&old, &state)
             return old
         }

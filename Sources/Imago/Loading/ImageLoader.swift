@@ -184,11 +184,12 @@ public final class ImageLoader: Sendable {
             task.complete(.failure(.invalidURL(request.url.absoluteString)))
             return task
         }
+        let cache = cache
         if request.cachePolicy.reads.contains(.memory), let image = cache?.image(forKey: task.key) {
             task.complete(.success(ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageResponse.Metrics())))
             return task
         }
-        pipeline.submit(task)
+        pipeline.submit(task, cache: cache)
         return task
     }
 }

@@ -2,19 +2,19 @@ import Foundation
 
 /// An image decoded at its key's size from the original data of its image key.
 struct DecodingStage: ImageStage {
-    let pipeline: Pipeline
+    let context: StageContext
     let stage: StageHandle<DecodedKey>
     let stageKey: DecodedKey
 
-    private var configuration: ImageLoaderConfiguration { pipeline.configuration }
+    private var configuration: ImageLoaderConfiguration { context.configuration }
 
-    func buildUpstream(work: ImageWork, waited: Double, in graph: inout StageGraph) {
+    func buildUpstream(work: ImageWork, atHand: AtHand, waited: Double, in graph: inout StageGraph) {
         let priority = graph.record(stage)?.core.priority ?? work.request.priority
         let original = OriginalDataStage.stage(
-            for: stageKey.original, request: work.request, priority: priority, in: &graph, pipeline: pipeline)
+            for: stageKey.original, request: work.request, priority: priority, atHand: atHand, in: &graph, context: context)
         graph.subscribe(.decoded(stage), to: original) { [self] event in
             if case .partialData(let data) = event {
-                pipeline.schedulePreview(of: .decoded(stage)) { [self] in decodePreview(data, work: work) }
+                context.publisher.publish(.previewWork { [self] in decodePreview(data, work: work) }, of: stage)
                 return
             }
             received(event) { [self] original, wait, run in decode(original, work: work, waited: waited + wait, run: run) }
@@ -27,7 +27,7 @@ struct DecodingStage: ImageStage {
             return
         }
         let start = ContinuousClock.now
-        let options = pipeline.decodingOptions(targetSize: work.key.targetSize, timeout: run.loadingTimeout)
+        let options = configuration.decodingOptions(targetSize: work.key.targetSize, timeout: run.loadingTimeout)
         let result = Result { () throws(ImagoError) in
             guard let data = original.bytes.load() else {
                 let path = work.originals?.location(of: .original(work.request.imageKey))
@@ -35,7 +35,7 @@ struct DecodingStage: ImageStage {
             }
             // The loads waiting are out of time already: their own deadline says so,
             // not a decode stopped before it began.
-            guard run.loadingTimeout > 0 else { throw .timedOut(url: work.request.url.absoluteString, seconds: pipeline.loadingTimeout) }
+            guard run.loadingTimeout > 0 else { throw .timedOut(url: work.request.url.absoluteString, seconds: work.loadingTimeout) }
             let image = try configuration.decoders.decode(data, options: options)
             // Bytes cut short are partial even where the decoder found all the pixels
             // (a file cut just before its end marker).
@@ -77,12 +77,12 @@ struct DecodingStage: ImageStage {
 
     /// Decodes the bytes so far as a preview at the stage's size.
     private func decodePreview(_ data: Data, work: ImageWork) {
-        pipeline.previewDecodes.withLock { $0 += 1 }
-        let options = pipeline.decodingOptions(targetSize: work.key.targetSize, timeout: pipeline.loadingTimeout)
+        context.previewDecodes.withLock { $0 += 1 }
+        let options = configuration.decodingOptions(targetSize: work.key.targetSize, timeout: work.loadingTimeout)
         guard let image = try? configuration.decoders.decode(data, options: options) else { return }
         let preview = ImageResponse(
             image: image.isPartial ? image : image.markedPartial, url: work.request.url, source: .network, metrics: ImageResponse.Metrics())
-        pipeline.reportPreview(.preview(preview), to: stage)
+        context.publisher.publish(.preview(.preview(preview)), of: stage)
     }
 }
 

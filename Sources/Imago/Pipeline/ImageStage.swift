@@ -1,86 +1,61 @@
 import Foundation
 
-/// What an image stage works from; fixed when it starts.
-struct ImageWork: Sendable {
-    let key: ImageCacheKey
-    let request: ImageRequest
-    /// The memory tier images are kept in; nil when the request's policy keeps
-    /// none there.
-    let cache: (any ImageCaching)?
-    /// The memory tier images may be read from, under the request's policy.
-    let memoryReads: (any ImageCaching)?
-    /// Whether the loader caches at all, so remembers failures.
-    let remembers: Bool
-    /// Where processed variants are read and kept; nil when they are not.
-    let variants: HTTPCache?
-    /// Where the original bytes are kept; nil when they are not.
-    let originals: HTTPCache?
-    /// The variant found stale in a tier, with its metadata: used as it is if the
-    /// server confirms the original it was made from.
-    var staleVariant: (data: Data, metadata: HTTPCacheMetadata)?
-    /// A stored original that no longer decoded was dropped and this load asks
-    /// the network for it again: once, never in a loop.
-    var refetched = false
-
-    /// The work of the stage of `key` started from `request`, with the memory tier
-    /// loads use now.
-    init(key: ImageCacheKey, request: ImageRequest, cache: (any ImageCaching)?, pipeline: Pipeline) {
-        let policy = pipeline.configuration.storagePolicy
-        let httpCache = pipeline.httpCache(for: request, cache: cache)
-        self.key = key
-        self.request = request
-        self.cache = request.cachePolicy.writes.contains(.memory) ? cache : nil
-        memoryReads = request.cachePolicy.reads.contains(.memory) ? cache : nil
-        remembers = cache != nil
-        variants = policy.storesProcessed && !key.isOriginal ? httpCache : nil
-        originals = policy.storesOriginals ? httpCache : nil
-    }
-}
-
 /// The later stages: an image decoded at its key's size from the original data
 /// (`DecodingStage`), then processed (`ProcessingStage`). Both run in the decoding
 /// queue. When the disk tier keeps processed variants, a stored one is read back
 /// first; what the two share is here.
 protocol ImageStage: Sendable {
     associatedtype Key: ImageStageKind
-    var pipeline: Pipeline { get }
+    var context: StageContext { get }
     var stage: StageHandle<Key> { get }
+    var stageKey: Key { get }
 
-    init(pipeline: Pipeline, stage: StageHandle<Key>, stageKey: Key)
+    init(context: StageContext, stage: StageHandle<Key>, stageKey: Key)
 
     /// Subscribes the stage to what it builds on, or queues its work when that is at
-    /// hand. `waited` is the time the stage has already spent in the decoding queue.
-    func buildUpstream(work: ImageWork, waited: Double, in graph: inout StageGraph)
+    /// hand (`atHand`, looked up before the lock). `waited` is the time the stage has
+    /// already spent in the decoding queue.
+    func buildUpstream(work: ImageWork, atHand: AtHand, waited: Double, in graph: inout StageGraph)
 }
 
 /// The key of a later stage: it names the image it is made from.
 protocol ImageStageKind: StageKind where Value == ImageResponse {
     var key: ImageCacheKey { get }
+    /// The memory-tier key of the image the stage builds on, when it may be taken
+    /// from there.
+    var builtOnInMemory: ImageCacheKey? { get }
 }
 
-extension DecodedKey: ImageStageKind {}
-extension ProcessedKey: ImageStageKind {}
+extension DecodedKey: ImageStageKind {
+    var builtOnInMemory: ImageCacheKey? { nil }
+}
+
+extension ProcessedKey: ImageStageKind {
+    var builtOnInMemory: ImageCacheKey? { key.decodedKey }
+}
 
 extension ImageStage {
-    private var configuration: ImageLoaderConfiguration { pipeline.configuration }
+    private var configuration: ImageLoaderConfiguration { context.configuration }
 
     /// The stage of `key`, made and started from `request` if none is in flight.
     static func stage(
-        for key: Key, request: ImageRequest, priority: ImageRequest.Priority, in graph: inout StageGraph,
-        pipeline: Pipeline
+        for key: Key, request: ImageRequest, priority: ImageRequest.Priority, atHand: AtHand, in graph: inout StageGraph,
+        context: StageContext
     ) -> StageHandle<Key> {
         let (stage, created) = graph.stage(for: key, priority: priority)
         if created {
-            Self(pipeline: pipeline, stage: stage, stageKey: key)
-                .start(work: ImageWork(key: key.key, request: request, cache: graph.cache, pipeline: pipeline), in: &graph)
+            let work = ImageWork(
+                key: key.key, request: request, cache: graph.cache, tiers: atHand.tiers, storagePolicy: context.configuration.storagePolicy,
+                loadingTimeout: graph.loadingTimeout)
+            Self(context: context, stage: stage, stageKey: key).start(work: work, atHand: atHand, in: &graph)
         }
         return stage
     }
 
     /// Starts the stage: a stored variant is looked for first when the tiers keep
     /// them.
-    func start(work: ImageWork, in graph: inout StageGraph) {
-        guard let variants = work.variants else { return buildUpstream(work: work, waited: 0, in: &graph) }
+    func start(work: ImageWork, atHand: AtHand, in graph: inout StageGraph) {
+        guard let variants = work.variants else { return buildUpstream(work: work, atHand: atHand, waited: 0, in: &graph) }
         let queuedAt = ContinuousClock.now
         guard variants.asksOverNetwork else {
             return graph.enqueue(Key.erase(stage), in: .decoding) { [self] run in readVariant(work: work, queuedAt: queuedAt, run: run) }
@@ -108,12 +83,11 @@ extension ImageStage {
             guard run.queue == .transfers else {
                 return answer(work: work, withStored: data, metadata: metadata, source: source, queuedAt: queuedAt, run: run)
             }
-            pipeline.update { [work] graph in
-                guard graph.endRun(of: Key.erase(stage), run) else { return }
+            context.publisher.publish(.next(after: run) { [self, work] graph in
                 graph.enqueue(Key.erase(stage), in: .decoding) { [self] run in
                     answer(work: work, withStored: data, metadata: metadata, source: source, queuedAt: queuedAt, run: run)
                 }
-            }
+            }, of: stage)
             return
         case .stale(let data, let metadata):
             work.staleVariant = (data, metadata)
@@ -132,7 +106,7 @@ extension ImageStage {
         queuedAt: ContinuousClock.Instant, run: StageRun
     ) {
         let start = ContinuousClock.now
-        guard let image = pipeline.decodeVariant(data) else {
+        guard let image = configuration.decodeVariant(data) else {
             work.variants?.remove(.variant(work.key))
             return goUpstream(work: work, waited: (ContinuousClock.now - queuedAt).seconds, run: run)
         }
@@ -141,16 +115,16 @@ extension ImageStage {
         metrics.decode = (ContinuousClock.now - start).seconds
         var response = ImageResponse(image: image, url: work.request.url, source: source, metrics: metrics)
         response.httpMetadata = metadata
-        pipeline.finish(stage, run: run, with: .success(response)) { work.cache?.setImage(image, forKey: work.key) }
+        context.publisher.publish(.finished(.success(response), after: run) { work.cache?.setImage(image, forKey: work.key) }, of: stage)
     }
 
     /// Gives back the stage's slot and subscribes it to what it builds on, unless it
     /// was abandoned meanwhile.
     func goUpstream(work: ImageWork, waited: Double, run: StageRun) {
-        pipeline.update { graph in
-            guard graph.endRun(of: Key.erase(stage), run) else { return }
-            buildUpstream(work: work, waited: waited, in: &graph)
-        }
+        let atHand = context.atHand(for: work.request, cache: work.cache, builtOn: stageKey.builtOnInMemory)
+        context.publisher.publish(.next(after: run) { [self] graph in
+            buildUpstream(work: work, atHand: atHand, waited: waited, in: &graph)
+        }, of: stage)
     }
 
     /// Handles an event of the stage this one builds on: progress is passed on, a
@@ -159,19 +133,18 @@ extension ImageStage {
     func received<Value>(_ event: StageEvent<Value>, then work: @escaping @Sendable (Value, Double, StageRun) -> Void) {
         switch event {
         case .progress(let progress):
-            pipeline.report(progress, to: stage)
+            context.publisher.publish(.progress(progress), of: stage)
         case .retrying(let attempt, let error, let delay):
-            pipeline.reportRetry(attempt: attempt, error: error, delay: delay, to: stage)
+            context.publisher.publish(.retrying(attempt: attempt, error: error, delay: delay), of: stage)
         case .partialData, .preview:
             break
         case .finished(.failure(let error)):
-            pipeline.finish(stage, run: nil, with: .failure(error))
+            context.publisher.publish(.finished(.failure(error), after: nil), of: stage)
         case .finished(.success(let value)):
             let queuedAt = ContinuousClock.now
-            pipeline.update { graph in
-                guard graph.isLive(Key.erase(stage)) else { return }
+            context.publisher.publish(.next(after: nil) { [stage] graph in
                 graph.enqueue(Key.erase(stage), in: .decoding) { run in work(value, (ContinuousClock.now - queuedAt).seconds, run) }
-            }
+            }, of: stage)
         }
     }
 
@@ -188,7 +161,7 @@ extension ImageStage {
               variants.confirms(metadata, variant: variant.metadata)
         else { return false }
         let start = ContinuousClock.now
-        guard let image = pipeline.decodeVariant(variant.data) else {
+        guard let image = configuration.decodeVariant(variant.data) else {
             variants.remove(.variant(work.key))
             return false
         }
@@ -196,10 +169,10 @@ extension ImageStage {
         metrics.decode = (ContinuousClock.now - start).seconds
         var response = ImageResponse(image: image, url: work.request.url, source: .revalidated, metrics: metrics)
         response.httpMetadata = metadata
-        pipeline.finish(stage, run: run, with: .success(response)) {
+        context.publisher.publish(.finished(.success(response), after: run) {
             work.cache?.setImage(image, forKey: work.key)
             variants.freshenVariant(variant.data, stored: variant.metadata, updated: metadata, key: .variant(work.key), at: Date())
-        }
+        }, of: stage)
         return true
     }
 
@@ -208,13 +181,13 @@ extension ImageStage {
     /// a later load, which may not allow partial images, must never take it for the
     /// whole one.
     func complete(work: ImageWork, run: StageRun?, with result: Result<ImageResponse, ImagoError>) {
-        pipeline.finish(stage, run: run, with: result) {
+        context.publisher.publish(.finished(result, after: run) {
             guard case .success(let response) = result, !response.image.isPartial else { return }
             work.cache?.setImage(response.image, forKey: work.key)
             // Kept in the compact lossless form, with the HTTP freshness of its
             // original; no animations (their frames would cost more than the original).
             guard let metadata = response.httpMetadata, !response.image.isAnimated else { return }
             work.variants?.storeVariant(metadata: metadata, key: .variant(work.key), at: Date()) { VariantCodec.encode(response.image) }
-        }
+        }, of: stage)
     }
 }

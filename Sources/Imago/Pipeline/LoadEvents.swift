@@ -138,12 +138,3 @@ extension ImageResponse.Source {
         }
     }
 }
-
-extension Pipeline {
-    /// Tells `stage`'s subscribers that an attempt failed and another follows.
-    func reportRetry<Key: StageKind>(attempt: Int, error: ImagoError, delay: Double, to stage: StageHandle<Key>) {
-        for receive in graph.withLock({ $0.receivers(of: stage, previewsOnly: false) }) {
-            receive(.retrying(attempt: attempt, error: error, delay: delay))
-        }
-    }
-}

@@ -8,6 +8,8 @@ extension Pipeline {
     /// waits; the load ends at the loader's timeout as an image load does.
     func originalData(for request: ImageRequest) async -> Result<OriginalData, ImagoError> {
         let id = ImageTask.ids.withLock { $0 += 1; return $0 }
+        let context = context
+        let atHand = context.atHand(for: request, cache: cache, builtOn: nil)
         events.emit(id, url: request.url, .started(priority: request.priority))
         let key = OriginalKey(request)
         /// The continuation, until it is resumed once; the stage, once attached.
@@ -24,7 +26,7 @@ extension Pipeline {
         let leave: @Sendable (ImagoError) -> Void = { [self] error in
             guard let stage = state.withLock({ $0.stage }) else { return resume(.failure(error)) }
             var transfers: [Task<Void, Never>] = []
-            update { graph in graph.detach(id, from: .original(stage), stopping: &transfers) }
+            changeGraph { graph in graph.detach(id, from: .original(stage), stopping: &transfers) }
             for transfer in transfers { transfer.cancel() }
             resume(.failure(error))
         }
@@ -37,10 +39,11 @@ extension Pipeline {
                         return state.ended
                     }
                     if let early { return continuation.resume(returning: early) }
-                    update { graph in
+                    changeGraph { graph in
                         var subscriber = StageSubscriber(priority: request.priority, isTask: true)
                         subscriber.deadline = DeadlineClock.isFinite(timeout) ? .now + .seconds(timeout) : nil
-                        let stage = OriginalDataStage.stage(for: key, request: request, priority: request.priority, in: &graph, pipeline: self)
+                        let stage = OriginalDataStage.stage(
+                            for: key, request: request, priority: request.priority, atHand: atHand, in: &graph, context: context)
                         state.withLock { $0.stage = stage }
                         graph.attach(subscriber, id: id, receive: { [events] event in
                             switch event {
@@ -69,5 +72,13 @@ extension Pipeline {
         }
         events.emitOutcome(id, url: request.url, result.map { ($0.source, $0.metrics) })
         return result
+    }
+
+    /// Runs `body` on the graph, then starts what may run.
+    private func changeGraph(_ body: (inout StageGraph) -> Void) {
+        start(graph.withLock { graph in
+            body(&graph)
+            return graph.takeRunnable()
+        })
     }
 }

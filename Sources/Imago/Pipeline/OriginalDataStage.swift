@@ -25,37 +25,46 @@ struct OriginalData: Sendable {
 /// network fails and that is allowed. One transfer and one disk read serve every
 /// size and processing of the key in flight.
 struct OriginalDataStage: Sendable {
-    let pipeline: Pipeline
+    let context: StageContext
     let stage: StageHandle<OriginalKey>
     let request: ImageRequest
+    /// The loader's timeout when the stage started: the bound of a revalidation in
+    /// the background, which no load waits for.
+    let loadingTimeout: Double
     /// The `Retry-After` of the last failed attempt, in seconds: how long the failure
     /// is remembered for the repeats of the key.
     private let retryAfter = Locked<Double?>(nil)
 
-    private var configuration: ImageLoaderConfiguration { pipeline.configuration }
+    private var configuration: ImageLoaderConfiguration { context.configuration }
 
     /// The original-data stage of `key`, made and started from `request` if none is
     /// in flight.
     static func stage(
-        for key: OriginalKey, request: ImageRequest, priority: ImageRequest.Priority, in graph: inout StageGraph,
-        pipeline: Pipeline
+        for key: OriginalKey, request: ImageRequest, priority: ImageRequest.Priority, atHand: AtHand, in graph: inout StageGraph,
+        context: StageContext
     ) -> StageHandle<OriginalKey> {
         let (stage, created) = graph.stage(for: key, priority: priority)
-        if created { OriginalDataStage(pipeline: pipeline, stage: stage, request: request).start(in: &graph) }
+        if created {
+            OriginalDataStage(context: context, stage: stage, request: request, loadingTimeout: graph.loadingTimeout)
+                .start(atHand: atHand, in: &graph)
+        }
         return stage
     }
 
-    /// Queues the transfer, unless the memory of recent loads answers.
-    private func start(in graph: inout StageGraph) {
+    /// Queues the transfer, unless the memory of recent loads answered (`atHand`,
+    /// looked up before the lock; nothing is remembered without a memory tier).
+    private func start(atHand: AtHand, in graph: inout StageGraph) {
         let remembers = graph.cache != nil
-        if remembers, let answer = recentAnswer() {
+        if remembers, let answer = atHand.recentOriginal {
             graph.answer(.original(stage))
             // Off the lock: the stage's first subscriber attaches after this returns.
-            DispatchQueue.global(qos: .userInitiated).async { [self] in pipeline.finish(stage, run: nil, with: answer) }
+            DispatchQueue.global(qos: .userInitiated).async { [self] in
+                context.publisher.publish(.finished(answer, after: nil), of: stage)
+            }
             return
         }
         let enqueuedAt = ContinuousClock.now
-        let httpCache = configuration.storagePolicy.storesOriginals ? pipeline.httpCache(for: request, cache: graph.cache) : nil
+        let httpCache = configuration.storagePolicy.storesOriginals ? atHand.tiers : nil
         graph.enqueue(.original(stage), in: .transfers) { [self] run in
             let queued = ContinuousClock.now - enqueuedAt
             let task = Task.detached(priority: run.priority.taskPriority) { [self] in
@@ -66,29 +75,15 @@ struct OriginalDataStage: Sendable {
                 let result: Result<OriginalData, ImagoError>
                 do throws(ImagoError) {
                     result = .success(
-                        try await originalData(httpCache: httpCache, previews: run.previews, queued: queued, timeout: pipeline.loadingTimeout))
+                        try await originalData(httpCache: httpCache, previews: run.previews, queued: queued, timeout: loadingTimeout))
                 } catch {
                     result = .failure(error)
                 }
                 if remembers { remember(result) }
-                pipeline.finish(stage, run: run, with: result)
+                context.publisher.publish(.finished(result, after: run), of: stage)
             }
-            if !pipeline.graph.withLock({ $0.setTransfer(task, of: .original(stage)) }) { task.cancel() }
+            if !context.publisher.publish(.transferStarted(task), of: stage) { task.cancel() }
         }
-    }
-
-    /// A failure a repeat would meet again, or the bytes of a recent network load,
-    /// for `request`'s image key: what answers it without a transfer.
-    private func recentAnswer() -> Result<OriginalData, ImagoError>? {
-        let key = request.imageKey
-        let policy = request.cachePolicy
-        if !policy.retriesFailed, let failure = configuration.recentFailures?.failure(forKey: key), !failure.mayPass(for: request) {
-            return .failure(failure)
-        }
-        guard policy.reads.contains(.recentOriginals), let entry = configuration.recentOriginals?.entry(forKey: key) else { return nil }
-        var metrics = ImageResponse.Metrics()
-        metrics.bytes = entry.data.count
-        return .success(OriginalData(bytes: .loaded(entry.data), source: .recent, metrics: metrics, httpMetadata: entry.metadata))
     }
 
     /// Keeps the bytes of a whole network load, or a failure that would come again,
@@ -190,21 +185,15 @@ struct OriginalDataStage: Sendable {
     /// server answers is kept for the next load. A failure changes nothing, unless
     /// the server said the image is gone.
     private func revalidateInBackground(_ fetch: HTTPCache.Fetch, key: HTTPCacheKey, in httpCache: HTTPCache, timeout: Double) {
-        pipeline.graph.withLock { graph in
-            guard graph.revalidating[key.name] == nil else { return }
-            // Made under the lock, so the task cannot end (and leave the table)
-            // before it is in it.
-            graph.revalidating[key.name] = Task.detached(priority: .background) { [self] in
-                let result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
-                    try await self.fetch(previews: false, extraHeaders: fetch.validators)
-                }
-                switch result {
-                case .success((let response, _)) where !response.isTruncated:
-                    _ = httpCache.update(with: response, for: request.url, fetch: fetch, key: key, at: Date())
-                case .success: break
-                case .failure(let error): _ = httpCache.afterError(error, fetch: fetch, key: key, at: Date(), servingStale: false)
-                }
-                pipeline.graph.withLock { _ = $0.revalidating.removeValue(forKey: key.name) }
+        context.revalidations.start(key.name) { [self] in
+            let result = await withDeadline(seconds: timeout, url: request.url.absoluteString) { [self] () async throws(ImagoError) in
+                try await self.fetch(previews: false, extraHeaders: fetch.validators)
+            }
+            switch result {
+            case .success((let response, _)) where !response.isTruncated:
+                _ = httpCache.update(with: response, for: request.url, fetch: fetch, key: key, at: Date())
+            case .success: break
+            case .failure(let error): _ = httpCache.afterError(error, fetch: fetch, key: key, at: Date(), servingStale: false)
             }
         }
     }
@@ -233,10 +222,10 @@ struct OriginalDataStage: Sendable {
             }
             do throws(ImagoError) {
                 let scanner = previews ? Locked(PreviewScanner()) : nil
-                let response = try await configuration.dataLoader.loadData(for: urlRequest, options: options) { [weak pipeline, stage] progress in
-                    pipeline?.report(ImageTask.Progress(received: progress.received, expected: progress.expected), to: stage)
+                let response = try await configuration.dataLoader.loadData(for: urlRequest, options: options) { [weak publisher = context.publisher, stage] progress in
+                    publisher?.publish(.progress(ImageTask.Progress(received: progress.received, expected: progress.expected)), of: stage)
                     if let snapshot = scanner?.withLock({ $0.receive(progress) }) {
-                        pipeline?.reportPreview(.partialData(snapshot), to: stage)
+                        publisher?.publish(.preview(.partialData(snapshot)), of: stage)
                     }
                 }
                 if let status = response.statusCode, !(200..<300).contains(status), !(status == 304 && !extraHeaders.isEmpty) {
@@ -251,22 +240,9 @@ struct OriginalDataStage: Sendable {
                 self.retryAfter.withLock { $0 = retryAfter.flatMap { RetryPolicy.retryAfterSeconds($0, now: Date()) } }
                 throw error
             }
-            pipeline.reportRetry(attempt: attempt, error: error, delay: delay, to: stage)
+            context.publisher.publish(.retrying(attempt: attempt, error: error, delay: delay), of: stage)
             // On the shared clock: a cancelled `Task.sleep` would keep its timer until its time.
             do { try await DeadlineClock.shared.sleep(delay) } catch { throw .cancelled }
         }
-    }
-}
-
-extension Pipeline {
-    /// Waits until the revalidations running in the background have ended, or
-    /// `seconds` have passed; true when they all ended.
-    func backgroundWorkEnded(within seconds: Double) async -> Bool {
-        let tasks = graph.withLock { Array($0.revalidating.values) }
-        guard !tasks.isEmpty else { return true }
-        let result = await withDeadline(seconds: seconds, url: "background revalidations") { () async throws(ImagoError) in
-            for task in tasks { await task.value }
-        }
-        return (try? result.get()) != nil
     }
 }

@@ -21,43 +21,54 @@ enum PipelineQueue: Sendable {
 ///
 /// The graph is a value (`StageGraph`) reachable only through `graph`, its lock: it
 /// is changed by its own `mutating` methods, and the lock is never held while work
-/// runs, while a subscriber hears an event, or while a data loader is called, so no
-/// two parts wait on each other. What each kind of stage does lives in its own type
-/// (`OriginalDataStage`, `DecodingStage`, `ProcessingStage`); this class drives them:
-/// it starts the work the graph hands out and delivers outcomes.
+/// runs, while a subscriber hears an event, or while another component is called
+/// (a data loader, the memory tier, the memories of recent loads: what they hold for
+/// a request is looked up before the lock, `StageContext.atHand`), so no two parts
+/// wait on each other. What each kind of stage does lives in its own type
+/// (`OriginalDataStage`, `DecodingStage`, `ProcessingStage`), which sees a
+/// `StageContext` and no more; this class drives them: it starts the work the graph
+/// hands out, applies what the stages publish (`StageNews`) and delivers outcomes.
 ///
 /// A lock rather than an actor: starting, cancelling and re-prioritising a task are
 /// synchronous calls whose effects must land in order (a cancel right after a start
 /// must find the subscription, a memory hit must complete before `task(with:)`
 /// returns), and queueing one more request must stay near a microsecond with
 /// 100,000 queued. An actor would make each of them an unordered hop.
-final class Pipeline: Sendable {
+final class Pipeline: StagePublishing {
     let configuration: ImageLoaderConfiguration
     let graph: Locked<StageGraph>
-    /// Preview decodes started, over the pipeline's life: tests hold it against the
-    /// scans a file has.
-    let previewDecodes = Locked(0)
+    /// What the stages share, made once: the configuration, the one HTTP cache over
+    /// its disk and shared tiers, the background revalidations.
+    private let settings: StageSettings
     /// The listeners of the loader's events.
     let events = LoadEventHub()
-    /// The one HTTP cache over the configuration's disk and shared tiers; nil with
-    /// neither.
-    private let tieredCache: HTTPCache?
 
     init(configuration: ImageLoaderConfiguration, cache: (any ImageCaching)?) {
         self.configuration = configuration
-        let tiers: [any HTTPCacheTier] = [configuration.diskCache as (any HTTPCacheTier)?, configuration.sharedCache].compactMap { $0 }
-        tieredCache = tiers.isEmpty ? nil : HTTPCache(
-            tiers: tiers, freshnessPolicy: configuration.freshnessPolicy, staleIfErrorAllowance: configuration.staleIfErrorAllowance)
+        settings = StageSettings(configuration: configuration)
         graph = Locked(StageGraph(
             cache: cache, concurrentLoads: configuration.concurrentLoads, concurrentDecodes: configuration.concurrentDecodes))
     }
+
+    /// Preview decodes started, over the pipeline's life: tests hold it against the
+    /// scans a file has.
+    var previewDecodes: Locked<Int> { settings.previewDecodes }
+
+    /// What the stages see of the pipeline. Made when asked for, not kept: it holds
+    /// the pipeline, which would then hold itself.
+    var context: StageContext { StageContext(settings: settings, publisher: self) }
 
     // MARK: - Settings
 
     /// The memory tier of the loads started from now on.
     var cache: (any ImageCaching)? {
         get { graph.withLock { $0.cache } }
-        set { graph.withLock { $0.cache = newValue } }
+        set {
+            // The cache replaced is released after the lock: its last release may
+            // take the memory-pressure monitor's lock.
+            var old = newValue
+            graph.withLock { swap(&old, &$0.cache) }
+        }
     }
 
     /// The bound of each load started from now on.
@@ -93,8 +104,12 @@ final class Pipeline: Sendable {
 
     /// Subscribes `task` to the stage of its key, starting the stage (and those it
     /// builds on) if none is in flight, and starts what may run, under one lock.
-    func submit(_ task: ImageTask) {
+    /// `cache` is the memory tier the caller looked in (the loads' one).
+    func submit(_ task: ImageTask, cache: (any ImageCaching)?) {
         let request = task.request
+        let context = context
+        let builtOn: ImageCacheKey? = if case .processed(let key) = task.stageKey { key.builtOnInMemory } else { nil }
+        let atHand = context.atHand(for: request, cache: cache, builtOn: builtOn)
         var subscriber = StageSubscriber(
             priority: request.priority, isTask: true, wantsPreviews: request.options.contains(.progressivePreviews))
         let receive: @Sendable (StageEvent<ImageResponse>) -> Void = { [task, events] event in
@@ -116,10 +131,12 @@ final class Pipeline: Sendable {
             subscriber.deadline = DeadlineClock.isFinite(timeout) ? .now + .seconds(timeout) : nil
             switch task.stageKey {
             case .decoded(let key):
-                let stage = DecodingStage.stage(for: key, request: request, priority: request.priority, in: &graph, pipeline: self)
+                let stage = DecodingStage.stage(
+                    for: key, request: request, priority: request.priority, atHand: atHand, in: &graph, context: context)
                 graph.attach(subscriber, id: task.id, receive: receive, to: stage)
             case .processed(let key):
-                let stage = ProcessingStage.stage(for: key, request: request, priority: request.priority, in: &graph, pipeline: self)
+                let stage = ProcessingStage.stage(
+                    for: key, request: request, priority: request.priority, atHand: atHand, in: &graph, context: context)
                 graph.attach(subscriber, id: task.id, receive: receive, to: stage)
             }
             return (graph.takeRunnable(), timeout)
@@ -183,48 +200,46 @@ final class Pipeline: Sendable {
         }
     }
 
-    /// Runs `body` on the graph, then starts what may run.
-    func update(_ body: (inout StageGraph) -> Void) {
-        let runnable = graph.withLock { graph in
-            body(&graph)
-            return graph.takeRunnable()
+    @discardableResult
+    func publish<Key: StageKind>(_ news: StageNews<Key>, of stage: StageHandle<Key>) -> Bool {
+        switch news {
+        case .progress(let progress):
+            for receive in graph.withLock({ $0.receivers(of: stage, previewsOnly: false) }) { receive(.progress(progress)) }
+        case .retrying(let attempt, let error, let delay):
+            for receive in graph.withLock({ $0.receivers(of: stage, previewsOnly: false) }) {
+                receive(.retrying(attempt: attempt, error: error, delay: delay))
+            }
+        case .preview(let event):
+            for receive in graph.withLock({ $0.receivers(of: stage, previewsOnly: true) }) { receive(event) }
+        case .previewWork(let work):
+            schedulePreview(of: Key.erase(stage), work)
+        case .transferStarted(let transfer):
+            return graph.withLock { $0.setTransfer(transfer, of: Key.erase(stage)) }
+        case .next(let run, let body):
+            let (live, runnable) = graph.withLock { graph in
+                let live = graph.endRun(of: Key.erase(stage), run)
+                if live { body(&graph) }
+                return (live, graph.takeRunnable())
+            }
+            start(runnable)
+            return live
+        case .finished(let result, let run, let keep):
+            if let keep, graph.withLock({ $0.record(stage)?.core.hasTaskSubscriber ?? false }) { keep() }
+            let (receivers, runnable) = graph.withLock { graph in
+                let receivers = graph.endRun(of: Key.erase(stage), run) ? graph.close(stage) : []
+                return (receivers, graph.takeRunnable())
+            }
+            start(runnable)
+            for receive in receivers { receive(.finished(result)) }
         }
-        start(runnable)
-    }
-
-    /// Ends `stage` with `result`, giving back the slot of `run` (nil when it held
-    /// none): `keep` runs first when a task (not only another stage) waits for the
-    /// outcome, to put it in the caches before anyone hears of it; then the slot is
-    /// freed, the stage leaves its pool, and each subscriber hears the outcome once.
-    /// An abandoned stage's outcome is dropped.
-    func finish<Key: StageKind>(
-        _ stage: StageHandle<Key>, run: StageRun?, with result: Result<Key.Value, ImagoError>, keep: (() -> Void)? = nil
-    ) {
-        if let keep, graph.withLock({ $0.record(stage)?.core.hasTaskSubscriber ?? false }) { keep() }
-        let (receivers, runnable) = graph.withLock { graph in
-            let receivers = graph.endRun(of: Key.erase(stage), run) ? graph.close(stage) : []
-            return (receivers, graph.takeRunnable())
-        }
-        start(runnable)
-        for receive in receivers { receive(.finished(result)) }
-    }
-
-    /// Passes progress on to `stage`'s subscribers.
-    func report<Key: StageKind>(_ progress: ImageTask.Progress, to stage: StageHandle<Key>) {
-        for receive in graph.withLock({ $0.receivers(of: stage, previewsOnly: false) }) { receive(.progress(progress)) }
-    }
-
-    /// Passes a preview event on to those of `stage`'s subscribers that want
-    /// previews, unless the stage has finished.
-    func reportPreview<Key: StageKind>(_ event: StageEvent<Key.Value>, to stage: StageHandle<Key>) {
-        for receive in graph.withLock({ $0.receivers(of: stage, previewsOnly: true) }) { receive(event) }
+        return true
     }
 
     /// Runs `work`, which makes a preview for `stage`, on a utility thread, one at a
     /// time per stage: while one runs, the newest asked for waits (and replaces any
     /// older one waiting), so a stage never makes more previews than it was offered
     /// and never falls behind the download. Nothing runs once the stage has finished.
-    func schedulePreview(of stage: AnyStage, _ work: @escaping @Sendable () -> Void) {
+    private func schedulePreview(of stage: AnyStage, _ work: @escaping @Sendable () -> Void) {
         guard graph.withLock({ $0.startPreview(of: stage, work) }) else { return }
         DispatchQueue.global(qos: .utility).async { [self] in
             var next: (@Sendable () -> Void)? = work
@@ -235,14 +250,17 @@ final class Pipeline: Sendable {
         }
     }
 
-    // MARK: - Shared by the stages
+    // MARK: - Stored images and background work
 
-    /// The HTTP cache for `request`, over the disk tier and the fleet's shared tier:
-    /// images the data loader fetches only (what it has at hand is not copied), and
-    /// none with caching off or neither tier; only the tiers the request's cache
-    /// policy lets it read or write.
-    func httpCache(for request: ImageRequest, cache: (any ImageCaching)?) -> HTTPCache? {
-        guard cache != nil, !configuration.dataLoader.isLocal(request.url) else { return nil }
-        return tieredCache?.restricted(to: request.cachePolicy)
+    /// Waits until the revalidations running in the background have ended, or
+    /// `seconds` have passed; true when they all ended.
+    func backgroundWorkEnded(within seconds: Double) async -> Bool {
+        await settings.revalidations.ended(within: seconds)
+    }
+
+    /// The HTTP cache of the loads started now for `request`, and their timeout.
+    func storage(for request: ImageRequest) -> (tiers: HTTPCache?, loadingTimeout: Double) {
+        let (cache, timeout) = graph.withLock { ($0.cache, $0.loadingTimeout) }
+        return (context.httpCache(for: request, cache: cache), timeout)
     }
 }

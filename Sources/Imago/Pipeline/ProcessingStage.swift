@@ -3,13 +3,12 @@ import Foundation
 /// A decoded image processed: built on the decoded image of its key and size, taken
 /// from the memory cache when it is there.
 struct ProcessingStage: ImageStage {
-    let pipeline: Pipeline
+    let context: StageContext
     let stage: StageHandle<ProcessedKey>
     let stageKey: ProcessedKey
 
-    func buildUpstream(work: ImageWork, waited: Double, in graph: inout StageGraph) {
-        let key = work.key
-        if let decoded = work.memoryReads?.image(forKey: key.decodedKey) {
+    func buildUpstream(work: ImageWork, atHand: AtHand, waited: Double, in graph: inout StageGraph) {
+        if let decoded = atHand.builtOn {
             let response = ImageResponse(image: decoded, url: work.request.url, source: .memory, metrics: ImageResponse.Metrics())
             let queuedAt = ContinuousClock.now
             graph.enqueue(.processed(stage), in: .decoding) { [self] run in
@@ -20,10 +19,11 @@ struct ProcessingStage: ImageStage {
         var plain = work.request
         plain.processors = []
         let priority = graph.record(stage)?.core.priority ?? work.request.priority
-        let decoded = DecodingStage.stage(for: stageKey.decoded, request: plain, priority: priority, in: &graph, pipeline: pipeline)
+        let decoded = DecodingStage.stage(
+            for: stageKey.decoded, request: plain, priority: priority, atHand: atHand, in: &graph, context: context)
         graph.subscribe(.processed(stage), to: decoded) { [self] event in
             if case .preview(let preview) = event {
-                pipeline.schedulePreview(of: .processed(stage)) { [self] in processPreview(preview, work: work) }
+                context.publisher.publish(.previewWork { [self] in processPreview(preview, work: work) }, of: stage)
                 return
             }
             received(event) { [self] response, wait, run in process(response, work: work, waited: waited + wait, run: run) }
@@ -48,6 +48,6 @@ struct ProcessingStage: ImageStage {
     private func processPreview(_ input: ImageResponse, work: ImageWork) {
         let image = input.image.processed(by: work.request.processors)
         let preview = ImageResponse(image: image, url: work.request.url, source: input.source, metrics: ImageResponse.Metrics())
-        pipeline.reportPreview(.preview(preview), to: stage)
+        context.publisher.publish(.preview(.preview(preview)), of: stage)
     }
 }

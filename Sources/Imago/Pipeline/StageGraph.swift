@@ -63,9 +63,6 @@ struct StageGraph: Sendable {
     var originals = StagePool<OriginalKey, OriginalData>()
     var decoded = StagePool<DecodedKey, ImageResponse>()
     var processed = StagePool<ProcessedKey, ImageResponse>()
-    /// The disk keys of originals being revalidated in the background, served stale
-    /// meanwhile: one revalidation each, however many loads read them.
-    var revalidating: [String: Task<Void, Never>] = [:]
     var transfers: WorkQueue
     var decoding: WorkQueue
     private var lastSerial = 0

@@ -45,6 +45,13 @@ final class Lock: @unchecked Sendable {
 
 /// A value only reachable with its lock held: the shape of `Mutex`, on ``Lock``.
 ///
+/// The module's one lock: state shared between threads sits in a `Locked`, held for
+/// a few operations at a time, never while work runs or another component is called
+/// (the pipeline's graph lock included: see `Pipeline`). The bare ``Lock`` serves
+/// only where the guarded state cannot be `Sendable` (an animation's frame cursor
+/// and waiting continuations, a batch's input sequence, Apple's dispatch sources),
+/// each saying so beside its `@unchecked Sendable`.
+///
 /// `@unchecked Sendable`: the value is only reached through `withLock`.
 package final class Locked<Value: Sendable>: @unchecked Sendable {
     private let lock = Lock()

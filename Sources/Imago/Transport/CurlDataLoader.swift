@@ -111,13 +111,8 @@ public final class CurlDataLoader: DataLoading {
         for request: URLRequest, options: DataLoadingOptions,
         progress: @escaping @Sendable (DataLoadingProgress) -> Void
     ) async throws(ImagoError) -> DataResponse {
-        guard var url = request.url, canLoad(url) else {
-            throw .invalidURL(request.url?.absoluteString ?? "")
-        }
-        if let normalized = url.withLowercasedScheme { url = normalized }
-        let headers = try HTTPHeaderFields.merge(
-            request.allHTTPHeaderFields ?? [:], over: HTTPHeaderFields.withDefaultUserAgent(configuration.httpAdditionalHeaders), url: url)
-        if Task.isCancelled { throw .cancelled }
+        let (url, headers) = try HTTPLoaderConfiguration.checked(
+            request, over: HTTPHeaderFields.withDefaultUserAgent(configuration.httpAdditionalHeaders))
 
         let transfer = CurlTransfer(
             request: request, url: url, headers: headers, limit: configuration.maximumResponseSize,

@@ -73,6 +73,23 @@ public struct HTTPLoaderConfiguration: Sendable {
     /// The idle timeout as both clients count it: whole seconds, at least one.
     var idleSeconds: Int { max(1, Int(idleTimeout.rounded(.up))) }
 
+    /// What both HTTP loaders check of `request` before any I/O: a URL they take,
+    /// returned with its scheme in lower case, and header fields that go on the wire
+    /// as given, merged over `defaults` (`HTTPHeaderFields.merge`). Throws
+    /// `invalidURL`, `invalidRequest`, or `cancelled` when the calling task is
+    /// (the cheap exit for a load cancelled while it was queued).
+    static func checked(
+        _ request: URLRequest, over defaults: [String: String]
+    ) throws(ImagoError) -> (url: URL, headers: [(name: String, value: String)]) {
+        guard var url = request.url, takes(url) else {
+            throw .invalidURL(request.url?.absoluteString ?? "")
+        }
+        if let normalized = url.withLowercasedScheme { url = normalized }
+        let headers = try HTTPHeaderFields.merge(request.allHTTPHeaderFields ?? [:], over: defaults, url: url)
+        if Task.isCancelled { throw .cancelled }
+        return (url, headers)
+    }
+
     /// Whether an HTTP loader takes `url`: `http` or `https` with a host.
     static func takes(_ url: URL) -> Bool {
         guard let scheme = url.scheme else { return false }

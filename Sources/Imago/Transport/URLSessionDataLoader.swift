@@ -99,9 +99,9 @@ public final class URLSessionDataLoader: DataLoading {
         for request: URLRequest, options: DataLoadingOptions,
         progress: @escaping @Sendable (DataLoadingProgress) -> Void
     ) async throws(ImagoError) -> DataResponse {
-        guard var url = request.url, canLoad(url) else {
-            throw .invalidURL(request.url?.absoluteString ?? "")
-        }
+        // libcurl beneath URLSession on Linux would put a CR or LF in a header on the
+        // wire as it is: the fields are checked here.
+        let (url, _) = try HTTPLoaderConfiguration.checked(request, over: configuration.httpAdditionalHeaders)
         #if canImport(CCurl)
         if url.host?.contains(":") == true {
             let loader = literalIPv6Loader.withLock { loader in
@@ -114,15 +114,7 @@ public final class URLSessionDataLoader: DataLoading {
         }
         #endif
         var request = request
-        if let normalized = url.withLowercasedScheme {
-            url = normalized
-            request.url = normalized
-        }
-        // libcurl beneath URLSession on Linux would put a CR or LF in a header on the
-        // wire as it is.
-        _ = try HTTPHeaderFields.merge(request.allHTTPHeaderFields ?? [:], over: configuration.httpAdditionalHeaders, url: url)
-        // Cheap exit for the common "cancelled while queued" case: no task at all.
-        if Task.isCancelled { throw .cancelled }
+        request.url = url
 
         let transfer = Transfer(
             url: url, method: request.httpMethod ?? "GET",

@@ -38,7 +38,7 @@ enum Soak {
             let keyBytes = bytes.dropFirst(RecordFormat.headerSize).prefix(header.keyCount)
             let key = String(decoding: keyBytes, as: UTF8.self)
             guard DiskCache.fileName(forKey: key) == name,
-                  case .hit = RecordFile.read(path, key: key, at: 0, touchInterval: .infinity, isExpired: { _ in false })
+                  case .found = RecordFile.read(path, key: key, wholeBody: true, at: 0, touchInterval: .infinity, isExpired: { _ in false })
             else {
                 bad.append(name)
                 continue

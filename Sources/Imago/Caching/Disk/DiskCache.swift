@@ -130,6 +130,9 @@ public final class DiskCache: Sendable {
 
     /// At most this many bytes wait in memory for the disk; beyond it, writes are
     /// dropped rather than letting a slow disk grow the process without bound.
+    /// The disk tier of `ImageLoader.shared`, in `DiskCache.defaultDirectory`.
+    public static let shared = DiskCache()
+
     static let maximumPendingBytes = 64 << 20
     /// A read marks a file as used (its modification time) only when the last mark
     /// is older than this, so a hot record does not cost an inode write per hit.
@@ -246,32 +249,8 @@ public final class DiskCache: Sendable {
     /// `maximumAge`. Reads the file on the calling thread; a damaged, foreign or
     /// expired file is deleted and reported as nil.
     @_spi(Internals) public func record(forKey key: String) -> Record? {
-        let name = Self.fileName(forKey: key)
-        let time = now().timeIntervalSince1970
-        switch state.withLock({ $0.lookUp(name, key: key, at: time) }) {
-        case .answer(let record):
-            return record
-        case .expired:
-            deleteFiles([name])
-            return nil
-        case .readFile:
-            break
-        }
-
-        let outcome = RecordFile.read(filePath(name), key: key, at: time, touchInterval: Self.touchInterval) { storedAt in
-            maximumAge.map { time - storedAt > $0 } ?? false
-        }
-        switch outcome {
-        case .missing:
-            noteMissing()
-            return nil
-        case .invalid(let identity, let expired):
-            dropInvalidFile(name, identity: identity, expired: expired)
-            return nil
-        case .hit(let record, let size):
-            deleteFiles(state.withLock { $0.noteHit(name, size: size, at: time) })
-            return record
-        }
+        guard case .record(let record)? = read(key, wholeBody: true) else { return nil }
+        return record
     }
 
     /// The metadata stored under `key` and the length of the body stored with it,
@@ -280,20 +259,27 @@ public final class DiskCache: Sendable {
     /// covers the body and is checked only by `record(forKey:)`, which the caller
     /// uses for the body.
     func recordHead(forKey key: String) -> (metadata: Data, bodyCount: Int)? {
+        guard case .head(let metadata, let bodyCount)? = read(key, wholeBody: false) else { return nil }
+        return (metadata, bodyCount)
+    }
+
+    /// The record under `key` (or its head, without the body), from the writes
+    /// still waiting or from its file; an expired, damaged or foreign file is deleted.
+    private func read(_ key: String, wholeBody: Bool) -> RecordFile.Found? {
         let name = Self.fileName(forKey: key)
         let time = now().timeIntervalSince1970
-        // A hit is counted when the body is read, if it is.
-        switch state.withLock({ $0.lookUp(name, key: key, at: time, countingHit: false) }) {
+        // A head alone counts no hit: it is counted when the body is read, if it is.
+        switch state.withLock({ $0.lookUp(name, key: key, at: time, countingHit: wholeBody) }) {
         case .answer(let record):
-            return record.map { ($0.metadata, $0.data.count) }
+            return record.map { wholeBody ? .record($0) : .head(metadata: $0.metadata, bodyCount: $0.data.count) }
         case .expired:
             deleteFiles([name])
             return nil
         case .readFile:
             break
         }
-        let outcome = RecordFile.readHead(filePath(name), key: key) { storedAt in
-            maximumAge.map { time - storedAt > $0 } ?? false
+        let outcome = RecordFile.read(filePath(name), key: key, wholeBody: wholeBody, at: time, touchInterval: Self.touchInterval) {
+            storedAt in maximumAge.map { time - storedAt > $0 } ?? false
         }
         switch outcome {
         case .missing:
@@ -302,8 +288,9 @@ public final class DiskCache: Sendable {
         case .invalid(let identity, let expired):
             dropInvalidFile(name, identity: identity, expired: expired)
             return nil
-        case .head(let metadata, let bodyCount):
-            return (metadata, bodyCount)
+        case .found(let found, let size):
+            if wholeBody { deleteFiles(state.withLock { $0.noteHit(name, size: size, at: time) }) }
+            return found
         }
     }
 
