@@ -2,7 +2,7 @@
 # missing) and says what it is doing.
 
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libavif-dev libheif-dev libcurl4-openssl-dev libhiredis-dev
+DEBIAN_PACKAGES := pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libavif-dev libheif-dev libcurl4-openssl-dev libhiredis-dev liblcms2-dev
 # Warnings are errors in every build the Makefile makes.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 # The tool as a user would install it: Swift's own libraries linked in, so the process
@@ -30,7 +30,9 @@ GTK_PACKAGES := libgtk-4-dev xvfb xauth
 # Programs the tests run, beyond Debian's essential packages, the Swift toolchain and
 # Imago's own executables: scripts/check-test-programs.sh holds every test to the
 # packages `make test` installs, so the suite passes on a fresh machine.
-TEST_PACKAGES := mount redis-server redis-tools
+# Colour management is checked against Pillow's ImageCms (Little CMS) with colord's
+# profiles (Adobe RGB, ProPhoto, sRGB); AVIF and HEIF ones by avifenc and heif-enc.
+TEST_PACKAGES := mount redis-server redis-tools python3-minimal python3-pil colord-data libavif-bin libheif-examples
 # The tests start their own Redis servers on free loopback ports; the system service
 # Debian's redis-server starts on installation is stopped and disabled, so nothing
 # listens on 6379 for them to meet by accident.
@@ -214,7 +216,7 @@ MAKE_PHOTOS = if [ ! -f $(BENCH_DIR)/photos/.complete ] || [ ! -f $(BENCH_DIR)/l
 # photos; then `imago fetch` end to end over HTTP from nginx on 127.0.0.1 against
 # Python aiohttp + Pillow and the limit (Benchmarks/e2e.py). The photos are made
 # once from the shared corpus into $(BENCH_DIR).
-bench: DEBIAN_PACKAGES += libturbojpeg0-dev gcc nginx-light curl
+bench: DEBIAN_PACKAGES += libturbojpeg0-dev gcc nginx-light curl colord-data
 bench: deps
 	@echo "==> Building the imago tool and the benchmark program (release)"
 	@mkdir -p .build; $(TOOL_BUILD)
@@ -228,7 +230,8 @@ bench: deps
 	@$(MAKE_PHOTOS)
 	@echo "==> Benchmarking: $(BENCH_RUNS) rounds of each measure, release build, all cores"
 	@$(BENCH) --photos $(BENCH_DIR)/photos --large $(BENCH_DIR)/large --avif $(BENCH_DIR)/avif --runs $(BENCH_RUNS) \
-	  --pillow Benchmarks/pillow_thumbnails.py --libjpeg $(BENCH_DIR)/tj_decode
+	  --pillow Benchmarks/pillow_thumbnails.py --libjpeg $(BENCH_DIR)/tj_decode \
+	  --profile /usr/share/color/icc/colord/AdobeRGB1998.icc
 	@echo "==> End to end: imago fetch over HTTP from nginx on 127.0.0.1 against Python aiohttp + Pillow and the limit"
 	@python3 Benchmarks/e2e.py --imago .build/release/imago --tj-decode $(BENCH_DIR)/tj_decode \
 	  --photos $(BENCH_DIR)/photos --rounds $(BENCH_RUNS)

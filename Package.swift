@@ -58,6 +58,11 @@ let package = Package(
         // hiredis (0.14 on Debian 12) for the shared cache tier on Redis and Redis
         // Cluster. No pkgConfig: hiredis.pc adds -D_FILE_OFFSET_BITS=64, which SwiftPM
         // refuses with a warning on every build, and the header is in /usr/include.
+        // Little CMS for colour management: small (one library, no dependencies), so
+        // linked rather than opened at first use.
+        .systemLibrary(
+            name: "CLCMS2", pkgConfig: "lcms2",
+            providers: [.apt(["liblcms2-dev"])]),
         .systemLibrary(
             name: "CHiredis",
             providers: [.apt(["libhiredis-dev"])]),
@@ -83,6 +88,7 @@ let package = Package(
                 .target(name: "CLibTIFF", condition: linux),
                 .target(name: "CLibAVIF", condition: linux),
                 .target(name: "CLibHEIF", condition: linux),
+                .target(name: "CLCMS2", condition: linux),
                 .target(name: "CImagoSystem", condition: linux),
                 .target(name: "CCurl", condition: linux),
                 .target(name: "CHiredis", condition: linux),

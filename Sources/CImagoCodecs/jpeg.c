@@ -24,6 +24,8 @@ struct imago_jpeg {
     // far as it goes rather than refused.
     int allows_truncation;
     int truncated;
+    // The ICC profile reassembled from the APP2 markers (malloc'd by libjpeg), or NULL.
+    JOCTET *icc;
 };
 
 static void imago_jpeg_error_exit(j_common_ptr cinfo) {
@@ -85,12 +87,14 @@ imago_jpeg *imago_jpeg_create(const uint8_t *data, size_t size) {
     jpeg->created = 1;
     jpeg_mem_src(&jpeg->cinfo, data, (unsigned long)size);
     jpeg_save_markers(&jpeg->cinfo, JPEG_APP0 + 1, 0xFFFF);
+    jpeg_save_markers(&jpeg->cinfo, JPEG_APP0 + 2, 0xFFFF);
     return jpeg;
 }
 
 void imago_jpeg_destroy(imago_jpeg *jpeg) {
     if (jpeg == NULL) return;
     if (jpeg->created) jpeg_destroy_decompress(&jpeg->cinfo);
+    free(jpeg->icc);
     free(jpeg);
 }
 
@@ -137,6 +141,13 @@ int imago_jpeg_read_header(imago_jpeg *jpeg, imago_jpeg_info *info) {
             info->exif_length = m->data_length - 6;
             break;
         }
+    }
+    // Its chunks, in sequence order across APP2 markers; a profile whose chunks are
+    // missing or numbered wrongly is left out (libjpeg only warns).
+    unsigned int icc_length = 0;
+    if (jpeg->icc == NULL && jpeg_read_icc_profile(c, &jpeg->icc, &icc_length) && jpeg->icc != NULL) {
+        info->icc = jpeg->icc;
+        info->icc_length = icc_length;
     }
     return 0;
 }

@@ -20,6 +20,8 @@ struct imago_png {
     int message_is_own;
     uint64_t deadline;
     int timed_out;
+    // Set when the caller converts the colours itself: libpng then leaves gAMA alone.
+    int leaves_gamma;
 };
 
 static void imago_png_error(png_structp png, png_const_charp message) {
@@ -119,6 +121,20 @@ int imago_png_read_header(imago_png *reader, imago_png_info *info) {
         info->exif = exif;
         info->exif_length = exif_length;
     }
+    png_charp icc_name = NULL;
+    int compression = 0;
+    png_bytep icc = NULL;
+    png_uint_32 icc_length = 0;
+    if (png_get_iCCP(png, pinfo, &icc_name, &compression, &icc, &icc_length) != 0 && icc != NULL) {
+        info->icc = icc;
+        info->icc_length = icc_length;
+    }
+    int intent = 0;
+    info->srgb = png_get_sRGB(png, pinfo, &intent) != 0;
+    double gamma = 0;
+    if (png_get_gAMA(png, pinfo, &gamma) != 0) info->gamma = gamma;
+    double *c = info->chromaticities;
+    info->has_chromaticities = png_get_cHRM(png, pinfo, &c[0], &c[1], &c[2], &c[3], &c[4], &c[5], &c[6], &c[7]) != 0;
     return 0;
 }
 
@@ -154,8 +170,8 @@ static void imago_png_push_info(png_structp png, png_infop info) {
     }
     // Files without gAMA (or with sRGB) are left as they are; a gAMA other than
     // sRGB's is converted, as browsers do.
-    png_set_gamma(png, PNG_DEFAULT_sRGB, PNG_DEFAULT_sRGB);
     imago_png_push *push = (imago_png_push *)png_get_progressive_ptr(png);
+    if (!push->reader->leaves_gamma) png_set_gamma(png, PNG_DEFAULT_sRGB, PNG_DEFAULT_sRGB);
     // Without interlace handling the push reader hands each pass's rows as they are
     // stored: the pass's own pixels, packed.
     if (push->pass_sink == NULL) png_set_interlace_handling(png);
@@ -210,6 +226,10 @@ static void imago_png_push_end(png_structp png, png_infop info) {
     imago_png_push *push = (imago_png_push *)png_get_progressive_ptr(png);
     push->complete = 1;
     push->ended = 1;
+}
+
+void imago_png_leave_gamma(imago_png *reader) {
+    reader->leaves_gamma = 1;
 }
 
 void imago_png_set_deadline(imago_png *reader, uint64_t deadline) {

@@ -45,6 +45,10 @@ public struct DecodedImage: Sendable {
     /// rather than wrapping these pixels again; nil for a decoded file. Anything made
     /// from this image (fitted, processed) has none: its pixels are its own.
     package var platformOrigin: (any AnyObject & Sendable)?
+    /// What the decoder set aside rather than fail for, in words: an embedded colour
+    /// profile that was damaged, or did not fit the pixels, and was ignored (the image
+    /// then shows as untagged, in sRGB). Empty for most images.
+    public var notes: [String] = []
 
     /// Makes a decoded image from frames already decoded. `frames` must not be
     /// empty; an animation holds all of them, so prefer a decoder's on-demand frames

@@ -8,7 +8,7 @@ import ImagoCommandLine
 let benchCommand = Command(
     name: "bench",
     invocation: "imago-bench",
-    synopsis: "--photos DIR [--large DIR] [--avif DIR] [--runs N] [--pillow SCRIPT] [--libjpeg BINARY] [--json] | --processors [--runs N] [--json] | --only scheduler,memory-tier",
+    synopsis: "--photos DIR [--large DIR] [--avif DIR] [--profile ICC [--colour-only]] [--runs N] [--pillow SCRIPT] [--libjpeg BINARY] [--json] | --processors [--runs N] [--json] | --only scheduler,memory-tier",
     summary: """
         Benchmark full decodes and 256 px thumbnails of a photo set on all cores against \
         Pillow and libjpeg-turbo, and the peak memory of thumbnails of large photos; \
@@ -19,6 +19,8 @@ let benchCommand = Command(
         .value("--photos", "DIR", "the web-size photo set (every *.jpg in DIR)"),
         .value("--large", "DIR", "large (4000 px) JPEGs for the memory figures; none without it"),
         .value("--avif", "DIR", "web-size AVIF photos (every *.avif in DIR) for AVIF rows against Pillow"),
+        .value("--profile", "ICC", "an ICC profile embedded in every photo for rows of tagged against untagged decodes"),
+        .flag("--colour-only", "with --profile: only the tagged-against-untagged rows"),
         .value("--runs", "N", "rounds of every measure; the median and the minimum are reported (default 5)"),
         .value("--pillow", "SCRIPT", "the Pillow baseline, Benchmarks/pillow_thumbnails.py"),
         .value("--libjpeg", "BINARY", "the libjpeg-turbo baseline, built from Benchmarks/tj_decode.c"),
@@ -41,6 +43,8 @@ struct BenchSettings {
     var runs = 5
     var pillow: String?
     var libjpeg: String?
+    var profile: String?
+    var colourOnly = false
     var json = false
 }
 
@@ -77,6 +81,7 @@ private func runBench(_ arguments: Arguments) async -> Int32 {
     do {
         let report = try measure(settings)
         if settings.json { report.printJSON() } else { report.printTable() }
+        if settings.colourOnly { return ExitStatus.success }
         await printSchedulerFigures(json: settings.json)
         let photos = try files(in: settings.photos, ext: "jpg").map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
         try CacheBenchmark.printFigures(photos: photos, json: settings.json)
@@ -120,6 +125,8 @@ private func benchSettings(_ arguments: Arguments) throws(UsageError) -> BenchSe
     settings.runs = try arguments.integer("--runs", in: 1...1000) ?? settings.runs
     settings.pillow = arguments.string("--pillow")
     settings.libjpeg = arguments.string("--libjpeg")
+    settings.profile = arguments.string("--profile")
+    settings.colourOnly = arguments.flag("--colour-only")
     settings.json = arguments.flag("--json")
     return settings
 }
@@ -141,7 +148,13 @@ private func measure(_ settings: BenchSettings) throws -> BenchReport {
     Progress.show("warming up")
     _ = try timeDecoding(photos, options: DecodingOptions())
     _ = try timeDecoding(photos, options: thumbnail)
+    if settings.colourOnly {
+        report.rows = try takeRounds(colourMeasures(settings, photos: photos), runs: settings.runs)
+        Progress.clear()
+        return report
+    }
     report.rows = try takeRounds(timeMeasures(settings, photos: photos), runs: settings.runs)
+    report.rows += try takeRounds(colourMeasures(settings, photos: photos), runs: settings.runs)
     report.rows += try takeRounds(avifMeasures(settings), runs: settings.runs)
     report.rows += try takeRounds(memoryMeasures(settings, largeFiles: largeFiles), runs: settings.runs)
     Progress.clear()
@@ -195,6 +208,31 @@ private func timeMeasures(_ settings: BenchSettings, photos: [Data]) -> [Planned
         plan.append(PlannedMeasure(measure: .thumbnails(photos.count)) { (try timeDecoding(photos, options: thumbnail), nil) })
     }
     return plan
+}
+
+/// The photos with an ICC profile embedded (an APP2 marker after SOI, as cameras and
+/// editors write it) decoded in full and to thumbnails, against the same untagged:
+/// what colour management costs.
+private func colourMeasures(_ settings: BenchSettings, photos: [Data]) throws -> [PlannedMeasure] {
+    guard let path = settings.profile else { return [] }
+    let profile = try Data(contentsOf: URL(fileURLWithPath: path))
+    guard profile.count + 16 < 65535 else { throw BenchError(message: "\(path) is too large for one APP2 marker") }
+    let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+    let length = 2 + 14 + profile.count
+    var marker = Data([0xFF, 0xE2, UInt8(length >> 8), UInt8(length & 0xFF)])
+    marker += Data("ICC_PROFILE".utf8) + Data([0, 1, 1])
+    marker += profile
+    let tagged = photos.map { $0.prefix(2) + marker + $0.dropFirst(2) }
+    let thumbnail = DecodingOptions(targetSize: .thumbnail(benchThumbnailSize))
+    _ = try timeDecoding(tagged, options: DecodingOptions())
+    return [
+        PlannedMeasure(measure: .taggedFullDecode(photos.count, profile: name)) {
+            (try timeDecoding(tagged, options: DecodingOptions()), try timeDecoding(photos, options: DecodingOptions()))
+        },
+        PlannedMeasure(measure: .taggedThumbnails(photos.count, profile: name)) {
+            (try timeDecoding(tagged, options: thumbnail), try timeDecoding(photos, options: thumbnail))
+        },
+    ]
 }
 
 /// AVIF decoded in full and to thumbnails against Pillow's own AVIF decoder (libavif

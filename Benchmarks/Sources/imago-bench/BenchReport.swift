@@ -54,6 +54,16 @@ struct Measure: Sendable {
                 goal: Goal(text: "no slower than Pillow", maximumRatio: 1))
     }
 
+    static func taggedFullDecode(_ photos: Int, profile: String) -> Measure {
+        Measure(name: "full decode, \(photos) photos tagged \(profile)", unit: .seconds, baseline: "untagged",
+                goal: Goal(text: "≤ 1.15× untagged", maximumRatio: 1.15))
+    }
+
+    static func taggedThumbnails(_ photos: Int, profile: String) -> Measure {
+        Measure(name: "thumbnails \(benchThumbnailSize) px, \(photos) photos tagged \(profile)", unit: .seconds,
+                baseline: "untagged", goal: Goal(text: "≤ 1.15× untagged", maximumRatio: 1.15))
+    }
+
     static func fullDecode(_ photos: Int) -> Measure {
         Measure(name: "full decode, \(photos) photos", unit: .seconds, baseline: nil, goal: nil)
     }

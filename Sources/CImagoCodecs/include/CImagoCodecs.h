@@ -41,6 +41,10 @@ typedef struct {
     /// The payload of the first APP1 "Exif" marker (after the 6-byte "Exif\0\0"), or NULL.
     const uint8_t *exif;
     size_t exif_length;
+    /// The ICC profile of the APP2 "ICC_PROFILE" markers, its chunks joined, or NULL.
+    /// Valid until the decompressor is destroyed.
+    const uint8_t *icc;
+    size_t icc_length;
 } imago_jpeg_info;
 
 /// Returns NULL only when memory for the decompressor cannot be had. `data` must
@@ -99,6 +103,16 @@ typedef struct {
     /// The eXIf chunk's payload (a TIFF header and IFDs), or NULL.
     const uint8_t *exif;
     size_t exif_length;
+    /// The iCCP chunk's profile, decompressed, or NULL; valid until the reader is destroyed.
+    const uint8_t *icc;
+    size_t icc_length;
+    /// An sRGB chunk.
+    int32_t srgb;
+    /// The gAMA chunk's file gamma (0.45455 for 1/2.2), or 0 without one.
+    double gamma;
+    /// A cHRM chunk, and its white, red, green and blue points as x, y pairs.
+    int32_t has_chromaticities;
+    double chromaticities[8];
 } imago_png_info;
 
 /// Returns NULL only when memory for the reader cannot be had. `data` must outlive it.
@@ -123,9 +137,14 @@ enum {
     IMAGO_PNG_PARTIAL = 2,
 };
 
+/// Leaves the gAMA chunk to the caller, who converts the colours itself (with the
+/// file's profile, cICP or chromaticities): the pixels come as stored. Call before
+/// reading pixels.
+void imago_png_leave_gamma(imago_png *png);
+
 /// Decodes the image as 8-bit RGBA with straight alpha into `pixels`, `stride` bytes
 /// a row: palettes and gray expanded, tRNS made alpha, 16 bits scaled to 8 with
-/// rounding, Adam7 reassembled, gAMA applied. Damage anywhere (a CRC, the zlib
+/// rounding, Adam7 reassembled, gAMA applied (unless left to the caller). Damage anywhere (a CRC, the zlib
 /// stream) is an error. Data that ends early keeps the rows it holds, the others
 /// transparent (for Adam7, the passes received, each pixel widened over its block);
 /// `*partial` says how much there was. Data that ends before the first row is an error.

@@ -38,14 +38,25 @@ extension ImageDecoders {
             let orientation = cursor.orientation
             let firstFrame = DecodedImage.Frame(bitmap: first, duration: durations[0])
             guard durations.count > 1 else {
-                return DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: 0, format: .avif, orientation: orientation)
+                var image = DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: 0, format: .avif, orientation: orientation)
+                if let note = cursor.colourNote { image.notes.append(note) }
+                return image
             }
             let pinned = PinnedBytes(bytes)
             let animation = DecodedImage.AnimatedFrames(
                 frameCount: durations.count, durations: durations, loopCount: 0,
                 width: first.width, height: first.height, retainedCost: pinned.count,
                 open: { () throws(ImagoError) in try AVIFFrameCursor(pinned.buffer, options: options, keeping: pinned) })
-            return DecodedImage(firstFrame: firstFrame, animation: animation, loopCount: 0, format: .avif, orientation: orientation)
+            var image = DecodedImage(firstFrame: firstFrame, animation: animation, loopCount: 0, format: .avif, orientation: orientation)
+            if let note = cursor.colourNote { image.notes.append(note) }
+            return image
+        }
+
+        /// The image's colours: its ICC profile (`colr` of type `prof`/`rICC`), else its
+        /// CICP code points (`colr` of type `nclx`, or the AV1 sequence header's).
+        static func colours(_ image: avifImage) -> ColourDescription? {
+            if image.icc.size > 0, let data = image.icc.data { return .icc(Data(bytes: data, count: image.icc.size)) }
+            return .cicp(primaries: Int(image.colorPrimaries), transfer: Int(image.transferCharacteristics))
         }
 
         /// The EXIF orientation equal to the file's `irot` (anticlockwise quarter turns)
@@ -99,6 +110,8 @@ final class AVIFFrameCursor: FrameProducing {
     let durations: [Double]
     /// The first frame's transforms; found when it is decoded.
     private(set) var orientation = ImageOrientation.up
+    /// Why the file's colour description was ignored, if it was.
+    private(set) var colourNote: String?
     private var index = 0
 
     /// Parses `bytes`, which must stay valid for the cursor's life (they are
@@ -195,10 +208,27 @@ final class AVIFFrameCursor: FrameProducing {
         if index == 0 { orientation = ImageDecoders.AVIF.orientation(image.pointee) }
         try deadline.check(.avif)
         let (width, height, decoder, avif) = (self.width, self.height, self.decoder, self.avif)
-        let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+        let colours = ImageDecoders.AVIF.colours(image.pointee)
+        let plan = ColourManagement.plan(for: colours)
+        if case .ignored(let note) = plan { colourNote = note }
+        var bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
             var rgb = avifRGBImage()
             avif.rgbImageSetDefaults(&rgb, image)
             rgb.format = AVIF_RGB_FORMAT_RGBA
+            if case .toneMap(let mapping) = plan {
+                // PQ and HLG: 16 bits a channel, so the tone mapping sees all 10 or 12.
+                try options.checkMemory(width * height * 8, format: .avif)
+                let wide = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: width * height * 4)
+                defer { wide.deallocate() }
+                rgb.depth = 16
+                rgb.alphaPremultiplied = AVIF_FALSE
+                rgb.pixels = UnsafeMutableRawPointer(wide.baseAddress!).assumingMemoryBound(to: UInt8.self)
+                rgb.rowBytes = UInt32(width * 8)
+                let converted = avif.imageYUVToRGB(image, &rgb)
+                guard converted == AVIF_RESULT_OK else { throw Self.fail(avif, decoder, converted, "frame \(number) could not be converted to RGBA") }
+                mapping.render(wide.baseAddress!, width: width, height: height, rowLength: width * 4, into: pixels)
+                return
+            }
             rgb.depth = 8
             rgb.alphaPremultiplied = AVIF_TRUE
             rgb.pixels = pixels.baseAddress!.assumingMemoryBound(to: UInt8.self)
@@ -206,6 +236,7 @@ final class AVIFFrameCursor: FrameProducing {
             let converted = avif.imageYUVToRGB(image, &rgb)
             guard converted == AVIF_RESULT_OK else { throw Self.fail(avif, decoder, converted, "frame \(number) could not be converted to RGBA") }
         }
+        if case .transform(let transform) = plan { bitmap = transform.apply(bitmap) }
         index += 1
         try deadline.check(.avif)
         return options.appliesOrientation ? bitmap.applying(orientation) : bitmap

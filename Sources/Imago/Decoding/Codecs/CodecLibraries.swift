@@ -73,6 +73,16 @@ struct LibHEIF: @unchecked Sendable {
     let imageGetWidth: @convention(c) (OpaquePointer?, heif_channel) -> Int32
     let imageGetHeight: @convention(c) (OpaquePointer?, heif_channel) -> Int32
     let imageGetPlaneReadonly: @convention(c) (OpaquePointer?, heif_channel, UnsafeMutablePointer<Int32>?) -> UnsafePointer<UInt8>?
+    // The colour description: an ICC profile, or CICP code points (nclx).
+    let imageHandleGetColorProfileType: @convention(c) (OpaquePointer?) -> heif_color_profile_type
+    let imageHandleGetRawColorProfileSize: @convention(c) (OpaquePointer?) -> Int
+    let imageHandleGetRawColorProfile: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> heif_error
+    let imageHandleGetNclxColorProfile: @convention(c) (
+        OpaquePointer?, UnsafeMutablePointer<UnsafeMutablePointer<heif_color_profile_nclx>?>?
+    ) -> heif_error
+    let nclxColorProfileFree: @convention(c) (UnsafeMutablePointer<heif_color_profile_nclx>?) -> Void
+    let imageHandleGetLumaBitsPerPixel: @convention(c) (OpaquePointer?) -> Int32
+    let imageGetBitsPerPixelRange: @convention(c) (OpaquePointer?, heif_channel) -> Int32
 
     /// libheif, opened and initialised (it loads its codec plugins) on first use.
     static let shared: Result<LibHEIF, ImagoError> = Result { () throws(ImagoError) in
@@ -97,7 +107,14 @@ struct LibHEIF: @unchecked Sendable {
             imageRelease: load("heif_image_release"),
             imageGetWidth: load("heif_image_get_width"),
             imageGetHeight: load("heif_image_get_height"),
-            imageGetPlaneReadonly: load("heif_image_get_plane_readonly"))
+            imageGetPlaneReadonly: load("heif_image_get_plane_readonly"),
+            imageHandleGetColorProfileType: load("heif_image_handle_get_color_profile_type"),
+            imageHandleGetRawColorProfileSize: load("heif_image_handle_get_raw_color_profile_size"),
+            imageHandleGetRawColorProfile: load("heif_image_handle_get_raw_color_profile"),
+            imageHandleGetNclxColorProfile: load("heif_image_handle_get_nclx_color_profile"),
+            nclxColorProfileFree: load("heif_nclx_color_profile_free"),
+            imageHandleGetLumaBitsPerPixel: load("heif_image_handle_get_luma_bits_per_pixel"),
+            imageGetBitsPerPixelRange: load("heif_image_get_bits_per_pixel_range"))
         let started = heif.initialize(nil)
         guard started.code == heif_error_Ok else {
             throw .decodingFailed(

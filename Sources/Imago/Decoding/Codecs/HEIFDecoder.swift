@@ -70,12 +70,19 @@ extension ImageDecoders {
             let hasAlpha = heif.imageHandleHasAlphaChannel(handle) != 0
             let premultiplied = heif.imageHandleIsPremultipliedAlpha(handle) != 0
 
+            let colours = Self.colours(heif, handle)
+            let plan = ColourManagement.plan(for: colours)
+            var mapping: HDRToneMapping?
+            if case .toneMap(let toneMapping) = plan, heif.imageHandleGetLumaBitsPerPixel(handle) > 8 { mapping = toneMapping }
+
             guard let decoding = heif.decodingOptionsAlloc() else { throw Self.failure("out of memory", nil) }
             defer { heif.decodingOptionsFree(decoding) }
-            decoding.pointee.convert_hdr_to_8bit = 1
+            // PQ and HLG keep their 10 or 12 bits for the tone mapping.
+            decoding.pointee.convert_hdr_to_8bit = mapping == nil ? 1 : 0
             var image: OpaquePointer?
-            try check(heif.decodeImage(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, decoding),
-                      "the image data is corrupt")
+            try check(heif.decodeImage(
+                handle, &image, heif_colorspace_RGB, mapping == nil ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RRGGBBAA_LE,
+                decoding), "the image data is corrupt")
             guard let image else { throw Self.failure("the image data is corrupt", nil) }
             defer { heif.imageRelease(image) }
             try deadline.check(.heic)
@@ -85,10 +92,33 @@ extension ImageDecoders {
             let outWidth = Int(heif.imageGetWidth(image, heif_channel_interleaved))
             let outHeight = Int(heif.imageGetHeight(image, heif_channel_interleaved))
             var stride: Int32 = 0
+            let bytesPerPixel = mapping == nil ? 4 : 8
             guard outWidth > 0, outHeight > 0, outWidth <= max(width, height), outHeight <= max(width, height),
                   let plane = heif.imageGetPlaneReadonly(image, heif_channel_interleaved, &stride),
-                  Int(stride) >= outWidth * 4
+                  Int(stride) >= outWidth * bytesPerPixel
             else { throw Self.failure("libheif returned no pixels", nil) }
+
+            if let mapping {
+                let bits = Int(heif.imageGetBitsPerPixelRange(image, heif_channel_interleaved))
+                guard (9...16).contains(bits) else { throw Self.failure("libheif returned \(bits)-bit pixels", nil) }
+                try options.checkMemory(outWidth * outHeight * 8, format: .heic)
+                let bitmap = try Bitmap.make(width: outWidth, height: outHeight) { pixels in
+                    // libheif's values run to the bit depth; the mapping takes 16 bits.
+                    let wide = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: outWidth * 4)
+                    defer { wide.deallocate() }
+                    for y in 0..<outHeight {
+                        let row = UnsafeRawPointer(plane + y * Int(stride))
+                        for i in 0..<outWidth * 4 {
+                            let v = UInt32(UInt16(littleEndian: row.loadUnaligned(fromByteOffset: i * 2, as: UInt16.self)))
+                            wide[i] = UInt16(min(65535, (v << (16 - bits)) | (v >> (2 * bits - 16))))
+                        }
+                        let out = UnsafeMutableRawBufferPointer(rebasing: pixels[(y * outWidth * 4)..<((y + 1) * outWidth * 4)])
+                        mapping.render(wide.baseAddress!, width: outWidth, height: 1, rowLength: outWidth * 4, into: out)
+                    }
+                }
+                try deadline.check(.heic)
+                return DecodedImage(bitmap: bitmap, format: .heic)
+            }
 
             let bitmap = try Bitmap.make(width: outWidth, height: outHeight) { pixels in
                 for y in 0..<outHeight {
@@ -97,7 +127,23 @@ extension ImageDecoders {
                 if hasAlpha && !premultiplied { pixels.premultiplyRGBA(count: outWidth * outHeight) }
             }
             try deadline.check(.heic)
-            return DecodedImage(bitmap: bitmap, format: .heic)
+            return ColourManagement.convert(DecodedImage(bitmap: bitmap, format: .heic), description: colours)
+        }
+
+        /// The primary image's colours: its ICC profile, else its CICP code points (nclx).
+        static func colours(_ heif: LibHEIF, _ handle: OpaquePointer) -> ColourDescription? {
+            let type = heif.imageHandleGetColorProfileType(handle)
+            if type == heif_color_profile_type_prof || type == heif_color_profile_type_rICC {
+                let size = heif.imageHandleGetRawColorProfileSize(handle)
+                guard size > 0, size < 64 << 20 else { return nil }
+                var data = Data(count: size)
+                let status = data.withUnsafeMutableBytes { heif.imageHandleGetRawColorProfile(handle, $0.baseAddress) }
+                return status.code == heif_error_Ok ? .icc(data) : nil
+            }
+            var nclx: UnsafeMutablePointer<heif_color_profile_nclx>?
+            guard heif.imageHandleGetNclxColorProfile(handle, &nclx).code == heif_error_Ok, let nclx else { return nil }
+            defer { heif.nclxColorProfileFree(nclx) }
+            return .cicp(primaries: Int(nclx.pointee.color_primaries.rawValue), transfer: Int(nclx.pointee.transfer_characteristics.rawValue))
         }
 
         static func failure(_ reason: String, _ message: String?) -> ImagoError {

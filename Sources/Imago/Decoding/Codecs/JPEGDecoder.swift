@@ -100,12 +100,28 @@ extension ImageDecoders {
             var outWidth: UInt32 = 0, outHeight: UInt32 = 0
             guard imago_jpeg_start(jpeg, Int32(denominator), &outWidth, &outHeight) == 0 else { throw fail() }
             let isCMYK = info.color_space == IMAGO_JPEG_CMYK || info.color_space == IMAGO_JPEG_YCCK
+            let profile = info.icc.map { ColourDescription.icc(Data(bytes: $0, count: info.icc_length)) }
+            // CMYK goes through its profile as it is decoded (there is no RGB to scale
+            // before); RGB and gray after scaling, so a thumbnail converts only its own
+            // pixels.
+            var cmykPlan = ColourManagement.Plan.none
+            if isCMYK, profile != nil { cmykPlan = ColourManagement.plan(for: profile, input: .cmyk(inverted: info.adobe != 0)) }
+            // At full size, RGB converts in the decode's own buffer: no copy.
+            var inPlace: ColourTransform?
+            if !isCMYK, options.targetSize == nil, case .transform(let transform) = ColourManagement.plan(for: profile) {
+                inPlace = transform
+            }
             let bitmap = try Bitmap.make(width: Int(outWidth), height: Int(outHeight)) { pixels throws(ImagoError) in
                 guard imago_jpeg_read_pixels(jpeg, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), Int(outWidth) * 4) == 0 else {
                     throw fail()
                 }
+                inPlace?.applyInPlace(pixels, count: Int(outWidth) * Int(outHeight))
                 if isCMYK {
-                    pixels.convertCMYKToRGBA(count: Int(outWidth) * Int(outHeight), inverted: info.adobe != 0)
+                    if case .transform(let transform) = cmykPlan {
+                        transform.applyCMYK(pixels, count: Int(outWidth) * Int(outHeight))
+                    } else {
+                        pixels.convertCMYKToRGBA(count: Int(outWidth) * Int(outHeight), inverted: info.adobe != 0)
+                    }
                 }
             }
             let isPartial = endsEarly || imago_jpeg_truncated(jpeg) != 0
@@ -115,7 +131,12 @@ extension ImageDecoders {
                 let (uprightWidth, uprightHeight) = applied.swapsDimensions ? (height, width) : (width, height)
                 upright = upright.fitted(to: target, sourceWidth: uprightWidth, sourceHeight: uprightHeight)
             }
-            return DecodedImage(bitmap: upright, format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial)
+            var image = DecodedImage(bitmap: upright, format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial)
+            if isCMYK || inPlace != nil {
+                if case .ignored(let note) = cmykPlan { image.notes.append(note) }
+                return image
+            }
+            return ColourManagement.convert(image, description: profile)
         }
 
         /// The largest DCT reduction (1/8, 1/4, 1/2) whose output still covers what

@@ -85,6 +85,8 @@ extension ImageDecoders {
                 ImageOrientation(exif: UnsafeBufferPointer(start: $0, count: info.exif_length))
             } ?? nil
             let applied = options.appliesOrientation ? orientation ?? .up : .up
+            let colours = Self.colourDescription(info, bytes)
+            if colours != nil { imago_png_leave_gamma(png) }
             imago_png_set_deadline(png, deadline.nanoseconds)
             var partial: Int32 = Int32(IMAGO_PNG_WHOLE)
             let upright: Bitmap
@@ -135,8 +137,41 @@ extension ImageDecoders {
             if partial != IMAGO_PNG_WHOLE && !allowsPartial {
                 throw .decodingFailed(format: .png, reason: "the data ends before the image does", codec: nil)
             }
-            let image = DecodedImage(bitmap: upright, format: .png, orientation: orientation ?? .up, isPartial: partial == IMAGO_PNG_PARTIAL)
+            // After scaling: a thumbnail converts only its own pixels.
+            let image = ColourManagement.convert(
+                DecodedImage(bitmap: upright, format: .png, orientation: orientation ?? .up, isPartial: partial == IMAGO_PNG_PARTIAL),
+                description: colours)
             return (image, partial != IMAGO_PNG_WHOLE)
+        }
+
+        /// The file's colours, by the PNG specification's order of precedence: `cICP`,
+        /// then `iCCP`, then `sRGB` (nothing to do), then `gAMA` with `cHRM`.
+        static func colourDescription(_ info: imago_png_info, _ bytes: UnsafeBufferPointer<UInt8>) -> ColourDescription? {
+            if let cicp = cicp(bytes) { return cicp }
+            if let icc = info.icc { return .icc(Data(bytes: icc, count: info.icc_length)) }
+            if info.srgb != 0 { return nil }
+            guard info.gamma > 0 else { return nil }
+            let chromaticities = info.has_chromaticities != 0
+                ? withUnsafeBytes(of: info.chromaticities) { Array($0.bindMemory(to: Double.self)) } : nil
+            return .gamma(info.gamma, chromaticities: chromaticities)
+        }
+
+        /// The `cICP` chunk before the image data (libpng 1.6.39 does not read it):
+        /// primaries and transfer of a full-range RGB image.
+        static func cicp(_ bytes: UnsafeBufferPointer<UInt8>) -> ColourDescription? {
+            var i = 8
+            while i + 8 <= bytes.count {
+                let length = Int(bytes[i]) << 24 | Int(bytes[i + 1]) << 16 | Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
+                let type = (bytes[i + 4], bytes[i + 5], bytes[i + 6], bytes[i + 7])
+                if type == (0x49, 0x44, 0x41, 0x54) { return nil }  // IDAT
+                if type == (0x63, 0x49, 0x43, 0x50), length == 4, i + 12 <= bytes.count {  // cICP
+                    // Only RGB (matrix 0) is valid in PNG.
+                    guard bytes[i + 10] == 0 else { return nil }
+                    return .cicp(primaries: Int(bytes[i + 8]), transfer: Int(bytes[i + 9]))
+                }
+                i += 12 + length
+            }
+            return nil
         }
     }
 }

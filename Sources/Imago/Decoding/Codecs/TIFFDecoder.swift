@@ -119,7 +119,8 @@ extension ImageDecoders {
                 else {
                     throw fail(source.pointee.ranOut ? "the data ends before the image does" : "the image data is corrupt")
                 }
-                return DecodedImage(bitmap: stream.finish(), format: .tiff, orientation: orientation)
+                return ColourManagement.convert(
+                    DecodedImage(bitmap: stream.finish(), format: .tiff, orientation: orientation), description: Self.profile(tiff))
             }
             try options.checkMemory(Int(width) * Int(height) * 4 * (applied == .up ? 1 : 2) + codecBytes, format: .tiff)
             let bitmap = try Bitmap.make(width: Int(width), height: Int(height)) { pixels throws(ImagoError) in
@@ -142,7 +143,20 @@ extension ImageDecoders {
                 #endif
             }
             let upright = bitmap.applying(applied)
-            return DecodedImage(bitmap: upright, format: .tiff, orientation: orientation)
+            return ColourManagement.convert(DecodedImage(bitmap: upright, format: .tiff, orientation: orientation), description: Self.profile(tiff))
+        }
+
+        /// The page's ICC profile (TIFFTAG_ICCPROFILE), or nil.
+        static func profile(_ tiff: OpaquePointer) -> ColourDescription? {
+            var count: UInt32 = 0
+            var data: UnsafeMutableRawPointer?
+            let found = withUnsafeMutablePointer(to: &count) { countPointer in
+                withUnsafeMutablePointer(to: &data) { dataPointer in
+                    withVaList([countPointer, dataPointer]) { TIFFVGetField(tiff, UInt32(TIFFTAG_ICCPROFILE), $0) } != 0
+                }
+            }
+            guard found, let data, count > 0 else { return nil }
+            return .icc(Data(bytes: data, count: Int(count)))
         }
 
         /// Reads the page a band of rows at a time (a strip's or a tile row's worth, as

@@ -53,8 +53,10 @@ extension ImageDecoders {
             let orientation = Self.orientation(demux)
             let appliedOrientation = options.appliesOrientation ? orientation : .up
 
+            let colours = Self.profile(demux)
             if config.input.has_animation != 0 {
-                return try decodeAnimation(bytes, demux: demux, config: &config, orientation: orientation, options: options, deadline: deadline)
+                let animation = try decodeAnimation(bytes, demux: demux, config: &config, orientation: orientation, options: options, deadline: deadline)
+                return ColourManagement.convert(animation, description: colours)
             }
 
             let width = Int(config.input.width), height = Int(config.input.height)
@@ -78,7 +80,18 @@ extension ImageDecoders {
             try options.checkMemory(outWidth * outHeight * 4 * (appliedOrientation == .up ? 1 : 2), format: .webp)
             let bitmap = try decodeStill(bytes, config: &config, width: outWidth, height: outHeight, deadline: deadline)
             try deadline.check(.webp)
-            return DecodedImage(bitmap: bitmap.applying(appliedOrientation), format: .webp, orientation: orientation)
+            // libwebp has scaled already: a thumbnail converts only its own pixels.
+            return ColourManagement.convert(
+                DecodedImage(bitmap: bitmap.applying(appliedOrientation), format: .webp, orientation: orientation), description: colours)
+        }
+
+        /// The ICCP chunk's profile, or nil.
+        private static func profile(_ demux: OpaquePointer) -> ColourDescription? {
+            var iterator = WebPChunkIterator()
+            guard WebPDemuxGetChunk(demux, "ICCP", 1, &iterator) != 0 else { return nil }
+            defer { WebPDemuxReleaseChunkIterator(&iterator) }
+            guard let start = iterator.chunk.bytes, iterator.chunk.size > 0 else { return nil }
+            return .icc(Data(bytes: start, count: iterator.chunk.size))
         }
 
         /// Decodes a still image at `width` × `height` (the scaled size when
