@@ -64,6 +64,16 @@ public struct ImageRequest: Sendable {
     /// Which caches the load reads and writes, and whether it may reach the origin;
     /// every tier by default.
     public var cachePolicy: CachePolicy
+    /// URLs tried in order when the load of `url` fails (not when it is cancelled),
+    /// each known by its own cache key: a mirror, a smaller rendition, a
+    /// placeholder. Used by `ImageLoader.image(for:)` and `data(for:)`; a task
+    /// (`task(with:)`) loads `url` alone.
+    public var alternativeURLs: [URL] = []
+    /// A URL loaded first while the loader is told the network is constrained
+    /// (`ImageLoader.isNetworkConstrained`: Low Data Mode, a metered link), with
+    /// `url` and the alternatives after it; SDWebImage's and Nuke's constrained
+    /// network variants.
+    public var constrainedURL: URL?
 
     /// The URL loaded.
     public var url: URL { urlRequest.url ?? URL(fileURLWithPath: "/") }

@@ -24,13 +24,18 @@ extension ImageLoader {
     /// the request's priority and bounded by `loadingTimeout`. The size and
     /// processors of `request` are ignored. Throws `ImagoError`, or
     /// `CancellationError` when the calling task is cancelled (which leaves the
-    /// shared transfer, stopped when nobody else waits).
+    /// shared transfer, stopped when nobody else waits). The request's alternative
+    /// and constrained URLs are tried as `image(for:)` tries them.
     ///
     /// ```swift
     /// let original = try await ImageLoader.shared.data(for: ImageRequest(url: photoURL))
     /// try original.data.write(to: URL(fileURLWithPath: "/tmp/photo.jpg"))
     /// ```
     public func data(for request: ImageRequest) async throws -> ImageDataResponse {
+        try await firstSuccess(of: request) { try await self.originalData(for: $0) }
+    }
+
+    private func originalData(for request: ImageRequest) async throws -> ImageDataResponse {
         guard request.urlRequest.url != nil, configuration.dataLoader.canLoad(request.url) else {
             throw ImagoError.invalidURL(request.url.absoluteString)
         }
