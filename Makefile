@@ -2,7 +2,7 @@
 # missing) and says what it is doing.
 
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libavif-dev libheif-dev libcurl4-openssl-dev libhiredis-dev liblcms2-dev
+DEBIAN_PACKAGES := pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libavif-dev libheif-dev libjxl-dev librsvg2-2 libcurl4-openssl-dev libhiredis-dev liblcms2-dev
 # Warnings are errors in every build the Makefile makes.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 # The tool as a user would install it: Swift's own libraries linked in, so the process
@@ -19,7 +19,7 @@ TOOL_BUILD = $(call RELEASE_BUILD,--product imago)
 BENCH_BUILD = $(call RELEASE_BUILD,--package-path Benchmarks --product imago-bench)
 BENCH = Benchmarks/.build/release/imago-bench
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := JPEG PNG GIF WebP BMP ICO TIFF AVIF HEIF HTTPHeaders DiskRecord
+FUZZ_TARGETS := JPEG PNG GIF WebP BMP ICO TIFF AVIF HEIF JXL SVG HTTPHeaders DiskRecord
 CORPUS ?= ../shared/corpus
 BENCH_DIR := .build/bench
 BENCH_RUNS ?= 5
@@ -31,8 +31,9 @@ GTK_PACKAGES := libgtk-4-dev xvfb xauth
 # Imago's own executables: scripts/check-test-programs.sh holds every test to the
 # packages `make test` installs, so the suite passes on a fresh machine.
 # Colour management is checked against Pillow's ImageCms (Little CMS) with colord's
-# profiles (Adobe RGB, ProPhoto, sRGB); AVIF and HEIF ones by avifenc and heif-enc.
-TEST_PACKAGES := mount redis-server redis-tools python3-minimal python3-pil colord-data libavif-bin libheif-examples
+# profiles (Adobe RGB, ProPhoto, sRGB); AVIF and HEIF ones by avifenc and heif-enc;
+# SVG against rsvg-convert, JPEG XL against djxl and cjxl.
+TEST_PACKAGES := mount redis-server redis-tools librsvg2-bin libjxl-tools python3-minimal python3-pil colord-data libavif-bin libheif-examples
 # The tests start their own Redis servers on free loopback ports; the system service
 # Debian's redis-server starts on installation is stopped and disabled, so nothing
 # listens on 6379 for them to meet by accident.
@@ -192,7 +193,7 @@ fuzz: deps
 	  echo "==> Building Fuzz$$t (libFuzzer + AddressSanitizer)"; \
 	  dir=$(CURDIR)/.build/fuzz/$$t; mkdir -p $$dir/corpus $$dir/crashes; \
 	  (cd Fuzz && $(SWIFT) build --scratch-path $(CURDIR)/.build/fuzz/build --product Fuzz$$t $(FUZZ_FLAGS)) || exit 1; \
-	  case $$t in JPEG) ext=jpg;; PNG) ext=png;; GIF) ext=gif;; WebP) ext=webp;; BMP) ext=bmp;; ICO) ext=ico;; TIFF) ext=tif;; AVIF) ext=avif;; HEIF) ext=heic;; *) ext=none;; esac; \
+	  case $$t in JPEG) ext=jpg;; PNG) ext=png;; GIF) ext=gif;; WebP) ext=webp;; BMP) ext=bmp;; ICO) ext=ico;; TIFF) ext=tif;; AVIF) ext=avif;; HEIF) ext=heic;; JXL) ext=jxl;; SVG) ext=svg;; *) ext=none;; esac; \
 	  find $(CORPUS) Tests/ImagoTests/Fixtures -name "*.$$ext" -size -256k 2>/dev/null | while read f; do \
 	    cp -f "$$f" "$$dir/corpus/$$(echo "$$f" | md5sum | cut -c1-16).$$ext"; done; \
 	  [ ! -d Fuzz/Seeds/$$t ] || cp -f Fuzz/Seeds/$$t/* $$dir/corpus/; \

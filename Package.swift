@@ -55,6 +55,12 @@ let package = Package(
         .systemLibrary(
             name: "CLibHEIF",
             providers: [.apt(["libheif-dev"])]),
+        // libjxl: headers only, opened at first use like libavif (it brings Highway,
+        // Brotli and Little CMS). librsvg needs no target: its few functions are
+        // declared in Swift (SVGDecoder.swift), its headers needing GLib's paths.
+        .systemLibrary(
+            name: "CLibJXL",
+            providers: [.apt(["libjxl-dev"])]),
         // hiredis (0.14 on Debian 12) for the shared cache tier on Redis and Redis
         // Cluster. No pkgConfig: hiredis.pc adds -D_FILE_OFFSET_BITS=64, which SwiftPM
         // refuses with a warning on every build, and the header is in /usr/include.
@@ -89,6 +95,7 @@ let package = Package(
                 .target(name: "CLibAVIF", condition: linux),
                 .target(name: "CLibHEIF", condition: linux),
                 .target(name: "CLCMS2", condition: linux),
+                .target(name: "CLibJXL", condition: linux),
                 .target(name: "CImagoSystem", condition: linux),
                 .target(name: "CCurl", condition: linux),
                 .target(name: "CHiredis", condition: linux),

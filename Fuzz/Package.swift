@@ -5,7 +5,7 @@ import PackageDescription
 /// hand over (HTTP cache headers, disk-cache records). A package of their own because
 /// a fuzz target has no `main` (libFuzzer brings it), so it links only with
 /// `--sanitize=fuzzer`; `make fuzz` builds and runs them.
-let formats = ["JPEG", "PNG", "GIF", "WebP", "BMP", "ICO", "TIFF", "AVIF", "HEIF", "HTTPHeaders", "DiskRecord"]
+let formats = ["JPEG", "PNG", "GIF", "WebP", "BMP", "ICO", "TIFF", "AVIF", "HEIF", "JXL", "SVG", "HTTPHeaders", "DiskRecord"]
 
 let package = Package(
     name: "ImagoFuzz",

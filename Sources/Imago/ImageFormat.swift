@@ -4,6 +4,8 @@ import Foundation
 public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
     case jpeg, png, gif, webp
     case avif, heic, bmp, tiff, ico, svg
+    /// JPEG XL, the naked codestream or the ISO BMFF container.
+    case jxl
 
     /// The conventional upper-case name used in messages ("JPEG", "WebP").
     public var name: String {
@@ -18,6 +20,7 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
         case .tiff: "TIFF"
         case .ico: "ICO"
         case .svg: "SVG"
+        case .jxl: "JPEG XL"
         }
     }
 
@@ -38,6 +41,8 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
         if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
         if ascii("GIF87a") || ascii("GIF89a") { return .gif }
         if ascii("RIFF") && ascii("WEBP", at: 8) { return .webp }
+        // JPEG XL: the naked codestream, or the container's 12-byte `JXL ` box.
+        if starts([0xFF, 0x0A]) || starts([0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) { return .jxl }
         if ascii("ftyp", at: 4), head.count >= 12 {
             // ISO base media: the major brand says which codec is inside.
             let brand = String(decoding: head[8..<12], as: UTF8.self)
@@ -58,12 +63,29 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
         return nil
     }
 
-    /// SVG is text, so its signature is an `<svg` element near the start, after an
-    /// optional byte-order mark, XML declaration, comments and doctype.
+    /// SVG is text, so its signature is its root element: `<svg` (or `<prefix:svg`)
+    /// after an optional byte-order mark, XML declaration, comments, processing
+    /// instructions and doctype. An HTML page with an inline `<svg>` is not an SVG.
     private static func looksLikeSVG<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
-        let text = String(decoding: bytes.prefix(1024), as: UTF8.self)
-        let trimmed = text.drop { $0 == "\u{FEFF}" || $0.isWhitespace }
-        guard trimmed.hasPrefix("<") else { return false }
-        return text.contains("<svg")
+        // Editors' comments and doctypes before the root are short; 4 KB is plenty.
+        var text = Substring(String(decoding: bytes.prefix(4096), as: UTF8.self))
+        text = text.drop { $0 == "\u{FEFF}" || $0.isWhitespace }
+        while text.hasPrefix("<?") || text.hasPrefix("<!") {
+            let end: String
+            if text.hasPrefix("<!--") {
+                end = "-->"
+            } else if text.hasPrefix("<!DOCTYPE"), let bracket = text.firstIndex(of: "["),
+                      let close = text.firstIndex(of: ">"), bracket < close {
+                // A doctype with an internal subset ends at `]>`.
+                end = "]>"
+            } else {
+                end = text.hasPrefix("<?") ? "?>" : ">"
+            }
+            guard let range = text.range(of: end) else { return false }
+            text = text[range.upperBound...].drop { $0.isWhitespace }
+        }
+        guard text.hasPrefix("<") else { return false }
+        let name = text.dropFirst().prefix { !$0.isWhitespace && $0 != ">" && $0 != "/" }
+        return name == "svg" || name.hasSuffix(":svg")
     }
 }

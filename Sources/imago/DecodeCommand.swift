@@ -8,7 +8,7 @@ let decodeCommand = Command(
     name: "decode",
     synopsis: "FILE... [--thumbnail PX] [--memory-budget MIB] [--timeout SECONDS] [--out PATH | --out-dir DIR] [--json]",
     summary: """
-        Decode image files (JPEG, PNG, GIF, WebP, BMP, ICO, TIFF, AVIF, HEIC; the format is read from the bytes) and \
+        Decode image files (JPEG, PNG, GIF, WebP, BMP, ICO, TIFF, AVIF, HEIC, JPEG XL, SVG; the format is read from the bytes) and \
         print format, size, frames and orientation. A file that fails gets one line on \
         standard error and exit status 1; the other files are still decoded.
         """,

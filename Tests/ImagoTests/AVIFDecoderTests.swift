@@ -134,7 +134,7 @@ import _ImagoTestSupport
 /// served over HTTP loads through the whole pipeline.
 @Suite struct AcceptHeaderTests {
     @Test func acceptNamesTheNegotiatedFormatsThisBuildDecodes() {
-        #expect(ImageFormat.acceptHeader == "image/avif,image/webp,image/*;q=0.8")
+        #expect(ImageFormat.acceptHeader == "image/avif,image/webp,image/jxl,image/*;q=0.8")
     }
 
     @Test func theLoaderSendsItAndDecodesTheAVIFItGets() async throws {
@@ -147,7 +147,7 @@ import _ImagoTestSupport
         let task = loader.task(with: ImageRequest(url: server.url("/photo")))
         let response = try await (withTimeLimit(120) { await task.value } ?? .failure(.cancelled)).get()
         #expect(response.image.format == .avif && response.image.width == 40)
-        #expect(server.requests(for: "/photo").first?.header("accept") == "image/avif,image/webp,image/*;q=0.8")
+        #expect(server.requests(for: "/photo").first?.header("accept") == "image/avif,image/webp,image/jxl,image/*;q=0.8")
     }
 }
 #endif

@@ -18,6 +18,8 @@ import _ImagoTestSupport
         (.ico, [0, 0, 1, 0, 1, 0, 16, 16]),
         (.svg, Array("<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"/>".utf8)),
         (.svg, Array("  <svg width=\"1\"></svg>".utf8)),
+        (.jxl, [0xFF, 0x0A, 0xFA, 0x7F]),
+        (.jxl, [0, 0, 0, 0x0C] + Array("JXL ".utf8) + [0x0D, 0x0A, 0x87, 0x0A]),
     ]
 
     @Test func detectsEachFormatFromItsSignature() {
@@ -52,8 +54,13 @@ import _ImagoTestSupport
         #expect(image.format == .png && image.width == 6 && image.height == 6)
     }
 
-    /// The formats the built-in decoders take on Linux; the rest are recognised only.
-    static let decodedFormats: Set<ImageFormat> = [.jpeg, .png, .gif, .webp, .bmp, .ico, .tiff, .avif, .heic]
+    /// The formats the built-in decoders take; the rest are recognised only (SVG on
+    /// Apple platforms, whose ImageIO does not rasterise it).
+    #if os(Linux)
+    static let decodedFormats = Set(ImageFormat.allCases)
+    #else
+    static let decodedFormats = Set(ImageFormat.allCases).subtracting([.svg])
+    #endif
 
     @Test func registeredDecodersComeFirst() throws {
         struct Fixed: ImageDecoding {
@@ -63,8 +70,9 @@ import _ImagoTestSupport
             }
         }
         let registry = ImageDecoders.Registry()
+        // A document the built-in decoder refuses (no size) on every platform.
         let svg = Data("<svg xmlns=\"http://www.w3.org/2000/svg\"/>".utf8)
-        #expect(throws: ImagoError.unsupportedFormat(.svg)) { try registry.decode(svg) }
+        #expect(throws: ImagoError.self) { try registry.decode(svg) }
         registry.register(Fixed())
         #expect(try registry.decode(svg).bitmap[0, 0] == (1, 2, 3, 255))
     }

@@ -2,7 +2,7 @@ import Foundation
 
 /// A decoder for one or more formats.
 ///
-/// Conform to add a format Imago lacks (JPEG XL, say) or to replace a built-in decoder,
+/// Conform to add a format Imago lacks (JPEG 2000, say) or to replace a built-in decoder,
 /// then register it with `ImageDecoders.Registry.shared.register(_:)`.
 public protocol ImageDecoding: Sendable {
     /// Whether this decoder takes `data`, whose sniffed format is `format` (nil when
@@ -72,7 +72,8 @@ extension ImageDecoders {
         /// The decoders this platform has without any registration.
         static var builtIn: [any ImageDecoding] {
             #if os(Linux)
-            [ImageDecoders.JPEG(), ImageDecoders.PNG(), ImageDecoders.GIF(), ImageDecoders.WebP(), ImageDecoders.BMP(), ImageDecoders.ICO(), ImageDecoders.TIFF(), ImageDecoders.AVIF(), ImageDecoders.HEIF()]
+            [ImageDecoders.JPEG(), ImageDecoders.PNG(), ImageDecoders.GIF(), ImageDecoders.WebP(), ImageDecoders.BMP(), ImageDecoders.ICO(), ImageDecoders.TIFF(), ImageDecoders.AVIF(), ImageDecoders.HEIF(),
+             ImageDecoders.JXL(), ImageDecoders.SVG()]
             #elseif canImport(ImageIO)
             [ImageDecoders.ImageIO()]
             #else
@@ -102,7 +103,7 @@ extension ImageFormat {
     /// or WebP only to clients that name them, and JPEG or PNG otherwise; naming a
     /// format this build cannot decode would get an image that fails to decode.
     package static let acceptHeader: String = {
-        let negotiated: [(ImageFormat, String)] = [(.avif, "image/avif"), (.webp, "image/webp")]
+        let negotiated: [(ImageFormat, String)] = [(.avif, "image/avif"), (.webp, "image/webp"), (.jxl, "image/jxl")]
         let decoders = ImageDecoders.Registry.builtIn
         let named = negotiated.filter { format, _ in decoders.contains { $0.canDecode(Data(), format: format) } }
         return (named.map(\.1) + ["image/*;q=0.8"]).joined(separator: ",")

@@ -18,6 +18,7 @@ extension ImageFormat {
         // Cursors share the icon container, and `detect` calls them `.ico` too.
         case "ico", "cur": self = .ico
         case "svg": self = .svg
+        case "jxl": self = .jxl
         default: return nil
         }
     }
@@ -29,7 +30,7 @@ extension ImageFormat {
 public enum ImageEncoders {
     /// An encoder for `format` with default settings, or nil when Imago cannot write
     /// that format here: PNG and JPEG everywhere, WebP on Linux (libwebp; ImageIO
-    /// has no WebP writer); never GIF, AVIF, HEIC, BMP, TIFF, ICO or SVG.
+    /// has no WebP writer); never GIF, AVIF, HEIC, BMP, TIFF, ICO, SVG or JPEG XL.
     ///
     /// `quality` (1…100, clamped) sets the JPEG quality and the lossy WebP quality;
     /// PNG is lossless and ignores it. Nil means each encoder's own default, which

@@ -14,9 +14,16 @@ extension ImageDecoders {
         /// Makes the decoder; it holds no state.
         @_spi(Internals) public init() {}
 
-        /// Takes every detected format but SVG, which ImageIO does not rasterise.
+        /// Takes every detected format but SVG, which ImageIO does not rasterise, and
+        /// JPEG XL before the systems whose ImageIO reads it.
         @_spi(Internals) public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
-            format != nil && format != .svg
+            format != nil && format != .svg && (format != .jxl || Self.readsJPEGXL)
+        }
+
+        /// Whether ImageIO reads JPEG XL ("public.jpeg-xl"): from iOS 17 and macOS 14 on.
+        private static var readsJPEGXL: Bool {
+            if #available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *) { return true }
+            return false
         }
 
         /// Decodes the image the file shows: one image, or an animation's first frame and

@@ -1,0 +1,262 @@
+#if os(Linux)
+import CLibJXL
+import Foundation
+
+extension ImageDecoders {
+    /// JPEG XL through libjxl: stills and animations (frames composited by libjxl,
+    /// with their durations and loop count), alpha, any bit depth (converted to 8),
+    /// the codestream's orientation applied. A lossy (XYB) image is converted to sRGB
+    /// by libjxl; a lossless one keeps the colour space it was stored in.
+    ///
+    /// The image is decoded at full size and fitted to a target size afterwards
+    /// (libjxl cannot decode smaller), so a thumbnail's memory budget counts the
+    /// full-size frame. libjxl cannot be stopped in the middle of a frame: the
+    /// deadline is checked between its steps (header, each frame). Only the first
+    /// frame is decoded up front; a scan of the frame headers gives the frame count
+    /// and durations, and the other frames are decoded as they are played.
+    @_spi(Internals) public struct JXL: ImageDecoding {
+        /// Makes the decoder; it holds no state.
+        @_spi(Internals) public init() {}
+
+        /// Takes data sniffed as JPEG XL (the codestream or its container), nothing else.
+        @_spi(Internals) public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+            format == .jxl
+        }
+
+        /// Decodes the first frame, and for an animation keeps the data to decode the
+        /// rest as they are played. Throws `imageTooLarge` and `tooManyFrames` from the
+        /// headers before any frame is decoded, and `decodingFailed` for truncated or
+        /// corrupt data.
+        @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
+        }
+
+        private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            let deadline = options.deadline()
+            let cursor = try JXLFrameCursor(bytes, options: options, keeping: nil, deadline: deadline)
+            let info = cursor.info
+            // An animation's frame headers are read without decoding any frame, for the
+            // count and the durations; a still has one frame.
+            let durations = info.have_animation != 0 ? try JXLFrameCursor.durations(bytes, info: info, options: options, deadline: deadline) : [0]
+            guard let first = try cursor.nextFrame() else { throw Self.failure("the file holds no frame", nil) }
+            let orientation = cursor.orientation
+            let loopCount = info.have_animation != 0 ? Int(info.animation.num_loops) : 0
+            let firstFrame = DecodedImage.Frame(bitmap: first, duration: durations[0])
+            guard durations.count > 1 else {
+                return DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: loopCount, format: .jxl, orientation: orientation)
+            }
+            let pinned = PinnedBytes(bytes)
+            let animation = DecodedImage.AnimatedFrames(
+                frameCount: durations.count, durations: durations, loopCount: loopCount,
+                width: first.width, height: first.height, retainedCost: pinned.count,
+                open: { () throws(ImagoError) in try JXLFrameCursor(pinned.buffer, options: options, keeping: pinned) })
+            return DecodedImage(firstFrame: firstFrame, animation: animation, loopCount: loopCount, format: .jxl, orientation: orientation)
+        }
+
+        static func failure(_ reason: String, _ message: String?) -> ImagoError {
+            .decodingFailed(format: .jxl, reason: reason, codec: message.map { .init(library: "libjxl", message: $0) })
+        }
+    }
+}
+
+/// libjxl open on data: the basic information read (size, orientation, animation),
+/// then frames decoded in order as full canvases, premultiplied and turned upright.
+final class JXLFrameCursor: FrameProducing {
+    private let decoder: OpaquePointer
+    private let jxl: LibJXL
+    private let storage: PinnedBytes?
+    private let options: DecodingOptions
+    private let deadline: DecodeDeadline
+    /// The codestream's basic information.
+    let info: JxlBasicInfo
+    /// The codestream's orientation, which libjxl is told to leave to Imago.
+    let orientation: ImageOrientation
+    private var frames = 0
+    private var ended = false
+
+    /// Reads the basic information from `bytes`, which must stay valid for the
+    /// cursor's life (they are `keeping`'s when given), and checks the size against
+    /// the limits. `deadline` stops the frames' decoding; none for an animation played
+    /// after the decode returned.
+    init(
+        _ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, keeping storage: PinnedBytes?, deadline: DecodeDeadline = .none
+    ) throws(ImagoError) {
+        let jxl = try LibJXL.shared.get()
+        let (decoder, info) = try Self.open(
+            bytes, jxl, events: JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue | JXL_DEC_FULL_IMAGE.rawValue,
+            options: options)
+        self.decoder = decoder
+        self.jxl = jxl
+        self.storage = storage
+        self.options = options
+        self.deadline = deadline
+        self.info = info
+        orientation = ImageOrientation(rawValue: Int(info.orientation.rawValue)) ?? .up
+        // The colour encoding comes next: a lossy image's XYB is asked to come out in
+        // sRGB (grey for a grey image) rather than libjxl's default linear light.
+        // (Thrown from here on, the decoder is destroyed by `deinit`.)
+        let status = jxl.processInput(decoder)
+        guard status == JXL_DEC_COLOR_ENCODING else { throw Self.failure(jxl, status, "the header is malformed") }
+        var srgb = JxlColorEncoding()
+        srgb.color_space = info.num_color_channels == 1 ? JXL_COLOR_SPACE_GRAY : JXL_COLOR_SPACE_RGB
+        srgb.white_point = JXL_WHITE_POINT_D65
+        srgb.primaries = JXL_PRIMARIES_SRGB
+        srgb.transfer_function = JXL_TRANSFER_FUNCTION_SRGB
+        srgb.rendering_intent = JXL_RENDERING_INTENT_RELATIVE
+        // Refused for an image stored with its own profile, which then keeps it.
+        _ = jxl.setPreferredColorProfile(decoder, &srgb)
+    }
+
+    deinit { jxl.destroy(decoder) }
+
+    /// A decoder on `bytes` subscribed to `events`, run to the basic information,
+    /// which is checked against the limits.
+    private static func open(
+        _ bytes: UnsafeBufferPointer<UInt8>, _ jxl: LibJXL, events: UInt32, options: DecodingOptions
+    ) throws(ImagoError) -> (OpaquePointer, JxlBasicInfo) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { throw ImageDecoders.JXL.failure("no data", nil) }
+        guard let decoder = jxl.create(nil) else { throw ImageDecoders.JXL.failure("out of memory", nil) }
+        do throws(ImagoError) {
+            guard jxl.subscribeEvents(decoder, Int32(bitPattern: events)) == JXL_DEC_SUCCESS,
+                  jxl.setKeepOrientation(decoder, 1) == JXL_DEC_SUCCESS,
+                  jxl.setUnpremultiplyAlpha(decoder, 1) == JXL_DEC_SUCCESS,
+                  jxl.setInput(decoder, base, bytes.count) == JXL_DEC_SUCCESS
+            else { throw ImageDecoders.JXL.failure("libjxl refused the settings", nil) }
+            // The input is left open: on data that ends early libjxl then asks for
+            // more (reported as truncation) rather than failing with a line on
+            // standard error, as Debian's build does for every failure.
+            let status = jxl.processInput(decoder)
+            guard status == JXL_DEC_BASIC_INFO else { throw failure(jxl, status, "the header is malformed") }
+            var info = JxlBasicInfo()
+            guard jxl.getBasicInfo(decoder, &info) == JXL_DEC_SUCCESS else { throw ImageDecoders.JXL.failure("the header is malformed", nil) }
+            let width = Int(info.xsize), height = Int(info.ysize)
+            guard width > 0, height > 0 else { throw ImageDecoders.JXL.failure("the header gives an empty image (\(width)×\(height))", nil) }
+            try options.checkSize(width: width, height: height)
+            let turned = options.appliesOrientation && info.orientation.rawValue > 1
+            try options.checkMemory(width * height * 4 * (turned ? 2 : 1), format: .jxl)
+            return (decoder, info)
+        } catch {
+            jxl.destroy(decoder)
+            throw error
+        }
+    }
+
+    /// The failure for an unexpected `status`: the data ended early, or libjxl
+    /// found it corrupt.
+    private static func failure(_ jxl: LibJXL, _ status: JxlDecoderStatus, _ reason: String) -> ImagoError {
+        switch status {
+        case JXL_DEC_NEED_MORE_INPUT: ImageDecoders.JXL.failure("the data ends before the image does", nil)
+        case JXL_DEC_ERROR: ImageDecoders.JXL.failure(reason, "JXL_DEC_ERROR")
+        default: ImageDecoders.JXL.failure(reason, "unexpected status \(status.rawValue)")
+        }
+    }
+
+    /// Each displayed frame's duration, from the frame headers alone (no frame is
+    /// decoded): as browsers play them, missing or near-zero durations are 100 ms.
+    /// Throws `tooManyFrames` as soon as the count passes the limit.
+    static func durations(
+        _ bytes: UnsafeBufferPointer<UInt8>, info: JxlBasicInfo, options: DecodingOptions, deadline: DecodeDeadline
+    ) throws(ImagoError) -> [Double] {
+        let jxl = try LibJXL.shared.get()
+        let (decoder, _) = try open(bytes, jxl, events: JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_FRAME.rawValue, options: options)
+        defer { jxl.destroy(decoder) }
+        let tick = info.animation.tps_numerator > 0 ? Double(info.animation.tps_denominator) / Double(info.animation.tps_numerator) : 0
+        var durations: [Double] = []
+        while true {
+            let status = jxl.processInput(decoder)
+            switch status {
+            case JXL_DEC_FRAME:
+                var header = JxlFrameHeader()
+                guard jxl.getFrameHeader(decoder, &header) == JXL_DEC_SUCCESS else {
+                    throw ImageDecoders.JXL.failure("frame \(durations.count + 1)'s header is malformed", nil)
+                }
+                durations.append(ImageSourceRules.frameDelay(Double(header.duration) * tick))
+                if durations.count > options.maximumFrameCount {
+                    throw .tooManyFrames(count: durations.count, limit: options.maximumFrameCount)
+                }
+                if durations.count % 64 == 0 { try deadline.check(.jxl) }
+            case JXL_DEC_SUCCESS:
+                guard !durations.isEmpty else { throw ImageDecoders.JXL.failure("the file holds no frame", nil) }
+                return durations
+            default:
+                throw failure(jxl, status, "frame \(durations.count + 1) is malformed")
+            }
+        }
+    }
+
+    func nextFrame() throws(ImagoError) -> Bitmap? {
+        guard !ended else { return nil }
+        let number = frames + 1
+        try deadline.check(.jxl)
+        var status = jxl.processInput(decoder)
+        if status == JXL_DEC_SUCCESS {
+            ended = true
+            return nil
+        }
+        guard status == JXL_DEC_FRAME else { throw Self.failure(jxl, status, "frame \(number) is malformed") }
+        status = jxl.processInput(decoder)
+        guard status == JXL_DEC_NEED_IMAGE_OUT_BUFFER else { throw Self.failure(jxl, status, "frame \(number) is malformed") }
+        let (width, height) = (Int(info.xsize), Int(info.ysize))
+        var format = JxlPixelFormat(num_channels: 4, data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN, align: 0)
+        var size = 0
+        guard jxl.imageOutBufferSize(decoder, &format, &size) == JXL_DEC_SUCCESS, size == width * height * 4 else {
+            throw ImageDecoders.JXL.failure("frame \(number) is not the \(width)×\(height) the header gives", nil)
+        }
+        let (decoder, jxl, hasAlpha) = (self.decoder, self.jxl, info.alpha_bits > 0)
+        let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+            guard jxl.setImageOutBuffer(decoder, &format, pixels.baseAddress, size) == JXL_DEC_SUCCESS else {
+                throw ImageDecoders.JXL.failure("libjxl refused the output buffer", nil)
+            }
+            let status = jxl.processInput(decoder)
+            guard status == JXL_DEC_FULL_IMAGE else { throw Self.failure(jxl, status, "frame \(number) is corrupt") }
+            if hasAlpha { pixels.premultiplyRGBA(count: width * height) }
+        }
+        frames += 1
+        try deadline.check(.jxl)
+        return options.appliesOrientation ? bitmap.applying(orientation) : bitmap
+    }
+}
+
+/// The libjxl functions the JPEG XL decoder calls, looked up once.
+///
+/// Opened at first use as libavif and libheif are: libjxl brings Highway, Brotli
+/// and Little CMS with it, bound at load time, which most processes never need.
+///
+/// `@unchecked Sendable`: C function pointers, fixed once looked up, which libjxl
+/// lets any thread call (each decode has its own decoder).
+struct LibJXL: @unchecked Sendable {
+    let create: @convention(c) (UnsafePointer<JxlMemoryManager>?) -> OpaquePointer?
+    let destroy: @convention(c) (OpaquePointer?) -> Void
+    let subscribeEvents: @convention(c) (OpaquePointer?, Int32) -> JxlDecoderStatus
+    let setKeepOrientation: @convention(c) (OpaquePointer?, Int32) -> JxlDecoderStatus
+    let setUnpremultiplyAlpha: @convention(c) (OpaquePointer?, Int32) -> JxlDecoderStatus
+    let setInput: @convention(c) (OpaquePointer?, UnsafePointer<UInt8>?, Int) -> JxlDecoderStatus
+    let closeInput: @convention(c) (OpaquePointer?) -> Void
+    let processInput: @convention(c) (OpaquePointer?) -> JxlDecoderStatus
+    let getBasicInfo: @convention(c) (OpaquePointer?, UnsafeMutablePointer<JxlBasicInfo>?) -> JxlDecoderStatus
+    let getFrameHeader: @convention(c) (OpaquePointer?, UnsafeMutablePointer<JxlFrameHeader>?) -> JxlDecoderStatus
+    let setPreferredColorProfile: @convention(c) (OpaquePointer?, UnsafePointer<JxlColorEncoding>?) -> JxlDecoderStatus
+    let imageOutBufferSize: @convention(c) (OpaquePointer?, UnsafePointer<JxlPixelFormat>?, UnsafeMutablePointer<Int>?) -> JxlDecoderStatus
+    let setImageOutBuffer: @convention(c) (OpaquePointer?, UnsafePointer<JxlPixelFormat>?, UnsafeMutableRawPointer?, Int) -> JxlDecoderStatus
+
+    /// libjxl, opened on first use.
+    static let shared: Result<LibJXL, ImagoError> = Result { () throws(ImagoError) in
+        let library = try SharedLibrary(["libjxl.so", "libjxl.so.0.7"], format: .jxl, package: "libjxl0.7")
+        func load<F>(_ symbol: String) throws(ImagoError) -> F { try library.function(symbol, format: .jxl) }
+        return try LibJXL(
+            create: load("JxlDecoderCreate"),
+            destroy: load("JxlDecoderDestroy"),
+            subscribeEvents: load("JxlDecoderSubscribeEvents"),
+            setKeepOrientation: load("JxlDecoderSetKeepOrientation"),
+            setUnpremultiplyAlpha: load("JxlDecoderSetUnpremultiplyAlpha"),
+            setInput: load("JxlDecoderSetInput"),
+            closeInput: load("JxlDecoderCloseInput"),
+            processInput: load("JxlDecoderProcessInput"),
+            getBasicInfo: load("JxlDecoderGetBasicInfo"),
+            getFrameHeader: load("JxlDecoderGetFrameHeader"),
+            setPreferredColorProfile: load("JxlDecoderSetPreferredColorProfile"),
+            imageOutBufferSize: load("JxlDecoderImageOutBufferSize"),
+            setImageOutBuffer: load("JxlDecoderSetImageOutBuffer"))
+    }
+}
+#endif

@@ -1,0 +1,228 @@
+#if os(Linux)
+import Foundation
+import Glibc
+
+extension ImageDecoders {
+    /// SVG through librsvg, rasterised with cairo: at the target size when there is
+    /// one (the document scaled to it with its aspect ratio kept, enlarged too: a
+    /// vector has the detail), else at the document's own size (its `width` and
+    /// `height`, else its `viewBox`).
+    ///
+    /// The document is read from memory with no base URL, so librsvg resolves no
+    /// reference to a file or the network (`<image href>`, `xi:include`, external
+    /// stylesheets): only `data:` URLs and the document's own elements are drawn, as
+    /// in a browser's `<img>`. librsvg runs no scripts.
+    ///
+    /// The raster is bounded by the pixel limit and the memory budget: a document
+    /// declaring a larger size is drawn smaller, its aspect ratio kept, rather than
+    /// refused, since a vector's declared size is a suggestion, not pixels that exist.
+    /// librsvg cannot be stopped in the middle of a render, so the deadline is checked
+    /// between parsing and drawing and after it, and a document whose `<use>`
+    /// references multiply (`SVGReferences`) is refused before librsvg sees it.
+    @_spi(Internals) public struct SVG: ImageDecoding {
+        /// The largest side cairo draws (its image surfaces stop at 32767 pixels).
+        static let largestSide = 32767
+
+        /// Makes the decoder; it holds no state.
+        @_spi(Internals) public init() {}
+
+        /// Takes data sniffed as SVG (an `<svg>` root element), nothing else.
+        @_spi(Internals) public func canDecode(_ data: Data, format: ImageFormat?) -> Bool {
+            format == .svg
+        }
+
+        /// Parses and draws the document. Throws `decodingFailed` with librsvg's
+        /// message for a document it cannot read (not well-formed XML, no `<svg>`
+        /// root), and `decodingTimedOut` when the deadline passes between steps.
+        @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
+        }
+
+        private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data", nil) }
+            let deadline = options.deadline()
+            // Before librsvg, which cannot be stopped once it draws: a document whose
+            // references multiply is refused from a scan of its tags.
+            let referenced = SVGReferences.referencedElements(in: bytes)
+            guard referenced <= SVGReferences.limit else {
+                throw Self.failure("its <use> references draw more than \(SVGReferences.limit) elements", nil)
+            }
+            let rsvg = try LibRSVG.shared.get()
+            var error: UnsafeMutableRawPointer?
+            guard let handle = rsvg.handleNewFromData(base, bytes.count, &error) else {
+                throw Self.failure("the document is not well-formed SVG", rsvg.take(&error))
+            }
+            defer { rsvg.objectUnref(UnsafeMutableRawPointer(handle)) }
+            try deadline.check(.svg)
+            rsvg.handleSetDPI(handle, 96)
+
+            let (intrinsicWidth, intrinsicHeight) = try Self.intrinsicSize(handle, rsvg)
+            let (width, height) = Self.rasterSize(
+                intrinsicWidth: intrinsicWidth, intrinsicHeight: intrinsicHeight, options: options)
+            try options.checkSize(width: width, height: height)
+            try options.checkMemory(width * height * 4, format: .svg)
+
+            let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+                pixels.initializeMemory(as: UInt8.self, repeating: 0)
+                let stride = width * 4
+                guard let surface = rsvg.imageSurfaceCreateForData(pixels.baseAddress, Self.formatARGB32, Int32(width), Int32(height), Int32(stride)) else {
+                    throw Self.failure("cairo could not make a surface", nil)
+                }
+                defer { rsvg.surfaceDestroy(surface) }
+                guard rsvg.surfaceStatus(surface) == 0, let context = rsvg.create(surface) else {
+                    throw Self.failure("cairo could not make a \(width)×\(height) surface", nil)
+                }
+                defer { rsvg.destroy(context) }
+                var viewport = (0.0, 0.0, Double(width), Double(height))
+                let drawn = withUnsafePointer(to: &viewport) { viewport in
+                    rsvg.handleRenderDocument(handle, context, UnsafeRawPointer(viewport), &error)
+                }
+                rsvg.surfaceFlush(surface)
+                guard drawn != 0 else { throw Self.failure("the document could not be drawn", rsvg.take(&error)) }
+                try deadline.check(.svg)
+                Self.cairoToRGBA(pixels, count: width * height)
+            }
+            try deadline.check(.svg)
+            return DecodedImage(bitmap: bitmap, format: .svg)
+        }
+
+        /// The document's own size in pixels: its `width` and `height` in absolute
+        /// units (at 96 dots an inch), else its `viewBox`'s size, else what librsvg
+        /// makes of it (the drawing's extent).
+        private static func intrinsicSize(_ handle: OpaquePointer, _ rsvg: LibRSVG) throws(ImagoError) -> (Double, Double) {
+            var width = 0.0, height = 0.0
+            if rsvg.handleGetIntrinsicSizeInPixels(handle, &width, &height) != 0, width > 0, height > 0, width.isFinite, height.isFinite {
+                return (width, height)
+            }
+            var hasWidth: Int32 = 0, hasHeight: Int32 = 0, hasViewBox: Int32 = 0
+            // RsvgLength is a double and an enum (16 bytes); RsvgRectangle four doubles.
+            var lengthWidth = (0.0, 0.0), lengthHeight = (0.0, 0.0)
+            var viewBox = (0.0, 0.0, 0.0, 0.0)
+            rsvg.handleGetIntrinsicDimensions(handle, &hasWidth, &lengthWidth, &hasHeight, &lengthHeight, &hasViewBox, &viewBox)
+            if hasViewBox != 0, viewBox.2 > 0, viewBox.3 > 0, viewBox.2.isFinite, viewBox.3.isFinite {
+                return (viewBox.2, viewBox.3)
+            }
+            var dimensions = (Int32(0), Int32(0), 0.0, 0.0)
+            rsvg.handleGetDimensions(handle, &dimensions)
+            guard dimensions.0 > 0, dimensions.1 > 0 else {
+                throw failure("the document gives no size (no width and height, no viewBox, nothing drawn)", nil)
+            }
+            return (Double(dimensions.0), Double(dimensions.1))
+        }
+
+        /// The raster's size: the target's layout of the document (enlarging too), or
+        /// the document's size rounded up; then shrunk, aspect kept, to what the pixel
+        /// limit, the memory budget and cairo allow.
+        static func rasterSize(intrinsicWidth: Double, intrinsicHeight: Double, options: DecodingOptions) -> (Int, Int) {
+            var width = intrinsicWidth, height = intrinsicHeight
+            if let target = options.targetSize {
+                // The layout works in whole pixels; a document under one pixel a side counts as one.
+                let sourceWidth = max(1, Int(min(intrinsicWidth.rounded(.up), 1e9)))
+                let sourceHeight = max(1, Int(min(intrinsicHeight.rounded(.up), 1e9)))
+                let enlarging = TargetSize(
+                    width: target.width, height: target.height, contentMode: target.contentMode, allowsUpscaling: true)
+                let layout = enlarging.layout(sourceWidth: sourceWidth, sourceHeight: sourceHeight)
+                width = Double(layout.scaledWidth)
+                height = Double(layout.scaledHeight)
+            }
+            let pixels = Double(min(options.maximumPixelCount, options.effectiveMemoryBudget / 4))
+            var scale = 1.0
+            if width * height > pixels { scale = (pixels / (width * height)).squareRoot() }
+            scale = min(scale, Double(largestSide) / width, Double(largestSide) / height)
+            // Rounded down when shrunk, so the product stays within the limit.
+            func side(_ value: Double) -> Int {
+                let scaled = value * scale
+                return max(1, scale < 1 ? Int(scaled.rounded(.down)) : Int(scaled.rounded(.up)))
+            }
+            return (side(width), side(height))
+        }
+
+        /// cairo's `CAIRO_FORMAT_ARGB32`: premultiplied, each pixel a native-endian
+        /// 32-bit word, alpha in the top byte.
+        static let formatARGB32: Int32 = 0
+
+        /// Premultiplied ARGB words (cairo's) to premultiplied R, G, B, A bytes
+        /// (Imago's), in place.
+        static func cairoToRGBA(_ pixels: UnsafeMutableRawBufferPointer, count: Int) {
+            let words = pixels.bindMemory(to: UInt32.self)
+            for index in 0..<count {
+                let argb = words[index]
+                let rgba = (argb >> 16 & 0xFF) | (argb & 0xFF00) | (argb & 0xFF) << 16 | (argb & 0xFF00_0000)
+                // The bytes R, G, B, A in memory whatever the byte order.
+                words[index] = UInt32(littleEndian: rgba)
+            }
+        }
+
+        static func failure(_ reason: String, _ message: String?) -> ImagoError {
+            .decodingFailed(format: .svg, reason: reason, codec: message.map { .init(library: "librsvg", message: $0) })
+        }
+    }
+}
+
+/// The librsvg, cairo and GLib functions the SVG decoder calls, looked up once.
+///
+/// Declared here from their headers rather than imported: librsvg's headers need
+/// GLib's, cairo's and GdkPixbuf's include paths, and linking them would load GLib,
+/// Pango, HarfBuzz, fontconfig and the rest at every process start for a format
+/// most runs never meet. The types are passed as opaque or raw pointers.
+///
+/// `@unchecked Sendable`: C function pointers, fixed once looked up; librsvg and
+/// cairo let any thread use objects of its own (each decode has its own handle,
+/// surface and context).
+struct LibRSVG: @unchecked Sendable {
+    let handleNewFromData: @convention(c) (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> OpaquePointer?
+    let handleSetDPI: @convention(c) (OpaquePointer?, Double) -> Void
+    let handleGetIntrinsicSizeInPixels: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Double>?, UnsafeMutablePointer<Double>?) -> Int32
+    let handleGetIntrinsicDimensions: @convention(c) (
+        OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?,
+        UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?
+    ) -> Void
+    let handleGetDimensions: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void
+    let handleRenderDocument: @convention(c) (OpaquePointer?, OpaquePointer?, UnsafeRawPointer?, UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> Int32
+    let objectUnref: @convention(c) (UnsafeMutableRawPointer?) -> Void
+    let errorFree: @convention(c) (UnsafeMutableRawPointer?) -> Void
+    let imageSurfaceCreateForData: @convention(c) (UnsafeMutableRawPointer?, Int32, Int32, Int32, Int32) -> OpaquePointer?
+    let surfaceStatus: @convention(c) (OpaquePointer?) -> Int32
+    let surfaceFlush: @convention(c) (OpaquePointer?) -> Void
+    let surfaceDestroy: @convention(c) (OpaquePointer?) -> Void
+    let create: @convention(c) (OpaquePointer?) -> OpaquePointer?
+    let destroy: @convention(c) (OpaquePointer?) -> Void
+
+    /// The message of a `GError` librsvg set (its third field, after the domain and
+    /// code), freeing it.
+    func take(_ error: inout UnsafeMutableRawPointer?) -> String? {
+        guard let pointer = error else { return nil }
+        defer {
+            errorFree(pointer)
+            error = nil
+        }
+        let message = pointer.load(fromByteOffset: MemoryLayout<UInt32>.size * 2, as: UnsafePointer<CChar>?.self)
+        return message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) }
+    }
+
+    /// librsvg and the libraries it comes with, opened on first use.
+    static let shared: Result<LibRSVG, ImagoError> = Result { () throws(ImagoError) in
+        let rsvg = try SharedLibrary(["librsvg-2.so.2", "librsvg-2.so"], format: .svg, package: "librsvg2-2")
+        // Already loaded by librsvg: opening them again only finds them.
+        let cairo = try SharedLibrary(["libcairo.so.2"], format: .svg, package: "libcairo2")
+        let gobject = try SharedLibrary(["libgobject-2.0.so.0"], format: .svg, package: "libglib2.0-0")
+        let glib = try SharedLibrary(["libglib-2.0.so.0"], format: .svg, package: "libglib2.0-0")
+        func load<F>(_ library: SharedLibrary, _ symbol: String) throws(ImagoError) -> F { try library.function(symbol, format: .svg) }
+        return try LibRSVG(
+            handleNewFromData: load(rsvg, "rsvg_handle_new_from_data"),
+            handleSetDPI: load(rsvg, "rsvg_handle_set_dpi"),
+            handleGetIntrinsicSizeInPixels: load(rsvg, "rsvg_handle_get_intrinsic_size_in_pixels"),
+            handleGetIntrinsicDimensions: load(rsvg, "rsvg_handle_get_intrinsic_dimensions"),
+            handleGetDimensions: load(rsvg, "rsvg_handle_get_dimensions"),
+            handleRenderDocument: load(rsvg, "rsvg_handle_render_document"),
+            objectUnref: load(gobject, "g_object_unref"),
+            errorFree: load(glib, "g_error_free"),
+            imageSurfaceCreateForData: load(cairo, "cairo_image_surface_create_for_data"),
+            surfaceStatus: load(cairo, "cairo_surface_status"),
+            surfaceFlush: load(cairo, "cairo_surface_flush"),
+            surfaceDestroy: load(cairo, "cairo_surface_destroy"),
+            create: load(cairo, "cairo_create"),
+            destroy: load(cairo, "cairo_destroy"))
+    }
+}
+#endif

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Writes the JPEG XL fixtures with libjxl's cjxl (Debian's libjxl-tools 0.7) from
+# small images made by Pillow: the PNG sources are kept beside them (rgba.png is
+# what the lossless file must decode to). The tests compare each file with djxl's
+# decode, made at test time. Run from this folder; the files are committed, so the
+# tests never run this.
+set -e
+tmp=$(mktemp -d)
+python3 - "$tmp" <<'PY'
+import sys
+from PIL import Image
+out = sys.argv[1]
+W, H = 40, 24
+img = Image.new('RGBA', (W, H))
+img.putdata([((x * 6) % 256, (y * 10) % 256, 128 + (x - y) * 2, 255 if x < 20 else 255 - y * 10)
+             for y in range(H) for x in range(W)])
+img.save('rgba.png')
+img.convert('RGB').save('rgb.png')
+exif = Image.Exif()
+exif[0x0112] = 6
+img.convert('RGB').save(f'{out}/orientation-6.png', exif=exif.tobytes())
+gray = Image.new('LA', (16, 8))
+gray.putdata([(x * 16, y * 30) for y in range(8) for x in range(16)])
+gray.save(f'{out}/gray-alpha.png')
+frames = [Image.new('RGB', (20, 12), c) for c in [(255, 0, 0), (0, 255, 0), (0, 0, 255)]]
+frames[0].save(f'{out}/animated.gif', save_all=True, append_images=frames[1:], duration=[100, 300, 100], loop=0)
+PY
+cjxl -d 0 rgba.png lossless-alpha.jxl >/dev/null 2>&1
+cjxl -d 1 rgb.png lossy.jxl >/dev/null 2>&1
+cjxl -d 0 --container=1 rgb.png container.jxl >/dev/null 2>&1
+cjxl -d 0 "$tmp/orientation-6.png" orientation-6.jxl >/dev/null 2>&1
+cjxl -d 0 "$tmp/animated.gif" animated.jxl >/dev/null 2>&1
+cjxl -d 0 "$tmp/gray-alpha.png" gray-alpha.jxl >/dev/null 2>&1
+rm -rf "$tmp"

@@ -1,0 +1,142 @@
+#if os(Linux)
+import Foundation
+import Testing
+@_spi(Internals) @testable import Imago
+import _ImagoTestSupport
+
+/// The JPEG XL decoder against files written by libjxl's `cjxl`
+/// (`Fixtures/jxl/make_fixtures.sh`), each checked against `djxl`'s decode of it,
+/// made at test time and read back by Imago's PNG decoder: the same library, so
+/// equal pixels. The lossless file must give back its source PNG.
+@Suite struct JXLDecoderTests {
+    static let stills = ["lossless-alpha.jxl", "lossy.jxl", "container.jxl", "orientation-6.jxl", "gray-alpha.jxl"]
+
+    /// `djxl`'s decode of the fixture `name`, premultiplied as Imago's bitmaps are.
+    static func reference(_ name: String) throws -> Bitmap {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("imago-jxl-\(UUID()).png")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/djxl")
+        process.arguments = [Fixture.url("jxl/" + name).path, output.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "djxl failed on \(name)")
+        return try ImageDecoders.PNG().decode(try Data(contentsOf: output), options: DecodingOptions()).bitmap
+    }
+
+    static func decode(_ name: String, _ options: DecodingOptions = DecodingOptions()) throws -> DecodedImage {
+        try ImageDecoders.Registry.shared.decode(try Fixture.data("jxl/" + name), options: options)
+    }
+
+    @Test(arguments: JXLDecoderTests.stills)
+    func decodesLikeDjxl(_ name: String) throws {
+        let image = try Self.decode(name)
+        let reference = try Self.reference(name)
+        #expect(image.format == .jxl && image.frameCount == 1)
+        try #require(image.width == reference.width && image.height == reference.height, "\(name): \(image.width)×\(image.height)")
+        let difference = image.bitmap.difference(to: reference)
+        #expect(difference.maximum == 0, "\(name): off by up to \(difference.maximum)")
+        #expect(image.bitmap.isPremultiplied)
+    }
+
+    @Test func losslessGivesBackItsSource() throws {
+        let image = try Self.decode("lossless-alpha.jxl")
+        let source = try Fixture.reference("jxl/rgba.png")
+        #expect(image.bitmap.hasAlpha)
+        #expect(image.bitmap == source)
+        #expect(try Self.decode("container.jxl").bitmap == Fixture.reference("jxl/rgb.png"))
+    }
+
+    @Test func isSniffedInBothForms() throws {
+        #expect(ImageFormat.detect(try Fixture.data("jxl/lossy.jxl")) == .jxl)
+        #expect(try Fixture.data("jxl/lossy.jxl").prefix(2) == Data([0xFF, 0x0A]))
+        #expect(ImageFormat.detect(try Fixture.data("jxl/container.jxl")) == .jxl)
+        #expect(try Fixture.data("jxl/container.jxl")[4..<8] == Data("JXL ".utf8))
+    }
+
+    @Test func theOrientationIsAppliedAndReported() throws {
+        let upright = try Self.decode("orientation-6.jxl")
+        #expect(upright.orientation == .right && upright.width == 24 && upright.height == 40)
+        let stored = try Self.decode("orientation-6.jxl", DecodingOptions(appliesOrientation: false))
+        #expect(stored.width == 40 && stored.height == 24)
+        #expect(stored.bitmap.applying(.right) == upright.bitmap)
+        #expect(try stored.bitmap == Fixture.reference("jxl/rgb.png"))
+    }
+
+    /// Three frames of 100, 300 and 100 ms, red, green and blue, from a GIF.
+    @Test func animationsGiveEveryFrameWithItsDuration() throws {
+        let image = try Self.decode("animated.jxl")
+        #expect(image.isAnimated && image.frameCount == 3 && image.loopCount == 0)
+        #expect(image.frameDurations == [0.1, 0.3, 0.1])
+        let colours: [(UInt8, UInt8, UInt8, UInt8)] = [(255, 0, 0, 255), (0, 255, 0, 255), (0, 0, 255, 255)]
+        let frames = image.frames
+        try #require(frames.count == 3)
+        for (frame, colour) in zip(frames, colours) {
+            #expect(frame.bitmap.width == 20 && frame.bitmap.height == 12)
+            #expect(frame.bitmap[0, 0] == colour && frame.bitmap[19, 11] == colour)
+        }
+        #expect(throws: ImagoError.tooManyFrames(count: 3, limit: 2)) {
+            try Self.decode("animated.jxl", DecodingOptions(maximumFrameCount: 2))
+        }
+        // Fitted to a target frame by frame, as it plays.
+        let small = try Self.decode("animated.jxl", DecodingOptions(targetSize: .thumbnail(10)))
+        #expect(small.width == 10 && small.height == 6 && small.frames.map(\.bitmap.width) == [10, 10, 10])
+    }
+
+    @Test func theTargetSizeIsFittedByTheResampler() throws {
+        let image = try Self.decode("lossy.jxl", DecodingOptions(targetSize: .thumbnail(20)))
+        #expect(image.width == 20 && image.height == 12)
+        #expect(image.bitmap == (try Self.decode("lossy.jxl")).bitmap.fitted(to: .thumbnail(20)))
+    }
+
+    @Test func thePixelLimitIsCheckedBeforeDecoding() {
+        #expect(throws: ImagoError.imageTooLarge(width: 40, height: 24, frames: 1, limit: 500)) {
+            try Self.decode("lossy.jxl", DecodingOptions(maximumPixelCount: 500))
+        }
+        var budget = DecodingOptions()
+        budget.memoryBudget = 1000
+        #expect(throws: ImagoError.overMemoryBudget(format: .jxl, bytes: 40 * 24 * 4, budget: 1000)) {
+            try Self.decode("lossy.jxl", budget)
+        }
+    }
+
+    @Test(arguments: JXLDecoderTests.stills + ["animated.jxl"])
+    func truncatedFilesGetATypedError(_ name: String) throws {
+        let data = try Fixture.data("jxl/" + name)
+        for length in Set([2, 5, 12, 20, data.count / 3, data.count / 2, data.count - 10, data.count - 1]) where length < data.count {
+            let cut = Data(data.prefix(length))
+            do {
+                let image = try ImageDecoders.JXL().decode(cut, options: DecodingOptions())
+                // The frame headers may all have arrived with the first frame: the
+                // animation then ends where its data does, as in browsers.
+                #expect(name == "animated.jxl" && image.frames.count < 3, "\(name) cut to \(length) decoded in full")
+            } catch {
+                #expect(error.isDecodingFailure(.jxl), "\(name) cut to \(length): \(error)")
+            }
+        }
+    }
+
+    @Test func garbageAfterTheSignatureGetsATypedError() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20 {
+            let garbage = Data([0xFF, 0x0A] + (0..<200).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            do {
+                _ = try ImageDecoders.Registry.shared.decode(garbage)
+            } catch {
+                switch error {
+                case .decodingFailed(format: .jxl, _, _, _), .imageTooLarge, .overMemoryBudget: break
+                default: Issue.record("unexpected \(error)")
+                }
+            }
+        }
+    }
+
+    @Test func aDeadlineThatHasPassedStopsTheDecode() {
+        var options = DecodingOptions()
+        options.timeout = 0
+        #expect(throws: ImagoError.decodingTimedOut(format: .jxl, seconds: 0)) { try Self.decode("lossy.jxl", options) }
+    }
+}
+#endif
