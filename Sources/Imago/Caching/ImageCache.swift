@@ -126,7 +126,7 @@ public final class ImageCache: ImageCaching {
     public let countLimit: Int
     /// The most bytes one image may take and still be stored; larger images are not
     /// cached at all (and storing one removes what its key held before).
-    package let entryCostLimit: Int
+    public let entryCostLimit: Int
     /// How long, in seconds, an image is served after it was stored; nil for as long
     /// as it stays in the cache.
     package let timeToLive: Double?
@@ -280,8 +280,9 @@ public final class ImageCache: ImageCaching {
         _ = evicted
     }
 
-    /// Removes least recently used images until at most `count` remain.
-    package func trim(toCount count: Int) {
+    /// Removes least recently used images until at most `count` remain: Kingfisher's
+    /// `countLimit` applied now, to shrink a cache a screen no longer needs.
+    public func trim(toCount count: Int) {
         let evicted = state.withLock { state -> [DecodedImage] in
             var evicted = state.oversized.map { [$0.image] } ?? []
             state.oversized = nil
