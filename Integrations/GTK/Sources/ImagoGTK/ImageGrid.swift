@@ -92,7 +92,8 @@ public final class ImageGrid {
     /// frame of scrolling brings in is already on its way.
     static let nearRows = 1
 
-    let targetLoader: ImageTargetLoader
+    /// What the cells and prefetches load through.
+    public let targetLoader: ImageTargetLoader
     /// The grid's own reference to its model.
     private let modelReference: ObjectReference
     let itemURL: ItemReader<URL>
