@@ -15,11 +15,19 @@ import ImagoUI
 ///
 /// So a grid given `ImageTargetLoader.shared` (the default) loads through a loader
 /// of its own made like `ImageLoader.shared`, with the same data loader, disk tier,
-/// policies and number of transfers, whose memory tier is an `ImageCache` of the
+/// freshness and number of transfers, whose memory tier is an `ImageCache` of the
 /// grid's own (`memoryCache`), its limits set again whenever the grid's size, cell
 /// size, scale factor or `prefetchRows` change. A grid given any other target loader
 /// uses that loader's caches as they are: pass
 /// `ImageTargetLoader(loader: .shared)` to share the process's memory tier.
+///
+/// With the memory tier this small, the disk tier must answer a scroll back, so the
+/// grid's loader keeps the thumbnails there and not the originals
+/// (`StoragePolicy.processed`): a photo's original is a hundred times its
+/// thumbnail, and under the shared policy (`.both`) a few thousand of them pushed
+/// the thumbnails out of the 512 MiB disk tier, so scrolling back asked the server
+/// for nearly every image again (9,366 requests for 5,200 URLs down and back).
+/// Opening an item's full image through another loader fetches its original then.
 extension ImageGrid {
     /// Screens of rows kept decoded behind the scroll position.
     static let screensBehind = 2
@@ -32,11 +40,13 @@ extension ImageGrid {
     static let provisionalRowsOnScreen = 8
 
     /// The loader a grid made with the default target loader uses: `ImageLoader.shared`'s
-    /// configuration (its data loader, disk tier and policies) and transfer limits,
-    /// over `cache`.
+    /// configuration (its data loader, disk tier and freshness) and transfer limits,
+    /// storing thumbnails rather than originals on disk, over `cache`.
     static func ownTargetLoader(over cache: ImageCache) -> ImageTargetLoader {
         let shared = ImageLoader.shared
-        let loader = ImageLoader(configuration: shared.configuration, cache: cache)
+        var configuration = shared.configuration
+        configuration.storagePolicy = .processed
+        let loader = ImageLoader(configuration: configuration, cache: cache)
         loader.concurrentLoads = shared.concurrentLoads
         loader.loadingTimeout = shared.loadingTimeout
         return ImageTargetLoader(loader: loader)
