@@ -146,7 +146,9 @@ gallery: deps
 # The gallery's figures: first frame and first screen, frame gaps while scrolling
 # end to end at 3,000 points a second, cells checked by their pixels, peak memory
 # for 520 and 5,200 URLs, requests for missing images and on a warm relaunch, and
-# thumbnails at GDK_SCALE=2; under Xvfb with the Cairo renderer (scripts/bench-gallery.sh).
+# thumbnails at GDK_SCALE=2, and 5,200 URLs with the grid's defaults (--library-defaults);
+# under Xvfb with the Cairo renderer (scripts/bench-gallery.sh; BENCH_GALLERY_ONLY=NAME
+# runs one case).
 bench-gallery: DEBIAN_PACKAGES += $(GTK_PACKAGES) python3 curl
 bench-gallery: deps
 	@echo "==> Building imago-gallery (release)"

@@ -176,18 +176,20 @@ let cacheRoot = DiskCache.defaultDirectory.deletingLastPathComponent().appending
 /// In memory, the thumbnails have a cache of their own too, of a few screens' worth
 /// (64 MiB: 650 thumbnails of 160 points): scrolled past, a thumbnail comes back from
 /// disk, so the process stays as small for 5,000 images as for 500.
-let galleryThumbnailLoader = ImageTargetLoader(loader: ImageLoader(
-    configuration: .init(
-        diskCache: DiskCache(directory: cacheRoot.appendingPathComponent("thumbnails", isDirectory: true), sizeLimit: 512 << 20),
-        storagePolicy: .processed, concurrentLoads: 6),
-    cache: ImageCache(costLimit: 64 << 20)))
+func galleryThumbnailLoader() -> ImageTargetLoader {
+    ImageTargetLoader(loader: ImageLoader(
+        configuration: .init(
+            diskCache: DiskCache(directory: cacheRoot.appendingPathComponent("thumbnails", isDirectory: true), sizeLimit: 512 << 20),
+            storagePolicy: .processed, concurrentLoads: 6),
+        cache: ImageCache(costLimit: 64 << 20)))
+}
 let fullImageLoader = options.libraryDefaults ? ImageTargetLoader.shared : ImageTargetLoader(loader: ImageLoader(configuration: .init(
     diskCache: DiskCache(directory: cacheRoot.appendingPathComponent("originals", isDirectory: true), sizeLimit: 512 << 20),
     storagePolicy: .originals)))
 
 let grid = options.libraryDefaults
     ? ImageGrid(urls: options.urls, cellSize: options.size)
-    : ImageGrid(urls: options.urls, cellSize: options.size, targetLoader: galleryThumbnailLoader)
+    : ImageGrid(urls: options.urls, cellSize: options.size, targetLoader: galleryThumbnailLoader())
 /// What the cells load through: the gallery's own loader, or the one the grid chose.
 let thumbnailLoader = grid.targetLoader
 grid.placeholder = square(8, 225, 225, 225)
