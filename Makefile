@@ -85,7 +85,10 @@ test: deps
 	@echo "==> Building the GTK 4 view and its tests (release: one test times frames of optimised code)"
 	@cd $(GTK_DIR) && $(SWIFT) build -c release --build-tests $(SWIFT_FLAGS)
 	@echo "==> Running the GTK tests in real windows$$([ -n "$$DISPLAY$$WAYLAND_DISPLAY" ] || echo ' (under xvfb-run: no display)')"
-	@cd $(GTK_DIR) && $(call GTK_RUN,$(SWIFT) test -c release --skip-build --disable-xctest)
+	@# A grid made with the library's defaults writes to DiskCache.shared: a folder of the
+	@# build's own, not the user's cache directory.
+	@rm -rf $(CURDIR)/.build/gtk-test-cache
+	@cd $(GTK_DIR) && $(call GTK_RUN,env XDG_CACHE_HOME=$(CURDIR)/.build/gtk-test-cache $(SWIFT) test -c release --skip-build --disable-xctest)
 
 # The Apple-only code (UIKit, AppKit, SwiftUI, ImageIO) type-checked for iOS, macOS,
 # tvOS, visionOS and watchOS against declarations of the SDK surface it uses

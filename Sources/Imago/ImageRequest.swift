@@ -61,20 +61,35 @@ public struct ImageRequest: Sendable {
     package var imageKeyOverride: String?
     /// Partial images and progressive previews; none by default.
     public var options: Options
+    /// Which caches the load reads and writes, and whether it may reach the origin;
+    /// every tier by default.
+    public var cachePolicy: CachePolicy
+    /// URLs tried in order when the load of `url` fails (not when it is cancelled),
+    /// each known by its own cache key: a mirror, a smaller rendition, a
+    /// placeholder. Used by `ImageLoader.image(for:)` and `data(for:)`; a task
+    /// (`task(with:)`) loads `url` alone.
+    public var alternativeURLs: [URL] = []
+    /// A URL loaded first while the loader is told the network is constrained
+    /// (`ImageLoader.isNetworkConstrained`: Low Data Mode, a metered link), with
+    /// `url` and the alternatives after it; SDWebImage's and Nuke's constrained
+    /// network variants.
+    public var constrainedURL: URL?
 
     /// The URL loaded.
     public var url: URL { urlRequest.url ?? URL(fileURLWithPath: "/") }
 
     /// A request for `url`.
     public init(url: URL, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
-                priority: Priority = .normal, imageKey: String? = nil, options: Options = []) {
+                priority: Priority = .normal, imageKey: String? = nil, options: Options = [],
+                cachePolicy: CachePolicy = .default) {
         self.init(urlRequest: URLRequest(url: url), targetSize: targetSize, processors: processors,
-                  priority: priority, imageKey: imageKey, options: options)
+                  priority: priority, imageKey: imageKey, options: options, cachePolicy: cachePolicy)
     }
 
     /// A request sending `urlRequest` as it is (custom headers, say).
     public init(urlRequest: URLRequest, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
-                priority: Priority = .normal, imageKey: String? = nil, options: Options = []) {
+                priority: Priority = .normal, imageKey: String? = nil, options: Options = [],
+                cachePolicy: CachePolicy = .default) {
         var urlRequest = urlRequest
         if let url = urlRequest.url, let normalized = url.withLowercasedScheme { urlRequest.url = normalized }
         self.urlRequest = urlRequest
@@ -83,6 +98,7 @@ public struct ImageRequest: Sendable {
         self.priority = priority
         self.imageKeyOverride = imageKey
         self.options = options
+        self.cachePolicy = cachePolicy
     }
 
     /// The key of the resource: the override, else the URL's absolute string. Every

@@ -91,6 +91,10 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
     case redirectRefused(url: String, reason: String)
     /// The load was cancelled before it finished.
     case cancelled
+    /// A request that may only be answered from the caches
+    /// (`ImageRequest.CachePolicy.onlyFromCache`) found nothing there; the origin
+    /// was not asked.
+    case notCached(url: String)
 
     /// What a codec library said when it refused: which library, in its own words.
     public struct CodecMessage: Sendable, Hashable, CustomStringConvertible {
@@ -182,6 +186,8 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
             return "\(url): redirect refused: \(reason)"
         case .cancelled:
             return "the load was cancelled"
+        case .notCached(let url):
+            return "\(url): not in any cache, and the request may not load it"
         }
     }
 

@@ -4,16 +4,19 @@ import Foundation
 /// to a scheme other than http(s), and never from https down to http unless allowed.
 ///
 /// A pure value, so the decision can be tested without a TLS server.
-package struct RedirectPolicy: Sendable, Hashable {
+package struct RedirectPolicy: Sendable {
     /// How many redirects one load may follow.
     package var maximumRedirects: Int
     /// Whether `https` may redirect to `http`.
     package var allowsHTTPSDowngrade: Bool
+    /// The caller's say on each redirect the rules allow.
+    package var handler: RedirectHandler?
 
     /// Makes a policy; the defaults are the safe ones.
-    package init(maximumRedirects: Int = 10, allowsHTTPSDowngrade: Bool = false) {
+    package init(maximumRedirects: Int = 10, allowsHTTPSDowngrade: Bool = false, handler: RedirectHandler? = nil) {
         self.maximumRedirects = maximumRedirects
         self.allowsHTTPSDowngrade = allowsHTTPSDowngrade
+        self.handler = handler
     }
 
     /// Checks a redirect from `source` to `target`, where `seen` holds every URL of

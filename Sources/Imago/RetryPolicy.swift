@@ -114,7 +114,7 @@ public struct RetryPolicy: Sendable {
             return status == 429 || ((500...599).contains(status) && status != 501 && status != 505)
         case .timedOut, .cancelled, .invalidURL, .invalidRequest, .redirectRefused, .responseTooLarge,
              .unsupportedFormat, .decodingFailed, .imageTooLarge, .tooManyFrames, .tooManyScans,
-             .overMemoryBudget, .decodingTimedOut, .encodingFailed, .fileError, .invalidHash:
+             .overMemoryBudget, .decodingTimedOut, .encodingFailed, .fileError, .notCached, .invalidHash:
             return false
         }
     }

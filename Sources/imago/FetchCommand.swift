@@ -9,7 +9,7 @@ import FoundationNetworking
 /// (coalescing, memory cache, retries, decoding) and reports each and a summary.
 let fetchCommand = Command(
     name: "fetch",
-    synopsis: "URL... | --input FILE [--concurrency N] [--cache-dir DIR | --no-disk-cache] [--redis URL[,URL...]] [--thumbnail PX] [--timeout SECONDS] [--retries N] [--partial] [--json]",
+    synopsis: "URL... | --input FILE [--concurrency N] [--cache-dir DIR | --no-disk-cache] [--redis URL[,URL...]] [--thumbnail PX] [--timeout SECONDS] [--retries N] [--partial] [--json [--events]]",
     summary: """
         Load images from http, https, file and data URLs through the full pipeline \
         (coalescing, caching, retries, decoding) and print a summary: items, failures, \
@@ -22,6 +22,7 @@ let fetchCommand = Command(
         .value("--thumbnail", "PX", "decode to thumbnails whose longest side is at most PX"),
         .flag("--partial", "keep what arrived of a transfer cut short, as a partial image (its JSON record says \"partial\": true), instead of failing"),
         .flag("--json", "print one JSON record per URL (with its --input line), then a summary record"),
+        .flag("--events", "with --json, also print each load's events as they happen (started, cacheAnswered, progress, retrying, finished, failed)"),
     ],
     run: runFetch)
 
@@ -77,6 +78,8 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     let loader = options.makeLoader(counter: counter, repeats: reader.repeatsAhead)
     let bar = ProgressBar(total: reader.countAhead)
     let tally = Locked(Tally())
+    let events = json && arguments.flag("--events") ? FetchEventPrinter(loader) : nil
+    let loads = Locked(0)
     let start = ContinuousClock.now
 
     let report: @Sendable (FetchRecord) -> Void = { record in
@@ -102,8 +105,10 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     }
     for await item in loader.images(for: requests) {
         counter.loadEnded(item.request.url)
+        loads.withLock { $0 += 1 }
         report(FetchRecord(requests.input(at: item.index), item.result))
     }
+    await events?.finish(loads: loads.withLock { $0 })
     bar.finish()
     // Revalidations of stale images served meanwhile, then disk writes, go on in the
     // background; the process must not end before them (the first within a bound:

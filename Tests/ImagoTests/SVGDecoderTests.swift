@@ -36,6 +36,13 @@ import _ImagoTestSupport
         </svg>
         """
 
+    /// Text in the system's sans-serif font (fontconfig's choice, as for rsvg-convert).
+    static let text = """
+        <svg xmlns="http://www.w3.org/2000/svg" width="80" height="24">
+          <text x="4" y="18" font-family="sans-serif" font-size="16" fill="#203080">Imago</text>
+        </svg>
+        """
+
     /// Drawn in a 8×4 user space, declared 32×16.
     static let viewBox = """
         <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 8 4" width="32" height="16">
@@ -64,9 +71,10 @@ import _ImagoTestSupport
         try ImageDecoders.Registry.shared.decode(Data(svg.utf8), options: options)
     }
 
-    @Test(arguments: ["shapes", "gradient", "viewBox"])
+    @Test(arguments: ["shapes", "gradient", "viewBox", "text"])
     func drawsAsRsvgConvertAtTheDocumentsSize(_ name: String) throws {
-        let svg = [("shapes", Self.shapes), ("gradient", Self.gradient), ("viewBox", Self.viewBox)].first { $0.0 == name }!.1
+        let svg = [("shapes", Self.shapes), ("gradient", Self.gradient), ("viewBox", Self.viewBox), ("text", Self.text)]
+            .first { $0.0 == name }!.1
         let image = try Self.decode(svg)
         let reference = try Self.reference(svg)
         #expect(image.format == .svg && image.frameCount == 1 && image.orientation == .up)
@@ -76,6 +84,10 @@ import _ImagoTestSupport
         #expect(image.bitmap.isPremultiplied)
         // Drawn, not blank: the reference has colour where the image must.
         #expect(image.bitmap.hasAlpha || name != "shapes")
+        if name == "text" {
+            let inked = stride(from: 3, to: image.bitmap.pixels.count, by: 4).filter { image.bitmap.pixels[$0] > 128 }.count
+            #expect(inked > 40, "the glyphs are drawn (\(inked) pixels)")
+        }
     }
 
     @Test func theViewBoxIsScaledToTheTargetSize() throws {

@@ -159,7 +159,8 @@ public final class ImageCache: ImageCaching {
     public var countLimit: Int { state.withLock { $0.limits.count } }
     /// The most bytes one image may take and still be stored; larger images are not
     /// cached at all (and storing one removes what its key held before).
-    package var entryCostLimit: Int { state.withLock { $0.limits.entryCost } }
+    /// `setLimits(cost:count:)` keeps its share of `costLimit`.
+    public var entryCostLimit: Int { state.withLock { $0.limits.entryCost } }
     /// How long, in seconds, an image is served after it was stored; nil for as long
     /// as it stays in the cache.
     package let timeToLive: Double?
@@ -342,8 +343,9 @@ public final class ImageCache: ImageCaching {
         _ = evicted
     }
 
-    /// Removes least recently used images until at most `count` remain.
-    package func trim(toCount count: Int) {
+    /// Removes least recently used images until at most `count` remain: Kingfisher's
+    /// `countLimit` applied now, to shrink a cache a screen no longer needs.
+    public func trim(toCount count: Int) {
         let evicted = state.withLock { state -> [DecodedImage] in
             var evicted = state.oversized.map { [$0.image] } ?? []
             state.oversized = nil

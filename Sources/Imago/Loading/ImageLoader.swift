@@ -44,6 +44,7 @@ public final class ImageLoader: Sendable {
     public let configuration: Configuration
 
     let pipeline: Pipeline
+    private let networkConstrained = Locked(false)
 
     /// Makes a loader whose memory tier is the configuration's `memoryTier`:
     /// `ImageCache.shared` by default (see `Configuration.init` for why the memory
@@ -119,8 +120,40 @@ public final class ImageLoader: Sendable {
 
     /// Loads `request`. Throws `ImagoError`, or `CancellationError` when the calling
     /// task is cancelled (which cancels the load).
+    ///
+    /// The request's alternative URLs are tried in turn after a failure, and its
+    /// constrained URL first while `isNetworkConstrained`; the response's `url` says
+    /// which answered, and the last failure is thrown when none did.
     public func image(for request: ImageRequest) async throws -> ImageResponse {
-        try await task(with: request).response
+        try await firstSuccess(of: request) { try await self.task(with: $0).response }
+    }
+
+    /// Whether the network is constrained (Low Data Mode, a metered link), as the app
+    /// learns it from the system: requests with a `constrainedURL` load it first
+    /// while this is true. False at first.
+    public var isNetworkConstrained: Bool {
+        get { networkConstrained.withLock { $0 } }
+        set { networkConstrained.withLock { $0 = newValue } }
+    }
+
+    /// Runs `load` for each URL of `request` in turn until one succeeds; a
+    /// cancellation ends the tries at once.
+    func firstSuccess<Value>(of request: ImageRequest, _ load: (ImageRequest) async throws -> Value) async throws -> Value {
+        let candidates = request.candidates(networkIsConstrained: isNetworkConstrained)
+        var lastError: (any Error)?
+        for candidate in candidates {
+            do {
+                return try await load(candidate)
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch ImagoError.cancelled {
+                throw CancellationError()
+            } catch {
+                lastError = error
+                if Task.isCancelled { throw CancellationError() }
+            }
+        }
+        throw lastError ?? ImagoError.invalidURL(request.url.absoluteString)
     }
 
     /// Loads the image at `url`.
@@ -179,13 +212,13 @@ public final class ImageLoader: Sendable {
     private func makeTask(
         _ request: ImageRequest, completion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?
     ) -> ImageTask {
-        let task = ImageTask(request: request, pipeline: pipeline, onCompletion: completion)
+        let task = observed(request, completion: completion) { ImageTask(request: request, pipeline: pipeline, onCompletion: $0) }
         guard request.urlRequest.url != nil, configuration.dataLoader.canLoad(request.url) else {
             task.complete(.failure(.invalidURL(request.url.absoluteString)))
             return task
         }
         let cache = cache
-        if let image = cache?.image(forKey: task.key) {
+        if request.cachePolicy.reads.contains(.memory), let image = cache?.image(forKey: task.key) {
             task.complete(.success(ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageResponse.Metrics())))
             return task
         }

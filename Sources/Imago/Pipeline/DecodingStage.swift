@@ -61,7 +61,7 @@ struct DecodingStage: ImageStage {
                 goUpstream(work: again, waited: waited, run: run)
                 return
             }
-            if work.cache != nil, !original.isTruncated, case .failure(let error) = result {
+            if work.remembers, !original.isTruncated, case .failure(let error) = result {
                 configuration.recentFailures?.record(error, forKey: work.request.imageKey)
             }
         }

@@ -26,6 +26,12 @@ public struct ImageLoaderConfiguration: Sendable {
     public var headers: [String: String]
     /// Changes each URL request just before it is sent.
     public var requestModifier: (@Sendable (URLRequest) -> URLRequest)?
+    /// Awaited before each transfer attempt (a retry included), after
+    /// `requestModifier`: fetch or refresh a token, sign the URL. Throwing ends the
+    /// load with that error, without a transfer (SDWebImage's request modifier
+    /// returning nil, Nuke's async `willLoad`). Not called for bytes at hand
+    /// (`DataLoading.isLocal(_:)`), nor for what a cache answers.
+    public var asyncRequestModifier: (@Sendable (URLRequest) async throws(ImagoError) -> URLRequest)?
     /// The disk tier for the images the data loader fetches (not those it has at hand, `DataLoading.isLocal(_:)`); nil for none. `ImageLoader.shared` uses
     /// `DiskCache.shared`; other loaders have none unless given one, so that a
     /// loader made for a test or a job never shares files by surprise.
@@ -108,6 +114,7 @@ public struct ImageLoaderConfiguration: Sendable {
         self.maximumPixelCount = maximumPixelCount
         self.headers = headers
         self.requestModifier = requestModifier
+        asyncRequestModifier = nil
         self.diskCache = diskCache
         self.storagePolicy = storagePolicy
         self.freshnessPolicy = freshnessPolicy

@@ -134,6 +134,8 @@ extension ImageStage {
         switch event {
         case .progress(let progress):
             context.publisher.publish(.progress(progress), of: stage)
+        case .retrying(let attempt, let error, let delay):
+            context.publisher.publish(.retrying(attempt: attempt, error: error, delay: delay), of: stage)
         case .partialData, .preview:
             break
         case .finished(.failure(let error)):

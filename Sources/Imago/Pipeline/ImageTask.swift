@@ -38,7 +38,7 @@ public final class ImageTask: Sendable, Hashable {
 
     private let state: Locked<State>
     private weak let pipeline: Pipeline?
-    private static let ids = Locked(0)
+    static let ids = Locked(0)
 
     init(request: ImageRequest, pipeline: Pipeline, onCompletion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?) {
         id = Self.ids.withLock { $0 += 1; return $0 }

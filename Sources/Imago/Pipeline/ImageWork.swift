@@ -4,7 +4,11 @@ import Foundation
 struct ImageWork: Sendable {
     let key: ImageCacheKey
     let request: ImageRequest
+    /// The memory tier images are kept in; nil when the request's policy keeps
+    /// none there.
     let cache: (any ImageCaching)?
+    /// Whether the loader caches at all, so remembers failures.
+    let remembers: Bool
     /// Where processed variants are read and kept; nil when they are not.
     let variants: HTTPCache?
     /// Where the original bytes are kept; nil when they are not.
@@ -27,7 +31,8 @@ struct ImageWork: Sendable {
     ) {
         self.key = key
         self.request = request
-        self.cache = cache
+        self.cache = request.cachePolicy.writes.contains(.memory) ? cache : nil
+        remembers = cache != nil
         self.loadingTimeout = loadingTimeout
         variants = storagePolicy.storesProcessed && !key.isOriginal ? tiers : nil
         originals = storagePolicy.storesOriginals ? tiers : nil

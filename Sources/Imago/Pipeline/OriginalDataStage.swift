@@ -91,8 +91,10 @@ struct OriginalDataStage: Sendable {
     private func remember(_ result: Result<OriginalData, ImagoError>) {
         switch result {
         case .success(let original) where original.source == .network && !original.isTruncated:
+            // A failure asked again and mended is forgotten for every request.
+            if request.cachePolicy.retriesFailed { configuration.recentFailures?.removeFailure(forKey: request.imageKey) }
             // A network load's bytes are in memory already; nothing is read back for them.
-            if case .loaded(let data) = original.bytes {
+            if request.cachePolicy.writes.contains(.recentOriginals), case .loaded(let data) = original.bytes {
                 configuration.recentOriginals?.store(data, metadata: original.httpMetadata, forKey: request.imageKey)
             }
         case .success:
@@ -120,7 +122,9 @@ struct OriginalDataStage: Sendable {
             metrics.attempts = attempts
             return OriginalData(bytes: bytes, source: source, metrics: metrics, httpMetadata: metadata, isTruncated: truncated)
         }
+        let onlyFromCache = request.cachePolicy.onlyFromCache
         guard let httpCache else {
+            if onlyFromCache, !configuration.dataLoader.isLocal(request.url) { throw .notCached(url: request.url.absoluteString) }
             let (response, attempts) = try await fetch(previews: previews)
             if response.isTruncated { return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true) }
             let metadata = response.statusCode.flatMap {
@@ -136,8 +140,14 @@ struct OriginalDataStage: Sendable {
             return done(.loaded(data), source, attempts: 0, metadata)
         case .staleWhileRevalidating(let data, let metadata, let validators, let source):
             let stored = HTTPCache.Stored(bytes: .loaded(data), metadata: metadata, source: source)
+            if onlyFromCache { return done(.loaded(data), source, attempts: 0, metadata) }
             revalidateInBackground(HTTPCache.Fetch(stored: stored, validators: validators), key: key, in: httpCache, timeout: timeout)
             return done(.loaded(data), source, attempts: 0, metadata)
+        case .fetch(let fetch) where onlyFromCache:
+            // Whatever its freshness: an offline load shows what is kept.
+            httpCache.release(fetch)
+            guard let stored = fetch.stored else { throw .notCached(url: request.url.absoluteString) }
+            return done(stored.bytes, stored.source, attempts: 0, stored.metadata)
         case .fetch(let fetch):
             pending = fetch
         }
@@ -204,6 +214,12 @@ struct OriginalDataStage: Sendable {
             attempt += 1
             let error: ImagoError
             var retryAfter: String?
+            // Outside the retries: what the modifier throws ends the load as it is.
+            var urlRequest = urlRequest
+            if let modify = configuration.asyncRequestModifier, !configuration.dataLoader.isLocal(request.url) {
+                urlRequest = try await modify(urlRequest)
+                if Task.isCancelled { throw .cancelled }
+            }
             do throws(ImagoError) {
                 let scanner = previews ? Locked(PreviewScanner()) : nil
                 let response = try await configuration.dataLoader.loadData(for: urlRequest, options: options) { [weak publisher = context.publisher, stage] progress in
@@ -224,6 +240,7 @@ struct OriginalDataStage: Sendable {
                 self.retryAfter.withLock { $0 = retryAfter.flatMap { RetryPolicy.retryAfterSeconds($0, now: Date()) } }
                 throw error
             }
+            context.publisher.publish(.retrying(attempt: attempt, error: error, delay: delay), of: stage)
             // On the shared clock: a cancelled `Task.sleep` would keep its timer until its time.
             do { try await DeadlineClock.shared.sleep(delay) } catch { throw .cancelled }
         }

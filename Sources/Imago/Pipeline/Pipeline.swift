@@ -36,10 +36,12 @@ enum PipelineQueue: Sendable {
 /// 100,000 queued. An actor would make each of them an unordered hop.
 final class Pipeline: StagePublishing {
     let configuration: ImageLoaderConfiguration
-    private let graph: Locked<StageGraph>
+    let graph: Locked<StageGraph>
     /// What the stages share, made once: the configuration, the one HTTP cache over
     /// its disk and shared tiers, the background revalidations.
     private let settings: StageSettings
+    /// The listeners of the loader's events.
+    let events = LoadEventHub()
 
     init(configuration: ImageLoaderConfiguration, cache: (any ImageCaching)?) {
         self.configuration = configuration
@@ -54,7 +56,7 @@ final class Pipeline: StagePublishing {
 
     /// What the stages see of the pipeline. Made when asked for, not kept: it holds
     /// the pipeline, which would then hold itself.
-    private var context: StageContext { StageContext(settings: settings, publisher: self) }
+    var context: StageContext { StageContext(settings: settings, publisher: self) }
 
     // MARK: - Settings
 
@@ -110,9 +112,13 @@ final class Pipeline: StagePublishing {
         let atHand = context.atHand(for: request, cache: cache, builtOn: builtOn)
         var subscriber = StageSubscriber(
             priority: request.priority, isTask: true, wantsPreviews: request.options.contains(.progressivePreviews))
-        let receive: @Sendable (StageEvent<ImageResponse>) -> Void = { [task] event in
+        let receive: @Sendable (StageEvent<ImageResponse>) -> Void = { [task, events] event in
             switch event {
-            case .progress(let progress): task.reportProgress(progress)
+            case .progress(let progress):
+                task.reportProgress(progress)
+                events.emit(task.id, url: request.url, .progress(progress))
+            case .retrying(let attempt, let error, let delay):
+                events.emit(task.id, url: request.url, .retrying(attempt: attempt, error: error, delay: delay))
             case .preview(let preview): task.reportPreview(preview)
             case .partialData: break
             case .finished(let result): task.complete(result)
@@ -184,7 +190,7 @@ final class Pipeline: StagePublishing {
     /// decoding and processing run on a dispatch queue instead of the Swift
     /// concurrency pool, which has one thread per core: a decode holding one would
     /// delay every timer and continuation behind it.
-    private func start(_ runnable: [(work: @Sendable (StageRun) -> Void, run: StageRun)]) {
+    func start(_ runnable: [(work: @Sendable (StageRun) -> Void, run: StageRun)]) {
         for (work, run) in runnable {
             if run.queue == .transfers {
                 work(run)
@@ -199,6 +205,10 @@ final class Pipeline: StagePublishing {
         switch news {
         case .progress(let progress):
             for receive in graph.withLock({ $0.receivers(of: stage, previewsOnly: false) }) { receive(.progress(progress)) }
+        case .retrying(let attempt, let error, let delay):
+            for receive in graph.withLock({ $0.receivers(of: stage, previewsOnly: false) }) {
+                receive(.retrying(attempt: attempt, error: error, delay: delay))
+            }
         case .preview(let event):
             for receive in graph.withLock({ $0.receivers(of: stage, previewsOnly: true) }) { receive(event) }
         case .previewWork(let work):

@@ -9,6 +9,8 @@ enum StageEvent<Value: Sendable>: Sendable {
     case partialData(Data)
     /// A preview of the stage's image. Only to subscribers that want previews.
     case preview(ImageResponse)
+    /// An attempt at the transfer failed and another follows after `delay` seconds.
+    case retrying(attempt: Int, error: ImagoError, delay: Double)
     /// The stage's outcome; nothing follows it.
     case finished(Result<Value, ImagoError>)
 }
@@ -23,10 +25,14 @@ struct OriginalKey: Hashable, Sendable {
     /// The full-size image's cache key, whose hash is computed once.
     let key: ImageCacheKey
     let allowsPartial: Bool
+    /// Requests share a stage only under one cache policy: a reload must not join
+    /// a disk read, nor a cache-only load a transfer.
+    let cachePolicy: ImageRequest.CachePolicy
 
     init(_ request: ImageRequest) {
         key = ImageCacheKey(imageKey: request.imageKey)
         allowsPartial = request.options.contains(.allowsPartialImages)
+        cachePolicy = request.cachePolicy
     }
 }
 
@@ -35,10 +41,14 @@ struct DecodedKey: Hashable, Sendable {
     /// The unprocessed image's cache key.
     let key: ImageCacheKey
     let allowsPartial: Bool
+    /// Requests share a stage only under one cache policy: a reload must not join
+    /// a disk read, nor a cache-only load a transfer.
+    let cachePolicy: ImageRequest.CachePolicy
 
     init(_ original: OriginalKey, targetSize: TargetSize?) {
         key = ImageCacheKey(imageKey: original.key.imageKey, targetSize: targetSize)
         allowsPartial = original.allowsPartial
+        cachePolicy = original.cachePolicy
     }
 
     /// The stage it builds on.
@@ -50,10 +60,14 @@ struct ProcessedKey: Hashable, Sendable {
     /// The processed image's cache key.
     let key: ImageCacheKey
     let allowsPartial: Bool
+    /// Requests share a stage only under one cache policy: a reload must not join
+    /// a disk read, nor a cache-only load a transfer.
+    let cachePolicy: ImageRequest.CachePolicy
 
     init(_ decoded: DecodedKey, processing: [String]) {
         key = ImageCacheKey(imageKey: decoded.key.imageKey, targetSize: decoded.key.targetSize, processing: processing)
         allowsPartial = decoded.allowsPartial
+        cachePolicy = decoded.cachePolicy
     }
 
     /// The stage it builds on.
@@ -64,6 +78,7 @@ extension OriginalKey {
     fileprivate init(_ decoded: DecodedKey) {
         key = ImageCacheKey(imageKey: decoded.key.imageKey)
         allowsPartial = decoded.allowsPartial
+        cachePolicy = decoded.cachePolicy
     }
 }
 
@@ -71,6 +86,7 @@ extension DecodedKey {
     fileprivate init(_ processed: ProcessedKey) {
         key = processed.key.decodedKey
         allowsPartial = processed.allowsPartial
+        cachePolicy = processed.cachePolicy
     }
 }
 

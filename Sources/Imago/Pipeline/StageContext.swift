@@ -29,24 +29,28 @@ struct StageContext: Sendable {
         var found = AtHand()
         found.tiers = httpCache(for: request, cache: cache)
         found.recentOriginal = recentAnswer(for: request)
-        if let builtOn { found.builtOn = cache.image(forKey: builtOn) }
+        if let builtOn, request.cachePolicy.reads.contains(.memory) { found.builtOn = cache.image(forKey: builtOn) }
         return found
     }
 
     /// The HTTP cache for `request` when its loads use `cache`: images the data
     /// loader fetches only (what it has at hand is not copied), and none with caching
-    /// off or neither tier.
+    /// off or neither tier; only the tiers the request's cache policy lets it read or
+    /// write.
     func httpCache(for request: ImageRequest, cache: (any ImageCaching)?) -> HTTPCache? {
         guard cache != nil, !configuration.dataLoader.isLocal(request.url) else { return nil }
-        return tiers
+        return tiers?.restricted(to: request.cachePolicy)
     }
 
     /// A failure a repeat would meet again, or the bytes of a recent network load,
     /// for `request`'s image key: what answers it without a transfer.
     private func recentAnswer(for request: ImageRequest) -> Result<OriginalData, ImagoError>? {
         let key = request.imageKey
-        if let failure = configuration.recentFailures?.failure(forKey: key), !failure.mayPass(for: request) { return .failure(failure) }
-        guard let entry = configuration.recentOriginals?.entry(forKey: key) else { return nil }
+        let policy = request.cachePolicy
+        if !policy.retriesFailed, let failure = configuration.recentFailures?.failure(forKey: key), !failure.mayPass(for: request) {
+            return .failure(failure)
+        }
+        guard policy.reads.contains(.recentOriginals), let entry = configuration.recentOriginals?.entry(forKey: key) else { return nil }
         var metrics = ImageResponse.Metrics()
         metrics.bytes = entry.data.count
         return .success(OriginalData(bytes: .loaded(entry.data), source: .recent, metrics: metrics, httpMetadata: entry.metadata))

@@ -5,6 +5,8 @@
 enum StageNews<Key: StageKind>: Sendable {
     /// Bytes of the original received so far, for every subscriber.
     case progress(ImageTask.Progress)
+    /// A transfer attempt failed and another follows, for every subscriber.
+    case retrying(attempt: Int, error: ImagoError, delay: Double)
     /// Partial data or a preview, for the subscribers that want previews, unless the
     /// stage has finished.
     case preview(StageEvent<Key.Value>)

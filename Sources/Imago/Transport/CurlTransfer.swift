@@ -44,6 +44,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// Set when the current response is a redirect the policy allowed: its body is
     /// read and dropped, and the next hop starts when it ends.
     private var redirectTarget: URL?
+    /// Headers the redirect handler asked for on the next hop.
+    private var redirectHeaders: [String: String] = [:]
     /// The redirects followed so far.
     private var redirects: [DataResponse.Redirect] = []
     private var discarded = 0
@@ -140,12 +142,11 @@ final class CurlTransfer: @unchecked Sendable {
                 return false
             }
             do throws(ImagoError) {
-                try policy.check(from: url, to: target, seen: seen)
+                (redirectTarget, redirectHeaders) = try policy.decide(from: url, statusCode: status, headers: fields, to: target, seen: seen)
             } catch {
                 finish(.failure(error))
                 return false
             }
-            redirectTarget = target
             discarded = 0
             return true
         }
@@ -251,6 +252,11 @@ final class CurlTransfer: @unchecked Sendable {
             // Credentials the caller attached for one server must not reach another.
             headers.removeAll { ["authorization", "proxy-authorization", "cookie"].contains($0.name.lowercased()) }
         }
+        for (name, value) in redirectHeaders {
+            headers.removeAll { $0.name.lowercased() == name.lowercased() }
+            headers.append((name, value))
+        }
+        redirectHeaders = [:]
         redirects.append(DataResponse.Redirect(url: url, statusCode: status, headers: fields))
         seen.append(target)
         url = target

@@ -42,6 +42,10 @@ public struct HTTPLoaderConfiguration: Sendable {
     /// counts whole seconds, and URLSession on Linux truncates fractions (0.5 s
     /// would fire at once).
     public var idleTimeout: Double
+    /// Sees each redirect the loader's rules allow, and follows it, follows it
+    /// elsewhere (with headers of its own), or refuses it; nil to follow every one.
+    /// Called on the loader's own thread: quick, never blocking.
+    public var redirectHandler: RedirectHandler?
 
     /// Makes a configuration; every argument has a documented default.
     public init(
@@ -50,8 +54,10 @@ public struct HTTPLoaderConfiguration: Sendable {
         allowsHTTPSDowngrade: Bool = false,
         httpAdditionalHeaders: [String: String] = [:],
         httpMaximumConnectionsPerHost: Int = 6,
-        idleTimeout: Double = 60
+        idleTimeout: Double = 60,
+        redirectHandler: RedirectHandler? = nil
     ) {
+        self.redirectHandler = redirectHandler
         self.maximumResponseSize = maximumResponseSize
         self.maximumRedirects = maximumRedirects
         self.allowsHTTPSDowngrade = allowsHTTPSDowngrade
@@ -61,7 +67,7 @@ public struct HTTPLoaderConfiguration: Sendable {
     }
 
     var redirectPolicy: RedirectPolicy {
-        RedirectPolicy(maximumRedirects: maximumRedirects, allowsHTTPSDowngrade: allowsHTTPSDowngrade)
+        RedirectPolicy(maximumRedirects: maximumRedirects, allowsHTTPSDowngrade: allowsHTTPSDowngrade, handler: redirectHandler)
     }
 
     /// The idle timeout as both clients count it: whole seconds, at least one.

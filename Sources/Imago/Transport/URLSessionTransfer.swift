@@ -107,27 +107,36 @@ final class Transfer: Sendable {
             return nil
         }
         if outcome.isFinished { return nil }
-        let refusal = state.withLock { state -> ImagoError? in
+        let decision = state.withLock { state -> Result<(url: URL, headers: [String: String]), ImagoError> in
+            var decided = (url: target, headers: [String: String]())
             do throws(ImagoError) {
-                for candidate in targets { try policy.check(from: source, to: candidate, seen: state.seen) }
+                for candidate in targets where candidate != target { try policy.check(from: source, to: candidate, seen: state.seen) }
+                decided = try policy.decide(
+                    from: source, statusCode: response.statusCode, headers: Self.headers(of: response), to: target, seen: state.seen)
             } catch {
-                return error
+                return .failure(error)
             }
-            state.seen.append(target)
+            state.seen.append(decided.url)
             state.redirects.append(DataResponse.Redirect(url: source, statusCode: response.statusCode, headers: Self.headers(of: response)))
-            return nil
+            return .success(decided)
         }
-        if let refusal {
+        let decided: (url: URL, headers: [String: String])
+        switch decision {
+        case .success(let hop): decided = hop
+        case .failure(let refusal):
             finish(.failure(refusal))
             return nil
         }
         var request = proposed
-        if !RedirectPolicy.sameOrigin(url, target) {
+        request.url = decided.url
+        if !RedirectPolicy.sameOrigin(url, decided.url) {
             // Credentials the caller attached for one server must not reach another.
             for name in ["Authorization", "Proxy-Authorization", "Cookie"] {
                 request.setValue(nil, forHTTPHeaderField: name)
             }
         }
+        // The handler's own headers go as it asked, credentials for the new origin included.
+        for (name, value) in decided.headers { request.setValue(value, forHTTPHeaderField: name) }
         return request
     }
 

@@ -220,6 +220,9 @@ import Testing
     /// tier of its own whose limits follow its geometry: jumped through many screens,
     /// it has loaded far more images than its budget, and holds no more than the
     /// budget; more rows prefetched raise the budget, fewer trim the tier at once.
+    /// Its thumbnails go to `DiskCache.shared`, which `make test` points at a folder
+    /// of the build's own (`XDG_CACHE_HOME`); setting the variable here, with other
+    /// threads reading the environment, would race them.
     @Test func withTheDefaultsTheMemoryTierIsBoundedByTheGridsGeometry() async throws {
         let server = TestServer()
         try server.start()

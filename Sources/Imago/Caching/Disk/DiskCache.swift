@@ -354,6 +354,15 @@ public final class DiskCache: Sendable {
         }
     }
 
+    /// Sweeps the disk tier now rather than at its next write: other processes'
+    /// changes are read, the size limit and maximum age enforced, damaged and
+    /// abandoned files deleted. Returns once the sweep has ended. SDWebImage's
+    /// `deleteOldFiles`, Kingfisher's `cleanExpiredDiskCache`.
+    public func sweep() async {
+        prune()
+        await flush()
+    }
+
     /// Re-reads the directory in the background and enforces the size limit and the
     /// maximum age now, reading every file's header; also deletes files that are not
     /// valid records and temporary files abandoned by dead processes. `flush()` waits

@@ -348,6 +348,39 @@ public final class SharedCache: Sendable {
         }
     }
 
+    /// Deletes every record under the namespace on every master (leases and the
+    /// last run's counters stay, so that a fleet's loads in flight go on): what
+    /// `ImageLoader.removeAllCachedData(includingShared:)` clears when asked. Every
+    /// process of the fleet loses these records; returns how many were deleted.
+    /// Throws when a server cannot be reached or refuses.
+    @discardableResult
+    public func removeAll() throws(ImagoError) -> Int {
+        do throws(RedisFailure) {
+            let runKey = self.runKey
+            var deleted = 0
+            for node in try client.nodes() {
+                let pool = client.pool(node)
+                var cursor = "0"
+                repeat {
+                    let reply = try pool.run([redisCommand("SCAN", cursor, "MATCH", "\(escapedNamespace):{*}:*", "COUNT", "500")])[0]
+                    guard case .array(let parts) = reply, parts.count == 2, let next = parts[0].data,
+                          case .array(let found) = parts[1]
+                    else { throw RedisFailure.io("\(node): unexpected SCAN reply") }
+                    cursor = String(decoding: next, as: UTF8.self)
+                    let names = found.compactMap(\.data).filter {
+                        let name = String(decoding: $0, as: UTF8.self)
+                        return !name.hasSuffix(":lease") && name != runKey
+                    }
+                    // One command per key: in a cluster, keys of other slots may not share one DEL.
+                    if !names.isEmpty { deleted += try pool.run(names.map { redisCommand("DEL") + [$0] }).compactMap(\.integer).reduce(0, +) }
+                } while cursor != "0"
+            }
+            return deleted
+        } catch {
+            throw .network(url: client.startupNodes.map(\.description).joined(separator: ","), reason: "Redis: \(error)", code: .cannotConnectToHost, errno: nil)
+        }
+    }
+
     /// Records this process's hits and misses as the last run's, for
     /// `imago cache stats`; best effort.
     package func recordRun() {

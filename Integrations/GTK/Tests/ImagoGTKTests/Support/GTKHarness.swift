@@ -31,10 +31,6 @@ enum GTK {
     static func initialize() {
         guard !initialized else { return }
         setenv("GSK_RENDERER", "cairo", 0)
-        // A grid made with the library's defaults writes to `DiskCache.shared`: in a
-        // folder of the test run's own, never the user's cache directory.
-        let cache = NSTemporaryDirectory() + "imago-gtk-tests-\(getpid())"
-        setenv("XDG_CACHE_HOME", cache.hasPrefix("/") ? cache : "/tmp/imago-gtk-tests-\(getpid())", 1)
         gtk_init()
         DispatchQueue.main.setSpecific(key: mainQueueKey, value: true)
         initialized = true
