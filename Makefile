@@ -85,7 +85,10 @@ test: deps
 	@echo "==> Building the GTK 4 view and its tests (release: one test times frames of optimised code)"
 	@cd $(GTK_DIR) && $(SWIFT) build -c release --build-tests $(SWIFT_FLAGS)
 	@echo "==> Running the GTK tests in real windows$$([ -n "$$DISPLAY$$WAYLAND_DISPLAY" ] || echo ' (under xvfb-run: no display)')"
-	@cd $(GTK_DIR) && $(call GTK_RUN,$(SWIFT) test -c release --skip-build --disable-xctest)
+	@# A grid made with the library's defaults writes to DiskCache.shared: a folder of the
+	@# build's own, not the user's cache directory.
+	@rm -rf $(CURDIR)/.build/gtk-test-cache
+	@cd $(GTK_DIR) && $(call GTK_RUN,env XDG_CACHE_HOME=$(CURDIR)/.build/gtk-test-cache $(SWIFT) test -c release --skip-build --disable-xctest)
 
 # The Apple-only code (UIKit, AppKit, SwiftUI, ImageIO) type-checked for iOS, macOS,
 # tvOS, visionOS and watchOS against declarations of the SDK surface it uses
@@ -146,7 +149,9 @@ gallery: deps
 # The gallery's figures: first frame and first screen, frame gaps while scrolling
 # end to end at 3,000 points a second, cells checked by their pixels, peak memory
 # for 520 and 5,200 URLs, requests for missing images and on a warm relaunch, and
-# thumbnails at GDK_SCALE=2; under Xvfb with the Cairo renderer (scripts/bench-gallery.sh).
+# thumbnails at GDK_SCALE=2, and 5,200 URLs with the grid's defaults (--library-defaults);
+# under Xvfb with the Cairo renderer (scripts/bench-gallery.sh; BENCH_GALLERY_ONLY=NAME
+# runs one case).
 bench-gallery: DEBIAN_PACKAGES += $(GTK_PACKAGES) python3 curl
 bench-gallery: deps
 	@echo "==> Building imago-gallery (release)"

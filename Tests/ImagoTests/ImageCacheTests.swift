@@ -184,6 +184,35 @@ struct ImageCacheTests {
         #expect(cache.checkInvariants() == nil)
     }
 
+    @Test func setLimitsTrimsToTheNewLimitsAndKeepsTheEntryShare() {
+        let cache = makeCache(costLimit: 1_000, countLimit: 100)
+        for i in 0..<10 { cache.setImage(image(cost: 100), forKey: "\(i)") }
+        _ = cache.image(forKey: "0")  // most recent now
+        // Shrinking evicts the least recent at once, by cost and by count.
+        cache.setLimits(cost: 400, count: 100)
+        #expect(cache.costLimit == 400 && cache.totalCost == 400)
+        #expect(keys(in: cache, among: (0..<10).map(String.init)) == ["0", "7", "8", "9"])
+        cache.setLimits(cost: 400, count: 2)
+        #expect(cache.countLimit == 2 && cache.count == 2)
+        // One image keeps its tenth of the budget: 40 bytes now, so 100 is too big.
+        #expect(cache.entryCostLimit == 40)
+        cache.setImage(image(cost: 100), forKey: "big")
+        #expect(cache.count == 2 && cache.totalCost == 200)
+        // The look-ups above made 8 and 9 the most recent.
+        #expect(keys(in: cache, among: ["0", "7", "8", "9"]) == ["8", "9"])
+        #expect(cache.checkInvariants() == nil)
+        // Growing admits more, and larger, images again.
+        cache.setLimits(cost: 2_000, count: 100)
+        #expect(cache.entryCostLimit == 200)
+        for i in 10..<25 { cache.setImage(image(cost: 100), forKey: "\(i)") }
+        #expect(cache.count == 17 && cache.totalCost == 1_700)
+        // An explicit share is kept too.
+        let half = makeCache(costLimit: 1_000, entryCostLimit: 500)
+        half.setLimits(cost: 300, count: 10)
+        #expect(half.entryCostLimit == 150)
+        #expect(cache.checkInvariants() == nil && half.checkInvariants() == nil)
+    }
+
     @Test func removeOneAndRemoveAll() {
         let cache = makeCache()
         for i in 0..<5 { cache.setImage(image(cost: 16), forKey: "\(i)") }

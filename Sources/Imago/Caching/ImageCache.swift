@@ -95,8 +95,41 @@ public final class ImageCache: ImageCaching {
     }
     private static let clockOrigin = ContinuousClock.now
 
+    /// What the cache keeps, changed together under the lock by `setLimits`.
+    private struct Limits {
+        var cost: Int
+        var count: Int
+        var entryCost: Int
+        var oversizedCost: Int
+        /// The share of `cost` one image may take, as the cache was made: kept when
+        /// the limits change, so a cache made with the default tenth keeps a tenth.
+        var entryShare: Double
+
+        init(cost: Int, count: Int, entryCost: Int?) {
+            self.cost = max(0, cost)
+            self.count = max(0, count)
+            self.entryCost = min(max(0, entryCost ?? cost / 10), self.cost)
+            let total = self.cost
+            entryShare = entryCost.map { total > 0 ? Double(min(max(0, $0), total)) / Double(total) : 0.1 } ?? 0.1
+            oversizedCost = Self.oversizedCost(cost: self.cost, count: self.count)
+        }
+
+        /// The largest image kept in the slot for one over the per-entry cap.
+        static func oversizedCost(cost: Int, count: Int) -> Int {
+            cost > 0 && count > 0 ? min(max(2 * cost, 64 << 20), 256 << 20) : 0
+        }
+
+        mutating func set(cost: Int, count: Int) {
+            self.cost = max(0, cost)
+            self.count = max(0, count)
+            entryCost = min(Int(Double(self.cost) * entryShare), self.cost)
+            oversizedCost = Self.oversizedCost(cost: self.cost, count: self.count)
+        }
+    }
+
     private struct State {
         var store = LRUStore<ImageCacheKey, DecodedImage>()
+        var limits: Limits
         /// The latest image over the per-entry cap, and until when it is kept (on the
         /// cache's clock): see `oversizedLinger`.
         var oversized: (key: ImageCacheKey, image: DecodedImage, until: Double)?
@@ -115,24 +148,25 @@ public final class ImageCache: ImageCaching {
         }
     }
 
-    private let state = Locked(State())
+    private let state: Locked<State>
     private let clock: @Sendable () -> Double
     /// Held for the cache's lifetime; dropping it (with the cache) unsubscribes.
     private let pressureSubscription = Locked<MemoryPressureMonitor.Subscription?>(nil)
 
-    /// The most bytes of pixels kept.
-    public let costLimit: Int
-    /// The most images kept.
-    public let countLimit: Int
+    /// The most bytes of pixels kept; `setLimits(cost:count:)` changes it.
+    public var costLimit: Int { state.withLock { $0.limits.cost } }
+    /// The most images kept; `setLimits(cost:count:)` changes it.
+    public var countLimit: Int { state.withLock { $0.limits.count } }
     /// The most bytes one image may take and still be stored; larger images are not
     /// cached at all (and storing one removes what its key held before).
-    public let entryCostLimit: Int
+    /// `setLimits(cost:count:)` keeps its share of `costLimit`.
+    public var entryCostLimit: Int { state.withLock { $0.limits.entryCost } }
     /// How long, in seconds, an image is served after it was stored; nil for as long
     /// as it stays in the cache.
     package let timeToLive: Double?
     /// The largest image kept beside the cache in its slot for one image over the
     /// per-entry cap (none in a cache that keeps nothing).
-    package let oversizedCostLimit: Int
+    package var oversizedCostLimit: Int { state.withLock { $0.limits.oversizedCost } }
     /// Seconds the image over the per-entry cap stays after its last use. Long enough
     /// for the repeats of a list or a page naming one large image to be answered
     /// without decoding it again each time; short enough that it is gone once they
@@ -176,11 +210,8 @@ public final class ImageCache: ImageCaching {
         memoryPressure: MemoryPressureMonitor? = .shared,
         clock: @escaping @Sendable () -> Double
     ) {
-        self.costLimit = max(0, costLimit)
-        self.countLimit = max(0, countLimit)
-        self.entryCostLimit = min(max(0, entryCostLimit ?? costLimit / 10), self.costLimit)
+        state = Locked(State(limits: Limits(cost: costLimit, count: countLimit, entryCost: entryCostLimit)))
         self.timeToLive = timeToLive
-        oversizedCostLimit = costLimit > 0 && countLimit > 0 ? min(max(2 * costLimit, 64 << 20), 256 << 20) : 0
         self.clock = clock
         if let memoryPressure {
             // The monitor outlives any cache (the shared one lives forever), so it
@@ -226,19 +257,20 @@ public final class ImageCache: ImageCaching {
         let evicted = state.withLock { state -> [DecodedImage] in
             var evicted: [DecodedImage] = []
             if let old = state.store.removeValue(forKey: key) { evicted.append(old) }
-            if let oversized = state.oversized, oversized.key == key || cost > entryCostLimit {
+            let limits = state.limits
+            if let oversized = state.oversized, oversized.key == key || cost > limits.entryCost {
                 evicted.append(oversized.image)
                 state.oversized = nil
             }
             // Too big to keep: storing it would flush much of the cache for one
             // image, and the old image under the key must go all the same, since
             // the caller has replaced it. It stays a moment in a slot of its own.
-            guard cost <= entryCostLimit else {
-                if cost <= oversizedCostLimit { state.oversized = (key, image, clock() + Self.oversizedLinger) }
+            guard cost <= limits.entryCost else {
+                if cost <= limits.oversizedCost { state.oversized = (key, image, clock() + Self.oversizedLinger) }
                 return evicted
             }
             state.store.insert(image, cost: cost, expiry: expiry, forKey: key)
-            let costLimit = costLimit, countLimit = countLimit
+            let costLimit = limits.cost, countLimit = limits.count
             state.store.evict(into: &evicted) { $0.totalCost > costLimit || $0.count > countLimit }
             return evicted
         }
@@ -261,7 +293,7 @@ public final class ImageCache: ImageCaching {
     public func removeAll() {
         // The old state, and every image in it, is freed after the lock is dropped.
         let old = state.withLock { state -> State in
-            var old = State()
+            var old = State(limits: state.limits)
             swap(&old, &state)
             return old
         }
@@ -275,6 +307,37 @@ public final class ImageCache: ImageCaching {
             var evicted = state.oversized.map { [$0.image] } ?? []
             state.oversized = nil
             state.store.evict(into: &evicted) { $0.totalCost > cost }
+            return evicted
+        }
+        _ = evicted
+    }
+
+    /// Changes the limits while the cache is in use, removing the least recently used
+    /// images over the new ones at once: for a cache sized from what a view shows
+    /// (a grid's cells, say), which grows and shrinks with its window.
+    ///
+    /// One image keeps the share of the budget it had (a tenth by default), so a
+    /// cache made small and grown later admits the images its new size is for. An
+    /// image kept beside the cache for being over that share is dropped when the
+    /// limits shrink.
+    ///
+    /// ```swift
+    /// let thumbnails = ImageCache(costLimit: 8 << 20)
+    /// thumbnails.setLimits(cost: 24 << 20, count: 600)    // the window grew
+    /// ```
+    public func setLimits(cost: Int, count: Int) {
+        let evicted = state.withLock { state -> [DecodedImage] in
+            let old = state.limits
+            state.limits.set(cost: cost, count: count)
+            var evicted: [DecodedImage] = []
+            if let oversized = state.oversized,
+                state.limits.cost < old.cost || oversized.image.cost > state.limits.oversizedCost
+            {
+                evicted.append(oversized.image)
+                state.oversized = nil
+            }
+            let costLimit = state.limits.cost, countLimit = state.limits.count
+            state.store.evict(into: &evicted) { $0.totalCost > costLimit || $0.count > countLimit }
             return evicted
         }
         _ = evicted
@@ -318,6 +381,6 @@ public final class ImageCache: ImageCaching {
     /// Whether the internal structure is consistent; a description of the first
     /// problem found otherwise. For tests.
     func checkInvariants() -> String? {
-        state.withLock { $0.store.checkInvariants(costLimit: costLimit, countLimit: countLimit) }
+        state.withLock { $0.store.checkInvariants(costLimit: $0.limits.cost, countLimit: $0.limits.count) }
     }
 }

@@ -28,6 +28,12 @@ import ImagoUI
 /// they scroll in. A click on a cell, or Enter on the focused cell, calls
 /// `didActivate`; each cell's accessible label is its caption, or the last part of
 /// its URL's path.
+///
+/// With the default target loader, the grid keeps its decoded thumbnails in a memory
+/// tier of its own sized from what it shows (`memoryCache`, `memoryBudget`): the rows
+/// on screen, those prefetched ahead and two screens behind. Further rows come back
+/// from the disk tier, so scrolling through thousands of images costs no more memory
+/// than through a hundred.
 @MainActor
 public final class ImageGrid {
     /// What the grid's loads came to so far.
@@ -60,11 +66,15 @@ public final class ImageGrid {
     /// How cells load: the target size, in points, is the cell's, filled (cells
     /// decode at it times the screen's scale factor); crossfade and the rest are the
     /// defaults unless changed before the grid is shown.
-    public var options: ImageDisplayOptions
+    public var options: ImageDisplayOptions {
+        didSet { updateMemoryBudget() }
+    }
     /// Shown in a cell until its image arrives, and in the cell of an item with no URL.
     public var placeholder: DecodedImage?
     /// How many rows ahead of the scroll position are prefetched (3 by default).
-    public var prefetchRows = 3
+    public var prefetchRows = 3 {
+        didSet { updateMemoryBudget() }
+    }
     /// How many loads no cell waits for any more (a cell's that GTK unbound before its
     /// image came, a prefetch that fell behind) are let go on at the lowest priority,
     /// so their images land in the caches (32 by default); the oldest beyond it are
@@ -92,7 +102,14 @@ public final class ImageGrid {
     /// frame of scrolling brings in is already on its way.
     static let nearRows = 1
 
-    let targetLoader: ImageTargetLoader
+    /// What the cells and prefetches load through: the target loader the grid was
+    /// given, or for `ImageTargetLoader.shared` (the default) the grid's own, made
+    /// like it but keeping its images in `memoryCache`.
+    public let targetLoader: ImageTargetLoader
+    /// The memory tier of a grid made with the default target loader: the grid's own,
+    /// its limits following the cells it shows (`memoryBudget`) rather than a fifth of
+    /// the machine's memory; nil for a grid given a target loader of its own.
+    public let memoryCache: ImageCache?
     /// The grid's own reference to its model.
     private let modelReference: ObjectReference
     let itemURL: ItemReader<URL>
@@ -108,7 +125,9 @@ public final class ImageGrid {
     public private(set) var columns = 1
 
     /// A grid of the items of `model` (a `GListModel *`) in cells of `cellSize` points,
-    /// loading through `targetLoader`. `url` finds an item's URL (by default the
+    /// loading through `targetLoader`: for `ImageTargetLoader.shared` (the default),
+    /// a loader made like it whose memory tier is the grid's own, sized from its
+    /// geometry (`memoryCache`). `url` finds an item's URL (by default the
     /// item's `url` string property, or a `GtkStringObject`'s string); an item without
     /// one shows the placeholder. With `caption`, each cell shows the item's caption
     /// under its image (`stringProperty("title")`, say).
@@ -120,7 +139,15 @@ public final class ImageGrid {
         self.model = model
         modelReference = ObjectReference(retaining: UnsafeMutableRawPointer(model))
         self.cellSize = cellSize
-        self.targetLoader = targetLoader
+        if targetLoader === ImageTargetLoader.shared {
+            // Sized for a provisional screen until the grid has a size.
+            let cache = ImageCache(costLimit: 1, countLimit: 1)
+            memoryCache = cache
+            self.targetLoader = Self.ownTargetLoader(over: cache)
+        } else {
+            memoryCache = nil
+            self.targetLoader = targetLoader
+        }
         itemURL = url
         itemCaption = caption
         options = ImageDisplayOptions(targetSize: TargetSize(width: cellSize, height: cellSize, contentMode: .aspectFill))
@@ -161,13 +188,23 @@ public final class ImageGrid {
         connectSignal(UnsafeMutableRawPointer(horizontal), "changed") { [weak self] _ in
             self?.widthChanged()
         }
+        // The vertical one's page is its height: the rows on screen.
+        connectSignal(UnsafeMutableRawPointer(verticalAdjustment), "changed") { [weak self] _ in
+            self?.updateMemoryBudget()
+        }
+        connectSignal(gridView.object, "notify::scale-factor") { [weak self] _ in
+            self?.updateMemoryBudget()
+        }
+        updateMemoryBudget()
     }
 
     isolated deinit {
         targetLoader.loader.cancel(Array(prefetches.values) + keptLoads.map(\.task))
     }
 
-    /// A grid of `urls` in cells of `cellSize` points, loading through `targetLoader`:
+    /// A grid of `urls` in cells of `cellSize` points, loading through `targetLoader`
+    /// (for the default, `ImageTargetLoader.shared`, the grid's own over a memory tier
+    /// sized from its geometry, as `init(model:cellSize:targetLoader:url:caption:)` says):
     /// the URLs in a `GtkStringList`, the grid's `model`, which may be changed later.
     public convenience init(urls: [URL], cellSize: Int, targetLoader: ImageTargetLoader = .shared) {
         let list = gtk_string_list_new(nil)!
@@ -266,7 +303,7 @@ public final class ImageGrid {
 
     /// A cell's place in the grid, in points: the cell, its margins, its caption and
     /// whatever the theme puts around a grid item, as GTK measures it.
-    private var cellExtent: (width: Double, height: Double) {
+    var cellExtent: (width: Double, height: Double) {
         let item = cells.values.lazy.compactMap { gtk_widget_get_parent($0.child) }.first
         var width = Int32(cellSize + 2 * Self.margin), height = width
         if let item {
@@ -302,6 +339,7 @@ public final class ImageGrid {
             MainActor.assumeIsolated {
                 guard let self, self.columns == wanted else { return }
                 gtk_grid_view_set_max_columns(self.gridView.opaque, UInt32(wanted))
+                self.updateMemoryBudget()
                 self.updateLoads()
             }
         }

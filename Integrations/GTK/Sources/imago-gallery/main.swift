@@ -32,6 +32,9 @@ let usage = """
                          back N times at 3,000 points a second, checking every
                          cell on screen by its pixels, then print the figures
                          (first frame, first screen, frame gaps, peak memory) and quit
+      --library-defaults load through the grid's defaults (the shared loader, its
+                         memory and disk tiers) without the gallery's own caches or
+                         heap settings: what a program embedding the grid gets
       -h, --help         show this help
 
     """
@@ -47,6 +50,7 @@ struct Options {
     var size = 128
     var screenshot: String?
     var benchmarkPasses: Int?
+    var libraryDefaults = false
 }
 
 func parse(_ arguments: [String]) -> Options {
@@ -79,6 +83,8 @@ func parse(_ arguments: [String]) -> Options {
             let text = value(for: argument)
             guard let passes = Int(text), passes > 0 else { badUsage("--benchmark wants a number of passes, not '\(text)'") }
             options.benchmarkPasses = passes
+        case "--library-defaults":
+            options.libraryDefaults = true
         case let option where option.hasPrefix("-") && option.count > 1:
             badUsage("unknown option '\(option)'")
         default:
@@ -125,12 +131,12 @@ func square(_ side: Int, _ r: UInt8, _ g: UInt8, _ b: UInt8) -> DecodedImage {
 }
 
 let started = monotonicSeconds()
+let options = parse(Array(CommandLine.arguments.dropFirst()))
 // Decodes run on many threads, and glibc gives each thread that allocates at once an
 // arena of its own, each keeping freed pages: two arenas, whatever the threads, keep
 // the heap near what is in use, and the freed pages are handed back after each burst
 // of loads.
-mallopt(M_ARENA_MAX, 2)
-let options = parse(Array(CommandLine.arguments.dropFirst()))
+if !options.libraryDefaults { mallopt(M_ARENA_MAX, 2) }
 guard gtk_init_check() != 0 else {
     FileHandle.standardError.write(Data("imago-gallery: cannot open a display (is DISPLAY set? try xvfb-run)\n".utf8))
     exit(1)
@@ -170,16 +176,22 @@ let cacheRoot = DiskCache.defaultDirectory.deletingLastPathComponent().appending
 /// In memory, the thumbnails have a cache of their own too, of a few screens' worth
 /// (64 MiB: 650 thumbnails of 160 points): scrolled past, a thumbnail comes back from
 /// disk, so the process stays as small for 5,000 images as for 500.
-let thumbnailLoader = ImageTargetLoader(loader: ImageLoader(
-    configuration: .init(
-        diskCache: DiskCache(directory: cacheRoot.appendingPathComponent("thumbnails", isDirectory: true), sizeLimit: 512 << 20),
-        storagePolicy: .processed, concurrentLoads: 6),
-    cache: ImageCache(costLimit: 64 << 20)))
-let fullImageLoader = ImageTargetLoader(loader: ImageLoader(configuration: .init(
+func galleryThumbnailLoader() -> ImageTargetLoader {
+    ImageTargetLoader(loader: ImageLoader(
+        configuration: .init(
+            diskCache: DiskCache(directory: cacheRoot.appendingPathComponent("thumbnails", isDirectory: true), sizeLimit: 512 << 20),
+            storagePolicy: .processed, concurrentLoads: 6),
+        cache: ImageCache(costLimit: 64 << 20)))
+}
+let fullImageLoader = options.libraryDefaults ? ImageTargetLoader.shared : ImageTargetLoader(loader: ImageLoader(configuration: .init(
     diskCache: DiskCache(directory: cacheRoot.appendingPathComponent("originals", isDirectory: true), sizeLimit: 512 << 20),
     storagePolicy: .originals)))
 
-let grid = ImageGrid(urls: options.urls, cellSize: options.size, targetLoader: thumbnailLoader)
+let grid = options.libraryDefaults
+    ? ImageGrid(urls: options.urls, cellSize: options.size)
+    : ImageGrid(urls: options.urls, cellSize: options.size, targetLoader: galleryThumbnailLoader())
+/// What the cells load through: the gallery's own loader, or the one the grid chose.
+let thumbnailLoader = grid.targetLoader
 grid.placeholder = square(8, 225, 225, 225)
 grid.options.failureImage = brokenPicture(64)
 grid.didBind = { cell, _ in gtk_widget_set_tooltip_text(cell.widget, nil) }
@@ -219,7 +231,7 @@ final class HeapTrimmer: Sendable {
 let heapTrimmer = HeapTrimmer()
 grid.didChangeStatistics = { statistics in
     showStatistics(statistics)
-    heapTrimmer.loadsChanged(statistics)
+    if !options.libraryDefaults { heapTrimmer.loadsChanged(statistics) }
 }
 showStatistics(grid.statistics)
 

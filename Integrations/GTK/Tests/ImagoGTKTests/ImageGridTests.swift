@@ -216,6 +216,57 @@ import Testing
         }
     }
 
+    /// Made with the library's defaults, the grid keeps its thumbnails in a memory
+    /// tier of its own whose limits follow its geometry: jumped through many screens,
+    /// it has loaded far more images than its budget, and holds no more than the
+    /// budget; more rows prefetched raise the budget, fewer trim the tier at once.
+    /// Its thumbnails go to `DiskCache.shared`, which `make test` points at a folder
+    /// of the build's own (`XDG_CACHE_HOME`); setting the variable here, with other
+    /// threads reading the environment, would race them.
+    @Test func withTheDefaultsTheMemoryTierIsBoundedByTheGridsGeometry() async throws {
+        let server = TestServer()
+        try server.start()
+        defer { server.stop() }
+        let count = 3000
+        let png = try Pixels.png(Pixels.solid(width: 24, height: 24, 10, 20, 30))
+        for n in 0..<count { server.route("/item/\(n)", data: png, headers: ["Content-Type": "image/png"]) }
+        let grid = ImageGrid(urls: (0..<count).map { server.url("/item/\($0)") }, cellSize: 40)
+        let cache = try #require(grid.memoryCache, "a grid with the default target loader has a memory tier of its own")
+        #expect(grid.targetLoader !== ImageTargetLoader.shared)
+        #expect(grid.targetLoader.loader.cache === cache && cache !== ImageCache.shared)
+        #expect(ImageGrid(urls: [], cellSize: 40, targetLoader: GTK.targetLoader()).memoryCache == nil)
+        let window = await GTK.window(width: 400, height: 300, child: grid.widget)
+        defer { window.close() }
+        await GTK.waitUntil { !grid.boundCells.isEmpty && grid.statistics.inFlight == 0 && grid.columns > 1 }
+        await GTK.run(for: 0.1)
+
+        // The budget: a cell's worth for the rows on screen, the rows next to them
+        // and ahead, and two screens behind.
+        let budget = grid.memoryBudget
+        let columns = grid.columns
+        let rowsOnScreen = (grid.visibleRange.count + columns - 1) / columns
+        let screens = columns * rowsOnScreen * 3
+        #expect(budget.count >= screens && budget.count <= screens + columns * (grid.prefetchRows + 6), "\(budget) for \(columns) × \(rowsOnScreen) cells")
+        #expect(cache.countLimit == budget.count && cache.costLimit == budget.cost)
+        #expect(budget.cost >= budget.count * 40 * 40 * 4, "a cell's pixels each")
+
+        let adjustment = grid.verticalAdjustment
+        let upper = gtk_adjustment_get_upper(adjustment)
+        for step in 1...8 {
+            gtk_adjustment_set_value(adjustment, upper * Double(step) / 10)
+            await GTK.run(for: 0.1)
+            await GTK.waitUntil { grid.statistics.inFlight == 0 }
+            #expect(cache.count <= budget.count && cache.totalCost <= budget.cost, "\(cache.count) images, \(cache.totalCost) bytes")
+        }
+        #expect(grid.statistics.loaded > 2 * budget.count, "loaded \(grid.statistics.loaded), more than the tier holds")
+        #expect(cache.count > budget.count / 2, "the tier is used: \(cache.count) images")
+
+        grid.prefetchRows += 4
+        #expect(grid.memoryBudget.count == budget.count + 4 * columns && cache.countLimit == budget.count + 4 * columns)
+        grid.prefetchRows = 0
+        #expect(cache.countLimit == budget.count - 3 * columns && cache.count <= cache.countLimit)
+    }
+
     /// After a jump to the end, the cells on screen load before anything queued
     /// earlier: the loads of the cells that left the screen are put behind them.
     @Test func afterAJumpTheCellsOnScreenAreNextInLine() async throws {
