@@ -66,8 +66,8 @@ public struct ImageRequest: Sendable {
     public var cachePolicy: CachePolicy
     /// URLs tried in order when the load of `url` fails (not when it is cancelled),
     /// each known by its own cache key: a mirror, a smaller rendition, a
-    /// placeholder. Used by `ImageLoader.image(for:)` and `data(for:)`; a task
-    /// (`task(with:)`) loads `url` alone.
+    /// placeholder. A task (`ImageLoader.task(with:)`, and so every view) tries them
+    /// within itself, as `image(for:)` and `data(for:)` do.
     public var alternativeURLs: [URL] = []
     /// A URL loaded first while the loader is told the network is constrained
     /// (`ImageLoader.isNetworkConstrained`: Low Data Mode, a metered link), with

@@ -47,4 +47,47 @@ import _ImagoTestSupport
         #expect(try await loader.image(for: request).url == server.url("/full.png"))
         #expect(server.count(for: "/full.png") == 1 && server.count(for: "/small.png") == 1)
     }
+
+    @Test func aTaskTriesTheAlternativesWithinItselfAndCancelsTheOneItIsLoading() async throws {
+        let server = TestServer()
+        try server.start()
+        defer { server.stop() }
+        server.route("/gone.png") { _ in .text("gone", status: 404) }
+        server.route("/mirror.png", data: pngData(61))
+        server.route("/stall.png") { _ in .stall() }
+        let loader = ImageLoader(configuration: .init(retryPolicy: RetryPolicy(maximumAttempts: 1)), cache: ImageCache())
+        var request = ImageRequest(url: server.url("/gone.png"))
+        request.alternativeURLs = [server.url("/mirror.png")]
+        let results = Locked<[Result<ImageResponse, ImagoError>]>([])
+        let task = loader.task(with: request) { result in results.withLock { $0.append(result) } }
+        let progress = task.progress
+        let response = try await task.response
+        #expect(task.request.url == server.url("/gone.png"))
+        #expect(response.url == server.url("/mirror.png") && response.image.bitmap[0, 0].r == 61)
+        // Its completion ran once, with the mirror's image; the mirror's progress came
+        // through the task, and the stream ended with it.
+        #expect(results.withLock { $0.count } == 1 && (try? results.withLock { $0[0] }.get().url) == server.url("/mirror.png"))
+        var last: ImageTask.Progress?
+        for await update in progress { last = update }
+        #expect(last?.received == Int64(pngData(61).count))
+
+        // Cancelled while the alternative stalls: the task ends cancelled and the
+        // alternative's transfer is closed by the client. The 404 is remembered, so
+        // the first URL fails before its task is returned.
+        var stalling = ImageRequest(url: server.url("/gone.png"))
+        stalling.alternativeURLs = [server.url("/stall.png"), server.url("/mirror.png")]
+        let stalled = loader.task(with: stalling)
+        await waitUntil("the alternative asked for") { server.count(for: "/stall.png") == 1 }
+        stalled.cancel()
+        #expect(stalled.result.map { if case .failure(.cancelled) = $0 { true } else { false } } == true)
+        #expect(await server.waitForStalls(1).first?.closedByClient == true)
+        #expect(server.count(for: "/mirror.png") == 1)
+
+        // Cancelled in a batch, the same.
+        let batched = loader.task(with: stalling)
+        await waitUntil("the alternative asked again") { server.count(for: "/stall.png") == 2 }
+        loader.cancel([batched])
+        #expect(batched.isFinished)
+        #expect(await server.waitForStalls(2).last?.closedByClient == true)
+    }
 }

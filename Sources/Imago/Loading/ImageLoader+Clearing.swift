@@ -4,7 +4,8 @@ extension ImageLoader {
     /// Forgets everything this loader keeps, so that the next load of any URL asks
     /// its origin: the memory tier, the files of recent loads
     /// (`Configuration.recentOriginals`), the failures remembered
-    /// (`Configuration.recentFailures`), the disk tier, and, when
+    /// (`Configuration.recentFailures`), the bodies of transfers cut short
+    /// (`Configuration.partialBodies`), the disk tier, and, when
     /// `includingShared` is true, the records of the fleet's shared tier (which
     /// every process of the fleet loses). Kingfisher's `clearCache()`, SDWebImage's
     /// `clearMemory` and `clearDisk` in one call.
@@ -22,6 +23,7 @@ extension ImageLoader {
         cache?.removeAll()
         configuration.recentOriginals?.removeAll()
         configuration.recentFailures?.removeAll()
+        configuration.partialBodies?.removeAll()
         if let disk = configuration.diskCache {
             disk.removeAll()
             await disk.flush()

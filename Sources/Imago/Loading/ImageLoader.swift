@@ -102,7 +102,10 @@ public final class ImageLoader: Sendable {
 
     /// Starts loading `request` and returns its task at once.
     ///
-    /// A memory-cache hit completes the task before this returns.
+    /// A memory-cache hit completes the task before this returns. The request's
+    /// alternative URLs are tried in turn after a failure, and its constrained URL
+    /// first while `isNetworkConstrained`, all within this one task: the response's
+    /// `url` says which answered.
     @discardableResult
     public func task(with request: ImageRequest) -> ImageTask {
         makeTask(request, completion: nil)
@@ -125,7 +128,7 @@ public final class ImageLoader: Sendable {
     /// constrained URL first while `isNetworkConstrained`; the response's `url` says
     /// which answered, and the last failure is thrown when none did.
     public func image(for request: ImageRequest) async throws -> ImageResponse {
-        try await firstSuccess(of: request) { try await self.task(with: $0).response }
+        try await task(with: request).response
     }
 
     /// Whether the network is constrained (Low Data Mode, a metered link), as the app
@@ -206,10 +209,40 @@ public final class ImageLoader: Sendable {
     /// them can start in a slot that another's cancellation freed. Each completes
     /// with `ImagoError.cancelled` unless it had finished.
     public func cancel(_ tasks: [ImageTask]) {
-        pipeline.cancel(tasks)
+        // A request with alternative URLs is cancelled through the load of the URL
+        // tried now, and ends with it.
+        pipeline.cancel(tasks.map(\.loading) + tasks.filter { $0.loading !== $0 })
     }
 
     private func makeTask(
+        _ request: ImageRequest, completion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?
+    ) -> ImageTask {
+        let candidates = request.candidates(networkIsConstrained: isNetworkConstrained)
+        guard candidates.count > 1 else { return startTask(candidates[0], completion: completion) }
+        // One task for the whole request, following the task of the URL tried now;
+        // each URL's task is a load of its own (its own cache key, its own events).
+        let task = ImageTask(request: request, pipeline: pipeline, onCompletion: completion)
+        loadFirst(of: candidates[...], for: task)
+        return task
+    }
+
+    /// Loads the first of `candidates` for `task`, and after a failure the rest in
+    /// turn; `task` ends with the first image, a cancellation, or the last failure.
+    private func loadFirst(of candidates: ArraySlice<ImageRequest>, for task: ImageTask) {
+        guard let candidate = candidates.first else { return }
+        let rest = candidates.dropFirst()
+        let attempt = startTask(candidate) { [weak self] result in
+            if case .failure(let error) = result, error != .cancelled, !rest.isEmpty, let self, !task.isFinished {
+                self.loadFirst(of: rest, for: task)
+            } else {
+                task.complete(result)
+            }
+        }
+        if !task.follow(attempt, step: candidates.startIndex) { attempt.cancel() }
+    }
+
+    /// The task loading the one URL of `request`.
+    private func startTask(
         _ request: ImageRequest, completion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?
     ) -> ImageTask {
         let task = observed(request, completion: completion) { ImageTask(request: request, pipeline: pipeline, onCompletion: $0) }

@@ -80,6 +80,10 @@ public struct ImageLoaderConfiguration: Sendable {
     /// remembered so that repeats fail at once without a request; nil to remember
     /// none. Used only by a loader with a memory cache.
     public var recentFailures: RecentLoadFailures?
+    /// Bodies of transfers cut short, kept so that a later load of the URL asks
+    /// only for the rest; nil to keep none (a load's own retries resume all the
+    /// same).
+    public var partialBodies: PartialBodies?
 
     /// The defaults, made for apps: `ImageCache.shared` in memory, no disk tier,
     /// two transfers at a time.
@@ -106,7 +110,8 @@ public struct ImageLoaderConfiguration: Sendable {
         concurrentLoads: Int = 2,
         memoryTier: MemoryTier = .shared,
         recentOriginals: RecentOriginalFiles? = RecentOriginalFiles(),
-        recentFailures: RecentLoadFailures? = RecentLoadFailures()
+        recentFailures: RecentLoadFailures? = RecentLoadFailures(),
+        partialBodies: PartialBodies? = PartialBodies()
     ) {
         self.dataLoader = dataLoader
         self.decoders = decoders
@@ -124,6 +129,7 @@ public struct ImageLoaderConfiguration: Sendable {
         self.memoryTier = memoryTier
         self.recentOriginals = recentOriginals
         self.recentFailures = recentFailures
+        self.partialBodies = partialBodies
     }
 
     /// For servers and command-line tools, which load long lists of URLs once

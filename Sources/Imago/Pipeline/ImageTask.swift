@@ -34,6 +34,14 @@ public final class ImageTask: Sendable, Hashable {
         var onCompletion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?
         /// The clock entry that ends the task at its deadline, while it runs.
         var deadlineTimer: Int?
+        /// For a request with alternative URLs, the task loading the URL tried now:
+        /// cancelling and priority go to it, its progress and previews come here.
+        var current: ImageTask?
+        /// Which of the request's URLs `current` loads: an attempt that failed at
+        /// once may start the next before it is followed itself.
+        var currentStep = -1
+        /// The task of the whole request this one loads one URL of.
+        var relaying: ImageTask?
     }
 
     private let state: Locked<State>
@@ -53,7 +61,39 @@ public final class ImageTask: Sendable, Hashable {
     /// Stops waiting for the image; the shared transfer stops too when no other task
     /// waits for it. The task completes with `ImagoError.cancelled`.
     public func cancel() {
-        if let pipeline { pipeline.cancel([self]) } else { complete(.failure(.cancelled)) }
+        if let current = state.withLock({ $0.current }) {
+            current.cancel()
+            complete(.failure(.cancelled))
+        } else if let pipeline {
+            pipeline.cancel([self])
+        } else {
+            complete(.failure(.cancelled))
+        }
+    }
+
+    /// The task doing the work now: this one, or for a request with alternative
+    /// URLs the task of the URL being tried.
+    var loading: ImageTask {
+        state.withLock { $0.current }?.loading ?? self
+    }
+
+    /// Makes `task`, the load of the request's URL at `step`, the one this task
+    /// follows, unless it already follows a later one. False when this task has
+    /// finished (then `task` is not wanted).
+    func follow(_ task: ImageTask, step: Int) -> Bool {
+        let followed = state.withLock { state -> Bool? in
+            guard state.result == nil else { return false }
+            guard step > state.currentStep else { return nil }
+            state.current = task
+            state.currentStep = step
+            return true
+        }
+        guard let followed else { return true }
+        guard followed else { return false }
+        let priority = self.priority
+        task.state.withLock { $0.relaying = self }
+        if task.priority != priority { task.priority = priority }
+        return true
     }
 
     /// The priority; changing it re-orders a queued load at once.
@@ -64,7 +104,12 @@ public final class ImageTask: Sendable, Hashable {
                 defer { state.priority = newValue }
                 return state.priority != newValue && state.result == nil
             }
-            if changed { pipeline?.priorityChanged(self, to: newValue) }
+            guard changed else { return }
+            if let current = state.withLock({ $0.current }) {
+                current.priority = newValue
+            } else {
+                pipeline?.priorityChanged(self, to: newValue)
+            }
         }
     }
 
@@ -116,7 +161,9 @@ public final class ImageTask: Sendable, Hashable {
     }
 
     func reportProgress(_ progress: Progress) {
-        for continuation in state.withLock({ $0.progress }) { continuation.yield(progress) }
+        let (continuations, relaying) = state.withLock { ($0.progress, $0.relaying) }
+        for continuation in continuations { continuation.yield(progress) }
+        relaying?.reportProgress(progress)
     }
 
     /// Progressive previews, in order, from the moment of the call until the task
@@ -139,10 +186,12 @@ public final class ImageTask: Sendable, Hashable {
     /// checked and yielded under the lock `complete` takes, so that a preview never
     /// follows the result.
     func reportPreview(_ preview: ImageResponse) {
-        state.withLock { state in
-            guard state.result == nil else { return }
+        let relaying = state.withLock { state -> ImageTask? in
+            guard state.result == nil else { return nil }
             for continuation in state.previews { continuation.yield(preview) }
+            return state.relaying
         }
+        relaying?.reportPreview(preview)
     }
 
     /// Ends the task at its deadline unless it has finished by then; false when it has.
@@ -166,6 +215,8 @@ public final class ImageTask: Sendable, Hashable {
             state.previews = []
             state.onCompletion = nil
             state.deadlineTimer = nil
+            state.current = nil
+            state.relaying = nil
             return (old, true)
         }
         guard taken.1 else { return false }

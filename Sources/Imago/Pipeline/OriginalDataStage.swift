@@ -170,8 +170,8 @@ struct OriginalDataStage: Sendable {
             httpCache.release(pending)
             throw .cancelled
         }
-        // What arrived of a body cut short is shown, never kept: the next load asks
-        // for the whole image again.
+        // What arrived of a body cut short is shown, never cached: the next load asks
+        // again (for the rest only, when the server allows it: `PartialBodies`).
         if response.isTruncated {
             httpCache.release(pending)
             return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true)
@@ -202,47 +202,109 @@ struct OriginalDataStage: Sendable {
     /// except a 304 answering a conditional request (`extraHeaders` carries the
     /// validators then).
     ///
+    /// A transfer cut short after a response that allows it is resumed, as Nuke
+    /// does: the next attempt asks for the rest (`Range`, `If-Range`), and what
+    /// arrived is kept for a later load (`PartialBodies`) when the retries run out.
+    /// A later load starts from what is kept.
+    ///
     /// `previews`, whether to pass on the bytes as they arrive, was settled when the
     /// transfer started: a request wanting previews that joins later gets them only
     /// if one already did. A revalidation in the background never does.
     private func fetch(previews: Bool, extraHeaders: [String: String] = [:]) async throws(ImagoError) -> (DataResponse, Int) {
         let urlRequest = try configuration.urlRequest(for: request, validators: extraHeaders)
-        let options = DataLoadingOptions(
-            acceptsTruncatedBody: request.options.contains(.allowsPartialImages), reportsChunks: previews)
+        let url = request.url
+        let wantsPartial = request.options.contains(.allowsPartialImages)
+        let method = urlRequest.httpMethod?.uppercased() ?? "GET"
+        // Only a plain GET over the network, which asks for no range of its own.
+        let resumable = !configuration.dataLoader.isLocal(url) && method == "GET" && urlRequest.value(forHTTPHeaderField: "Range") == nil
+        let kept = resumable ? configuration.partialBodies : nil
+        let options = DataLoadingOptions(acceptsTruncatedBody: wantsPartial || resumable, reportsChunks: previews)
+        var resume = kept?.body(for: url)
         var attempt = 0
         while true {
             attempt += 1
             let error: ImagoError
             var retryAfter: String?
-            // Outside the retries: what the modifier throws ends the load as it is.
             var urlRequest = urlRequest
-            if let modify = configuration.asyncRequestModifier, !configuration.dataLoader.isLocal(request.url) {
+            if let resume {
+                for (name, value) in resume.requestHeaders { urlRequest.setValue(value, forHTTPHeaderField: name) }
+            }
+            // Outside the retries: what the modifier throws ends the load as it is.
+            if let modify = configuration.asyncRequestModifier, !configuration.dataLoader.isLocal(url) {
                 urlRequest = try await modify(urlRequest)
                 if Task.isCancelled { throw .cancelled }
             }
             do throws(ImagoError) {
                 let scanner = previews ? Locked(PreviewScanner()) : nil
-                let response = try await configuration.dataLoader.loadData(for: urlRequest, options: options) { [weak publisher = context.publisher, stage] progress in
+                // Progress and previews count the kept bytes as received already.
+                let offset = Int64(resume?.data.count ?? 0)
+                if let resume, let scanner {
+                    _ = scanner.withLock { $0.receive(DataLoadingProgress(received: offset, expected: resume.totalLength, chunk: resume.data)) }
+                }
+                var response = try await configuration.dataLoader.loadData(for: urlRequest, options: options) { [weak publisher = context.publisher, stage] progress in
+                    let progress = offset == 0 ? progress : DataLoadingProgress(
+                        received: offset + progress.received, expected: progress.expected.map { offset + $0 }, chunk: progress.chunk)
                     publisher?.publish(.progress(ImageTask.Progress(received: progress.received, expected: progress.expected)), of: stage)
                     if let snapshot = scanner?.withLock({ $0.receive(progress) }) {
                         publisher?.publish(.preview(.partialData(snapshot)), of: stage)
                     }
                 }
+                if let partial = resume {
+                    switch partial.resumed(by: response) {
+                    case .complete(let whole):
+                        response = whole
+                        resume = nil
+                    case .cutAgain(let cut, let longer):
+                        response = cut
+                        response.endedEarly = TransferFailure.connectionEnded(
+                            lost: false, received: Int64(longer.data.count), expected: longer.totalLength
+                        ).error(url: url)
+                        resume = longer
+                    case .startOver:
+                        // Asked again at once, for the whole: not a failed attempt.
+                        kept?.removeBody(for: url)
+                        resume = nil
+                        attempt -= 1
+                        continue
+                    case .replaced:
+                        // Another body: what was kept belongs to an older resource.
+                        if response.statusCode.map({ (200..<300).contains($0) }) == true {
+                            kept?.removeBody(for: url)
+                            resume = nil
+                        }
+                    }
+                }
+                if response.isTruncated, resume == nil { resume = PartialBody(cut: response) }
+                if response.isTruncated {
+                    if wantsPartial {
+                        // Shown as it is, and kept for the next load to finish.
+                        if let resume { kept?.store(resume, for: url) } else { kept?.removeBody(for: url) }
+                        return (response, attempt)
+                    }
+                    throw response.endedEarly ?? TransferFailure.connectionEnded(
+                        lost: false, received: Int64(response.data.count), expected: nil).error(url: url)
+                }
                 if let status = response.statusCode, !(200..<300).contains(status), !(status == 304 && !extraHeaders.isEmpty) {
                     retryAfter = response.headers["retry-after"]
-                    throw .httpStatus(status, url: request.url.absoluteString)
+                    throw .httpStatus(status, url: url.absoluteString)
                 }
+                kept?.removeBody(for: url)
                 return (response, attempt)
             } catch let failure {
                 error = failure
             }
             guard let delay = configuration.retryPolicy.delay(afterAttempt: attempt, error: error, retryAfter: retryAfter) else {
                 self.retryAfter.withLock { $0 = retryAfter.flatMap { RetryPolicy.retryAfterSeconds($0, now: Date()) } }
+                // What arrived waits for a later load; a cancelled one too.
+                if let resume { kept?.store(resume, for: url) }
                 throw error
             }
             context.publisher.publish(.retrying(attempt: attempt, error: error, delay: delay), of: stage)
             // On the shared clock: a cancelled `Task.sleep` would keep its timer until its time.
-            do { try await DeadlineClock.shared.sleep(delay) } catch { throw .cancelled }
+            do { try await DeadlineClock.shared.sleep(delay) } catch {
+                if let resume { kept?.store(resume, for: url) }
+                throw .cancelled
+            }
         }
     }
 }

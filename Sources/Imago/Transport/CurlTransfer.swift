@@ -196,7 +196,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// Ends the current hop with libcurl's result.
     func complete(_ code: CURLcode, message: String, errno: Int32?, responseCode: Int) -> Next {
         if isFinished { return .done }
-        if code != CURLE_OK, let truncated = truncatedResponse(code, message: message, responseCode: responseCode) {
+        if code != CURLE_OK, let truncated = truncatedResponse(code, message: message, errno: errno, responseCode: responseCode) {
             finish(.success(truncated))
             return .done
         }
@@ -222,12 +222,14 @@ final class CurlTransfer: @unchecked Sendable {
     /// What arrived of a 2xx body that the connection ended short (closed, lost, or a
     /// chunked body cut), when the load accepts that; nil otherwise. A body that is
     /// broken rather than short (bad chunked encoding, bad compression) never is.
-    private func truncatedResponse(_ code: CURLcode, message: String, responseCode: Int) -> DataResponse? {
+    private func truncatedResponse(_ code: CURLcode, message: String, errno: Int32?, responseCode: Int) -> DataResponse? {
         let status = responseCode != 0 ? responseCode : self.status
         let short = [CURLE_PARTIAL_FILE, CURLE_RECV_ERROR, CURLE_HTTP2_STREAM].contains(code)
             && !message.localizedCaseInsensitiveContains("chunked")
         guard short, redirectTarget == nil, received.endsTruncated(status: status) else { return nil }
-        return received.response(url: url, status: status, headers: fields, redirects: redirects, isTruncated: true)
+        let failure = CurlDataLoader.map(
+            code, message: message, errno: errno, url: url, received: Int64(received.data.count), expected: received.expected)
+        return received.response(url: url, status: status, headers: fields, redirects: redirects, endedEarly: failure)
     }
 
     /// The response headers received so far, one value a name (repeated fields

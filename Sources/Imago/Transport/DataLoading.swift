@@ -21,6 +21,10 @@ public struct DataResponse: Sendable {
     /// load asked for it (`DataLoadingOptions.acceptsTruncatedBody`); otherwise such a
     /// transfer is an error.
     public let isTruncated: Bool
+    /// For a truncated body, the failure the data loader reports when the load does
+    /// not accept one: the loader asks for cut bodies to resume them, and fails
+    /// with this, worded as before, when it cannot.
+    var endedEarly: ImagoError?
 
     /// One redirect followed: the URL that answered with it, its status and headers.
     public struct Redirect: Sendable {

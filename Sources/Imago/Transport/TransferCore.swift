@@ -138,10 +138,15 @@ struct TransferBody {
     }
 
     /// The response made of what arrived; the body is handed over, not kept.
+    /// `endedEarly` is the failure of a truncated body, for a load that will not
+    /// take one after all.
     mutating func response(
-        url: URL, status: Int, headers: [String: String], redirects: [DataResponse.Redirect], isTruncated: Bool = false
+        url: URL, status: Int, headers: [String: String], redirects: [DataResponse.Redirect], endedEarly: ImagoError? = nil
     ) -> DataResponse {
         defer { data = Data() }
-        return DataResponse(data: data, url: url, statusCode: status, headers: headers, redirects: redirects, isTruncated: isTruncated)
+        var response = DataResponse(
+            data: data, url: url, statusCode: status, headers: headers, redirects: redirects, isTruncated: endedEarly != nil)
+        response.endedEarly = endedEarly
+        return response
     }
 }

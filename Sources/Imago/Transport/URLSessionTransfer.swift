@@ -152,18 +152,18 @@ final class Transfer: Sendable {
                 // a clean early close.
                 let lost = code == URLError.networkConnectionLost.rawValue
                 let endedEarly = lost || code == URLError.unknown.rawValue
+                var failure = URLSessionDataLoader.map(error, url: task.currentRequest?.url ?? url)
+                // Said in bytes, with the code Apple's URLSession gives it: clearer
+                // than libcurl's message.
+                if endedEarly, state.body.isShort, case .network(_, _, _, let errno) = failure {
+                    failure = state.body.endedEarly(lost: lost).error(url: task.currentRequest?.url ?? url, errno: errno)
+                }
                 if endedEarly, let response, state.body.endsTruncated(status: response.statusCode) {
                     return .success(state.body.response(
                         url: finalURL, status: response.statusCode, headers: Self.headers(of: response),
-                        redirects: state.redirects, isTruncated: true))
+                        redirects: state.redirects, endedEarly: failure))
                 }
-                let mapped = URLSessionDataLoader.map(error, url: task.currentRequest?.url ?? url)
-                // Said in bytes, with the code Apple's URLSession gives it: clearer
-                // than libcurl's message.
-                if endedEarly, state.body.isShort, case .network(_, _, _, let errno) = mapped {
-                    return .failure(state.body.endedEarly(lost: lost).error(url: task.currentRequest?.url ?? url, errno: errno))
-                }
-                return .failure(mapped)
+                return .failure(failure)
             }
             guard let response else { return .failure(TransferFailure.noResponse.error(url: url)) }
             // URLSession on Linux has been seen to end a connection closed early as a
@@ -175,7 +175,7 @@ final class Transfer: Sendable {
                 }
                 return .success(state.body.response(
                     url: finalURL, status: response.statusCode, headers: Self.headers(of: response),
-                    redirects: state.redirects, isTruncated: true))
+                    redirects: state.redirects, endedEarly: state.body.endedEarly(lost: false).error(url: finalURL)))
             }
             return .success(state.body.response(
                 url: finalURL, status: response.statusCode, headers: Self.headers(of: response), redirects: state.redirects))
