@@ -103,7 +103,8 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     } ended: { count in
         bar.setTotal(count)
     }
-    for await item in loader.images(for: requests) {
+    // Reported on the thread that finished the load: the image goes at once.
+    await loader.loadEach(requests) { item in
         counter.loadEnded(item.request.url)
         loads.withLock { $0 += 1 }
         report(FetchRecord(requests.input(at: item.index), item.result))

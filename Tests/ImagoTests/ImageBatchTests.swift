@@ -127,6 +127,65 @@ import _ImagoTestSupport
         #expect(server.count(for: "/stall.png") == 2)
     }
 
+    @Test func loadEachHandsOverEveryOutcomeAsItsLoadCompletesWithinTheWindow() async throws {
+        defer { server.stop() }
+        let loader = makeLoader()
+        let read = Locked(0), inHandler = Locked(0)
+        let urls = (0..<4).map { server.url("/\($0).png") } + [server.url("/missing.png")]
+        let window = 3
+        let outcomes = Locked<[Int: Result<ImageResponse, ImagoError>]>([:])
+        let wrong = Locked<[String]>([])
+        let finished = await withTimeLimit(120) {
+            let requests = (0..<200).lazy.map { n in
+                read.withLock { $0 += 1 }
+                return ImageRequest(url: urls[n % urls.count])
+            }
+            await loader.loadEach(requests, maxConcurrent: window) { item in
+                // Called the moment the load completes: the place it holds is still
+                // taken, so the input is never read more than the window ahead.
+                // Checked here, reported by the test's own task below: the handler
+                // runs on the loader's threads.
+                inHandler.withLock { $0 += 1 }
+                let handled = outcomes.withLock { outcomes in
+                    if outcomes[item.index] != nil { wrong.withLock { $0.append("item \(item.index) handed over twice") } }
+                    outcomes[item.index] = item.result
+                    return outcomes.count
+                }
+                if read.withLock({ $0 }) > handled + window { wrong.withLock { $0.append("input read past the window") } }
+                if item.request.url != urls[item.index % urls.count] { wrong.withLock { $0.append("item \(item.index) misplaced") } }
+                inHandler.withLock { $0 -= 1 }
+            }
+            // Every outcome was handed over before the call returned.
+            return outcomes.withLock { $0.count }
+        }
+        #expect(finished == 200)
+        #expect(wrong.withLock { $0 } == [])
+        let all = outcomes.withLock { $0 }
+        for (index, result) in all {
+            if index % urls.count == 4 {
+                #expect(result.failure == .httpStatus(404, url: server.url("/missing.png").absoluteString))
+            } else {
+                #expect(try result.get().image.bitmap[0, 0].r == UInt8(index % urls.count * 10 + 5), "item \(index)")
+            }
+        }
+        #expect(inHandler.withLock { $0 } == 0)
+    }
+
+    @Test func cancellingLoadEachCancelsTheLoadsInFlightAndReturns() async throws {
+        defer { server.stop() }
+        let loader = makeLoader(concurrentLoads: 2)
+        let requests = (0..<5).map { ImageRequest(url: server.url("/stall.png?n=\($0)")) }
+        let handled = Locked(0)
+        let consumer = Task { await loader.loadEach(requests) { _ in handled.withLock { $0 += 1 } } }
+        await waitUntil { server.count(for: "/stall.png") == 2 }
+        consumer.cancel()
+        #expect(await withTimeLimit(120) { await consumer.value } != nil, "loadEach returned")
+        let stalls = await server.waitForStalls(2)
+        #expect(stalls.count == 2 && stalls.allSatisfy(\.closedByClient))
+        await waitUntil { loader.queuedCount == 0 && loader.pipeline.stagesInFlight == 0 }
+        #expect(handled.withLock { $0 } == 0 && server.count(for: "/stall.png") == 2)
+    }
+
     @Test func anEmptyInputEndsAtOnce() async throws {
         defer { server.stop() }
         let loader = makeLoader()

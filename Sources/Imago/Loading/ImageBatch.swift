@@ -49,6 +49,39 @@ extension ImageLoader {
 }
 
 extension ImageLoader {
+    /// Loads every request of `requests` as `images(for:maxConcurrent:)` does, and
+    /// hands each outcome to `body` the moment its load completes, on the thread
+    /// that completed it; returns once every request has completed.
+    ///
+    /// Nothing waits for a consumer's turn in between: an image is let go as soon
+    /// as `body` returns, so a tool decoding photos by the thousand holds only the
+    /// ones being decoded, where an iteration also holds those waiting for the
+    /// iterating task to be scheduled (on two busy cores, up to four more
+    /// full-size photos at a time). `body` runs on several threads at once and
+    /// must not block for long: the places of the window free up as it returns.
+    ///
+    /// Cancelling the calling task cancels the loads in flight, reads no further
+    /// request, and returns at once.
+    ///
+    /// ```swift
+    /// let loader = ImageLoader(configuration: .server())
+    /// let requests = urls.lazy.map { ImageRequest(url: $0, targetSize: .thumbnail(256)) }
+    /// await loader.loadEach(requests) { item in
+    ///     if case .failure(let error) = item.result { print("\(item.request.url): \(error)") }
+    /// }
+    /// ```
+    public func loadEach<Requests: Sequence<ImageRequest>>(
+        _ requests: sending Requests, maxConcurrent: Int? = nil, _ body: @escaping @Sendable (Batch.Item) -> Void
+    ) async {
+        let run = BatchRun(
+            loader: self, window: max(1, maxConcurrent ?? concurrentLoads * 2 + configuration.concurrentDecodes)
+        ) { outcome in
+            body(Batch.Item(index: outcome.index, request: outcome.request, result: outcome.result))
+        }
+        run.start(reading: BatchInput(requests))
+        _ = await run.next()
+    }
+
     /// The outcomes of a batch of requests, in completion order; made by
     /// `ImageLoader.images(for:maxConcurrent:)`.
     ///
@@ -141,7 +174,7 @@ final class BatchHandle: Sendable {
 /// never exceed the window, however slow the consumer.
 final class BatchRun: Sendable {
     /// A completed request: its index, the request, its result.
-    private typealias Outcome = (index: Int, request: ImageRequest, result: Result<ImageResponse, ImagoError>)
+    typealias Outcome = (index: Int, request: ImageRequest, result: Result<ImageResponse, ImagoError>)
 
     private struct State {
         var ready: [Outcome] = []
@@ -169,9 +202,13 @@ final class BatchRun: Sendable {
     private let loader: ImageLoader
     private let state = Locked(State())
     private let places: DispatchSemaphore
+    /// Given each outcome as its load completes, for `loadEach`; nil when outcomes
+    /// wait for `next()`, which then only hears the end.
+    private let handler: (@Sendable (Outcome) -> Void)?
 
-    init(loader: ImageLoader, window: Int) {
+    init(loader: ImageLoader, window: Int, handler: (@Sendable (Outcome) -> Void)? = nil) {
         self.loader = loader
+        self.handler = handler
         // Counted up from zero rather than made with the window as its value:
         // libdispatch traps when a semaphore is freed below its initial value, as
         // this one is when a batch stops with places taken.
@@ -215,6 +252,14 @@ final class BatchRun: Sendable {
     }
 
     private func completed(_ index: Int, _ request: ImageRequest, _ result: Result<ImageResponse, ImagoError>) {
+        if let handler {
+            let taken = state.withLock { state in !state.stopped && state.loading.removeValue(forKey: index) != nil }
+            guard taken else { return }
+            handler((index, request, result))
+            places.signal()
+            state.withLock { $0.isFinished ? $0.waiter.take() : nil }?.resume(returning: nil)
+            return
+        }
         let waiter = state.withLock { state -> CheckedContinuation<Outcome?, Never>? in
             guard !state.stopped, state.loading.removeValue(forKey: index) != nil else { return nil }
             if let waiter = state.waiter.take() { return waiter }
