@@ -49,6 +49,19 @@ import _ImagoTestSupport
         #expect(try Self.decode("container.jxl").bitmap == Fixture.reference("jxl/rgb.png"))
     }
 
+    @Test func aLosslessImageInAnotherColourSpaceComesOutInSRGB() throws {
+        // Stored in Adobe RGB with its profile: converted as the PNG it was made from
+        // is (through Little CMS), not read as sRGB numbers.
+        let image = try Self.decode("lossless-adobe-rgb.jxl")
+        let png = try ImageDecoders.PNG().decode(try Fixture.data("jxl/adobe-rgb.png"), options: DecodingOptions()).bitmap
+        let unconverted = try Fixture.reference("jxl/rgb.png")
+        #expect(image.bitmap.difference(to: png).maximum <= 1)
+        #expect(image.bitmap.difference(to: unconverted).maximum > 20)
+        #expect(image.notes.isEmpty)
+        // An sRGB lossless file takes no conversion: its source, exactly.
+        #expect(try Self.decode("container.jxl").bitmap == unconverted)
+    }
+
     @Test func isSniffedInBothForms() throws {
         #expect(ImageFormat.detect(try Fixture.data("jxl/lossy.jxl")) == .jxl)
         #expect(try Fixture.data("jxl/lossy.jxl").prefix(2) == Data([0xFF, 0x0A]))

@@ -6,7 +6,9 @@ extension ImageDecoders {
     /// JPEG XL through libjxl: stills and animations (frames composited by libjxl,
     /// with their durations and loop count), alpha, any bit depth (converted to 8),
     /// the codestream's orientation applied. A lossy (XYB) image is converted to sRGB
-    /// by libjxl; a lossless one keeps the colour space it was stored in.
+    /// by libjxl; a lossless one stored in another colour space (its own ICC
+    /// profile, or an encoded one such as Display P3) is converted to sRGB through
+    /// that profile, as a PNG with `iCCP` is.
     ///
     /// The image is decoded at full size and fitted to a target size afterwards
     /// (libjxl cannot decode smaller), so a thumbnail's memory budget counts the
@@ -43,14 +45,18 @@ extension ImageDecoders {
             let loopCount = info.have_animation != 0 ? Int(info.animation.num_loops) : 0
             let firstFrame = DecodedImage.Frame(bitmap: first, duration: durations[0])
             guard durations.count > 1 else {
-                return DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: loopCount, format: .jxl, orientation: orientation)
+                var image = DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: loopCount, format: .jxl, orientation: orientation)
+                if let note = cursor.colourNote { image.notes.append(note) }
+                return image
             }
             let pinned = PinnedBytes(bytes)
             let animation = DecodedImage.AnimatedFrames(
                 frameCount: durations.count, durations: durations, loopCount: loopCount,
                 width: first.width, height: first.height, retainedCost: pinned.count,
                 open: { () throws(ImagoError) in try JXLFrameCursor(pinned.buffer, options: options, keeping: pinned) })
-            return DecodedImage(firstFrame: firstFrame, animation: animation, loopCount: loopCount, format: .jxl, orientation: orientation)
+            var image = DecodedImage(firstFrame: firstFrame, animation: animation, loopCount: loopCount, format: .jxl, orientation: orientation)
+            if let note = cursor.colourNote { image.notes.append(note) }
+            return image
         }
 
         static func failure(_ reason: String, _ message: String?) -> ImagoError {
@@ -71,6 +77,11 @@ final class JXLFrameCursor: FrameProducing {
     let info: JxlBasicInfo
     /// The codestream's orientation, which libjxl is told to leave to Imago.
     let orientation: ImageOrientation
+    /// The colour space the frames come out in when libjxl cannot give sRGB (a
+    /// lossless image keeps its own): each frame is converted through it.
+    private let colours: ColourDescription?
+    /// Why the frames' colour space was not converted, when it was not.
+    private(set) var colourNote: String?
     private var frames = 0
     private var ended = false
 
@@ -103,11 +114,34 @@ final class JXLFrameCursor: FrameProducing {
         srgb.primaries = JXL_PRIMARIES_SRGB
         srgb.transfer_function = JXL_TRANSFER_FUNCTION_SRGB
         srgb.rendering_intent = JXL_RENDERING_INTENT_RELATIVE
-        // Refused for an image stored with its own profile, which then keeps it.
+        // Not applied to an image stored in a colour space of its own (lossless),
+        // whose pixels then come out in it: its profile says how to convert them.
         _ = jxl.setPreferredColorProfile(decoder, &srgb)
+        var data = JxlColorEncoding()
+        if jxl.encodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &data) == JXL_DEC_SUCCESS, Self.isSRGB(data) {
+            colours = nil
+        } else {
+            var size = 0
+            var profile = Data()
+            if jxl.iccProfileSize(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &size) == JXL_DEC_SUCCESS, size > 0 {
+                profile = Data(count: size)
+                let copied = profile.withUnsafeMutableBytes { buffer in
+                    jxl.colorAsICCProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), size)
+                }
+                if copied != JXL_DEC_SUCCESS { profile = Data() }
+            }
+            colours = profile.isEmpty ? nil : .icc(profile)
+            if profile.isEmpty { colourNote = "JPEG XL: libjxl gave no profile for the image's colour space; its numbers are read as sRGB" }
+        }
     }
 
     deinit { jxl.destroy(decoder) }
+
+    /// Whether pixels in `encoding` are sRGB's (or grey on sRGB's curve) already.
+    private static func isSRGB(_ encoding: JxlColorEncoding) -> Bool {
+        encoding.white_point == JXL_WHITE_POINT_D65 && encoding.transfer_function == JXL_TRANSFER_FUNCTION_SRGB
+            && (encoding.color_space == JXL_COLOR_SPACE_GRAY || encoding.primaries == JXL_PRIMARIES_SRGB)
+    }
 
     /// A decoder on `bytes` subscribed to `events`, run to the basic information,
     /// which is checked against the limits.
@@ -213,7 +247,15 @@ final class JXLFrameCursor: FrameProducing {
         }
         frames += 1
         try deadline.check(.jxl)
-        return options.appliesOrientation ? bitmap.applying(orientation) : bitmap
+        let converted: Bitmap
+        if let colours {
+            let (result, note) = ColourManagement.convert(bitmap, description: colours)
+            if let note, colourNote == nil { colourNote = note }
+            converted = result
+        } else {
+            converted = bitmap
+        }
+        return options.appliesOrientation ? converted.applying(orientation) : converted
     }
 }
 
@@ -236,6 +278,13 @@ struct LibJXL: @unchecked Sendable {
     let getBasicInfo: @convention(c) (OpaquePointer?, UnsafeMutablePointer<JxlBasicInfo>?) -> JxlDecoderStatus
     let getFrameHeader: @convention(c) (OpaquePointer?, UnsafeMutablePointer<JxlFrameHeader>?) -> JxlDecoderStatus
     let setPreferredColorProfile: @convention(c) (OpaquePointer?, UnsafePointer<JxlColorEncoding>?) -> JxlDecoderStatus
+    let encodedProfile: @convention(c) (
+        OpaquePointer?, UnsafePointer<JxlPixelFormat>?, JxlColorProfileTarget, UnsafeMutablePointer<JxlColorEncoding>?
+    ) -> JxlDecoderStatus
+    let iccProfileSize: @convention(c) (OpaquePointer?, UnsafePointer<JxlPixelFormat>?, JxlColorProfileTarget, UnsafeMutablePointer<Int>?) -> JxlDecoderStatus
+    let colorAsICCProfile: @convention(c) (
+        OpaquePointer?, UnsafePointer<JxlPixelFormat>?, JxlColorProfileTarget, UnsafeMutablePointer<UInt8>?, Int
+    ) -> JxlDecoderStatus
     let imageOutBufferSize: @convention(c) (OpaquePointer?, UnsafePointer<JxlPixelFormat>?, UnsafeMutablePointer<Int>?) -> JxlDecoderStatus
     let setImageOutBuffer: @convention(c) (OpaquePointer?, UnsafePointer<JxlPixelFormat>?, UnsafeMutableRawPointer?, Int) -> JxlDecoderStatus
 
@@ -255,6 +304,9 @@ struct LibJXL: @unchecked Sendable {
             getBasicInfo: load("JxlDecoderGetBasicInfo"),
             getFrameHeader: load("JxlDecoderGetFrameHeader"),
             setPreferredColorProfile: load("JxlDecoderSetPreferredColorProfile"),
+            encodedProfile: load("JxlDecoderGetColorAsEncodedProfile"),
+            iccProfileSize: load("JxlDecoderGetICCProfileSize"),
+            colorAsICCProfile: load("JxlDecoderGetColorAsICCProfile"),
             imageOutBufferSize: load("JxlDecoderImageOutBufferSize"),
             setImageOutBuffer: load("JxlDecoderSetImageOutBuffer"))
     }

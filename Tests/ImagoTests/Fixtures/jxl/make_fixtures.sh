@@ -16,6 +16,8 @@ img.putdata([((x * 6) % 256, (y * 10) % 256, 128 + (x - y) * 2, 255 if x < 20 el
              for y in range(H) for x in range(W)])
 img.save('rgba.png')
 img.convert('RGB').save('rgb.png')
+# The same colours in Adobe RGB (colord's profile): a lossless file keeps them so.
+img.convert('RGB').save('adobe-rgb.png', icc_profile=open('/usr/share/color/icc/colord/AdobeRGB1998.icc', 'rb').read())
 exif = Image.Exif()
 exif[0x0112] = 6
 img.convert('RGB').save(f'{out}/orientation-6.png', exif=exif.tobytes())
@@ -31,4 +33,5 @@ cjxl -d 0 --container=1 rgb.png container.jxl >/dev/null 2>&1
 cjxl -d 0 "$tmp/orientation-6.png" orientation-6.jxl >/dev/null 2>&1
 cjxl -d 0 "$tmp/animated.gif" animated.jxl >/dev/null 2>&1
 cjxl -d 0 "$tmp/gray-alpha.png" gray-alpha.jxl >/dev/null 2>&1
+cjxl -d 0 adobe-rgb.png lossless-adobe-rgb.jxl >/dev/null 2>&1
 rm -rf "$tmp"
