@@ -116,7 +116,7 @@ let package = Package(
         .testTarget(name: "ImagoUITests", dependencies: ["Imago", "ImagoUI", "_ImagoTestSupport"]),
         // The tests that run the `imago` tool (Support/Tool.swift): depending on its
         // target makes every build of these tests build the tool first, beside them.
-        .testTarget(name: "ImagoToolTests", dependencies: ["Imago", "imago", "_ImagoTestSupport"]),
+        .testTarget(name: "ImagoToolTests", dependencies: ["Imago", "imago", "ImagoCommandLine", "_ImagoTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -76,6 +76,13 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     let requestOptions: ImageRequest.Options = arguments.flag("--partial") ? .allowsPartialImages : []
     let counter = CountingLoader(options.makeDataLoader(), policy: options.retryPolicy)
     let loader = options.makeLoader(counter: counter, repeats: reader.repeatsAhead)
+    let plan = reader.uses.map { uses in
+        RepeatPlan(
+            previous: uses.previous, next: uses.next,
+            images: (loader.cache as? ImageCache).map { RepeatPlan.Store(bytes: $0.costLimit, count: $0.countLimit) },
+            originals: loader.configuration.recentOriginals.map { RepeatPlan.Store(bytes: $0.byteLimit, count: $0.countLimit) },
+            window: loader.concurrentLoads * 2 + loader.configuration.concurrentDecodes)
+    }
     let bar = ProgressBar(total: reader.countAhead)
     let tally = Locked(Tally())
     let events = json && arguments.flag("--events") ? FetchEventPrinter(loader) : nil
@@ -98,7 +105,7 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     // finish; the batch reads the input only as places free up, so memory depends on
     // the concurrency and not on the length of the input. Text that is not a URL
     // never reaches the loader: it is reported as it is read.
-    let requests = FetchRequests(reader: reader, thumbnail: thumbnail, options: requestOptions) { input in
+    let requests = FetchRequests(reader: reader, thumbnail: thumbnail, options: requestOptions, plan: plan) { input in
         report(FetchRecord(url: input.text, line: input.line, ok: false, error: ImagoError.invalidURL(input.text).description))
     } ended: { count in
         bar.setTotal(count)
@@ -107,6 +114,9 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     await loader.loadEach(requests) { item in
         counter.loadEnded(item.request.url)
         loads.withLock { $0 += 1 }
+        if let plan, case .success(let response) = item.result {
+            plan.observe(imageBytes: response.image.bitmap.cost, originalBytes: response.metrics.bytes)
+        }
         report(FetchRecord(requests.input(at: item.index), item.result))
     }
     await events?.finish(loads: loads.withLock { $0 })
@@ -141,6 +151,8 @@ private final class FetchRequests: Sequence, Sendable {
     let reader: InputReader
     let thumbnail: Int?
     let options: ImageRequest.Options
+    /// What each load keeps in memory, when the list was looked through ahead.
+    let plan: RepeatPlan?
     /// Called with an input that is not a URL, as it is read.
     let invalid: @Sendable (InputURL) -> Void
     /// Called with the number of inputs read, at the end of the input.
@@ -148,12 +160,13 @@ private final class FetchRequests: Sequence, Sendable {
     private let inputs = Locked<[Int: InputURL]>([:])
 
     init(
-        reader: InputReader, thumbnail: Int?, options: ImageRequest.Options, invalid: @escaping @Sendable (InputURL) -> Void,
-        ended: @escaping @Sendable (Int) -> Void
+        reader: InputReader, thumbnail: Int?, options: ImageRequest.Options, plan: RepeatPlan?,
+        invalid: @escaping @Sendable (InputURL) -> Void, ended: @escaping @Sendable (Int) -> Void
     ) {
         self.reader = reader
         self.thumbnail = thumbnail
         self.options = options
+        self.plan = plan
         self.invalid = invalid
         self.ended = ended
     }
@@ -179,7 +192,12 @@ private final class FetchRequests: Sequence, Sendable {
                 }
                 requests.inputs.withLock { $0[index] = input }
                 index += 1
-                return ImageRequest(url: url, targetSize: requests.thumbnail.map(TargetSize.thumbnail), options: requests.options)
+                var request = ImageRequest(url: url, targetSize: requests.thumbnail.map(TargetSize.thumbnail), options: requests.options)
+                if let keeping = requests.plan?.keeping(line: read - 1) {
+                    if !keeping.image { request.cachePolicy.writes.remove(.memory) }
+                    if !keeping.original { request.cachePolicy.writes.remove(.recentOriginals) }
+                }
+                return request
             }
             requests.ended(read)
             return nil

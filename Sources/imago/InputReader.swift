@@ -36,6 +36,10 @@ final class InputReader: @unchecked Sendable {
     /// them (as `countAhead`); nil for standard input, and for a file too long to
     /// look through for repeats.
     let repeatsAhead: Bool?
+    /// For each input in order (counting every URL given, valid or not), where the
+    /// same text came last and comes next (-1 when it does not), when that can be
+    /// known as `repeatsAhead` can; nil otherwise, and for a list with no repeat.
+    let uses: (previous: [Int32], next: [Int32])?
 
     /// Opens the input; a file that cannot be read, or no input at all, is bad usage.
     init(_ arguments: Arguments, command: String) throws(UsageError) {
@@ -44,14 +48,17 @@ final class InputReader: @unchecked Sendable {
             guard !arguments.positionals.isEmpty else {
                 throw UsageError(message: "\(command) needs at least one URL, or --input FILE")
             }
+            let ahead = Self.look(atFileAt: nil, after: arguments.positionals)
             countAhead = arguments.positionals.count
-            repeatsAhead = Set(arguments.positionals).count < arguments.positionals.count
+            repeatsAhead = ahead.repeats
+            uses = ahead.uses
             return
         }
         if input == "-" {
             file = fdopen(dup(STDIN_FILENO), "r")
             countAhead = nil
             repeatsAhead = nil
+            uses = nil
         } else {
             var status = stat()
             guard stat(input, &status) == 0, status.st_mode & S_IFMT != S_IFDIR, let opened = fopen(input, "r") else {
@@ -66,6 +73,7 @@ final class InputReader: @unchecked Sendable {
             let ahead = status.st_mode & S_IFMT == S_IFREG ? Self.look(atFileAt: input, after: arguments.positionals) : nil
             countAhead = ahead?.count
             repeatsAhead = ahead?.repeats
+            uses = ahead?.uses
         }
     }
 
@@ -118,41 +126,52 @@ final class InputReader: @unchecked Sendable {
         return bytes.filter { $0 == 0 }.count * 4 >= bytes.count * 3 ? "UTF-32" : "UTF-16"
     }
 
-    /// How many URLs there are, the command line's and then the file's, and whether
-    /// one comes twice (nil past `repeatWindow` different URLs: a list that long is
-    /// not kept whole in memory to find out).
-    private static func look(atFileAt path: String, after positionals: [String]) -> (count: Int, repeats: Bool?) {
-        var seen = Set<String>()
+    /// How many URLs there are, the command line's and then the file's, whether one
+    /// comes twice, and where each comes next (both nil past `repeatWindow`
+    /// different URLs or `scheduleLimit` URLs: a list that long is not kept in
+    /// memory to find out).
+    private static func look(
+        atFileAt path: String?, after positionals: [String]
+    ) -> (count: Int, repeats: Bool?, uses: (previous: [Int32], next: [Int32])?) {
+        var last: [String: Int32] = [:]
+        var nextUse: [Int32] = [], previousUse: [Int32] = []
         var repeats: Bool? = false
         func note(_ url: String) {
-            guard repeats == false else { return }
-            if !seen.insert(url).inserted {
+            guard repeats != nil else { return }
+            let index = Int32(nextUse.count)
+            nextUse.append(-1)
+            previousUse.append(-1)
+            if let previous = last.updateValue(index, forKey: url) {
+                nextUse[Int(previous)] = index
+                previousUse[Int(index)] = previous
                 repeats = true
-            } else if seen.count > repeatWindow {
+            } else if last.count > repeatWindow || nextUse.count > scheduleLimit {
                 repeats = nil
             }
         }
         positionals.forEach(note)
-        guard let file = fopen(path, "r") else { return (positionals.count, repeats) }
-        defer { fclose(file) }
-        var buffer: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        defer { free(buffer) }
         var count = positionals.count
-        while getline(&buffer, &capacity, file) >= 0, let buffer {
-            let text = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
-            if !text.isEmpty && !text.hasPrefix("#") {
-                count += 1
-                note(text)
+        if let path, let file = fopen(path, "r") {
+            defer { fclose(file) }
+            var buffer: UnsafeMutablePointer<CChar>?
+            var capacity = 0
+            defer { free(buffer) }
+            while getline(&buffer, &capacity, file) >= 0, let buffer {
+                let text = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+                if !text.isEmpty && !text.hasPrefix("#") {
+                    count += 1
+                    note(text)
+                }
             }
         }
-        seen = []
-        return (count, repeats)
+        return (count, repeats, repeats == true ? (previousUse, nextUse) : nil)
     }
 
     /// The most different URLs looked through for a repeat: 100,000 take a few MB
     /// for the moment the look lasts.
     static let repeatWindow = 100_000
+    /// The most URLs whose uses are noted: 8 MB for the moment the command lasts.
+    static let scheduleLimit = 1_000_000
 }
 
 /// The URL on line `number` of an input, or nil for a blank line or a comment.
