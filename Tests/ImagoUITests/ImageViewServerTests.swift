@@ -125,6 +125,24 @@ import _ImagoTestSupport
         #expect(!view.imageTargetLoader.isLoading(view, action: nil))
     }
 
+    /// A view's options may name alternative URLs: the URL set failing, the view
+    /// shows the first alternative's image, and never the failure in between.
+    @Test func aViewShowsAnAlternativeWhenItsURLFails() async throws {
+        defer { server.stop() }
+        server.route("/gone.png") { _ in .text("gone", status: 404) }
+        let mirror = NumberedImage.png(7)
+        server.route("/mirror.png") { _ in .ok(mirror) }
+        let view = RecordingView(makeTargets())
+        view.options.alternativeURLs = [server.url("/mirror.png")]
+        let outcome = Locked<Result<ImageResponse, ImagoError>?>(nil)
+        view.setImage(with: server.url("/gone.png")) { result in outcome.withLock { $0 = result } }
+        await waitUntil { outcome.withLock { $0 } != nil }
+        let response = try #require(try outcome.withLock { $0 }?.get())
+        #expect(response.url == server.url("/mirror.png"))
+        #expect(view.lastShown == 7 && view.contents.allSatisfy { $0.phase != .failure })
+        #expect(server.count(for: "/gone.png") == 1 && server.count(for: "/mirror.png") == 1)
+    }
+
     @Test func aCachedFullImageIsShownAtOnceAndTheThumbnailNever() async throws {
         defer { server.stop() }
         let gates = routeThumbnailAndFull()

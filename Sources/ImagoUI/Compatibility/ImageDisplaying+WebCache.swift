@@ -74,9 +74,11 @@ extension ImageDisplaying {
             return nil
         }
         display(ImageDisplayContent(phase: .loading, image: placeholder, indicator: options.indicator))
-        let request = ImageRequest(
+        var request = ImageRequest(
             url: url, targetSize: targetSize, processors: options.processors, priority: options.priority,
             options: options.showsProgressivePreviews ? .progressivePreviews : [])
+        request.alternativeURLs = options.alternativeURLs
+        request.constrainedURL = options.constrainedURL
         let transition = options.transition, failureImage = options.failureImage ?? placeholder
         // A preview is shown in the loading phase, without the activity indicator: the
         // picture sharpening is the sign of progress.

@@ -189,6 +189,12 @@ public struct ImageDisplayOptions: Sendable {
     /// final image replaces it, and no preview is shown after the final image or once
     /// the view has moved on to another URL. Off by default, as in Nuke.
     public var showsProgressivePreviews: Bool
+    /// URLs tried in order when the URL set fails, each cached under its own key
+    /// (`ImageRequest.alternativeURLs`; Kingfisher's `alternativeSources`).
+    public var alternativeURLs: [URL] = []
+    /// A URL loaded first while the loader is told the network is constrained
+    /// (`ImageRequest.constrainedURL`).
+    public var constrainedURL: URL?
 
     /// How long a loaded image fades in (AsyncImageView's `crossfadeDuration`); 0 for
     /// no transition. Reads 0 for a custom transition.
