@@ -151,7 +151,7 @@ gallery: deps
 # for 520 and 5,200 URLs, requests for missing images and on a warm relaunch, and
 # thumbnails at GDK_SCALE=2, and 5,200 URLs with the grid's defaults (--library-defaults);
 # under Xvfb with the Cairo renderer (scripts/bench-gallery.sh; BENCH_GALLERY_ONLY=NAME
-# runs one case).
+# runs one case; BENCH_GALLERY_BUSY=1 runs one CPU-bound process beside each case).
 bench-gallery: DEBIAN_PACKAGES += $(GTK_PACKAGES) python3 curl
 bench-gallery: deps
 	@echo "==> Building imago-gallery (release)"

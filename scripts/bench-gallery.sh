@@ -7,6 +7,9 @@
 # library-defaults run is the grid as a program embedding it with no tuning gets it
 # (imago-gallery --library-defaults). BENCH_GALLERY_ONLY=NAME runs only that case
 # (520, 5200, 1040-missing, 2080, 520-scale2, 5200-library-defaults).
+# BENCH_GALLERY_BUSY=1 runs one CPU-bound process beside the gallery in each case,
+# started before it and stopped after, so the frame gaps are those of a machine with
+# one core taken by something else, whatever else the machine is doing.
 set -e
 gallery=$1; corpus=$2
 [ -d "$corpus/photos/kodak" ] || { echo "bench-gallery: the shared corpus is missing ($corpus/photos/kodak)"; exit 1; }
@@ -15,7 +18,8 @@ mkdir -p "$3"; out=$(cd "$3" && pwd)
 python3 scripts/gallery-bench.py photos "$corpus/photos/kodak" "$out/photos" 104
 rm -f "$out/port"
 python3 scripts/gallery-bench.py serve "$out/photos" "$out/port" & server=$!
-trap 'kill $server' EXIT
+busy=""
+trap 'kill $server; [ -z "$busy" ] || kill "$busy"' EXIT
 for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do [ -s "$out/port" ] && break; sleep 0.2; done
 base="http://127.0.0.1:$(head -n 1 "$out/port")"
 
@@ -30,11 +34,20 @@ run() { # NAME COUNT PASSES CACHE [ENV...] [-- GALLERY OPTIONS...]
   env=""; while [ $# -gt 0 ] && [ "$1" != "--" ]; do env="$env $1"; shift; done
   [ "$1" = "--" ] && shift
   curl -s -X POST "$base/reset"
-  echo "==> $name"
+  busy=""
+  if [ "${BENCH_GALLERY_BUSY:-0}" != 0 ]; then
+    python3 -c 'while True: pass' & busy=$!
+    echo "==> $name, with one CPU-bound process beside it (pid $busy)"
+  else
+    echo "==> $name"
+  fi
+  echo "   before: $(uptime | sed 's/^ *//')"
   # $env is a list of NAME=VALUE words without spaces.
   # shellcheck disable=SC2086
   xvfb-run -a env GSK_RENDERER=cairo XDG_CACHE_HOME="$cache" $env "$gallery" --size 160 --benchmark "$passes" \
     --input "$out/urls-$name.txt" "$@" 2>&1 | grep '^benchmark' | sed 's/^benchmark: /   /'
+  echo "   after: $(uptime | sed 's/^ *//')"
+  [ -z "$busy" ] || { kill "$busy"; busy=""; }
   echo "   requests: $(requests) for $count URLs"
 }
 want() { [ -z "$BENCH_GALLERY_ONLY" ] || [ "$BENCH_GALLERY_ONLY" = "$1" ]; }

@@ -64,6 +64,14 @@ public struct ImageLoaderConfiguration: Sendable {
     public var staleIfErrorAllowance: Double?
     /// How many decodes and processings run at once; by default one per core.
     public var concurrentDecodes: Int
+    /// Whether, on Linux, decodes and processings started while the user interacts
+    /// (`ImageLoader.noteInteraction()`: a GTK `ImageGrid` says so as it scrolls) run
+    /// at the `background` quality of service, nice 10 there, below the main thread,
+    /// so frames keep coming while thumbnails decode on every core; true by default.
+    /// The rest of the time they run at `userInitiated`, as fast as the cores allow.
+    /// On Apple platforms decodes always run at `userInitiated`, below the main
+    /// thread's quality of service, and this is ignored.
+    public var decodingYieldsToInteraction: Bool
     /// How many transfers run at once when the loader starts; 2 by default, as in
     /// AsyncImageView, for an app's few images on screen at a time.
     /// `ImageLoader.concurrentLoads` changes it while the loader runs.
@@ -125,6 +133,7 @@ public struct ImageLoaderConfiguration: Sendable {
         self.freshnessPolicy = freshnessPolicy
         self.staleIfErrorAllowance = staleIfErrorAllowance
         self.concurrentDecodes = max(1, concurrentDecodes)
+        decodingYieldsToInteraction = true
         self.concurrentLoads = max(1, concurrentLoads)
         self.memoryTier = memoryTier
         self.recentOriginals = recentOriginals

@@ -187,17 +187,28 @@ final class Pipeline: StagePublishing {
     // MARK: - Running and finishing
 
     /// Starts the work the graph handed out. A transfer starts a task of its own;
-    /// decoding and processing run on a dispatch queue instead of the Swift
-    /// concurrency pool, which has one thread per core: a decode holding one would
-    /// delay every timer and continuation behind it.
+    /// decoding and processing run on a dispatch queue (`runDecoding`) instead of the
+    /// Swift concurrency pool, which has one thread per core: a decode holding one
+    /// would delay every timer and continuation behind it.
     func start(_ runnable: [(work: @Sendable (StageRun) -> Void, run: StageRun)]) {
         for (work, run) in runnable {
             if run.queue == .transfers {
                 work(run)
             } else {
-                DispatchQueue.global(qos: .userInitiated).async { work(run) }
+                runDecoding { work(run) }
             }
         }
+    }
+
+    /// Runs `work`, a decode or processing, at `qos`; on Linux, while the user
+    /// interacts and the configuration lets decodes yield, at `background`, nice 10
+    /// there, below the main thread (`UserInteraction` says why).
+    private func runDecoding(qos: DispatchQoS.QoSClass = .userInitiated, _ work: @escaping @Sendable () -> Void) {
+        var qos = qos
+        #if os(Linux)
+        if configuration.decodingYieldsToInteraction, UserInteraction.isActive { qos = .background }
+        #endif
+        DispatchQueue.global(qos: qos).async(execute: work)
     }
 
     @discardableResult
@@ -235,13 +246,13 @@ final class Pipeline: StagePublishing {
         return true
     }
 
-    /// Runs `work`, which makes a preview for `stage`, on a utility thread, one at a
+    /// Runs `work`, which makes a preview for `stage`, as decodes run, one at a
     /// time per stage: while one runs, the newest asked for waits (and replaces any
     /// older one waiting), so a stage never makes more previews than it was offered
     /// and never falls behind the download. Nothing runs once the stage has finished.
     private func schedulePreview(of stage: AnyStage, _ work: @escaping @Sendable () -> Void) {
         guard graph.withLock({ $0.startPreview(of: stage, work) }) else { return }
-        DispatchQueue.global(qos: .utility).async { [self] in
+        runDecoding(qos: .utility) { [self] in
             var next: (@Sendable () -> Void)? = work
             while let current = next {
                 current()

@@ -181,6 +181,9 @@ public final class ImageGrid {
             self?.itemsChanged()
         }
         connectSignal(UnsafeMutableRawPointer(verticalAdjustment), "value-changed") { [weak self] _ in
+            // While the grid moves, decodes yield the cores to the main thread, which
+            // has a frame to draw every 16 ms.
+            ImageLoader.noteInteraction()
             self?.scrolled()
         }
         // The horizontal adjustment's page is the grid's width, set as it is allocated.

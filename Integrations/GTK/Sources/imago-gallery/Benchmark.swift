@@ -16,11 +16,14 @@ func runBenchmark(
 ) {
     var shownIndex: [ObjectIdentifier: Int] = [:]
     var wrongDeliveries = 0
+    /// Images and failures shown since the last frame.
+    var deliveriesThisFrame = 0
     /// Notes what `cell`, bound to `index`, shows from now on.
     func watch(_ cell: ImageView, _ index: Int) {
         shownIndex[ObjectIdentifier(cell)] = nil
         cell.didDisplay = { [unowned cell] content in
             guard content.phase == .success || content.phase == .failure else { return }
+            deliveriesThisFrame += 1
             shownIndex[ObjectIdentifier(cell)] = index
             // The image shown must be the one the memory cache holds for this item.
             if content.phase == .success, let image = content.image,
@@ -48,6 +51,9 @@ func runBenchmark(
     var firstFrame: Double?
     var firstScreen: Double?
     var gaps: [Double] = []
+    /// Each gap's main thread: seconds running, seconds waiting for a CPU, images shown.
+    var gapDetails: [(gap: Double, running: Double, waiting: Double, deliveries: Int)] = []
+    var lastSchedule = MainThreadSchedule.now()
     var last: Double?
     var skipGap = false
     var pass = 0, downwards = true, frame = 0
@@ -92,7 +98,15 @@ func runBenchmark(
             report()
             return false
         }
-        if let last, !skipGap { gaps.append(now - last) }
+        let schedule = MainThreadSchedule.now()
+        if let last, !skipGap {
+            gaps.append(now - last)
+            gapDetails.append((
+                now - last, schedule.running - lastSchedule.running, schedule.waiting - lastSchedule.waiting,
+                deliveriesThisFrame))
+        }
+        lastSchedule = schedule
+        deliveriesThisFrame = 0
         skipGap = false
         let step = (last.map { now - $0 } ?? 0) * 3000
         last = now
@@ -133,6 +147,22 @@ func runBenchmark(
         print(String(
             format: "benchmark: %d passes end to end at 3000 pt/s: %d frames, gaps median %.1f ms, p99 %.1f ms, max %.1f ms",
             passes, sorted.count, percentile(0.5), percentile(0.99), (sorted.last ?? 0) * 1000))
+        let long = gapDetails.filter { $0.gap > 0.05 }
+        if !long.isEmpty {
+            let total = long.reduce(0) { $0 + $1.gap }
+            let running = long.reduce(0) { $0 + $1.running }, waiting = long.reduce(0) { $0 + $1.waiting }
+            print(String(
+                format: "benchmark: gaps over 50 ms: %d, %.0f ms in all: main thread running %.0f %%, waiting for a CPU %.0f %%, asleep %.0f %%; images shown in them: median %d, max %d",
+                long.count, total * 1000, 100 * running / total, 100 * waiting / total, 100 * max(0, total - running - waiting) / total,
+                long.map(\.deliveries).sorted()[long.count / 2], long.map(\.deliveries).max() ?? 0))
+        }
+        if ProcessInfo.processInfo.environment["IMAGO_GALLERY_GAPS"] != nil {
+            for detail in gapDetails where detail.gap > 0.05 {
+                print(String(
+                    format: "benchmark: gap %.1f ms: running %.1f ms, waiting %.1f ms, %d images shown",
+                    detail.gap * 1000, detail.running * 1000, detail.waiting * 1000, detail.deliveries))
+            }
+        }
         print("benchmark: cells on screen checked by pixels \(checked), wrong \(wrongPixels); deliveries not the item's own \(wrongDeliveries)")
         print("benchmark: loaded \(s.loaded), failed \(s.failed), memory hits \(s.memoryHits), disk hits \(s.diskHits); peak RSS \(Int(peak).map { "\($0 / 1024) MB" } ?? peak)")
         if let (index, view) = grid.boundCells.first(where: { grid.visibleRange.contains($0.index) }), let shown = view.image,
@@ -153,5 +183,27 @@ func runBenchmark(
         } else {
             gtk_window_destroy(window.cast(GtkWindow.self))
         }
+    }
+}
+
+/// The main thread's time on a CPU and waiting for one, from the kernel's scheduler
+/// statistics (zero where there are none): what tells a frame that took long because
+/// of the main thread's own work from one that was kept off the CPUs by other threads.
+struct MainThreadSchedule {
+    var running = 0.0
+    var waiting = 0.0
+
+    /// Read on the main thread, which the benchmark's frames run on.
+    @MainActor
+    static func now() -> MainThreadSchedule {
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let fd = open("/proc/thread-self/schedstat", O_RDONLY)
+        guard fd >= 0 else { return .init() }
+        defer { close(fd) }
+        let count = read(fd, &buffer, buffer.count)
+        guard count > 0 else { return .init() }
+        let fields = String(decoding: buffer[..<count], as: UTF8.self).split(separator: " ").compactMap { Double($0) }
+        guard fields.count >= 2 else { return .init() }
+        return MainThreadSchedule(running: fields[0] / 1e9, waiting: fields[1] / 1e9)
     }
 }
