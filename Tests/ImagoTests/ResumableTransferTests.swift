@@ -13,17 +13,17 @@ import _ImagoTestSupport
 @Suite struct ResumableTransferTests {
     /// A noisy 3000×2300 RGBA PNG, about 21 MB: noise hardly compresses, and any
     /// byte out of place fails the decode or changes a pixel.
-    static let large = noisyPNG(width: 3000, height: 2300, seed: 1)
+    static let large = noisyPNG(width: 3000, height: 2300, variant: 1)
     /// Small ones, for the cases where the size does not matter.
-    static let small = noisyPNG(width: 300, height: 200, seed: 2)
-    static let other = noisyPNG(width: 300, height: 200, seed: 3)
+    static let small = noisyPNG(width: 300, height: 200, variant: 2)
+    static let other = noisyPNG(width: 300, height: 200, variant: 3)
 
-    static func noisyPNG(width: Int, height: Int, seed: UInt64) -> Data {
+    static func noisyPNG(width: Int, height: Int, variant: UInt64) -> Data {
         var pixels = [UInt8](repeating: 0, count: width * height * 4)
-        var state = seed
+        var state = variant
         pixels.withUnsafeMutableBytes { buffer in
             for i in stride(from: 0, to: buffer.count, by: 8) {
-                // SplitMix64: fast, and a different image for each seed.
+                // SplitMix64: fast, and a different image for each variant.
                 state &+= 0x9E37_79B9_7F4A_7C15
                 var z = state
                 z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -21,11 +21,11 @@ import Testing
     /// one piece) 2,000 bytes every 20 ms, with its length.
     private static func slowPicture() throws -> (server: TestServer, placeholder: DecodedImage, png: Data) {
         var pixels = [UInt8](repeating: 255, count: 96 * 48 * 4)
-        var seed: UInt32 = 7
+        var noise: UInt32 = 7
         for i in stride(from: 0, to: pixels.count, by: 4) {
-            seed = seed &* 1_664_525 &+ 1_013_904_223
-            pixels[i] = UInt8(truncatingIfNeeded: seed >> 24)
-            pixels[i + 1] = UInt8(truncatingIfNeeded: seed >> 16)
+            noise = noise &* 1_664_525 &+ 1_013_904_223
+            pixels[i] = UInt8(truncatingIfNeeded: noise >> 24)
+            pixels[i + 1] = UInt8(truncatingIfNeeded: noise >> 16)
             pixels[i + 2] = 40
         }
         let png = try Pixels.png(Bitmap(width: 96, height: 48, pixels: pixels))
