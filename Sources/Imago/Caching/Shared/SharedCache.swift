@@ -66,7 +66,7 @@ public final class SharedCache: Sendable {
 
     /// The settings the tier was made with.
     public let configuration: SharedCache.Configuration
-    private let client: RedisClient
+    let client: RedisClient
     private let writer = DispatchQueue(label: "imago.shared-cache.writer")
     private let state = Locked<State>(State())
 
@@ -293,103 +293,6 @@ public final class SharedCache: Sendable {
         }
     }
 
-    // MARK: - Statistics
-
-    /// What the tier holds: keys and bytes under the namespace on every master, and
-    /// the counters of the last run that recorded them (``SharedCache/recordRun()``).
-    package struct Statistics: Sendable {
-        /// Records under the namespace (leases not counted).
-        package var keys: Int
-        /// Their bytes.
-        package var bytes: Int
-        /// The counters the last run recorded, if one did.
-        package var lastRun: (hits: Int, misses: Int)?
-        /// The servers scanned.
-        package var nodes: [String]
-    }
-
-    /// Scans every master for the namespace's keys. Throws when a server cannot be
-    /// reached or refuses.
-    package func statistics() throws(ImagoError) -> Statistics {
-        do throws(RedisFailure) {
-            let nodes = try client.nodes()
-            let runKey = self.runKey
-            var keys = 0, bytes = 0
-            for node in nodes {
-                let pool = client.pool(node)
-                var cursor = "0"
-                repeat {
-                    let reply = try pool.run([redisCommand("SCAN", cursor, "MATCH", "\(escapedNamespace):{*}:*", "COUNT", "500")])[0]
-                    guard case .array(let parts) = reply, parts.count == 2, let next = parts[0].data,
-                          case .array(let found) = parts[1]
-                    else { throw RedisFailure.io("\(node): unexpected SCAN reply") }
-                    cursor = String(decoding: next, as: UTF8.self)
-                    let names = found.compactMap(\.data).filter {
-                        let name = String(decoding: $0, as: UTF8.self)
-                        return !name.hasSuffix(":lease") && name != runKey
-                    }
-                    if !names.isEmpty {
-                        let lengths = try pool.run(names.map { redisCommand("STRLEN") + [$0] })
-                        keys += names.count
-                        bytes += lengths.compactMap(\.integer).reduce(0, +)
-                    }
-                } while cursor != "0"
-            }
-            let run = try client.run([redisCommand("HMGET", runKey, "hits", "misses")], slotKey: Data(runKey.utf8))[0]
-            var lastRun: (Int, Int)?
-            if case .array(let values) = run, values.count == 2,
-               let hits = values[0].data.flatMap({ Int(String(decoding: $0, as: UTF8.self)) }),
-               let misses = values[1].data.flatMap({ Int(String(decoding: $0, as: UTF8.self)) }) {
-                lastRun = (hits, misses)
-            }
-            return Statistics(keys: keys, bytes: bytes, lastRun: lastRun, nodes: nodes.map(\.description))
-        } catch {
-            throw .network(url: client.startupNodes.map(\.description).joined(separator: ","), reason: "Redis: \(error)", code: .cannotConnectToHost, errno: nil)
-        }
-    }
-
-    /// Deletes every record under the namespace on every master (leases and the
-    /// last run's counters stay, so that a fleet's loads in flight go on): what
-    /// `ImageLoader.removeAllCachedData(includingShared:)` clears when asked. Every
-    /// process of the fleet loses these records; returns how many were deleted.
-    /// Throws when a server cannot be reached or refuses.
-    @discardableResult
-    public func removeAll() throws(ImagoError) -> Int {
-        do throws(RedisFailure) {
-            let runKey = self.runKey
-            var deleted = 0
-            for node in try client.nodes() {
-                let pool = client.pool(node)
-                var cursor = "0"
-                repeat {
-                    let reply = try pool.run([redisCommand("SCAN", cursor, "MATCH", "\(escapedNamespace):{*}:*", "COUNT", "500")])[0]
-                    guard case .array(let parts) = reply, parts.count == 2, let next = parts[0].data,
-                          case .array(let found) = parts[1]
-                    else { throw RedisFailure.io("\(node): unexpected SCAN reply") }
-                    cursor = String(decoding: next, as: UTF8.self)
-                    let names = found.compactMap(\.data).filter {
-                        let name = String(decoding: $0, as: UTF8.self)
-                        return !name.hasSuffix(":lease") && name != runKey
-                    }
-                    // One command per key: in a cluster, keys of other slots may not share one DEL.
-                    if !names.isEmpty { deleted += try pool.run(names.map { redisCommand("DEL") + [$0] }).compactMap(\.integer).reduce(0, +) }
-                } while cursor != "0"
-            }
-            return deleted
-        } catch {
-            throw .network(url: client.startupNodes.map(\.description).joined(separator: ","), reason: "Redis: \(error)", code: .cannotConnectToHost, errno: nil)
-        }
-    }
-
-    /// Records this process's hits and misses as the last run's, for
-    /// `imago cache stats`; best effort.
-    package func recordRun() {
-        let counters = counters
-        _ = perform { () throws(RedisFailure) in
-            try client.run([redisCommand("HSET", runKey, "hits", String(counters.hits), "misses", String(counters.misses))], slotKey: Data(runKey.utf8))
-        }
-    }
-
     // MARK: - Keys
 
     /// The hash tag of an image: its keys share a cluster slot.
@@ -400,7 +303,7 @@ public final class SharedCache: Sendable {
     }
 
     /// Where the last run's counters are kept.
-    private var runKey: String { "\(configuration.namespace):{run}:last" }
+    var runKey: String { "\(configuration.namespace):{run}:last" }
 
     func leaseKey(_ imageKey: String) -> String { "\(configuration.namespace):{\(tag(imageKey))}:lease" }
 
@@ -409,7 +312,7 @@ public final class SharedCache: Sendable {
     func recordKey(_ name: String) -> String { "\(configuration.namespace)\n\(name)" }
 
     /// The namespace with SCAN's pattern characters escaped.
-    private var escapedNamespace: String {
+    var escapedNamespace: String {
         configuration.namespace.reduce(into: "") { text, character in
             if "*?[]\\".contains(character) { text.append("\\") }
             text.append(character)
@@ -441,7 +344,7 @@ public final class SharedCache: Sendable {
     /// not one each until the breaker opens. After `failuresBeforePause` failures in a
     /// row the tier rests for `pause`, then the next command starts a probe again; a
     /// probe's success closes the breaker.
-    private func perform<Result>(_ body: () throws(RedisFailure) -> Result) -> Result? {
+    func perform<Result>(_ body: () throws(RedisFailure) -> Result) -> Result? {
         let (answering, startsProbe) = state.withLock { state -> (Bool, Bool) in
             if isAnswering(state) { return (true, false) }
             if let until = state.restingUntil, ContinuousClock.now < until { return (false, false) }
