@@ -94,7 +94,9 @@ import _ImagoTestSupport
             + (0..<3).map { ImageRequest(url: server.url("/stall.png?n=\($0)")) }
         let first = await withTimeLimit(120) { () -> Int? in
             for await item in loader.images(for: requests, maxConcurrent: 4) {
-                // The quick image; the stalled ones are still loading.
+                // The quick image; the stalled ones are still loading, each of them
+                // asked for by now (on a busy machine the quick one may come first).
+                await waitUntil { self.server.count(for: "/stall.png") == 3 }
                 return item.index
             }
             return nil
