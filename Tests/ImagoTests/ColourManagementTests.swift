@@ -328,12 +328,12 @@ func documentedToneMapping(_ e: Double, hlg: Bool) -> Double {
 }
 
 extension ColourManagementTests {
-    // AVIF only: heif-enc 1.15 writes no colr box for HEVC, so its files say nothing
-    // of PQ or HLG.
-    @Test(arguments: ["pq.avif", "hlg.avif"])
+    // The HEIF files are heif-enc's with an nclx colr box put in (see the fixture script).
+    @Test(arguments: ["pq.avif", "hlg.avif", "pq.heic", "hlg.heic"])
     func hdrImagesAreToneMappedToSRGB(file: String) throws {
         let data = try ColourFixtures.data(file)
-        let image = try ImageDecoders.AVIF().decode(data, options: DecodingOptions())
+        let decoder: any ImageDecoding = file.hasSuffix(".heic") ? ImageDecoders.HEIF() : ImageDecoders.AVIF()
+        let image = try decoder.decode(data, options: DecodingOptions())
         #expect(image.width == 256)
         let hlg = file.hasPrefix("hlg")
         var previous = 0

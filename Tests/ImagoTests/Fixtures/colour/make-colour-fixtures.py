@@ -118,6 +118,100 @@ for name, transfer in [("pq", 16), ("hlg", 18)]:
     subprocess.run(["avifenc", "-d", "10", "-y", "444", "--min", "0", "--max", "0", "--cicp", f"9/{transfer}/0",
                     f"{out}/ramp16.png", f"{out}/{name}.avif"], check=True, stdout=subprocess.DEVNULL)
 
+
+
+# The same ramps as HEIF, lossless 10-bit RGB by heif-enc, which (1.15) writes no colr
+# box for HEVC: the nclx box is put in here, as another encoder's file carries it.
+def with_nclx(data, primaries, transfer, matrix):
+    """The HEIF `data` with a colr box (nclx, full range) given to its primary item:
+    appended to ipco, associated in ipma, the boxes around them grown and iloc's file
+    offsets moved past the inserted bytes."""
+    d = bytearray(data)
+    found = {}
+    def walk(start, end, path):
+        i = start
+        while i + 8 <= end:
+            size, kind = struct.unpack(">I4s", d[i:i + 8])
+            kind = kind.decode("latin1")
+            found[kind] = (i, size)
+            if kind == "meta":
+                walk(i + 12, i + size, path + [kind])
+            elif kind in ("iprp", "ipco"):
+                walk(i + 8, i + size, path + [kind])
+            i += size
+    walk(0, len(d), [])
+    pitm = found["pitm"][0]
+    primary = struct.unpack(">H", d[pitm + 12:pitm + 14])[0] if d[pitm + 8] == 0 else struct.unpack(">I", d[pitm + 12:pitm + 16])[0]
+    colr = struct.pack(">I4s4sHHHB", 19, b"colr", b"nclx", primaries, transfer, matrix, 0x80)
+    ipco, ipco_size = found["ipco"]
+    index = 0  # the new property's index: one past the properties there are
+    i = ipco + 8
+    while i < ipco + ipco_size:
+        index += 1
+        i += struct.unpack(">I", d[i:i + 4])[0]
+    index += 1
+    growth = len(colr) + 1
+    # iloc: every extent stored in the file (construction method 0) moves by `growth`.
+    iloc, _ = found["iloc"]
+    version = d[iloc + 8]
+    offset_size, length_size = d[iloc + 12] >> 4, d[iloc + 12] & 15
+    base_size, index_size = d[iloc + 13] >> 4, (d[iloc + 13] & 15) if version in (1, 2) else 0
+    p = iloc + 14
+    def read(n):
+        nonlocal p
+        value = int.from_bytes(d[p:p + n], "big") if n else 0
+        p += n
+        return value
+    def bump(n):
+        # Offsets here point past meta (into mdat), all of which moves.
+        if n:
+            d[p - n:p] = (int.from_bytes(d[p - n:p], "big") + growth).to_bytes(n, "big")
+    count = read(2 if version < 2 else 4)
+    for _ in range(count):
+        read(2 if version < 2 else 4)
+        method = read(2) & 15 if version in (1, 2) else 0
+        read(2)
+        read(base_size)
+        if method == 0 and base_size:
+            bump(base_size)
+        extents = read(2)
+        for _ in range(extents):
+            read(index_size)
+            read(offset_size)
+            if method == 0 and not base_size:
+                bump(offset_size)
+            read(length_size)
+    # ipma: one more (non-essential) association for the primary item.
+    ipma, ipma_size = found["ipma"]
+    ipma_version, ipma_flags = d[ipma + 8], int.from_bytes(d[ipma + 9:ipma + 12], "big")
+    assert ipma_flags & 1 == 0 and index < 128
+    p = ipma + 12
+    entries = read(4)
+    for _ in range(entries):
+        item = read(2 if ipma_version < 1 else 4)
+        n = read(1)
+        if item == primary:
+            d[p - 1] = n + 1
+            d[p + n:p + n] = bytes([index])
+            break
+        p += n
+    else:
+        raise ValueError("the primary item has no properties")
+    for kind in ("meta", "iprp", "ipco", "ipma"):
+        at, size = found[kind]
+        d[at:at + 4] = struct.pack(">I", size + (1 if kind == "ipma" else growth if kind != "ipco" else len(colr)))
+    d[ipco + ipco_size:ipco + ipco_size] = colr
+    return bytes(d)
+
+
+subprocess.run(["heif-enc", "-L", "-b", "10", "-p", "chroma=444", "--matrix_coefficients=0", "-o", f"{out}/ramp.heic",
+                f"{out}/ramp16.png"], check=True, stdout=subprocess.DEVNULL)
+with open(f"{out}/ramp.heic", "rb") as f:
+    ramp = f.read()
+for name, transfer in [("pq", 16), ("hlg", 18)]:
+    with open(f"{out}/{name}.heic", "wb") as f:
+        f.write(with_nclx(ramp, 9, transfer, 0))
+
 # AVIF and HEIF with the ProPhoto profile in their colr box, lossless RGB from the
 # ProPhoto PNG, so its reference serves them too.
 subprocess.run(["avifenc", "-l", f"{out}/prophoto.png", f"{out}/prophoto.avif"], check=True, stdout=subprocess.DEVNULL)
