@@ -22,6 +22,9 @@ struct imago_png {
     int timed_out;
     // Set when the caller converts the colours itself: libpng then leaves gAMA alone.
     int leaves_gamma;
+    // Set when the caller takes 16-bit samples as stored, for a tone mapping that
+    // needs their precision.
+    int keeps_16;
 };
 
 static void imago_png_error(png_structp png, png_const_charp message) {
@@ -161,22 +164,23 @@ typedef struct {
 } imago_png_push;
 
 static void imago_png_push_info(png_structp png, png_infop info) {
+    imago_png_push *push = (imago_png_push *)png_get_progressive_ptr(png);
     int color_type = png_get_color_type(png, info);
+    int wide = push->reader->keeps_16 && png_get_bit_depth(png, info) == 16;
     png_set_expand(png);
-    png_set_scale_16(png);
+    if (!wide) png_set_scale_16(png);
     if ((color_type & PNG_COLOR_MASK_COLOR) == 0) png_set_gray_to_rgb(png);
     if ((color_type & PNG_COLOR_MASK_ALPHA) == 0 && png_get_valid(png, info, PNG_INFO_tRNS) == 0) {
-        png_set_filler(png, 0xFF, PNG_FILLER_AFTER);
+        png_set_filler(png, wide ? 0xFFFF : 0xFF, PNG_FILLER_AFTER);
     }
     // Files without gAMA (or with sRGB) are left as they are; a gAMA other than
     // sRGB's is converted, as browsers do.
-    imago_png_push *push = (imago_png_push *)png_get_progressive_ptr(png);
     if (!push->reader->leaves_gamma) png_set_gamma(png, PNG_DEFAULT_sRGB, PNG_DEFAULT_sRGB);
     // Without interlace handling the push reader hands each pass's rows as they are
     // stored: the pass's own pixels, packed.
     if (push->pass_sink == NULL) png_set_interlace_handling(png);
     png_read_update_info(png, info);
-    if (png_get_rowbytes(png, info) != (size_t)png_get_image_width(png, info) * 4) {
+    if (png_get_rowbytes(png, info) != (size_t)png_get_image_width(png, info) * (wide ? 8 : 4)) {
         imago_png *reader = (imago_png *)png_get_error_ptr(png);
         reader->message_is_own = 1;
         png_error(png, "unexpected row layout after conversion");
@@ -230,6 +234,10 @@ static void imago_png_push_end(png_structp png, png_infop info) {
 
 void imago_png_leave_gamma(imago_png *reader) {
     reader->leaves_gamma = 1;
+}
+
+void imago_png_keep_16(imago_png *reader) {
+    reader->keeps_16 = 1;
 }
 
 void imago_png_set_deadline(imago_png *reader, uint64_t deadline) {

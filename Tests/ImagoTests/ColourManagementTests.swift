@@ -371,4 +371,34 @@ enum JPEGAPP2 {
         return Data(out)
     }
 }
+
+extension ColourManagementTests {
+    /// A 16-bit PNG tagged PQ or HLG (cICP) is tone mapped from its 16 bits. Its ramp
+    /// runs over the part of the PQ range where one 8-bit code is a step of one and a
+    /// half output levels, so a decode that reduced it to 8 bits first would miss by
+    /// up to 1.6 levels.
+    @Test(arguments: [false, true])
+    func sixteenBitHDRPNGsAreToneMappedFromTheirSixteenBits(hlg: Bool) throws {
+        let width = 256
+        let codes = (0..<width).map { UInt16(((0.45 + 0.15 * Double($0) / Double(width - 1)) * 65535).rounded()) }
+        var scanlines: [UInt8] = []
+        for _ in 0..<4 {
+            scanlines.append(0)  // filter: none
+            for code in codes { scanlines += [UInt8(code >> 8), UInt8(code & 0xFF)] }
+        }
+        // 16-bit gray; cICP: BT.2020 primaries, PQ (16) or HLG (18), RGB, full range.
+        let header: [UInt8] = [0, 0, 1, 0, 0, 0, 0, 4, 16, 0, 0, 0, 0]
+        let data = PNGFile.assemble(header: header, chunks: [("cICP", [9, hlg ? 18 : 16, 0, 1])], scanlines: scanlines)
+        let image = try ImageDecoders.PNG().decode(data, options: DecodingOptions())
+        #expect(image.width == width && image.height == 4)
+        var worst = 0.0
+        for (x, code) in codes.enumerated() {
+            let p = image.bitmap[x, 2]
+            // Gray within one level: BT.2020 to BT.709 in float rounds channels apart.
+            #expect(max(p.r, p.g, p.b) - min(p.r, p.g, p.b) <= 1 && p.a == 255, "x \(x): gray stays gray and opaque")
+            worst = max(worst, abs(Double(p.g) - documentedToneMapping(Double(code) / 65535, hlg: hlg)))
+        }
+        #expect(worst <= 1, "the largest difference from the documented mapping: \(worst) levels")
+    }
+}
 #endif

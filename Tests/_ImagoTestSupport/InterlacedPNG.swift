@@ -23,6 +23,33 @@ public enum InterlacedPNG {
                 }
             }
         }
+        func be32(_ v: Int) -> [UInt8] { [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+        return PNGFile.assemble(
+            header: be32(bitmap.width) + be32(bitmap.height) + [8, 2, 0, 0, 1], scanlines: raw, chunkSize: chunkSize)
+    }
+
+    /// A smooth, opaque test picture: gradients with a few hard edges, so that a
+    /// coarse pass looks like the image and a wrong pixel shows.
+    public static func picture(width: Int, height: Int) -> Bitmap {
+        var pixels: [UInt8] = []
+        pixels.reserveCapacity(width * height * 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                let band = (x / 16 + y / 16) % 2 == 0 ? 40 : 0
+                pixels += [UInt8(x * 200 / width + band), UInt8(y * 200 / height + band), UInt8((x + y) * 120 / (width + height) + 60), 255]
+            }
+        }
+        return Bitmap(width: width, height: height, pixels: pixels)
+    }
+}
+
+/// PNG files put together from their parts, for what the library's encoder does not
+/// write (interlacing, 16 bits, chunks such as cICP). The deflate stream uses stored
+/// (uncompressed) blocks: valid zlib, with the file's bytes where one expects them.
+public enum PNGFile {
+    /// A PNG of `header` (IHDR's 13 bytes), then `chunks` (type and body, before the
+    /// image data), then the filtered `scanlines` in IDAT chunks of at most `chunkSize` bytes.
+    public static func assemble(header: [UInt8], chunks: [(String, [UInt8])] = [], scanlines raw: [UInt8], chunkSize: Int = 4096) -> Data {
         var zlib: [UInt8] = [0x78, 0x01]
         var offset = 0
         repeat {
@@ -49,26 +76,12 @@ public enum InterlacedPNG {
             let crc = crc32(typed)
             file += [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)]
         }
-        func be32(_ v: Int) -> [UInt8] { [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-        chunk("IHDR", be32(bitmap.width) + be32(bitmap.height) + [8, 2, 0, 0, 1])
+        chunk("IHDR", header)
+        for (type, body) in chunks { chunk(type, body) }
         for start in stride(from: 0, to: zlib.count, by: chunkSize) {
             chunk("IDAT", Array(zlib[start..<min(start + chunkSize, zlib.count)]))
         }
         chunk("IEND", [])
         return Data(file)
-    }
-
-    /// A smooth, opaque test picture: gradients with a few hard edges, so that a
-    /// coarse pass looks like the image and a wrong pixel shows.
-    public static func picture(width: Int, height: Int) -> Bitmap {
-        var pixels: [UInt8] = []
-        pixels.reserveCapacity(width * height * 4)
-        for y in 0..<height {
-            for x in 0..<width {
-                let band = (x / 16 + y / 16) % 2 == 0 ? 40 : 0
-                pixels += [UInt8(x * 200 / width + band), UInt8(y * 200 / height + band), UInt8((x + y) * 120 / (width + height) + 60), 255]
-            }
-        }
-        return Bitmap(width: width, height: height, pixels: pixels)
     }
 }

@@ -144,6 +144,12 @@ enum {
 /// reading pixels.
 void imago_png_leave_gamma(imago_png *png);
 
+/// Keeps a 16-bit image's samples as stored (big-endian RGBA, 8 bytes a pixel, alpha
+/// 0xFFFF where the file has none) instead of scaling them to 8 bits; images of fewer
+/// bits are unchanged. For `imago_png_read_pixels` only, with a stride of at least
+/// width × 8. Call before reading pixels.
+void imago_png_keep_16(imago_png *png);
+
 /// Decodes the image as 8-bit RGBA with straight alpha into `pixels`, `stride` bytes
 /// a row: palettes and gray expanded, tRNS made alpha, 16 bits scaled to 8 with
 /// rounding, Adam7 reassembled, gAMA applied (unless left to the caller). Damage anywhere (a CRC, the zlib

@@ -89,12 +89,29 @@ extension ImageDecoders {
             if colours != nil { imago_png_leave_gamma(png) }
             imago_png_set_deadline(png, deadline.nanoseconds)
             var partial: Int32 = Int32(IMAGO_PNG_WHOLE)
+            // PQ and HLG keep their 16 bits for the tone mapping: in 8 bits, PQ's codes
+            // are steps a gradient shows as bands.
+            var wideMapping: HDRToneMapping?
+            if info.bit_depth == 16, case .toneMap(let mapping) = ColourManagement.plan(for: colours) { wideMapping = mapping }
             let upright: Bitmap
-            let stream = applied == .up
+            let stream = applied == .up && wideMapping == nil
                 ? options.targetSize.flatMap { Resampler.stream(fitting: $0, sourceWidth: width, sourceHeight: height) } : nil
             // The whole image, and its turned copy when the orientation turns it.
             let wholeBytes = width * height * 4 * (applied == .up ? 1 : 2) + (stream?.workingBytes ?? 0)
-            if let stream, info.interlaced == 0 {
+            if let mapping = wideMapping {
+                // The samples as stored, then the mapped image (a thumbnail is fitted
+                // from it afterwards, as for any full decode).
+                try options.checkMemory(wholeBytes + width * height * 8, format: .png)
+                imago_png_keep_16(png)
+                let samples = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: width * height * 4)
+                defer { samples.deallocate() }
+                let raw = UnsafeMutableRawPointer(samples.baseAddress!).assumingMemoryBound(to: UInt8.self)
+                guard imago_png_read_pixels(png, raw, width * 8, &partial) == 0 else { throw fail() }
+                for i in samples.indices { samples[i] = UInt16(bigEndian: samples[i]) }
+                upright = try Bitmap.make(width: width, height: height) { pixels in
+                    mapping.render(samples.baseAddress!, width: width, height: height, rowLength: width * 4, into: pixels)
+                }.applying(applied)
+            } else if let stream, info.interlaced == 0 {
                 // Rows go through the resampler as libpng makes them: a thumbnail of an
                 // 11000² image holds its own pixels and a few rows, not the 484 MB canvas.
                 try options.checkMemory(stream.workingBytes + width * 4, format: .png)
@@ -140,7 +157,7 @@ extension ImageDecoders {
             // After scaling: a thumbnail converts only its own pixels.
             let image = ColourManagement.convert(
                 DecodedImage(bitmap: upright, format: .png, orientation: orientation ?? .up, isPartial: partial == IMAGO_PNG_PARTIAL),
-                description: colours)
+                description: wideMapping == nil ? colours : nil)
             return (image, partial != IMAGO_PNG_WHOLE)
         }
 
