@@ -400,5 +400,31 @@ extension ColourManagementTests {
         }
         #expect(worst <= 1, "the largest difference from the documented mapping: \(worst) levels")
     }
+
+    /// With 16-bit alpha, interlaced: alpha comes down to 8 bits and premultiplies
+    /// the mapped colour.
+    @Test func sixteenBitHDRPNGsKeepTheirAlpha() throws {
+        let code: UInt16 = 0x9000, alpha: UInt16 = 0x8080
+        // 8×8 RGBA, 16 bits, Adam7: every pixel the same, so each pass's rows are alike.
+        var scanlines: [UInt8] = []
+        for (x0, y0, dx, dy) in InterlacedPNG.passes {
+            for _ in stride(from: y0, to: 8, by: dy) {
+                scanlines.append(0)
+                for _ in stride(from: x0, to: 8, by: dx) {
+                    for value in [code, code, code, alpha] { scanlines += [UInt8(value >> 8), UInt8(value & 0xFF)] }
+                }
+            }
+        }
+        let header: [UInt8] = [0, 0, 0, 8, 0, 0, 0, 8, 16, 6, 0, 0, 1]
+        let data = PNGFile.assemble(header: header, chunks: [("cICP", [9, 16, 0, 1])], scanlines: scanlines)
+        let image = try ImageDecoders.PNG().decode(data, options: DecodingOptions())
+        let expected = documentedToneMapping(Double(code) / 65535, hlg: false) * 128 / 255
+        for y in 0..<8 {
+            for x in 0..<8 {
+                let p = image.bitmap[x, y]
+                #expect(p.a == 128 && abs(Double(p.g) - expected) <= 1, "(\(x), \(y)): \(p), expected \(expected) at alpha 128")
+            }
+        }
+    }
 }
 #endif
