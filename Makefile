@@ -15,7 +15,7 @@ SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 # shrinks from 1.9 MB to 15 KB, and a process at rest by 1.5–2 MB.
 # lld also lays out first the functions a start runs (scripts/startup-order.txt, made
 # by `make startup-order`): scattered through 17 MB of code, each brought in the 64 KB
-# around it; together, a process at rest is another 1–2 MB smaller. A name the
+# around it; together, a process at rest is another 2.5–3 MB smaller. A name the
 # file lists that a build lacks is passed over.
 STARTUP_ORDER := scripts/startup-order.txt
 RELR_FLAGS := $(shell v=$$(getconf GNU_LIBC_VERSION 2>/dev/null | sed 's/^glibc //'); \

@@ -2,7 +2,7 @@
 put together (`make startup-order`).
 
 Usage: startup-order.py BINARY ORDER_FILE. Runs the tool the ways a user does (help,
-a fetch waiting for its list, fetches of the samples over HTTP from 127.0.0.1, full
+a fetch given an empty list, fetches of the samples over HTTP from 127.0.0.1, full
 size and thumbnails) under `perf record -e page-faults`, finds the function at each
 address where a page of the binary's code was first read, and appends the ones not
 yet in ORDER_FILE to the group of the run that needed them. Then it prints how many
