@@ -218,7 +218,8 @@ fuzz: deps
 	    cp -f "$$f" "$$dir/corpus/$$(echo "$$f" | md5sum | cut -c1-16).$$ext"; done; \
 	  [ ! -d Fuzz/Seeds/$$t ] || cp -f Fuzz/Seeds/$$t/* $$dir/corpus/; \
 	  echo "==> Fuzzing Fuzz$$t for $(FUZZ_SECONDS) s ($$(ls $$dir/corpus | wc -l) starting inputs)"; \
-	  SWIFT_BACKTRACE=enable=no $(CURDIR)/.build/fuzz/build/debug/Fuzz$$t $$dir/corpus \
+	  SWIFT_BACKTRACE=enable=no LSAN_OPTIONS=suppressions=$(CURDIR)/Fuzz/lsan-suppressions.txt \
+	  $(CURDIR)/.build/fuzz/build/debug/Fuzz$$t $$dir/corpus \
 	    -max_total_time=$(FUZZ_SECONDS) -keep_seed=1 -timeout=10 -rss_limit_mb=2048 -max_len=262144 \
 	    -artifact_prefix=$$dir/crashes/ -print_final_stats=1 > $$dir/log 2>&1; \
 	  status=$$?; grep -E 'INITED|^stat::(number_of_executed_units|peak_rss_mb)|^SUMMARY|^Done' $$dir/log; \

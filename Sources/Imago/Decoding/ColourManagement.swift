@@ -23,6 +23,16 @@ enum ColourDescription: Hashable, Sendable {
         if case .cicp(_, let transfer) = self { return transfer == Self.pq || transfer == Self.hlg }
         return false
     }
+
+    /// The same, with a profile's bytes copied. The plan cache keeps this copy, made
+    /// in its own frame: Swift keeps an enum's case in spare bits of the reference it
+    /// holds, which hides the kept bytes from LeakSanitizer, and the fuzzers' leak
+    /// check passes over what this frame allocates alone (`Fuzz/lsan-suppressions.txt`).
+    @inline(never)
+    func copiedForCache() -> ColourDescription {
+        guard case .icc(let profile) = self else { return self }
+        return .icc(profile.withUnsafeBytes { Data($0) })
+    }
 }
 
 /// Converts decoded pixels to sRGB with Little CMS.
@@ -72,12 +82,13 @@ enum ColourManagement {
         let key = Key(description: description, input: input)
         if let plan = lock.withLock({ plans[key] }) { return plan }
         let plan = makePlan(description, input: input)
+        let kept = Key(description: description.copiedForCache(), input: input)
         lock.withLock {
-            if plans[key] == nil {
+            if plans[kept] == nil {
                 if order.count >= cacheLimit { plans[order.removeFirst()] = nil }
-                order.append(key)
+                order.append(kept)
             }
-            plans[key] = plan
+            plans[kept] = plan
         }
         return plan
     }
