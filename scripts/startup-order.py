@@ -26,12 +26,12 @@ binary, order_path = sys.argv[1], sys.argv[2]
 samples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Samples")
 
 
-def code_faults(arguments, stdin=subprocess.DEVNULL):
+def code_faults(arguments):
     """The addresses, relative to the binary's start, of the code pages first read."""
     with tempfile.TemporaryDirectory() as work:
         data = os.path.join(work, "perf.data")
         subprocess.run(["perf", "record", "-q", "-e", "page-faults", "-c", "1", "-d", "-o", data, binary] + arguments,
-                       stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         script = subprocess.run(["perf", "script", "-i", data, "--show-mmap-events", "-F", "addr,ip"],
                                 capture_output=True, text=True).stdout
     base, end, name, faults = None, None, os.path.realpath(binary), []
