@@ -173,6 +173,32 @@ import _ImagoTestSupport
         #expect(inHandler.withLock { $0 } == 0)
     }
 
+    /// The outcomes are handed over on several threads at once: the call returns
+    /// only when the last handler has, not when the last load has completed (a tool
+    /// that ended then would lose the record a slower handler was still writing).
+    @Test func loadEachReturnsOnlyOnceEveryHandlerHasReturned() async throws {
+        defer { server.stop() }
+        let loader = makeLoader()
+        let entered = Locked(0), returned = Locked(0)
+        let otherReturning = DispatchSemaphore(value: 0)
+        let overlapped = Locked(false)
+        let returnedAtTheEnd = await withTimeLimit(120) {
+            await loader.loadEach([server.url("/0.png"), server.url("/1.png")].map { ImageRequest(url: $0) }) { _ in
+                if entered.withLock({ $0 += 1; return $0 }) == 1 {
+                    // The first handler is still busy when the other one returns.
+                    overlapped.withLock { $0 = otherReturning.wait(timeout: .now() + 30) == .success }
+                    Thread.sleep(forTimeInterval: 0.2)
+                } else {
+                    otherReturning.signal()
+                }
+                returned.withLock { $0 += 1 }
+            }
+            return returned.withLock { $0 }
+        }
+        #expect(overlapped.withLock { $0 }, "the two handlers ran at once")
+        #expect(returnedAtTheEnd == 2)
+    }
+
     @Test func cancellingLoadEachCancelsTheLoadsInFlightAndReturns() async throws {
         defer { server.stop() }
         let loader = makeLoader(concurrentLoads: 2)

@@ -87,7 +87,7 @@ import _ImagoTestSupport
         #expect(partial.status == 0, "\(partial.stderr)")
         let records = try partial.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
         let byURL = Dictionary(uniqueKeysWithValues: records.dropLast().map { ($0["url"] as! String, $0) })
-        #expect(byURL[url]?["ok"] as? Bool == true && byURL[url]?["partial"] as? Bool == true && byURL[url]?["width"] as? Int == 160)
+        #expect(byURL[url]?["ok"] as? Bool == true && byURL[url]?["partial"] as? Bool == true && byURL[url]?["width"] as? Int == 160, "\(partial.stdout)")
         // A whole image's record has no "partial".
         #expect(byURL[server.url("/0.png").absoluteString]?["partial"] == nil)
     }

@@ -182,10 +182,15 @@ final class BatchRun: Sendable {
         var waiter: CheckedContinuation<Outcome?, Never>?
         /// Loads started and not completed, by index; nil until the task is known.
         var loading: [Int: ImageTask?] = [:]
+        /// Outcomes being handed to `loadEach`'s handler: the batch has not ended
+        /// until the last of them returns, though its load is no longer in flight.
+        var handing = 0
         var inputEnded = false
         var stopped = false
 
-        var isFinished: Bool { stopped || (inputEnded && loading.isEmpty && readyStart == ready.count) }
+        var isFinished: Bool {
+            stopped || (inputEnded && loading.isEmpty && handing == 0 && readyStart == ready.count)
+        }
 
         mutating func takeReady() -> Outcome? {
             guard readyStart < ready.count else { return nil }
@@ -253,11 +258,18 @@ final class BatchRun: Sendable {
 
     private func completed(_ index: Int, _ request: ImageRequest, _ result: Result<ImageResponse, ImagoError>) {
         if let handler {
-            let taken = state.withLock { state in !state.stopped && state.loading.removeValue(forKey: index) != nil }
+            let taken = state.withLock { state in
+                guard !state.stopped, state.loading.removeValue(forKey: index) != nil else { return false }
+                state.handing += 1
+                return true
+            }
             guard taken else { return }
             handler((index, request, result))
             places.signal()
-            state.withLock { $0.isFinished ? $0.waiter.take() : nil }?.resume(returning: nil)
+            state.withLock { state in
+                state.handing -= 1
+                return state.isFinished ? state.waiter.take() : nil
+            }?.resume(returning: nil)
             return
         }
         let waiter = state.withLock { state -> CheckedContinuation<Outcome?, Never>? in
