@@ -113,18 +113,21 @@ import _ImagoTestSupport
     @Test func loadsJoiningATransferKeepTheirOwnDeadlines() async throws {
         defer { server.stop() }
         let body = pngData(30)
-        // The first load's deadline comes 1.2 s before the answer; the second's 1.2 s
-        // after it, a margin a loaded machine still meets.
+        // The server answers once the first load has failed; the second load's deadline
+        // comes 3 s after the first's, a margin a loaded machine still meets.
+        let answer = DispatchSemaphore(value: 0)
         server.route("/joined.png") { _ in
-            usleep(5_200_000)
+            _ = answer.wait(timeout: .now() + 60)
             return .ok(body)
         }
         let loader = makeLoader(timeout: 4)
         let early = loader.task(with: ImageRequest(url: server.url("/joined.png")))
         await waitUntil { server.count(for: "/joined.png") == 1 }
-        try await Task.sleep(for: .milliseconds(2_400))
+        try await Task.sleep(for: .seconds(3))
         let late = loader.task(with: ImageRequest(url: server.url("/joined.png")))
-        guard case .failure(.timedOut) = await early.value else { Issue.record("the first load did not time out"); return }
+        let earlyResult = await early.value
+        answer.signal()
+        guard case .failure(.timedOut) = earlyResult else { Issue.record("the first load did not time out"); return }
         let image = try await late.response.image
         #expect(image.bitmap[0, 0].r == 30 && server.count(for: "/joined.png") == 1)
     }
