@@ -8,7 +8,7 @@ import ImagoCommandLine
 let benchCommand = Command(
     name: "bench",
     invocation: "imago-bench",
-    synopsis: "--photos DIR [--large DIR] [--avif DIR] [--profile ICC [--colour-only]] [--runs N] [--pillow SCRIPT] [--libjpeg BINARY] [--json] | --processors [--runs N] [--json] | --only scheduler,memory-tier",
+    synopsis: "--photos DIR [--large DIR] [--avif DIR] [--profile ICC [--colour-only]] [--runs N] [--pillow SCRIPT] [--libjpeg BINARY] [--json] | --processors [--runs N] [--json] | --only scheduler,memory-tier,views",
     summary: """
         Benchmark full decodes and 256 px thumbnails of a photo set on all cores against \
         Pillow and libjpeg-turbo, and the peak memory of thumbnails of large photos; \
@@ -26,7 +26,7 @@ let benchCommand = Command(
         .value("--libjpeg", "BINARY", "the libjpeg-turbo baseline, built from Benchmarks/tj_decode.c"),
         .flag("--json", "print one JSON record per measure after a record describing the run"),
         .flag("--processors", "only the processors' figures (a Gaussian blur of 4000×3000 on one core); needs no photos"),
-        .value("--only", "LIST", "only these in-process figures, comma-separated: scheduler (the pipeline with the network taken out), memory-tier; no photos needed"),
+        .value("--only", "LIST", "only these in-process figures, comma-separated: scheduler (the pipeline with the network taken out), memory-tier, views (a memory hit through a view); no photos needed"),
         .flag("--child-memory", "internal: decode FILE... on all cores in a fresh process, print seconds and its peak RSS (the peak alone if one fails)"),
         .value("--thumbnail", "PX", "internal, with --child-memory: decode to thumbnails of PX"),
     ],
@@ -99,13 +99,14 @@ private func runBench(_ arguments: Arguments) async -> Int32 {
 /// the memory tier can be measured before and after in a minute, without the photos
 /// and baselines of the whole run.
 private func runOnly(_ parts: [String], json: Bool) async -> Int32 {
-    let known = ["scheduler", "memory-tier"]
+    let known = ["scheduler", "memory-tier", "views"]
     guard !parts.isEmpty, parts.allSatisfy(known.contains) else {
         Output.error("--only takes \(known.joined(separator: ", ")), comma-separated")
         return ExitStatus.usage
     }
     if parts.contains("scheduler") { await printSchedulerFigures(json: json) }
     if parts.contains("memory-tier") { CacheBenchmark.printMemoryFigures(json: json) }
+    if parts.contains("views") { await ViewBenchmark.printFigures(json: json) }
     return ExitStatus.success
 }
 

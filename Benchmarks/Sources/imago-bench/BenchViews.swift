@@ -49,9 +49,9 @@ enum ViewBenchmark {
         // Both ways in turns, the fastest turn of each, timed in the thread's own CPU
         // time: the loops are single-threaded, so time spent waiting for a core on a
         // busy machine counts for neither.
-        let rounds = 50_000
+        let rounds = 20_000
         var viaSetImage = Double.infinity, viaTable = Double.infinity
-        for _ in 0..<5 {
+        for _ in 0..<20 {
             var start = threadCPUSeconds()
             for n in 0..<rounds { views[n % views.count].setImage(with: urls[n % urls.count]) }
             viaSetImage = min(viaSetImage, (threadCPUSeconds() - start) / Double(rounds))
