@@ -24,31 +24,75 @@ public struct DecodedImage: Sendable {
         }
     }
 
+    /// What an image holds, in one object. An image is copied many times on its way
+    /// to a view (out of the memory cache, into what the view shows, into a
+    /// response): a copy of one reference is one retain, where a copy of the fields
+    /// was one for each of their references and a hundred bytes moved.
+    private final class Storage: Sendable {
+        let firstFrame: Frame
+        let animation: DecodedImage.AnimatedFrames?
+        let loopCount: Int
+        let format: ImageFormat
+        let orientation: ImageOrientation
+        let isPartial: Bool
+        let platformOrigin: (any AnyObject & Sendable)?
+        let notes: [String]
+
+        init(
+            firstFrame: Frame, animation: DecodedImage.AnimatedFrames?, loopCount: Int, format: ImageFormat,
+            orientation: ImageOrientation, isPartial: Bool, platformOrigin: (any AnyObject & Sendable)?, notes: [String]
+        ) {
+            self.firstFrame = firstFrame
+            self.animation = animation
+            self.loopCount = loopCount
+            self.format = format
+            self.orientation = orientation
+            self.isPartial = isPartial
+            self.platformOrigin = platformOrigin
+            self.notes = notes
+        }
+
+        /// The same, with another origin and other notes.
+        func with(platformOrigin: (any AnyObject & Sendable)?, notes: [String]) -> Storage {
+            Storage(
+                firstFrame: firstFrame, animation: animation, loopCount: loopCount, format: format,
+                orientation: orientation, isPartial: isPartial, platformOrigin: platformOrigin, notes: notes)
+        }
+    }
+
+    private var storage: Storage
+
     /// The first frame, decoded: the whole image for a still, the poster for an
     /// animation.
-    public let firstFrame: Frame
+    public var firstFrame: Frame { storage.firstFrame }
     /// The frames of an animation, decoded when asked for; nil for a still image.
-    public let animation: DecodedImage.AnimatedFrames?
+    public var animation: DecodedImage.AnimatedFrames? { storage.animation }
     /// How many times an animation plays; 0 means forever.
-    public let loopCount: Int
+    public var loopCount: Int { storage.loopCount }
     /// The format the bytes were in.
-    public let format: ImageFormat
+    public var format: ImageFormat { storage.format }
     /// The EXIF orientation the file declared. The pixels are already upright: this is
     /// for callers who want to know, not something left for them to do.
-    public let orientation: ImageOrientation
+    public var orientation: ImageOrientation { storage.orientation }
     /// Whether the data ended early and only what arrived was decoded, the rest of the
     /// canvas filled (as browsers show a truncated file). A partial image is never
     /// stored as a processed variant.
-    public let isPartial: Bool
+    public var isPartial: Bool { storage.isPartial }
     /// The toolkit image this one was made from (a bundled `UIImage`, the image a view
     /// showed before its first load), which a view shows as it is, at its own scale,
     /// rather than wrapping these pixels again; nil for a decoded file. Anything made
     /// from this image (fitted, processed) has none: its pixels are its own.
-    package var platformOrigin: (any AnyObject & Sendable)?
+    package var platformOrigin: (any AnyObject & Sendable)? {
+        get { storage.platformOrigin }
+        set { storage = storage.with(platformOrigin: newValue, notes: storage.notes) }
+    }
     /// What the decoder set aside rather than fail for, in words: an embedded colour
     /// profile that was damaged, or did not fit the pixels, and was ignored (the image
     /// then shows as untagged, in sRGB). Empty for most images.
-    public var notes: [String] = []
+    public var notes: [String] {
+        get { storage.notes }
+        set { storage = storage.with(platformOrigin: storage.platformOrigin, notes: newValue) }
+    }
 
     /// Makes a decoded image from frames already decoded. `frames` must not be
     /// empty; an animation holds all of them, so prefer a decoder's on-demand frames
@@ -67,12 +111,9 @@ public struct DecodedImage: Sendable {
         firstFrame: Frame, animation: DecodedImage.AnimatedFrames?, loopCount: Int, format: ImageFormat,
         orientation: ImageOrientation = .up, isPartial: Bool = false
     ) {
-        self.firstFrame = firstFrame
-        self.animation = animation.flatMap { $0.frameCount > 1 ? $0 : nil }
-        self.loopCount = loopCount
-        self.format = format
-        self.orientation = orientation
-        self.isPartial = isPartial
+        storage = Storage(
+            firstFrame: firstFrame, animation: animation.flatMap { $0.frameCount > 1 ? $0 : nil }, loopCount: loopCount,
+            format: format, orientation: orientation, isPartial: isPartial, platformOrigin: nil, notes: [])
     }
 
     /// Makes a still image.

@@ -38,100 +38,8 @@ extension ImageDisplaying {
         with url: URL?, placeholder: DecodedImage? = nil, options: ImageDisplayOptions? = nil,
         completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)? = nil
     ) -> ImageTask? {
-        load(url, placeholder: placeholder, options: options ?? imageDisplayOptions, replacing: true, completion: completion)
+        show(url, in: self, placeholder: placeholder, options: options, replacing: true, completion: completion)
     }
-
-    /// Shows `url`'s image in the view: `setImage(with:)` when `replacing`, else after
-    /// the view's earlier loads, in the order set (`imageURL`).
-    private func load(
-        _ url: URL?, placeholder: DecodedImage?, options: ImageDisplayOptions, replacing: Bool,
-        completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)?
-    ) -> ImageTask? {
-        let targets = imageTargetLoader
-        // Every call takes its place on the view's binding first: a replacing call
-        // drops whatever an earlier load still has on its way to the main actor.
-        let (sequence, initialImage) = targets.bind(self, action: nil, to: url, replacing: replacing || url == nil) { displayedImage }
-        let placeholder = placeholder ?? initialImage
-        guard let url else {
-            display(ImageDisplayContent(phase: .empty, image: placeholder))
-            return nil
-        }
-        let targetSize = options.targetSize ?? displayTargetSize
-        // A memory hit is the common case in a scrolling list: it is shown at once,
-        // with no task, request or notification made for it; the view's earlier
-        // loads, overtaken, are cancelled.
-        let key = ImageCacheKey(imageKey: url.absoluteString, targetSize: targetSize, processors: options.processors)
-        if let image = targets.loader.cache?.image(forKey: key) {
-            if !replacing { targets.deliveredAtOnce(sequence, of: nil, on: self) }
-            display(.success(image, transition: .none))
-            completion?(.success(ImageResponse(image: image, url: url, source: .memory)))
-            return nil
-        }
-        if options.processors.isEmpty, let name = BundledImages.main.resourceName(of: url), let image = bundledImage(named: name) {
-            if !replacing { targets.deliveredAtOnce(sequence, of: nil, on: self) }
-            display(.success(image, transition: .none))
-            completion?(.success(ImageResponse(image: image, url: url, source: .local)))
-            return nil
-        }
-        display(ImageDisplayContent(phase: .loading, image: placeholder, indicator: options.indicator))
-        var request = ImageRequest(
-            url: url, targetSize: targetSize, processors: options.processors, priority: options.priority,
-            options: options.showsProgressivePreviews ? .progressivePreviews : [])
-        request.alternativeURLs = options.alternativeURLs
-        request.constrainedURL = options.constrainedURL
-        let transition = options.transition, failureImage = options.failureImage ?? placeholder
-        // A preview is shown in the loading phase, without the activity indicator: the
-        // picture sharpening is the sign of progress.
-        let previewShown = PreviewShown()
-        var preview: (@MainActor @Sendable (AnyObject, ImageResponse) -> Void)?
-        if options.showsProgressivePreviews {
-            preview = { target, response in
-                previewShown.value = true
-                (target as? any ImageDisplaying)?.display(ImageDisplayContent(phase: .loading, image: response.image))
-            }
-        }
-        // A determinate or custom indicator is told the share of the bytes received,
-        // with the placeholder, while the load is pending and shows no preview yet.
-        var progress: (@MainActor @Sendable (AnyObject, ImageTask.Progress) -> Void)?
-        if options.indicator == .progress || options.indicator == .custom {
-            let indicator = options.indicator
-            progress = { target, update in
-                guard !previewShown.value, let expected = update.expected, expected > 0 else { return }
-                (target as? any ImageDisplaying)?.display(ImageDisplayContent(
-                    phase: .loading, image: placeholder, indicator: indicator,
-                    progress: min(1, Double(update.received) / Double(expected))))
-            }
-        }
-        // A cancelled load displays nothing, so the view hears of its end apart: unless
-        // another load of its own is still running by the time this runs (a cancel by
-        // URL reaches the main actor later).
-        let handle = WeakReference(self)
-        let cancelled: @MainActor @Sendable () -> Void = {
-            if let view = handle.object as? any ImageDisplaying, !targets.isLoading(view, action: nil) {
-                view.imageLoadDidCancel()
-            }
-            completion?(.failure(.cancelled))
-        }
-        return targets.start(
-            request, target: self, action: nil, sequence: sequence, cancelled: cancelled,
-            preview: preview, progress: progress,
-            success: { target, response in
-                if let view = target as? any ImageDisplaying {
-                    view.display(.success(response, transition: transition, reducesMotion: view.reducesMotion))
-                }
-                completion?(.success(response))
-            },
-            failure: { target, error in
-                // The failure shows once nothing else loads for the view: a later URL
-                // still on its way (or an earlier one, which may yet be set) keeps
-                // the view loading.
-                if let view = target as? any ImageDisplaying, !targets.isLoading(view, action: nil) {
-                    view.display(ImageDisplayContent(phase: .failure, image: failureImage))
-                }
-                completion?(.failure(error))
-            })
-    }
-
     /// The latest URL set on the view, by `imageURL` or `setImage(with:)`, loading or
     /// loaded; nil after a nil URL.
     ///
@@ -147,7 +55,7 @@ extension ImageDisplaying {
     /// cancels every load and clears the view.
     public var imageURL: URL? {
         get { imageTargetLoader.url(for: self) }
-        set { _ = load(newValue, placeholder: nil, options: imageDisplayOptions, replacing: false, completion: nil) }
+        set { _ = show(newValue, in: self, placeholder: nil, options: nil, replacing: false, completion: nil) }
     }
 
     /// Cancels the view's loads; what it shows stays. They deliver nothing, even if
@@ -162,4 +70,100 @@ extension ImageDisplaying {
 @MainActor
 private final class PreviewShown: Sendable {
     var value = false
+}
+
+/// Shows `url`'s image in `view`: `setImage(with:)` when `replacing`, else after the
+/// view's earlier loads, in the order set (`imageURL`). `options` nil takes the view's.
+///
+/// Not generic over the view: a memory hit, the common case in a scrolling list, runs
+/// code compiled for the types it copies, not through their value witnesses.
+@MainActor
+private func show(
+    _ url: URL?, in view: any ImageDisplaying, placeholder: DecodedImage?, options: ImageDisplayOptions?, replacing: Bool,
+    completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)?
+) -> ImageTask? {
+    let targets = view.imageTargetLoader
+    let options = options ?? view.imageDisplayOptions
+    // Every call takes its place on the view's binding first: a replacing call
+    // drops whatever an earlier load still has on its way to the main actor.
+    let (sequence, initialImage) = targets.bind(view, action: nil, to: url, replacing: replacing || url == nil) { view.displayedImage }
+    let placeholder = placeholder ?? initialImage
+    guard let url else {
+        view.display(ImageDisplayContent(phase: .empty, image: placeholder))
+        return nil
+    }
+    let targetSize = options.targetSize ?? view.displayTargetSize
+    // A memory hit is the common case in a scrolling list: it is shown at once,
+    // with no task, request or notification made for it; the view's earlier
+    // loads, overtaken, are cancelled.
+    let key = ImageCacheKey(imageKey: url.absoluteString, targetSize: targetSize, processors: options.processors)
+    if let image = targets.loader.cache?.image(forKey: key) {
+        if !replacing { targets.deliveredAtOnce(sequence, of: nil, on: view) }
+        view.display(.success(image, transition: .none))
+        completion?(.success(ImageResponse(image: image, url: url, source: .memory)))
+        return nil
+    }
+    if options.processors.isEmpty, let name = BundledImages.main.resourceName(of: url), let image = view.bundledImage(named: name) {
+        if !replacing { targets.deliveredAtOnce(sequence, of: nil, on: view) }
+        view.display(.success(image, transition: .none))
+        completion?(.success(ImageResponse(image: image, url: url, source: .local)))
+        return nil
+    }
+    view.display(ImageDisplayContent(phase: .loading, image: placeholder, indicator: options.indicator))
+    var request = ImageRequest(
+        url: url, targetSize: targetSize, processors: options.processors, priority: options.priority,
+        options: options.showsProgressivePreviews ? .progressivePreviews : [])
+    request.alternativeURLs = options.alternativeURLs
+    request.constrainedURL = options.constrainedURL
+    let transition = options.transition, failureImage = options.failureImage ?? placeholder
+    // A preview is shown in the loading phase, without the activity indicator: the
+    // picture sharpening is the sign of progress.
+    let previewShown = PreviewShown()
+    var preview: (@MainActor @Sendable (AnyObject, ImageResponse) -> Void)?
+    if options.showsProgressivePreviews {
+        preview = { target, response in
+            previewShown.value = true
+            (target as? any ImageDisplaying)?.display(ImageDisplayContent(phase: .loading, image: response.image))
+        }
+    }
+    // A determinate or custom indicator is told the share of the bytes received,
+    // with the placeholder, while the load is pending and shows no preview yet.
+    var progress: (@MainActor @Sendable (AnyObject, ImageTask.Progress) -> Void)?
+    if options.indicator == .progress || options.indicator == .custom {
+        let indicator = options.indicator
+        progress = { target, update in
+            guard !previewShown.value, let expected = update.expected, expected > 0 else { return }
+            (target as? any ImageDisplaying)?.display(ImageDisplayContent(
+                phase: .loading, image: placeholder, indicator: indicator,
+                progress: min(1, Double(update.received) / Double(expected))))
+        }
+    }
+    // A cancelled load displays nothing, so the view hears of its end apart: unless
+    // another load of its own is still running by the time this runs (a cancel by
+    // URL reaches the main actor later).
+    let handle = WeakReference(view)
+    let cancelled: @MainActor @Sendable () -> Void = {
+        if let view = handle.object as? any ImageDisplaying, !targets.isLoading(view, action: nil) {
+            view.imageLoadDidCancel()
+        }
+        completion?(.failure(.cancelled))
+    }
+    return targets.start(
+        request, target: view, action: nil, sequence: sequence, cancelled: cancelled,
+        preview: preview, progress: progress,
+        success: { target, response in
+            if let view = target as? any ImageDisplaying {
+                view.display(.success(response, transition: transition, reducesMotion: view.reducesMotion))
+            }
+            completion?(.success(response))
+        },
+        failure: { target, error in
+            // The failure shows once nothing else loads for the view: a later URL
+            // still on its way (or an earlier one, which may yet be set) keeps
+            // the view loading.
+            if let view = target as? any ImageDisplaying, !targets.isLoading(view, action: nil) {
+                view.display(ImageDisplayContent(phase: .failure, image: failureImage))
+            }
+            completion?(.failure(error))
+        })
 }

@@ -210,6 +210,9 @@ public struct ImageDisplayOptions: Sendable {
         set { indicator = newValue ? (indicator == .none ? .activity : indicator) : .none }
     }
 
+    /// Made once: every memory hit of a view with the default options asks for them.
+    static let defaults = ImageDisplayOptions()
+
     /// The defaults, with AsyncImageView's crossfade and activity-indicator settings.
     public init(
         targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [], priority: ImageRequest.Priority = .normal,
@@ -246,7 +249,7 @@ extension ImageDisplaying {
 
     public func bundledImage(named name: String) -> DecodedImage? { nil }
 
-    public var imageDisplayOptions: ImageDisplayOptions { ImageDisplayOptions() }
+    public var imageDisplayOptions: ImageDisplayOptions { ImageDisplayOptions.defaults }
 
     public var displayedImage: DecodedImage? { nil }
 
