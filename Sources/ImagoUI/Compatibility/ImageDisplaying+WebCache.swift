@@ -38,7 +38,11 @@ extension ImageDisplaying {
         with url: URL?, placeholder: DecodedImage? = nil, options: ImageDisplayOptions? = nil,
         completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)? = nil
     ) -> ImageTask? {
-        show(url, in: self, placeholder: placeholder, options: options, replacing: true, completion: completion)
+        // Unwrapped here rather than with `??`, which would copy the options again.
+        if let options {
+            return show(url, in: self, placeholder: placeholder, options: options, replacing: true, completion: completion)
+        }
+        return show(url, in: self, placeholder: placeholder, options: imageDisplayOptions, replacing: true, completion: completion)
     }
     /// The latest URL set on the view, by `imageURL` or `setImage(with:)`, loading or
     /// loaded; nil after a nil URL.
@@ -55,7 +59,7 @@ extension ImageDisplaying {
     /// cancels every load and clears the view.
     public var imageURL: URL? {
         get { imageTargetLoader.url(for: self) }
-        set { _ = show(newValue, in: self, placeholder: nil, options: nil, replacing: false, completion: nil) }
+        set { _ = show(newValue, in: self, placeholder: nil, options: imageDisplayOptions, replacing: false, completion: nil) }
     }
 
     /// Cancels the view's loads; what it shows stays. They deliver nothing, even if
@@ -73,17 +77,16 @@ private final class PreviewShown: Sendable {
 }
 
 /// Shows `url`'s image in `view`: `setImage(with:)` when `replacing`, else after the
-/// view's earlier loads, in the order set (`imageURL`). `options` nil takes the view's.
+/// view's earlier loads, in the order set (`imageURL`).
 ///
 /// Not generic over the view: a memory hit, the common case in a scrolling list, runs
 /// code compiled for the types it copies, not through their value witnesses.
 @MainActor
 private func show(
-    _ url: URL?, in view: any ImageDisplaying, placeholder: DecodedImage?, options: ImageDisplayOptions?, replacing: Bool,
+    _ url: URL?, in view: any ImageDisplaying, placeholder: DecodedImage?, options: ImageDisplayOptions, replacing: Bool,
     completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)?
 ) -> ImageTask? {
     let targets = view.imageTargetLoader
-    let options = options ?? view.imageDisplayOptions
     // Every call takes its place on the view's binding first: a replacing call
     // drops whatever an earlier load still has on its way to the main actor.
     let (sequence, initialImage) = targets.bind(view, action: nil, to: url, replacing: replacing || url == nil) { view.displayedImage }
