@@ -44,6 +44,7 @@ extension ImageDisplaying {
         }
         return show(url, in: self, placeholder: placeholder, options: imageDisplayOptions, replacing: true, completion: completion)
     }
+
     /// The latest URL set on the view, by `imageURL` or `setImage(with:)`, loading or
     /// loaded; nil after a nil URL.
     ///
@@ -67,13 +68,6 @@ extension ImageDisplaying {
     public func cancelImageLoad() {
         imageTargetLoader.cancelLoading(target: self)
     }
-}
-
-/// Whether a load has shown a progressive preview: its progress then moves no
-/// indicator, the picture sharpening being the sign of progress.
-@MainActor
-private final class PreviewShown: Sendable {
-    var value = false
 }
 
 /// Shows `url`'s image in `view`: `setImage(with:)` when `replacing`, else after the
@@ -169,4 +163,11 @@ private func show(
             }
             completion?(.failure(error))
         })
+}
+
+/// Whether a load has shown a progressive preview: its progress then moves no
+/// indicator, the picture sharpening being the sign of progress.
+@MainActor
+private final class PreviewShown: Sendable {
+    var value = false
 }
