@@ -33,6 +33,25 @@ extension ImageTargetLoader {
     func bind(
         _ target: AnyObject, action: String?, to url: URL?, replacing: Bool, initialImage: () -> DecodedImage? = { nil }
     ) -> (sequence: Int, initialImage: DecodedImage?) {
+        var outcome = advance(target, action: action, to: url, replacing: replacing, firstImage: nil)
+        if outcome == nil {
+            // The first binding of this target: what it shows now is asked outside the lock.
+            outcome = advance(target, action: action, to: url, replacing: replacing, firstImage: .some(initialImage()))
+        }
+        guard let (sequence, image, replaced) = outcome else { preconditionFailure("a record was just made") }
+        endCancelled(replaced)
+        return (sequence, image)
+    }
+
+    /// `bind`'s work under the lock: the next place in the order of calls on
+    /// `target`'s record, and the loads it replaces. Without `firstImage`, nil when the
+    /// target has no record yet; with it, the record is made, showing that image.
+    ///
+    /// Not isolated to the main actor, so that the closure it gives the lock carries
+    /// no check of the actor at run time: a memory hit takes this path every time.
+    private func advance(
+        _ target: AnyObject, action: String?, to url: URL?, replacing: Bool, firstImage: DecodedImage??
+    ) -> (Int, DecodedImage?, [TargetRegistry.Binding.Load])? {
         func advance(_ record: TargetRegistry.Record, _ registry: inout TargetRegistry) -> (Int, DecodedImage?, [TargetRegistry.Binding.Load]) {
             let sequence = registry.nextSequence()
             record.latestURL = url
@@ -40,24 +59,17 @@ extension ImageTargetLoader {
             let replaced = replacing ? record.withBinding(action) { $0.raiseFloor(to: sequence) } : []
             return (sequence, record.initialImage, replaced)
         }
-        var outcome = registry.withLock { registry in registry.record(of: target).map { advance($0, &registry) } }
-        if outcome == nil {
-            // The first binding of this target: what it shows now is asked outside the lock.
-            let image = initialImage()
-            outcome = registry.withLock { registry in
-                if let record = registry.record(of: target) { return advance(record, &registry) }
-                // A record left under this address by an object that has gone: its
-                // loads are cancelled, and nothing of it passes to the new target.
-                let stale = registry.targets[ObjectIdentifier(target)]?.loads.map(\.load) ?? []
-                let record = TargetRegistry.Record(target: target, initialImage: image)
-                registry.targets[ObjectIdentifier(target)] = record
-                let (sequence, image, replaced) = advance(record, &registry)
-                return (sequence, image, replaced + stale)
-            }
+        return registry.withLock { registry in
+            if let record = registry.record(of: target) { return advance(record, &registry) }
+            guard let firstImage else { return nil }
+            // A record left under this address by an object that has gone: its loads
+            // are cancelled, and nothing of it passes to the new target.
+            let stale = registry.targets[ObjectIdentifier(target)]?.loads.map(\.load) ?? []
+            let record = TargetRegistry.Record(target: target, initialImage: firstImage)
+            registry.targets[ObjectIdentifier(target)] = record
+            let (sequence, image, replaced) = advance(record, &registry)
+            return (sequence, image, replaced + stale)
         }
-        guard let (sequence, image, replaced) = outcome else { preconditionFailure("a record was just made") }
-        endCancelled(replaced)
-        return (sequence, image)
     }
 
     /// Call `sequence` of `target`'s binding for `action` was answered at once (from
