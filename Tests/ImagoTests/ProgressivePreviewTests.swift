@@ -138,7 +138,10 @@ import _ImagoTestSupport
         async let a = Self.collect(big)
         async let b = Self.collect(small)
         let ((bigPreviews, _), (smallPreviews, _)) = await (a, b)
-        #expect(bigPreviews.count >= 2 && smallPreviews.count >= 2)
+        // One each at least: on a slow machine (a sanitizer's build) the two sizes'
+        // decodes fall behind the scans, and the newest bytes replace those waiting.
+        // That previews keep coming as scans arrive is the single task's test above.
+        #expect(!bigPreviews.isEmpty && !smallPreviews.isEmpty)
         #expect(bigPreviews.allSatisfy { $0.image.width == 320 } && smallPreviews.allSatisfy { $0.image.width == 64 })
         #expect(server.count(for: path) == 1)
     }
