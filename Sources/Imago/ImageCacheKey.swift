@@ -42,7 +42,7 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible, Expres
 
     /// The key of `imageKey` at `targetSize` after `processors`.
     package init(imageKey: String, targetSize: TargetSize?, processors: [any ImageProcessing]) {
-        self.init(imageKey: imageKey, targetSize: targetSize, processing: processors.isEmpty ? [] : processors.map(\.identifier))
+        self.init(imageKey: imageKey, targetSize: targetSize, processing: processors.map(\.identifier))
     }
 
     /// The key of a full-size, unprocessed image: `"https://example.com/a.jpg"`.

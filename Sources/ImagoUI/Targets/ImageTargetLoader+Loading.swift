@@ -52,7 +52,7 @@ extension ImageTargetLoader {
     private func advance(
         _ target: AnyObject, action: String?, to url: URL?, replacing: Bool, firstImage: DecodedImage??
     ) -> (Int, DecodedImage?, [TargetRegistry.Binding.Load])? {
-        func advance(_ record: TargetRegistry.Record, _ registry: inout TargetRegistry) -> (Int, DecodedImage?, [TargetRegistry.Binding.Load]) {
+        func next(_ record: TargetRegistry.Record, _ registry: inout TargetRegistry) -> (Int, DecodedImage?, [TargetRegistry.Binding.Load]) {
             let sequence = registry.nextSequence()
             record.latestURL = url
             record.noteCall()
@@ -60,14 +60,14 @@ extension ImageTargetLoader {
             return (sequence, record.initialImage, replaced)
         }
         return registry.withLock { registry in
-            if let record = registry.record(of: target) { return advance(record, &registry) }
+            if let record = registry.record(of: target) { return next(record, &registry) }
             guard let firstImage else { return nil }
             // A record left under this address by an object that has gone: its loads
             // are cancelled, and nothing of it passes to the new target.
             let stale = registry.targets[ObjectIdentifier(target)]?.loads.map(\.load) ?? []
             let record = TargetRegistry.Record(target: target, initialImage: firstImage)
             registry.targets[ObjectIdentifier(target)] = record
-            let (sequence, image, replaced) = advance(record, &registry)
+            let (sequence, image, replaced) = next(record, &registry)
             return (sequence, image, replaced + stale)
         }
     }
