@@ -304,13 +304,16 @@ soak: deps
 # it cannot see pointers Swift keeps with spare bits set (enum payloads such as Data's
 # storage, the side tables of weakly referenced objects), so it reports live memory
 # as leaked; `make soak` checks that memory comes back instead.
+# Under a sanitizer code runs several times slower: four test cases at once (not the
+# suite's eight) keep the loads of each within their hang guards on two cores.
+SANITIZER_WIDTH = --experimental-maximum-parallelization-width 4
 sanitize: deps
 	@echo "==> Testing the caches, the loaders, previews, animations and the views under the thread sanitizer"
-	@$(SWIFT) test --scratch-path .build/tsan --sanitize=thread --disable-xctest \
+	@$(SWIFT) test --scratch-path .build/tsan --sanitize=thread --disable-xctest $(SANITIZER_WIDTH) \
 		--filter 'ImageCacheTests|MemoryPressure|DiskCacheTests|ImageLoaderTests|ImagePrefetcherTests|LoaderCachingTests|Pipeline|ImageTargetLoaderTests|ImageDisplayingTests|ImageViewServerTests|DataLoading|CurlDataLoader|Partial|Preview|Animation'
 	@echo "==> Testing everything under the address sanitizer"
 	@IMAGO_SANITIZER=address ASAN_OPTIONS=detect_leaks=0 \
-		$(SWIFT) test --scratch-path .build/asan --sanitize=address --disable-xctest
+		$(SWIFT) test --scratch-path .build/asan --sanitize=address --disable-xctest $(SANITIZER_WIDTH)
 
 clean:
 	@$(SWIFT) package clean

@@ -30,6 +30,17 @@ awk -v dir="$out/blocks" '
   file != "" { print > file }
 ' README.md
 
+# The libraries the README tells a newcomer to install are those the build needs: every
+# package of the Makefile's list is on its apt-get line.
+listed="$(grep -m1 '^    sudo apt-get install ' README.md || true)"
+[ -n "$listed" ] || { echo "README.md has no 'sudo apt-get install' line" >&2; exit 1; }
+for package in $(sed -n 's/^DEBIAN_PACKAGES := //p' Makefile); do
+  case " $listed " in
+    *" $package "*) ;;
+    *) echo "README.md: its apt-get line leaves out $package, which the build needs" >&2; exit 1 ;;
+  esac
+done
+
 manifest=""
 first=""
 targets=""

@@ -329,7 +329,7 @@ import FoundationNetworking
         targets.loadImage(with: url, target: nil, action: action)
         let event = await events.next()
         #expect(event?.url == url && event?.target == nil)
-        #expect((try? event?.result.get())?.image.bitmap[0, 0].r == 12)
+        #expect((try? event?.result.get())?.image.bitmap[0, 0].r == 12, "\(String(describing: event?.result))")
         #expect(called.withLock { $0 } == 0)
     }
 }
