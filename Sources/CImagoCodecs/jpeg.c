@@ -196,7 +196,7 @@ int imago_jpeg_truncated(const imago_jpeg *jpeg) {
     return jpeg->truncated;
 }
 
-int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride, uint32_t end_row) {
+int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride, uint32_t first_row, uint32_t end_row) {
     if (setjmp(jpeg->jump)) return -1;
     struct jpeg_decompress_struct *c = &jpeg->cinfo;
     JDIMENSION end = end_row < c->output_height ? end_row : c->output_height;
@@ -204,7 +204,7 @@ int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride, uin
         JSAMPROW rows[4];
         JDIMENSION count = 0;
         for (; count < 4 && c->output_scanline + count < end; count++) {
-            rows[count] = pixels + (size_t)(c->output_scanline + count) * stride;
+            rows[count] = pixels + (size_t)(c->output_scanline + count - first_row) * stride;
         }
         if (jpeg_read_scanlines(c, rows, count) == 0) {
             snprintf(jpeg->message, sizeof jpeg->message, "no scanlines could be read");

@@ -253,6 +253,39 @@ import _ImagoTestSupport
         }
     }
 
+    /// A thumbnail upright as stored goes to the resampler a band of rows at a time;
+    /// one that must be turned first is decoded whole, turned, then resampled. Both
+    /// feed the same rows to the same filter: the streamed thumbnail of a mirrored
+    /// photo, mirrored, is the whole-canvas one (to a level: the filter's weights are
+    /// rounded each on its own side).
+    @Test(Corpus.available) func aStreamedJPEGThumbnailIsTheWholeDecodesThumbnail() throws {
+        let data = try Corpus.data("jpeg/exif-orientation/Landscape_2.jpg")
+        for target in [TargetSize.thumbnail(100), .init(width: 90, height: 90, contentMode: .aspectFill), .thumbnail(257)] {
+            var options = DecodingOptions(targetSize: target)
+            let whole = try ImageDecoders.Registry.shared.decode(data, options: options)
+            options.appliesOrientation = false
+            let streamed = try ImageDecoders.Registry.shared.decode(data, options: options).bitmap.applying(.upMirrored)
+            #expect(streamed.width == whole.width && streamed.height == whole.height, "\(target)")
+            let worst = zip(streamed.pixels, whole.bitmap.pixels).map { abs(Int($0) - Int($1)) }.max() ?? 0
+            #expect(worst <= 1, "\(target): off by \(worst)")
+        }
+    }
+
+    /// The filtered rows a stream holds are a window the height of the filter's
+    /// reach, not the image: a 1000-row source resampled by a hair keeps some dozens
+    /// of its rows, whatever the source's height.
+    @Test func aStreamHoldsAWindowOfRowsNotTheImage() {
+        for height in [1000, 4000] {
+            let stream = Resampler.Stream(
+                sourceWidth: 1000, sourceHeight: height, region: .init(x: 0, y: 0, width: 1000, height: Double(height)),
+                width: 999, height: height - 1)
+            let output = 999 * (height - 1) * 4
+            // Each filtered row is 1000 pixels of 8 bytes; holding them all was 8 MB
+            // for 1000 rows.
+            #expect(stream.workingBytes - output < 64 * 1000 * 8, "\(height) rows: \(stream.workingBytes - output) bytes besides the output")
+        }
+    }
+
     @Test func jpegScaleCoversTheTarget() {
         // 4000 px to a 256 px thumbnail decodes at 1/8: a 500 × 375 buffer, never the
         // 48 MB of the full image.

@@ -79,12 +79,13 @@ size_t imago_jpeg_coefficient_bytes(const imago_jpeg *jpeg);
 int imago_jpeg_start(imago_jpeg *jpeg, int scale_denom, uint32_t *width, uint32_t *height);
 
 /// Decodes the scanlines from where the last call stopped up to `end_row` (exclusive;
-/// past the height means to the end) into `pixels`, row y at `pixels + y * stride`:
-/// a caller converting the pixels does so a band at a time, while they are in the
-/// cache. Data that ends early is decoded as far as it goes, the rest of the image
+/// past the height means to the end) into `pixels`, row y at
+/// `pixels + (y - first_row) * stride`: a caller converting the pixels does so a band
+/// at a time, while they are in the cache, and a caller resampling them needs no more
+/// than a band's buffer (`first_row` the band's first). Data that ends early is decoded as far as it goes, the rest of the image
 /// left as libjpeg fills it (grey for a baseline file, the scans received for a
 /// progressive one), and `imago_jpeg_truncated` says so afterwards.
-int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride, uint32_t end_row);
+int imago_jpeg_read_pixels(imago_jpeg *jpeg, uint8_t *pixels, size_t stride, uint32_t first_row, uint32_t end_row);
 
 /// Non-zero when the data ended before the image did (libjpeg's premature-end
 /// warning was given while decoding).

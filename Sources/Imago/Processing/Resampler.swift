@@ -273,11 +273,19 @@ extension Resampler {
     /// a time, to `target` as `Bitmap.fitted(to:)` would; nil when fitting does not
     /// scale (the image already fits, or is only cropped).
     static func stream(fitting target: TargetSize, sourceWidth: Int, sourceHeight: Int) -> Stream? {
+        stream(fitting: target, reducedWidth: sourceWidth, reducedHeight: sourceHeight, sourceWidth: sourceWidth, sourceHeight: sourceHeight)
+    }
+
+    /// A stream that fits a reduced decode (`reducedWidth` × `reducedHeight`) of a
+    /// source of `sourceWidth` × `sourceHeight` to `target` as
+    /// `Bitmap.fitted(to:sourceWidth:sourceHeight:)` fits the whole reduced bitmap;
+    /// nil when that does not scale.
+    static func stream(fitting target: TargetSize, reducedWidth: Int, reducedHeight: Int, sourceWidth: Int, sourceHeight: Int) -> Stream? {
         let layout = target.layout(sourceWidth: sourceWidth, sourceHeight: sourceHeight)
-        guard layout.scaledWidth != sourceWidth || layout.scaledHeight != sourceHeight else { return nil }
+        guard layout.scaledWidth != reducedWidth || layout.scaledHeight != reducedHeight else { return nil }
         return Stream(
-            sourceWidth: sourceWidth, sourceHeight: sourceHeight,
-            region: layout.sourceRegion(sourceWidth: sourceWidth, sourceHeight: sourceHeight),
+            sourceWidth: reducedWidth, sourceHeight: reducedHeight,
+            region: layout.sourceRegion(sourceWidth: reducedWidth, sourceHeight: reducedHeight),
             width: layout.outputWidth, height: layout.outputHeight)
     }
 }

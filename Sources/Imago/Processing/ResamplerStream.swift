@@ -3,10 +3,10 @@ extension Resampler {
     /// every resampling runs through, and what lets a decoder that produces rows
     /// (libpng) make a thumbnail without the whole image in memory.
     ///
-    /// It holds the area average's running sums for one of its rows and the
-    /// horizontally filtered rows the vertical pass reads: the output's width by at
-    /// most about four times its height, whatever the source's size. Memory follows
-    /// the output, not the source.
+    /// It holds the area average's running sums for one of its rows, a window of the
+    /// horizontally filtered rows that the output rows still to be made read, and the
+    /// output: each output row is made as soon as its last source row is filtered.
+    /// Memory follows the output, not the source.
     final class Stream {
         /// Source rows the output reads; others may be left out.
         let sourceRows: Range<Int>
@@ -35,12 +35,28 @@ extension Resampler {
         private let filterWidth: Int
         private let rowWidth: Int, firstRow: Int, realRows: Int
         private let firstColumn: Int, lastColumn: Int
+        /// Filtered rows `windowBase ..< windowBase + windowRows` (counted from
+        /// `firstRow`), of which those below `filtered` are written. Holding every
+        /// filtered row until the end took as much memory again as the source's
+        /// canvas at a thumbnail's usual reduction (256 × 495 rows of 8 bytes a pixel
+        /// for a 4000 px photo at 1/8).
         private var intermediate: [SIMD4<Int16>]
+        private let windowRows: Int
+        private var windowBase = 0
+        /// The filtered rows the vertical pass reads in all, zero rows for its padding
+        /// taps last.
+        private let totalRows: Int
+        /// The first filtered row any output row from y on reads: rows before it are
+        /// no longer needed once output row y is next.
+        private let neededFrom: [Int]
+        /// The output, made row by row; rows before `nextOutput` are done.
+        private var output: [UInt8]
+        private var nextOutput = 0
         /// Each source pixel widened to 16 bits and interleaved with its right
         /// neighbour, channel by channel, as the multiply-add wants them; zeros past
         /// the last pixel read.
         private var paired: [SIMD8<Int16>]
-        /// Intermediate rows written so far.
+        /// Filtered rows written so far.
         private var filtered = 0
         /// The sums of the average's rows for pixels given out of order (`scatter`),
         /// made at the first.
@@ -88,18 +104,26 @@ extension Resampler {
             firstRow = vertical.starts.min() ?? 0
             // Rows the vertical pass reads: real ones up to the last weighted one, then
             // zero rows for the padding taps.
-            let rows = (vertical.starts.max() ?? 0) + 2 * vertical.pairs - firstRow
+            totalRows = (vertical.starts.max() ?? 0) + 2 * vertical.pairs - firstRow
             realRows = min(vertical.end, filterHeight) - firstRow
             firstColumn = horizontal.starts.min() ?? 0
             lastColumn = min(horizontal.end, filterWidth)
-            // The horizontal pass writes every element of the real rows; only the
-            // padding rows are zeroed (zeroing it all was a tenth of a small
-            // thumbnail's resampling).
-            let realRows = realRows, rowWidth = rowWidth
-            intermediate = [SIMD4<Int16>](unsafeUninitializedCapacity: rows * rowWidth) { buffer, count in
-                (buffer.baseAddress! + realRows * rowWidth).initialize(repeating: .zero, count: (rows - realRows) * rowWidth)
-                count = rows * rowWidth
-            }
+            let starts = vertical.starts, first = firstRow, reach = 2 * vertical.pairs
+            var needed = starts.map { $0 - first }
+            for y in needed.indices.reversed().dropFirst() { needed[y] = min(needed[y], needed[y + 1]) }
+            neededFrom = needed
+            // The window holds the rows of the widest output row to be made and as
+            // many again, so that it slides (moving what is still needed to its start)
+            // at most once every that many rows.
+            let span = starts.indices.map { starts[$0] - first + reach - needed[$0] }.max() ?? 1
+            windowRows = min(totalRows, span + max(span, 16))
+            // Every row is written before it is read: by the horizontal pass, or as
+            // zeros for a row left out and for the padding (zeroing it all ahead was
+            // a tenth of a small thumbnail's resampling).
+            let elements = windowRows * rowWidth
+            intermediate = [SIMD4<Int16>](unsafeUninitializedCapacity: elements) { _, count in count = elements }
+            let outputBytes = width * height * 4
+            output = [UInt8](unsafeUninitializedCapacity: outputBytes) { _, count in count = outputBytes }
             paired = [SIMD8<Int16>](repeating: .zero, count: filterWidth + 2 * horizontal.pairs + 1)
             if factorX > 1 || factorY > 1 {
                 sourceRows = y0 + firstRow * factorY..<min(y1, y0 + (firstRow + realRows) * factorY)
@@ -199,8 +223,7 @@ extension Resampler {
                 }
             }
             grid = []
-            zeroRows(upTo: realRows)
-            return verticalPass()
+            return finishOutput()
         }
 
         /// The resampled bitmap, from the rows given.
@@ -208,8 +231,15 @@ extension Resampler {
             if factorX > 1 || factorY > 1 {
                 while boxIndex < firstRow + realRows { finishBoxRow() }
             }
-            zeroRows(upTo: realRows)
-            return verticalPass()
+            return finishOutput()
+        }
+
+        /// The output once every row is there: the rows left out and the padding
+        /// count as zeros.
+        private func finishOutput() -> Bitmap {
+            zeroRows(upTo: totalRows)
+            precondition(nextOutput == height, "output rows left unmade")
+            return Bitmap(width: width, height: height, pixels: output)
         }
 
         /// Makes row `boxIndex` of the average (a block cut by the edge averages what
@@ -230,13 +260,44 @@ extension Resampler {
             boxIndex += 1
         }
 
-        /// Zeroes intermediate rows not written before `row` (transparent source rows).
+        /// Writes zeros as the filtered rows not written before `row` (transparent
+        /// source rows, the padding).
         private func zeroRows(upTo row: Int) {
-            guard filtered < row else { return }
-            intermediate.withUnsafeMutableBufferPointer { inter in
-                (inter.baseAddress! + filtered * rowWidth).update(repeating: .zero, count: (row - filtered) * rowWidth)
+            while filtered < row {
+                let slot = slot(forRow: filtered)
+                intermediate.withUnsafeMutableBufferPointer { inter in
+                    (inter.baseAddress! + slot).update(repeating: .zero, count: rowWidth)
+                }
+                rowWritten()
             }
-            filtered = row
+        }
+
+        /// Where filtered row `row`, the next to be written, goes in the window (an
+        /// index into `intermediate`), sliding the window first when it is full.
+        private func slot(forRow row: Int) -> Int {
+            if row - windowBase >= windowRows {
+                let keep = nextOutput < height ? min(neededFrom[nextOutput], row) : row
+                let count = (row - keep) * rowWidth, from = (keep - windowBase) * rowWidth
+                if count > 0 {
+                    intermediate.withUnsafeMutableBufferPointer { inter in
+                        UnsafeMutableRawPointer(inter.baseAddress!).copyMemory(
+                            from: inter.baseAddress! + from, byteCount: count * MemoryLayout<SIMD4<Int16>>.stride)
+                    }
+                }
+                windowBase = keep
+                precondition(row - windowBase < windowRows, "the resampler's window is too small")
+            }
+            return (row - windowBase) * rowWidth
+        }
+
+        /// Counts the row just written and makes every output row it completes.
+        private func rowWritten() {
+            filtered += 1
+            let reach = 2 * vertical.pairs
+            while nextOutput < height && vertical.starts[nextOutput] - firstRow + reach <= filtered {
+                makeOutputRow(nextOutput)
+                nextOutput += 1
+            }
         }
 
         /// The horizontal pass over row `index` of what the filter reads.
@@ -244,6 +305,7 @@ extension Resampler {
             let row = index - firstRow
             guard row >= 0 && row < realRows else { return }
             zeroRows(upTo: row)
+            let slot = slot(forRow: row)
             let firstColumn = firstColumn, lastColumn = lastColumn, rowWidth = rowWidth
             // The last pixel has no right neighbour to pair with.
             let lastPair = min(lastColumn, filterWidth - 1)
@@ -260,7 +322,7 @@ extension Resampler {
                                 let one = SIMD4<Int16>(truncatingIfNeeded: raw.loadUnaligned(fromByteOffset: lastPair &* 4, as: SIMD4<UInt8>.self))
                                 paired[lastPair] = SIMD8(one[0], 0, one[1], 0, one[2], 0, one[3], 0)
                             }
-                            let out = UnsafeMutableRawPointer(inter.baseAddress! + row &* rowWidth)
+                            let out = UnsafeMutableRawPointer(inter.baseAddress! + slot)
                             var x = 0
                             while x < rowWidth {
                                 let left = sum(paired.baseAddress! + starts[x], step: 2, weights.baseAddress! + x &* pairs, pairs: pairs, rounding: 1 << 7)
@@ -273,43 +335,41 @@ extension Resampler {
                     }
                 }
             }
-            filtered = row + 1
+            rowWritten()
         }
 
-        /// The vertical pass over the intermediate rows, into the output bitmap.
-        private func verticalPass() -> Bitmap {
-            let width = width, height = height, rowWidth = rowWidth, firstRow = firstRow
-            return try! Bitmap.make(width: width, height: height) { out in
-                let destination = out.baseAddress!
-                intermediate.withUnsafeBufferPointer { inter in
+        /// The vertical pass for output row `y`, from the window's rows into the output.
+        private func makeOutputRow(_ y: Int) {
+            let width = width, rowWidth = rowWidth, top = vertical.starts[y] - firstRow - windowBase
+            intermediate.withUnsafeBufferPointer { inter in
+                output.withUnsafeMutableBytes { out in
                     vertical.withUnsafeBuffers { starts, weights, pairs in
                         withPairCount(pairs) { pairs in
-                            for y in 0..<height {
-                                let top = UnsafeRawPointer(inter.baseAddress! + (starts[y] - firstRow) &* rowWidth)
-                                let taps = weights.baseAddress! + y &* pairs
-                                let rowBytes = rowWidth &* 8
-                                var x = 0
-                                while x < width {
-                                    // Two neighbouring output pixels, from the same rows and
-                                    // weights: each pair of rows interleaved lane by lane.
-                                    var left = SIMD4<Int32>(repeating: 1 << 19), right = left
-                                    var above = top + x &* 8
-                                    for pair in 0..<pairs {
-                                        let a = above.loadUnaligned(as: SIMD8<Int16>.self)
-                                        let b = above.loadUnaligned(fromByteOffset: rowBytes, as: SIMD8<Int16>.self)
-                                        let w = taps[pair]
-                                        left &+= multiplyAdd(SIMD8(a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3]), w)
-                                        right &+= multiplyAdd(SIMD8(a[4], b[4], a[5], b[5], a[6], b[6], a[7], b[7]), w)
-                                        above += rowBytes &* 2
-                                    }
-                                    let pixels = finished(left &>> 20, right &>> 20)
-                                    if x + 1 < width {
-                                        UnsafeMutableRawPointer(destination + (y &* width &+ x) &* 4).storeBytes(of: pixels, as: SIMD8<UInt8>.self)
-                                    } else {
-                                        UnsafeMutableRawPointer(destination + (y &* width &+ x) &* 4).storeBytes(of: pixels.lowHalf, as: SIMD4<UInt8>.self)
-                                    }
-                                    x &+= 2
+                            let first = UnsafeRawPointer(inter.baseAddress! + top &* rowWidth)
+                            let destination = out.baseAddress! + y &* width &* 4
+                            let taps = weights.baseAddress! + y &* pairs
+                            let rowBytes = rowWidth &* 8
+                            var x = 0
+                            while x < width {
+                                // Two neighbouring output pixels, from the same rows and
+                                // weights: each pair of rows interleaved lane by lane.
+                                var left = SIMD4<Int32>(repeating: 1 << 19), right = left
+                                var above = first + x &* 8
+                                for pair in 0..<pairs {
+                                    let a = above.loadUnaligned(as: SIMD8<Int16>.self)
+                                    let b = above.loadUnaligned(fromByteOffset: rowBytes, as: SIMD8<Int16>.self)
+                                    let w = taps[pair]
+                                    left &+= multiplyAdd(SIMD8(a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3]), w)
+                                    right &+= multiplyAdd(SIMD8(a[4], b[4], a[5], b[5], a[6], b[6], a[7], b[7]), w)
+                                    above += rowBytes &* 2
                                 }
+                                let pixels = finished(left &>> 20, right &>> 20)
+                                if x + 1 < width {
+                                    (destination + x &* 4).storeBytes(of: pixels, as: SIMD8<UInt8>.self)
+                                } else {
+                                    (destination + x &* 4).storeBytes(of: pixels.lowHalf, as: SIMD4<UInt8>.self)
+                                }
+                                x &+= 2
                             }
                         }
                     }

@@ -111,6 +111,31 @@ extension ImageDecoders {
             if !isCMYK, options.targetSize == nil, case .transform(let transform) = ColourManagement.plan(for: profile) {
                 inPlace = transform
             }
+            let (uprightWidth, uprightHeight) = applied.swapsDimensions ? (height, width) : (width, height)
+            // A thumbnail upright as decoded goes to the resampler a band of rows at a
+            // time: the reduced decode is never whole in memory (a megabyte for a
+            // 4000 px photo at 1/8).
+            if !isCMYK, applied == .up, let target = options.targetSize,
+               let stream = Resampler.stream(
+                   fitting: target, reducedWidth: Int(outWidth), reducedHeight: Int(outHeight),
+                   sourceWidth: uprightWidth, sourceHeight: uprightHeight) {
+                let rowBytes = Int(outWidth) * 4, rows = Int(outHeight)
+                let band = min(rows, max(16, 131_072 / rowBytes))
+                let buffer = UnsafeMutableRawPointer.allocate(byteCount: band * rowBytes, alignment: 16)
+                defer { buffer.deallocate() }
+                var row = 0
+                while row < rows {
+                    let end = min(row + band, rows)
+                    guard imago_jpeg_read_pixels(jpeg, buffer.assumingMemoryBound(to: UInt8.self), rowBytes, UInt32(row), UInt32(end)) == 0 else {
+                        throw fail()
+                    }
+                    for y in row..<end { stream.append(row: y, buffer.assumingMemoryBound(to: UInt8.self) + (y - row) * rowBytes) }
+                    row = end
+                }
+                let isPartial = endsEarly || imago_jpeg_truncated(jpeg) != 0
+                let image = DecodedImage(bitmap: stream.finish(), format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial)
+                return ColourManagement.convert(image, description: profile)
+            }
             let bitmap = try Bitmap.make(width: Int(outWidth), height: Int(outHeight)) { pixels throws(ImagoError) in
                 let rowBytes = Int(outWidth) * 4, rows = Int(outHeight)
                 // A conversion takes a band of rows (about 128 KB) as libjpeg writes
@@ -120,7 +145,7 @@ extension ImageDecoders {
                 var row = 0
                 while row < rows {
                     let end = min(row + band, rows)
-                    guard imago_jpeg_read_pixels(jpeg, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), rowBytes, UInt32(end)) == 0 else {
+                    guard imago_jpeg_read_pixels(jpeg, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), rowBytes, 0, UInt32(end)) == 0 else {
                         throw fail()
                     }
                     inPlace?.applyInPlace(UnsafeMutableRawBufferPointer(rebasing: pixels[row * rowBytes..<end * rowBytes]), count: (end - row) * Int(outWidth))
@@ -138,7 +163,6 @@ extension ImageDecoders {
             var upright = bitmap.applying(applied)
             if let target = options.targetSize {
                 // Sized from the source's dimensions: the reduced decode's own round differently.
-                let (uprightWidth, uprightHeight) = applied.swapsDimensions ? (height, width) : (width, height)
                 upright = upright.fitted(to: target, sourceWidth: uprightWidth, sourceHeight: uprightHeight)
             }
             var image = DecodedImage(bitmap: upright, format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial)
