@@ -225,26 +225,37 @@ struct StageRecord<Value: Sendable>: Sendable {
 struct StagePool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private var slotsByKey: [Key: Int] = [:]
     private var slots: [(key: Key, record: StageRecord<Value>)?] = []
+    /// The serial of the stage in each slot, 0 for a free one (serials start at 1).
+    /// A handle is checked against this, not against the slot: reading the serial
+    /// out of an optional slot copied the whole record (every reference it holds
+    /// retained, then released), which was a fifth of the pipeline's own work.
+    private var serials: [Int] = []
     private var freeSlots: [Int] = []
 
     var count: Int { slotsByKey.count }
+
+    private func holds(_ handle: StageHandle<Key>) -> Bool {
+        serials[handle.slot] == handle.serial
+    }
 
     /// The stage under `key`, made with `serial` if none is in flight; `created`
     /// says which.
     mutating func stage(
         for key: Key, priority: ImageRequest.Priority, serial: () -> Int
     ) -> (handle: StageHandle<Key>, created: Bool) {
-        if let slot = slotsByKey[key], let found = slots[slot] {
-            return (StageHandle(slot: slot, serial: found.record.serial), false)
+        if let slot = slotsByKey[key] {
+            return (StageHandle(slot: slot, serial: serials[slot]), false)
         }
         let entry = (key: key, record: StageRecord<Value>(serial: serial(), priority: priority))
         let slot: Int
         if let free = freeSlots.popLast() {
             slot = free
             slots[slot] = entry
+            serials[slot] = entry.record.serial
         } else {
             slot = slots.count
             slots.append(entry)
+            serials.append(entry.record.serial)
         }
         slotsByKey[key] = slot
         return (StageHandle(slot: slot, serial: entry.record.serial), true)
@@ -252,49 +263,49 @@ struct StagePool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// The stage `handle` names while it is in flight; nil once it has left.
     subscript(handle: StageHandle<Key>) -> StageRecord<Value>? {
-        guard let entry = slots[handle.slot], entry.record.serial == handle.serial else { return nil }
-        return entry.record
+        holds(handle) ? slots[handle.slot]?.record : nil
     }
 
     /// Changes the stage `handle` names in place; nil once it has left.
     mutating func modify<Result>(_ handle: StageHandle<Key>, _ body: (inout StageRecord<Value>) -> Result) -> Result? {
-        guard slots[handle.slot]?.record.serial == handle.serial else { return nil }
+        guard holds(handle) else { return nil }
         return body(&slots[handle.slot]!.record)
     }
 
     /// The stage under `key` in flight.
     func handle(for key: Key) -> StageHandle<Key>? {
-        guard let slot = slotsByKey[key], let entry = slots[slot] else { return nil }
-        return StageHandle(slot: slot, serial: entry.record.serial)
+        slotsByKey[key].map { StageHandle(slot: $0, serial: serials[$0]) }
     }
 
     /// Removes subscriber `id` from the stage `handle` names: nil when the stage has
     /// left or the subscriber was not there; else the stage's state, and whether it
     /// was the last subscriber (the stage has left its pool then).
     mutating func removeSubscriber(_ id: Int, from handle: StageHandle<Key>) -> (core: StageCore, wasLast: Bool)? {
-        guard slots[handle.slot]?.record.serial == handle.serial, slots[handle.slot]!.record.core.subscribers[id] != nil else {
-            return nil
+        let removed = modify(handle) { record -> StageCore? in
+            guard record.core.subscribers[id] != nil else { return nil }
+            record.core.subscribers[id] = nil
+            record.receivers[id] = nil
+            return record.core
         }
-        slots[handle.slot]!.record.core.subscribers[id] = nil
-        slots[handle.slot]!.record.receivers[id] = nil
-        let core = slots[handle.slot]!.record.core
+        guard let core = removed ?? nil else { return nil }
         guard core.subscribers.isEmpty else { return (core, false) }
-        free(handle.slot)
+        _ = free(handle.slot)
         return (core, true)
     }
 
     /// Takes the stage `handle` names out of the pool; nil if it has left already.
     mutating func remove(_ handle: StageHandle<Key>) -> StageRecord<Value>? {
-        guard let entry = slots[handle.slot], entry.record.serial == handle.serial else { return nil }
-        free(handle.slot)
-        return entry.record
+        guard holds(handle) else { return nil }
+        return free(handle.slot)?.record
     }
 
-    private mutating func free(_ slot: Int) {
-        guard let entry = slots[slot] else { return }
-        slots[slot] = nil
+    /// Empties `slot`, moving its entry out rather than copying it.
+    private mutating func free(_ slot: Int) -> (key: Key, record: StageRecord<Value>)? {
+        guard let entry = slots[slot].take() else { return nil }
+        serials[slot] = 0
         slotsByKey[entry.key] = nil
         freeSlots.append(slot)
+        return entry
     }
 }
 
