@@ -38,7 +38,7 @@ public struct LocalDataLoader: DataLoading {
         guard let scheme = url.scheme else { return false }
         // Every request is asked as it is made; most schemes are in lower case
         // already: no new string for them.
-        let lowered = scheme.contains(where: \.isUppercase) ? scheme.lowercased() : scheme
+        let lowered = scheme.hasASCIIUppercase ? scheme.lowercased() : scheme
         return lowered == "file" || lowered == "data"
     }
 
