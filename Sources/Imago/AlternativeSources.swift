@@ -21,7 +21,11 @@ extension ImageRequest {
 
     /// The same request for another URL, known by that URL.
     private func loading(_ url: URL) -> ImageRequest {
-        var urlRequest = self.urlRequest
+        guard var urlRequest = givenURLRequest else {
+            return ImageRequest(
+                url: url, targetSize: targetSize, processors: processors, priority: priority, imageKey: nil,
+                options: options, cachePolicy: cachePolicy)
+        }
         urlRequest.url = url
         return ImageRequest(
             urlRequest: urlRequest, targetSize: targetSize, processors: processors, priority: priority, imageKey: nil,

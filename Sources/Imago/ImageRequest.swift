@@ -47,9 +47,14 @@ public struct ImageRequest: Sendable {
         public static let progressivePreviews = Options(rawValue: 1 << 1)
     }
 
-    /// The URL request handed to the data loader, whose URL the data loader alone
-    /// judges: whether it takes it, and whether its bytes are at hand or fetched.
-    let urlRequest: URLRequest
+    /// The URL loaded.
+    public let url: URL
+    /// The URL request as given, for a request made from one (headers of its own, a
+    /// method, a cache policy); nil for one made from a URL, whose URL request is
+    /// made only when a load hands it to the data loader. Made for every request, it
+    /// was a tenth of queueing one (Foundation on Linux allocates an object for it,
+    /// and reads its URL back through that object).
+    let givenURLRequest: URLRequest?
     /// Decode to this size; nil for the full size.
     public var targetSize: TargetSize?
     /// Applied in order after decoding.
@@ -75,14 +80,18 @@ public struct ImageRequest: Sendable {
     /// network variants.
     public var constrainedURL: URL?
 
-    /// The URL loaded.
-    public var url: URL { urlRequest.url ?? URL(fileURLWithPath: "/") }
+    /// The URL request handed to the data loader, whose URL the data loader alone
+    /// judges: whether it takes it, and whether its bytes are at hand or fetched.
+    var urlRequest: URLRequest { givenURLRequest ?? URLRequest(url: url) }
+
+    /// Whether the request has a URL at all (a URL request may have none).
+    var hasURL: Bool { givenURLRequest.map { $0.url != nil } ?? true }
 
     /// A request for `url`.
     public init(url: URL, targetSize: TargetSize? = nil, processors: [any ImageProcessing] = [],
                 priority: Priority = .normal, imageKey: String? = nil, options: Options = [],
                 cachePolicy: CachePolicy = .default) {
-        self.init(urlRequest: URLRequest(url: url), targetSize: targetSize, processors: processors,
+        self.init(url: url.withLowercasedScheme ?? url, given: nil, targetSize: targetSize, processors: processors,
                   priority: priority, imageKey: imageKey, options: options, cachePolicy: cachePolicy)
     }
 
@@ -92,7 +101,14 @@ public struct ImageRequest: Sendable {
                 cachePolicy: CachePolicy = .default) {
         var urlRequest = urlRequest
         if let url = urlRequest.url, let normalized = url.withLowercasedScheme { urlRequest.url = normalized }
-        self.urlRequest = urlRequest
+        self.init(url: urlRequest.url ?? URL(fileURLWithPath: "/"), given: urlRequest, targetSize: targetSize,
+                  processors: processors, priority: priority, imageKey: imageKey, options: options, cachePolicy: cachePolicy)
+    }
+
+    private init(url: URL, given: URLRequest?, targetSize: TargetSize?, processors: [any ImageProcessing],
+                 priority: Priority, imageKey: String?, options: Options, cachePolicy: CachePolicy) {
+        self.url = url
+        givenURLRequest = given
         self.targetSize = targetSize
         self.processors = processors
         self.priority = priority

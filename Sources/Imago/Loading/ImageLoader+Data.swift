@@ -36,7 +36,7 @@ extension ImageLoader {
     }
 
     private func originalData(for request: ImageRequest) async throws -> ImageDataResponse {
-        guard request.urlRequest.url != nil, configuration.dataLoader.canLoad(request.url) else {
+        guard request.hasURL, configuration.dataLoader.canLoad(request.url) else {
             throw ImagoError.invalidURL(request.url.absoluteString)
         }
         switch await pipeline.originalData(for: request) {

@@ -246,7 +246,7 @@ public final class ImageLoader: Sendable {
         _ request: ImageRequest, completion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?
     ) -> ImageTask {
         let task = observed(request, completion: completion) { ImageTask(request: request, pipeline: pipeline, onCompletion: $0) }
-        guard request.urlRequest.url != nil, configuration.dataLoader.canLoad(request.url) else {
+        guard request.hasURL, configuration.dataLoader.canLoad(request.url) else {
             task.complete(.failure(.invalidURL(request.url.absoluteString)))
             return task
         }
