@@ -206,6 +206,15 @@ struct StageCore: Sendable {
     }
 }
 
+/// What removing a subscriber from a stage left.
+enum SubscriberRemoval {
+    /// Other subscribers: the highest priority among them, and the stage's own.
+    case others(highest: ImageRequest.Priority?, stagePriority: ImageRequest.Priority)
+    /// None: the stage has left its pool, and was doing `phase` (queued in its work
+    /// queue at `sequence`).
+    case last(phase: StagePhase, sequence: Int)
+}
+
 /// A stage in flight: its state, and how each subscriber hears its events.
 struct StageRecord<Value: Sendable>: Sendable {
     var core: StageCore
@@ -278,19 +287,23 @@ struct StagePool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Removes subscriber `id` from the stage `handle` names: nil when the stage has
-    /// left or the subscriber was not there; else the stage's state, and whether it
-    /// was the last subscriber (the stage has left its pool then).
-    mutating func removeSubscriber(_ id: Int, from handle: StageHandle<Key>) -> (core: StageCore, wasLast: Bool)? {
-        let removed = modify(handle) { record -> StageCore? in
+    /// left or the subscriber was not there; else what the removal left (the stage
+    /// has left its pool when it was the last subscriber). Only what the caller
+    /// needs comes out: a copy of the stage's state, subscribers and all, was most
+    /// of the cost of cancelling a queued load.
+    mutating func removeSubscriber(_ id: Int, from handle: StageHandle<Key>) -> SubscriberRemoval? {
+        let removal = modify(handle) { record -> SubscriberRemoval? in
             guard record.core.subscribers[id] != nil else { return nil }
             record.core.subscribers[id] = nil
             record.receivers[id] = nil
-            return record.core
+            guard record.core.subscribers.isEmpty else {
+                return .others(highest: record.core.highestSubscriberPriority, stagePriority: record.core.priority)
+            }
+            return .last(phase: record.core.phase, sequence: record.core.sequence)
         }
-        guard let core = removed ?? nil else { return nil }
-        guard core.subscribers.isEmpty else { return (core, false) }
-        _ = free(handle.slot)
-        return (core, true)
+        guard let removal = removal ?? nil else { return nil }
+        if case .last = removal { _ = free(handle.slot) }
+        return removal
     }
 
     /// Takes the stage `handle` names out of the pool; nil if it has left already.

@@ -116,7 +116,7 @@ struct StageGraph: Sendable {
 
     /// Removes subscriber `id` from `stage`, whatever its kind (see
     /// `StagePool.removeSubscriber`).
-    private mutating func removeSubscriber(_ id: Int, of stage: AnyStage) -> (core: StageCore, wasLast: Bool)? {
+    private mutating func removeSubscriber(_ id: Int, of stage: AnyStage) -> SubscriberRemoval? {
         switch stage {
         case .original(let handle): originals.removeSubscriber(id, from: handle)
         case .decoded(let handle): decoded.removeSubscriber(id, from: handle)
@@ -209,16 +209,18 @@ struct StageGraph: Sendable {
         var next: (id: Int, stage: AnyStage)? = (id, stage)
         while let (id, stage) = next {
             next = nil
-            guard let (core, wasLast) = removeSubscriber(id, of: stage) else { return }
-            guard wasLast else {
-                if let highest = core.highestSubscriberPriority, highest != core.priority { setPriority(of: stage, to: highest) }
+            switch removeSubscriber(id, of: stage) {
+            case nil: return
+            case .others(let highest, let stagePriority)?:
+                if let highest, highest != stagePriority { setPriority(of: stage, to: highest) }
                 return
-            }
-            switch core.phase {
-            case .queued(let queue): withQueue(queue) { $0.remove(sequence: core.sequence) }
-            case .running(let transfer?): transfers.append(transfer)
-            case .awaiting(let upstream): next = (upstream.subscriber, upstream.stage)
-            case .starting, .answering, .running(transfer: nil): break
+            case .last(let phase, let sequence)?:
+                switch phase {
+                case .queued(let queue): withQueue(queue) { $0.remove(sequence: sequence) }
+                case .running(let transfer?): transfers.append(transfer)
+                case .awaiting(let upstream): next = (upstream.subscriber, upstream.stage)
+                case .starting, .answering, .running(transfer: nil): break
+                }
             }
         }
     }
