@@ -17,25 +17,26 @@ extension ImageLoaderConfiguration {
     /// will be sent is checked by the HTTP loader, with the same check; either way
     /// a bad field throws `ImagoError.invalidRequest` before any I/O.
     func urlRequest(for request: ImageRequest, validators: [String: String] = [:]) throws(ImagoError) -> URLRequest {
+        var urlRequest: URLRequest
         if request.givenURLRequest == nil, validators.isEmpty, headers.isEmpty {
             // The common load: a URL and the Accept field alone, from a request made
             // once. Foundation on Linux checks a field's value character by
             // character as it is set; for the long Accept value of every load that
             // was a tenth of the work of queueing one.
-            var urlRequest = Self.acceptingRequest
+            urlRequest = Self.acceptingRequest
             urlRequest.url = request.url
-            return requestModifier.map { $0(urlRequest) } ?? urlRequest
-        }
-        var urlRequest = request.urlRequest
-        let url = request.url
-        for (name, value) in validators { try HTTPHeaderFields.check(name, value, url: url) }
-        for (name, value) in headers { try HTTPHeaderFields.check(name, value, url: url) }
-        for (name, value) in validators { urlRequest.setValue(value, forHTTPHeaderField: name) }
-        for (name, value) in headers where urlRequest.value(forHTTPHeaderField: name) == nil {
-            urlRequest.setValue(value, forHTTPHeaderField: name)
-        }
-        if urlRequest.value(forHTTPHeaderField: "Accept") == nil {
-            urlRequest.setValue(ImageFormat.acceptHeader, forHTTPHeaderField: "Accept")
+        } else {
+            urlRequest = request.urlRequest
+            let url = request.url
+            for (name, value) in validators { try HTTPHeaderFields.check(name, value, url: url) }
+            for (name, value) in headers { try HTTPHeaderFields.check(name, value, url: url) }
+            for (name, value) in validators { urlRequest.setValue(value, forHTTPHeaderField: name) }
+            for (name, value) in headers where urlRequest.value(forHTTPHeaderField: name) == nil {
+                urlRequest.setValue(value, forHTTPHeaderField: name)
+            }
+            if urlRequest.value(forHTTPHeaderField: "Accept") == nil {
+                urlRequest.setValue(ImageFormat.acceptHeader, forHTTPHeaderField: "Accept")
+            }
         }
         if let requestModifier { urlRequest = requestModifier(urlRequest) }
         return urlRequest

@@ -112,6 +112,17 @@ extension ImageDecoders {
                 inPlace = transform
             }
             let (uprightWidth, uprightHeight) = applied.swapsDimensions ? (height, width) : (width, height)
+            let rowBytes = Int(outWidth) * 4, rows = Int(outHeight)
+            // About 128 KB of rows at a time, for what takes them as libjpeg writes
+            // them, still in the cache (a conversion, the resampler).
+            let band = min(rows, max(16, 131_072 / rowBytes))
+            // Decodes the rows up to `end` into `pixels`, whose first row is `first`.
+            func read(upTo end: Int, into pixels: UnsafeMutableRawPointer, first: Int) throws(ImagoError) {
+                guard imago_jpeg_read_pixels(jpeg, pixels.assumingMemoryBound(to: UInt8.self), rowBytes, UInt32(first), UInt32(end)) == 0 else {
+                    throw fail()
+                }
+            }
+            func isPartial() -> Bool { endsEarly || imago_jpeg_truncated(jpeg) != 0 }
             // A thumbnail upright as decoded goes to the resampler a band of rows at a
             // time: the reduced decode is never whole in memory (a megabyte for a
             // 4000 px photo at 1/8).
@@ -119,37 +130,24 @@ extension ImageDecoders {
                let stream = Resampler.stream(
                    fitting: target, reducedWidth: Int(outWidth), reducedHeight: Int(outHeight),
                    sourceWidth: uprightWidth, sourceHeight: uprightHeight) {
-                let rowBytes = Int(outWidth) * 4, rows = Int(outHeight)
-                let band = min(rows, max(16, 131_072 / rowBytes))
                 let buffer = UnsafeMutableRawPointer.allocate(byteCount: band * rowBytes, alignment: 16)
                 defer { buffer.deallocate() }
-                var row = 0
-                while row < rows {
+                for row in stride(from: 0, to: rows, by: band) {
                     let end = min(row + band, rows)
-                    guard imago_jpeg_read_pixels(jpeg, buffer.assumingMemoryBound(to: UInt8.self), rowBytes, UInt32(row), UInt32(end)) == 0 else {
-                        throw fail()
-                    }
+                    try read(upTo: end, into: buffer, first: row)
                     for y in row..<end { stream.append(row: y, buffer.assumingMemoryBound(to: UInt8.self) + (y - row) * rowBytes) }
-                    row = end
                 }
-                let isPartial = endsEarly || imago_jpeg_truncated(jpeg) != 0
-                let image = DecodedImage(bitmap: stream.finish(), format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial)
+                let image = DecodedImage(bitmap: stream.finish(), format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial())
                 return ColourManagement.convert(image, description: profile)
             }
             let bitmap = try Bitmap.make(width: Int(outWidth), height: Int(outHeight)) { pixels throws(ImagoError) in
-                let rowBytes = Int(outWidth) * 4, rows = Int(outHeight)
-                // A conversion takes a band of rows (about 128 KB) as libjpeg writes
-                // them, still in the cache: over the whole image after, it read and
-                // wrote every pixel from memory again.
-                let band = inPlace == nil ? rows : max(16, 131_072 / rowBytes)
-                var row = 0
-                while row < rows {
-                    let end = min(row + band, rows)
-                    guard imago_jpeg_read_pixels(jpeg, pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), rowBytes, 0, UInt32(end)) == 0 else {
-                        throw fail()
-                    }
+                // A conversion takes each band in the decode's own buffer: over the
+                // whole image after, it read and wrote every pixel from memory again.
+                let step = inPlace == nil ? rows : band
+                for row in stride(from: 0, to: rows, by: step) {
+                    let end = min(row + step, rows)
+                    try read(upTo: end, into: pixels.baseAddress!, first: 0)
                     inPlace?.applyInPlace(UnsafeMutableRawBufferPointer(rebasing: pixels[row * rowBytes..<end * rowBytes]), count: (end - row) * Int(outWidth))
-                    row = end
                 }
                 if isCMYK {
                     if case .transform(let transform) = cmykPlan {
@@ -159,13 +157,12 @@ extension ImageDecoders {
                     }
                 }
             }
-            let isPartial = endsEarly || imago_jpeg_truncated(jpeg) != 0
             var upright = bitmap.applying(applied)
             if let target = options.targetSize {
                 // Sized from the source's dimensions: the reduced decode's own round differently.
                 upright = upright.fitted(to: target, sourceWidth: uprightWidth, sourceHeight: uprightHeight)
             }
-            var image = DecodedImage(bitmap: upright, format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial)
+            var image = DecodedImage(bitmap: upright, format: .jpeg, orientation: orientation ?? .up, isPartial: isPartial())
             if isCMYK || inPlace != nil {
                 if case .ignored(let note) = cmykPlan { image.notes.append(note) }
                 return image
