@@ -286,6 +286,23 @@ import _ImagoTestSupport
         }
     }
 
+    @Test func keptTablesAreTheTablesMadeAfresh() {
+        func same(_ a: Resampler.Contributions, _ b: Resampler.Contributions) -> Bool {
+            a.starts == b.starts && a.weights == b.weights && a.pairs == b.pairs && a.end == b.end
+        }
+        // More geometries than are kept, twice over, so the second round meets both kept
+        // tables and ones made again after the recent ones were let go.
+        for _ in 0..<2 {
+            for i in 0..<(2 * Resampler.Contributions.recentLimit) {
+                let start = Double(i % 3) / 4, length = Double(300 + 7 * i), limit = 320 + 7 * i, outputs = 37 + i
+                let made = Resampler.Contributions(start: start, length: length, limit: limit, outputs: outputs)
+                #expect(same(.cached(start: start, length: length, limit: limit, outputs: outputs), made))
+                let even = Resampler.Contributions.cached(start: start, length: length, limit: limit, outputs: outputs, even: true)
+                #expect(same(even, made.paddedToEven()) && even.starts.count % 2 == 0)
+            }
+        }
+    }
+
     @Test func jpegScaleCoversTheTarget() {
         // 4000 px to a 256 px thumbnail decodes at 1/8: a 500 × 375 buffer, never the
         // 48 MB of the full image.

@@ -207,6 +207,32 @@ extension Resampler {
 }
 
 extension Resampler.Contributions {
+    private struct Geometry: Hashable {
+        let start: Double, length: Double, limit: Int, outputs: Int, even: Bool
+    }
+
+    /// Tables made lately, by geometry. A page of photos from one camera, or a grid
+    /// of thumbnails, asks for the same few again and again, and making them (a
+    /// kernel evaluated per tap, rounded so each pixel's weights sum to one) cost
+    /// a tenth as much as the filtering of a 256 px thumbnail itself.
+    private static let recent = Locked<[Geometry: Self]>([:])
+    /// Geometries kept: more than a screen of differently shaped images asks for.
+    static let recentLimit = 32
+
+    /// The tables for this geometry (padded to an even count of outputs when `even`),
+    /// made once and kept among the recent ones.
+    static func cached(start: Double, length: Double, limit: Int, outputs: Int, even: Bool = false) -> Self {
+        let geometry = Geometry(start: start, length: length, limit: limit, outputs: outputs, even: even)
+        if let kept = recent.withLock({ $0[geometry] }) { return kept }
+        let made = Self(start: start, length: length, limit: limit, outputs: outputs)
+        let tables = even ? made.paddedToEven() : made
+        recent.withLock {
+            if $0.count >= recentLimit { $0.removeAll(keepingCapacity: true) }
+            $0[geometry] = tables
+        }
+        return tables
+    }
+
     /// The tables as raw buffers, so the inner loops run without bounds checks.
     func withUnsafeBuffers<R>(
         _ body: (UnsafeBufferPointer<Int>, UnsafeBufferPointer<SIMD8<Int16>>, Int) -> R

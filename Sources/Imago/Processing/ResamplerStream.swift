@@ -98,8 +98,8 @@ extension Resampler {
             sums = [UInt32](repeating: 0, count: boxWidth * 4)
             boxRow = [UInt8](repeating: 0, count: boxWidth * 4)
 
-            horizontal = Contributions(start: filterRegion.x, length: filterRegion.width, limit: filterWidth, outputs: width).paddedToEven()
-            vertical = Contributions(start: filterRegion.y, length: filterRegion.height, limit: filterHeight, outputs: height)
+            horizontal = .cached(start: filterRegion.x, length: filterRegion.width, limit: filterWidth, outputs: width, even: true)
+            vertical = .cached(start: filterRegion.y, length: filterRegion.height, limit: filterHeight, outputs: height)
             rowWidth = horizontal.starts.count  // `width` rounded up to even
             firstRow = vertical.starts.min() ?? 0
             // Rows the vertical pass reads: real ones up to the last weighted one, then
