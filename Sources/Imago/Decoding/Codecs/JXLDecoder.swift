@@ -96,6 +96,15 @@ final class JXLFrameCursor: FrameProducing {
         let (decoder, info) = try Self.open(
             bytes, jxl, events: JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue | JXL_DEC_FULL_IMAGE.rawValue,
             options: options)
+        // Destroyed here when this throws: `deinit` runs only for a cursor whose
+        // properties were all set, and the colour space is one of them.
+        let colourSpace: (colours: ColourDescription?, note: String?)
+        do throws(ImagoError) {
+            colourSpace = try Self.colourSpace(decoder, jxl, info)
+        } catch {
+            jxl.destroy(decoder)
+            throw error
+        }
         self.decoder = decoder
         self.jxl = jxl
         self.storage = storage
@@ -103,11 +112,19 @@ final class JXLFrameCursor: FrameProducing {
         self.deadline = deadline
         self.info = info
         orientation = ImageOrientation(rawValue: Int(info.orientation.rawValue)) ?? .up
-        // The colour encoding comes next: a lossy image's XYB is asked to come out in
-        // sRGB (grey for a grey image) rather than libjxl's default linear light.
-        // (Thrown from here on, the decoder is destroyed by `deinit`.)
+        colours = colourSpace.colours
+        colourNote = colourSpace.note
+    }
+
+    /// The colour encoding, which comes next: a lossy image's XYB is asked to come
+    /// out in sRGB (grey for a grey image) rather than libjxl's default linear light.
+    /// The description to convert from when libjxl cannot give sRGB, or a note when
+    /// it gives no profile either.
+    private static func colourSpace(
+        _ decoder: OpaquePointer, _ jxl: LibJXL, _ info: JxlBasicInfo
+    ) throws(ImagoError) -> (colours: ColourDescription?, note: String?) {
         let status = jxl.processInput(decoder)
-        guard status == JXL_DEC_COLOR_ENCODING else { throw Self.failure(jxl, status, "the header is malformed") }
+        guard status == JXL_DEC_COLOR_ENCODING else { throw failure(jxl, status, "the header is malformed") }
         var srgb = JxlColorEncoding()
         srgb.color_space = info.num_color_channels == 1 ? JXL_COLOR_SPACE_GRAY : JXL_COLOR_SPACE_RGB
         srgb.white_point = JXL_WHITE_POINT_D65
@@ -118,21 +135,20 @@ final class JXLFrameCursor: FrameProducing {
         // whose pixels then come out in it: its profile says how to convert them.
         _ = jxl.setPreferredColorProfile(decoder, &srgb)
         var data = JxlColorEncoding()
-        if jxl.encodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &data) == JXL_DEC_SUCCESS, Self.isSRGB(data) {
-            colours = nil
-        } else {
-            var size = 0
-            var profile = Data()
-            if jxl.iccProfileSize(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &size) == JXL_DEC_SUCCESS, size > 0 {
-                profile = Data(count: size)
-                let copied = profile.withUnsafeMutableBytes { buffer in
-                    jxl.colorAsICCProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), size)
-                }
-                if copied != JXL_DEC_SUCCESS { profile = Data() }
-            }
-            colours = profile.isEmpty ? nil : .icc(profile)
-            if profile.isEmpty { colourNote = "JPEG XL: libjxl gave no profile for the image's colour space; its numbers are read as sRGB" }
+        if jxl.encodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &data) == JXL_DEC_SUCCESS, isSRGB(data) {
+            return (nil, nil)
         }
+        var size = 0
+        var profile = Data()
+        if jxl.iccProfileSize(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &size) == JXL_DEC_SUCCESS, size > 0 {
+            profile = Data(count: size)
+            let copied = profile.withUnsafeMutableBytes { buffer in
+                jxl.colorAsICCProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), size)
+            }
+            if copied != JXL_DEC_SUCCESS { profile = Data() }
+        }
+        if profile.isEmpty { return (nil, "JPEG XL: libjxl gave no profile for the image's colour space; its numbers are read as sRGB") }
+        return (.icc(profile), nil)
     }
 
     deinit { jxl.destroy(decoder) }
