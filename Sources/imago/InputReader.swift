@@ -64,10 +64,12 @@ final class InputReader: @unchecked Sendable {
             guard stat(input, &status) == 0, status.st_mode & S_IFMT != S_IFDIR, let opened = fopen(input, "r") else {
                 throw UsageError(message: "cannot read --input \(input)")
             }
-            file = opened
+            // Closed here: a reader that throws before all it holds is set has no deinit.
             if let encoding = Self.foreignEncoding(of: opened) {
+                fclose(opened)
                 throw UsageError(message: "--input \(input) is \(encoding), not UTF-8: convert it first (iconv -f \(encoding) -t UTF-8)")
             }
+            file = opened
             // A second pass over a file on disk is cheap and gives the progress bar
             // its total; a pipe can be read only once.
             let ahead = status.st_mode & S_IFMT == S_IFREG ? Self.look(atFileAt: input, after: arguments.positionals) : nil
