@@ -169,32 +169,89 @@ public enum ImageTransition: Sendable, Equatable {
 
 /// How `setImage(with:)` loads and shows an image.
 public struct ImageDisplayOptions: Sendable {
+    /// The values, in one object: a view's options are copied at every call (a memory
+    /// hit included), and a copy is then one reference counted, not one per array,
+    /// image and URL in them. Setting a value makes a new object; options are set up
+    /// once and read at every call.
+    private final class Storage: Sendable {
+        struct Values: Sendable {
+            var targetSize: TargetSize?
+            var processors: [any ImageProcessing]
+            var priority: ImageRequest.Priority
+            var transition: ImageTransition
+            var indicator: ImageLoadingIndicator
+            var failureImage: DecodedImage?
+            var showsProgressivePreviews: Bool
+            var alternativeURLs: [URL] = []
+            var constrainedURL: URL?
+        }
+
+        let values: Values
+
+        init(_ values: Values) { self.values = values }
+    }
+
+    private var storage: Storage
+
+    private mutating func change(_ body: (inout Storage.Values) -> Void) {
+        var values = storage.values
+        body(&values)
+        storage = Storage(values)
+    }
+
     /// The size to decode to; nil for the view's `displayTargetSize`.
-    public var targetSize: TargetSize?
+    public var targetSize: TargetSize? {
+        get { storage.values.targetSize }
+        set { change { $0.targetSize = newValue } }
+    }
     /// Applied in order after decoding.
-    public var processors: [any ImageProcessing]
+    public var processors: [any ImageProcessing] {
+        get { storage.values.processors }
+        set { change { $0.processors = newValue } }
+    }
     /// How urgent the load is.
-    public var priority: ImageRequest.Priority
+    public var priority: ImageRequest.Priority {
+        get { storage.values.priority }
+        set { change { $0.priority = newValue } }
+    }
     /// How a loaded image replaces what the view shows: a 0.4 s crossfade by default.
     /// An image from the memory cache is always shown at once, and so is every image
     /// while the system asks for reduced motion (`ImageDisplaying.reducesMotion`).
-    public var transition: ImageTransition
+    public var transition: ImageTransition {
+        get { storage.values.transition }
+        set { change { $0.transition = newValue } }
+    }
     /// What the view shows while loading: the activity indicator by default.
-    public var indicator: ImageLoadingIndicator
+    public var indicator: ImageLoadingIndicator {
+        get { storage.values.indicator }
+        set { change { $0.indicator = newValue } }
+    }
     /// Shown when the load fails; nil keeps the placeholder.
-    public var failureImage: DecodedImage?
+    public var failureImage: DecodedImage? {
+        get { storage.values.failureImage }
+        set { change { $0.failureImage = newValue } }
+    }
     /// Whether a progressive JPEG or an interlaced PNG is shown as it arrives,
     /// sharpening in place of the placeholder (`ImageRequest.Options.progressivePreviews`):
     /// each preview is displayed in the loading phase (without the indicator), the
     /// final image replaces it, and no preview is shown after the final image or once
     /// the view has moved on to another URL. Off by default, as in Nuke.
-    public var showsProgressivePreviews: Bool
+    public var showsProgressivePreviews: Bool {
+        get { storage.values.showsProgressivePreviews }
+        set { change { $0.showsProgressivePreviews = newValue } }
+    }
     /// URLs tried in order when the URL set fails, each cached under its own key
     /// (`ImageRequest.alternativeURLs`; Kingfisher's `alternativeSources`).
-    public var alternativeURLs: [URL] = []
+    public var alternativeURLs: [URL] {
+        get { storage.values.alternativeURLs }
+        set { change { $0.alternativeURLs = newValue } }
+    }
     /// A URL loaded first while the loader is told the network is constrained
     /// (`ImageRequest.constrainedURL`).
-    public var constrainedURL: URL?
+    public var constrainedURL: URL? {
+        get { storage.values.constrainedURL }
+        set { change { $0.constrainedURL = newValue } }
+    }
 
     /// How long a loaded image fades in (AsyncImageView's `crossfadeDuration`); 0 for
     /// no transition. Reads 0 for a custom transition.
@@ -232,13 +289,9 @@ public struct ImageDisplayOptions: Sendable {
         transition: ImageTransition, indicator: ImageLoadingIndicator = .activity, failureImage: DecodedImage? = nil,
         showsProgressivePreviews: Bool = false
     ) {
-        self.targetSize = targetSize
-        self.processors = processors
-        self.priority = priority
-        self.transition = transition
-        self.indicator = indicator
-        self.failureImage = failureImage
-        self.showsProgressivePreviews = showsProgressivePreviews
+        storage = Storage(.init(
+            targetSize: targetSize, processors: processors, priority: priority, transition: transition, indicator: indicator,
+            failureImage: failureImage, showsProgressivePreviews: showsProgressivePreviews))
     }
 }
 
