@@ -33,12 +33,11 @@ extension ImageTargetLoader {
     func bind(
         _ target: AnyObject, action: String?, to url: URL?, replacing: Bool, initialImage: () -> DecodedImage? = { nil }
     ) -> (sequence: Int, initialImage: DecodedImage?) {
-        var outcome = advance(target, action: action, to: url, replacing: replacing, firstImage: nil)
-        if outcome == nil {
-            // The first binding of this target: what it shows now is asked outside the lock.
-            outcome = advance(target, action: action, to: url, replacing: replacing, firstImage: .some(initialImage()))
-        }
-        guard let (sequence, image, replaced) = outcome else { preconditionFailure("a record was just made") }
+        // The first binding of a target asks what it shows now outside the lock. One
+        // expression, no variable: the outcome is not copied before it is taken apart.
+        guard let (sequence, image, replaced) = advance(target, action: action, to: url, replacing: replacing, firstImage: nil)
+            ?? advance(target, action: action, to: url, replacing: replacing, firstImage: .some(initialImage()))
+        else { preconditionFailure("a record was just made") }
         endCancelled(replaced)
         return (sequence, image)
     }
