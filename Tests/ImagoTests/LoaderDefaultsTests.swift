@@ -59,6 +59,32 @@ import FoundationNetworking
         #expect(server.requests(for: path).last?.header("User-Agent") == HTTPLoaderConfiguration.defaultUserAgent)
     }
 
+    /// The formats this build decodes go out as `Accept` unless the request or the
+    /// configuration names one; conditional requests and configured fields keep it.
+    @Test(arguments: LoaderKind.all)
+    func acceptIsImagosUnlessTheRequestOrTheConfigurationSetsOne(kind: LoaderKind) async throws {
+        defer { cleanUp() }
+        func accept(headers: [String: String] = [:], validators: [String: String] = [:], _ request: ImageRequest) async throws -> String? {
+            let configuration = ImageLoaderConfiguration(dataLoader: DefaultDataLoader(network: kind.make()), headers: headers)
+            let urlRequest = try configuration.urlRequest(for: request, validators: validators)
+            _ = try await kind.make().loadData(for: urlRequest, options: DataLoadingOptions()) { _ in }
+            let sent = server.requests(for: "/0.png").last
+            for (name, value) in validators.merging(headers, uniquingKeysWith: { first, _ in first }) where name.lowercased() != "accept" {
+                #expect(sent?.header(name) == value, "\(name)")
+            }
+            return sent?.header("Accept")
+        }
+        let url = server.url("/0.png")
+        let plain = ImageRequest(url: url)
+        #expect(try await accept(plain) == ImageFormat.acceptHeader)
+        #expect(try await accept(headers: ["X-Feed": "3"], validators: ["If-None-Match": "\"v1\""], plain) == ImageFormat.acceptHeader)
+        #expect(try await accept(headers: ["accept": "image/png"], plain) == "image/png")
+        var own = URLRequest(url: url)
+        #expect(try await accept(ImageRequest(urlRequest: own)) == ImageFormat.acceptHeader)
+        own.setValue("image/webp", forHTTPHeaderField: "Accept")
+        #expect(try await accept(headers: ["Accept": "image/png"], ImageRequest(urlRequest: own)) == "image/webp")
+    }
+
     @Test func concurrentLoadsComesFromTheConfiguration() async throws {
         defer { cleanUp() }
         let loader = ImageLoader(configuration: .init(retryPolicy: .none, concurrentLoads: 3), cache: nil)

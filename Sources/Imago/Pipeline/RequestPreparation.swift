@@ -18,25 +18,27 @@ extension ImageLoaderConfiguration {
     /// a bad field throws `ImagoError.invalidRequest` before any I/O.
     func urlRequest(for request: ImageRequest, validators: [String: String] = [:]) throws(ImagoError) -> URLRequest {
         var urlRequest: URLRequest
-        if request.givenURLRequest == nil, validators.isEmpty, headers.isEmpty {
-            // The common load: a URL and the Accept field alone, from a request made
-            // once. Foundation on Linux checks a field's value character by
-            // character as it is set; for the long Accept value of every load that
-            // was a tenth of the work of queueing one.
+        let url = request.url
+        for (name, value) in validators { try HTTPHeaderFields.check(name, value, url: url) }
+        for (name, value) in headers { try HTTPHeaderFields.check(name, value, url: url) }
+        let accepting = request.givenURLRequest == nil
+            && !headers.keys.contains { $0.caseInsensitiveCompare("Accept") == .orderedSame }
+        if accepting {
+            // A request made from a URL, the common load: the Accept field comes with
+            // a request made once. Foundation on Linux checks a field's value
+            // character by character as it is set; for the long Accept value of
+            // every load that was a tenth of the work of queueing one.
             urlRequest = Self.acceptingRequest
-            urlRequest.url = request.url
+            urlRequest.url = url
         } else {
             urlRequest = request.urlRequest
-            let url = request.url
-            for (name, value) in validators { try HTTPHeaderFields.check(name, value, url: url) }
-            for (name, value) in headers { try HTTPHeaderFields.check(name, value, url: url) }
-            for (name, value) in validators { urlRequest.setValue(value, forHTTPHeaderField: name) }
-            for (name, value) in headers where urlRequest.value(forHTTPHeaderField: name) == nil {
-                urlRequest.setValue(value, forHTTPHeaderField: name)
-            }
-            if urlRequest.value(forHTTPHeaderField: "Accept") == nil {
-                urlRequest.setValue(ImageFormat.acceptHeader, forHTTPHeaderField: "Accept")
-            }
+        }
+        for (name, value) in validators { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        for (name, value) in headers where urlRequest.value(forHTTPHeaderField: name) == nil {
+            urlRequest.setValue(value, forHTTPHeaderField: name)
+        }
+        if !accepting, urlRequest.value(forHTTPHeaderField: "Accept") == nil {
+            urlRequest.setValue(ImageFormat.acceptHeader, forHTTPHeaderField: "Accept")
         }
         if let requestModifier { urlRequest = requestModifier(urlRequest) }
         return urlRequest
