@@ -32,8 +32,12 @@ struct LoadSummary: Encodable {
         /// Loads that waited on another machine's lease and got its value.
         let leaseWaitsAnswered: Int
         /// Loads that waited on a lease until it expired or the wait ran out, and
-        /// asked the origin themselves: the fleet's only repeated origin requests.
+        /// asked the origin themselves: with `leasesLost`, the fleet's only repeated
+        /// origin requests.
         let leaseWaitsExpired: Int
+        /// Leases that expired under a load of this process before it stored the
+        /// value: another machine may have asked the origin for the same image.
+        let leasesLost: Int
 
         init(_ counters: SharedCache.Counters) {
             hits = counters.hits
@@ -44,6 +48,7 @@ struct LoadSummary: Encodable {
             failures = counters.failures
             leaseWaitsAnswered = counters.leaseWaitsAnswered
             leaseWaitsExpired = counters.leaseWaitsExpired
+            leasesLost = counters.leasesLost
         }
     }
 

@@ -170,6 +170,31 @@ import Glibc
         #expect(waiting.counters.leaseWaitsExpired == 1)
     }
 
+    @Test func aLeaseThatExpiredUnderItsHolderIsCountedLost() async throws {
+        let server = try RedisServer()
+        let slow = try tier([server.url]) { $0.leaseDuration = 0.3 }
+        func lease(_ imageKey: String) -> SharedCache.Lease? {
+            if case .taken(let lease) = slow.takeLease(imageKey: imageKey) { return lease }
+            Issue.record("the lease on \(imageKey) was not taken")
+            return nil
+        }
+        // Stored and given back in time: not lost.
+        let quick = try #require(lease("http://h/q.jpg"))
+        slow.store(body(1), metadata: Data("m".utf8), named: "o", imageKey: "http://h/q.jpg", lifetime: 60, releasing: quick)
+        #expect(slow.writesEnded(within: 10))
+        #expect(slow.counters.leasesLost == 0)
+        // Stored after the lease ran out, and given back without a value after it ran
+        // out: both lost, whoever took the key since.
+        let late = try #require(lease("http://h/s.jpg")), failed = try #require(lease("http://h/f.jpg"))
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(try server.run(redisCommand("EXISTS", slow.leaseKey("http://h/s.jpg"))).integer == 0)
+        slow.store(body(2), metadata: Data("m".utf8), named: "o", imageKey: "http://h/s.jpg", lifetime: 60, releasing: late)
+        slow.release(failed)
+        #expect(slow.writesEnded(within: 10))
+        #expect(slow.counters.leasesLost == 2)
+        #expect(slow.counters.stored == 2)
+    }
+
     @Test func aKilledServerPausesTheTierAndARestartedOneIsUsedAgain() async throws {
         let server = try RedisServer()
         let warnings = Mutex<[String]>([])

@@ -34,6 +34,10 @@ public final class SharedCache: Sendable {
         /// Loads that waited for another machine's value until the bound, or until
         /// its lease expired, and asked the origin themselves.
         package var leaseWaitsExpired = 0
+        /// Leases that had expired under their holder by the time it stored the value
+        /// or gave the lease back: another machine may have asked the origin too. Many
+        /// of them say the lease is shorter than a fetch takes.
+        package var leasesLost = 0
 
         /// Hits over look-ups, 0 without any.
         package var hitRate: Double { hits + misses == 0 ? 0 : Double(hits) / Double(hits + misses) }
@@ -166,11 +170,10 @@ public final class SharedCache: Sendable {
             defer { state.withLock { $0.pendingWrites -= 1 } }
             var commands = [redisCommand("SET", key) + [record] + redisCommand("PX", String(milliseconds))]
             if let lease { commands.append(Self.releaseCommand(lease)) }
-            switch perform({ () throws(RedisFailure) in try client.run(commands, slotKey: Data(key.utf8)) })?.first {
-            case .error?: count { $0.writesDropped += 1 }
-            case .some: count { $0.stored += 1 }
-            case nil: break
-            }
+            guard let replies = perform({ () throws(RedisFailure) in try client.run(commands, slotKey: Data(key.utf8)) }),
+                  let written = replies.first else { return }
+            if case .error = written { count { $0.writesDropped += 1 } } else { count { $0.stored += 1 } }
+            if lease != nil, replies.count > 1 { countIfLost(replies[1]) }
         }
     }
 
@@ -245,8 +248,15 @@ public final class SharedCache: Sendable {
     /// the origin at once rather than at the end of the lease.
     func release(_ lease: Lease) {
         writer.async { [self] in
-            _ = perform { () throws(RedisFailure) in try client.run([Self.releaseCommand(lease)], slotKey: Data(lease.key.utf8)) }
+            let reply = perform { () throws(RedisFailure) in try client.run([Self.releaseCommand(lease)], slotKey: Data(lease.key.utf8)) }
+            if let reply = reply?.first { countIfLost(reply) }
         }
+    }
+
+    /// Counts a lease the release found gone (the script answers 0: the key was
+    /// not this holder's any more).
+    private func countIfLost(_ releaseReply: RedisReply) {
+        if releaseReply.integer == 0 { count { $0.leasesLost += 1 } }
     }
 
     /// Waits for the record named `name`, which another process holds the lease to
