@@ -83,10 +83,9 @@ private func show(
     let targets = view.imageTargetLoader
     // Every call takes its place on the view's binding first: a replacing call
     // drops whatever an earlier load still has on its way to the main actor.
-    let (sequence, initialImage) = targets.bind(view, action: nil, to: url, replacing: replacing || url == nil) { view.displayedImage }
-    let placeholder = placeholder ?? initialImage
+    let sequence = targets.bind(view, action: nil, to: url, replacing: replacing || url == nil) { view.displayedImage }
     guard let url else {
-        view.display(ImageDisplayContent(phase: .empty, image: placeholder))
+        view.display(ImageDisplayContent(phase: .empty, image: placeholder ?? targets.initialImage(of: view)))
         return nil
     }
     let targetSize = options.targetSize ?? view.displayTargetSize
@@ -106,6 +105,8 @@ private func show(
         completion?(.success(ImageResponse(image: image, url: url, source: .local)))
         return nil
     }
+    // Chosen only now: a memory hit shows no placeholder.
+    let placeholder = placeholder ?? targets.initialImage(of: view)
     view.display(ImageDisplayContent(phase: .loading, image: placeholder, indicator: options.indicator))
     var request = ImageRequest(
         url: url, targetSize: targetSize, processors: options.processors, priority: options.priority,

@@ -13,7 +13,7 @@ extension ImageTargetLoader {
         success: @escaping @MainActor @Sendable (AnyObject, ImageResponse) -> Void,
         failure: (@MainActor @Sendable (AnyObject, ImagoError) -> Void)?
     ) -> ImageTask {
-        let sequence = bind(target, action: action, to: request.url, replacing: false).sequence
+        let sequence = bind(target, action: action, to: request.url, replacing: false)
         if let image = loader.cachedImage(for: request) {
             deliveredAtOnce(sequence, of: action, on: target)
             let response = ImageResponse(image: image, url: request.url, source: .memory)
@@ -27,19 +27,25 @@ extension ImageTargetLoader {
     /// Takes the next place in the order of calls for `target`'s binding for `action`,
     /// set to `url` (nil: none). A replacing call cancels the binding's unfinished
     /// loads, which will deliver nothing; otherwise they go on, and this call's load
-    /// comes after them. Returns the place, and the image the target showed when it
-    /// was first bound (asked of `initialImage` then, once).
+    /// comes after them. Returns the place. A target's first binding keeps what it
+    /// shows then (asked of `initialImage`, once): ``initialImage(of:)``.
     @MainActor @discardableResult
     func bind(
         _ target: AnyObject, action: String?, to url: URL?, replacing: Bool, initialImage: () -> DecodedImage? = { nil }
-    ) -> (sequence: Int, initialImage: DecodedImage?) {
+    ) -> Int {
         // The first binding of a target asks what it shows now outside the lock. One
         // expression, no variable: the outcome is not copied before it is taken apart.
-        guard let (sequence, image, replaced) = advance(target, action: action, to: url, replacing: replacing, firstImage: nil)
+        guard let (sequence, replaced) = advance(target, action: action, to: url, replacing: replacing, firstImage: nil)
             ?? advance(target, action: action, to: url, replacing: replacing, firstImage: .some(initialImage()))
         else { preconditionFailure("a record was just made") }
         endCancelled(replaced)
-        return (sequence, image)
+        return sequence
+    }
+
+    /// The image `target` showed when it was first bound; asked apart from `bind`, so
+    /// that a memory hit, which shows no placeholder, does not take it.
+    func initialImage(of target: AnyObject) -> DecodedImage? {
+        registry.withLock { $0.record(of: target)?.initialImage }
     }
 
     /// `bind`'s work under the lock: the next place in the order of calls on
@@ -50,13 +56,13 @@ extension ImageTargetLoader {
     /// no check of the actor at run time: a memory hit takes this path every time.
     private func advance(
         _ target: AnyObject, action: String?, to url: URL?, replacing: Bool, firstImage: DecodedImage??
-    ) -> (Int, DecodedImage?, [TargetRegistry.Binding.Load])? {
-        func next(_ record: TargetRegistry.Record, _ registry: inout TargetRegistry) -> (Int, DecodedImage?, [TargetRegistry.Binding.Load]) {
+    ) -> (Int, [TargetRegistry.Binding.Load])? {
+        func next(_ record: TargetRegistry.Record, _ registry: inout TargetRegistry) -> (Int, [TargetRegistry.Binding.Load]) {
             let sequence = registry.nextSequence()
             record.latestURL = url
             record.noteCall()
             let replaced = replacing ? record.withBinding(action) { $0.raiseFloor(to: sequence) } : []
-            return (sequence, record.initialImage, replaced)
+            return (sequence, replaced)
         }
         return registry.withLock { registry in
             if let record = registry.record(of: target) { return next(record, &registry) }
@@ -66,8 +72,8 @@ extension ImageTargetLoader {
             let stale = registry.targets[ObjectIdentifier(target)]?.loads.map(\.load) ?? []
             let record = TargetRegistry.Record(target: target, initialImage: firstImage)
             registry.targets[ObjectIdentifier(target)] = record
-            let (sequence, image, replaced) = next(record, &registry)
-            return (sequence, image, replaced + stale)
+            let (sequence, replaced) = next(record, &registry)
+            return (sequence, replaced + stale)
         }
     }
 
