@@ -87,11 +87,10 @@ import _ImagoTestSupport
     func checkWaves(redis: String, during secondWave: (@Sendable () async throws -> Void)? = nil) async throws {
         let first = try await wave("first", redis: redis)
         for run in first { #expect(run.wrong.isEmpty, "\(run.wrong.prefix(3))") }
-        let expired = first.reduce(0) { $0 + ($1.shared["leaseWaitsExpired"] ?? 0) }
-        let lost = first.reduce(0) { $0 + ($1.shared["leasesLost"] ?? 0) }
-        let dropped = first.reduce(0) { $0 + ($1.shared["writesDropped"] ?? 0) }
+        func total(_ counter: String) -> Int { first.reduce(0) { $0 + ($1.shared[counter] ?? 0) } }
+        let expired = total("leaseWaitsExpired"), lost = total("leasesLost"), dropped = total("writesDropped")
         let requests = originRequests
-        let failures = first.reduce(0) { $0 + ($1.shared["failures"] ?? 0) }
+        let failures = total("failures")
         print("fleet over \(redis): \(requests) origin requests for \(Self.count) URLs from 4 processes; \(expired) lease waits expired, \(lost) leases lost, \(dropped) writes dropped, \(failures) Redis commands failed; \(first.map(\.shared))")
         #expect(requests >= Self.count)
         #expect(requests - Self.count <= expired + lost + dropped)
