@@ -81,30 +81,35 @@ private func show(
     completion: (@MainActor @Sendable (Result<ImageResponse, ImagoError>) -> Void)?
 ) -> ImageTask? {
     let targets = view.imageTargetLoader
-    // Every call takes its place on the view's binding first: a replacing call
-    // drops whatever an earlier load still has on its way to the main actor.
-    let sequence = targets.bind(view, action: nil, to: url, replacing: replacing || url == nil) { view.displayedImage }
+    // Every call takes its place on the view's binding before it shows anything: a
+    // replacing call drops whatever an earlier load still has on its way to the
+    // main actor.
     guard let url else {
+        targets.bind(view, action: nil, to: nil, replacing: true) { view.displayedImage }
         view.display(ImageDisplayContent(phase: .empty, image: placeholder ?? targets.initialImage(of: view)))
         return nil
     }
     let targetSize = options.targetSize ?? view.displayTargetSize
     // A memory hit is the common case in a scrolling list: it is shown at once,
-    // with no task, request or notification made for it; the view's earlier
-    // loads, overtaken, are cancelled.
+    // with no task, request or notification made for it, and takes its place on
+    // the binding and cancels the view's earlier loads, overtaken, in one step.
+    // Looked for before the place is taken: nothing can be delivered in between,
+    // deliveries being made on the main actor too.
+    func showAtOnce(_ image: DecodedImage, from source: ImageResponse.Source) {
+        targets.bind(view, action: nil, to: url, replacing: replacing, answeredAtOnce: true) { view.displayedImage }
+        view.display(.success(image, transition: .none))
+        completion?(.success(ImageResponse(image: image, url: url, source: source)))
+    }
     let key = ImageCacheKey(imageKey: url.absoluteString, targetSize: targetSize, processors: options.processors)
     if let image = targets.loader.cache?.image(forKey: key) {
-        if !replacing { targets.deliveredAtOnce(sequence, of: nil, on: view) }
-        view.display(.success(image, transition: .none))
-        completion?(.success(ImageResponse(image: image, url: url, source: .memory)))
+        showAtOnce(image, from: .memory)
         return nil
     }
     if options.processors.isEmpty, let name = BundledImages.main.resourceName(of: url), let image = view.bundledImage(named: name) {
-        if !replacing { targets.deliveredAtOnce(sequence, of: nil, on: view) }
-        view.display(.success(image, transition: .none))
-        completion?(.success(ImageResponse(image: image, url: url, source: .local)))
+        showAtOnce(image, from: .local)
         return nil
     }
+    let sequence = targets.bind(view, action: nil, to: url, replacing: replacing) { view.displayedImage }
     // Chosen only now: a memory hit shows no placeholder.
     let placeholder = placeholder ?? targets.initialImage(of: view)
     view.display(ImageDisplayContent(phase: .loading, image: placeholder, indicator: options.indicator))

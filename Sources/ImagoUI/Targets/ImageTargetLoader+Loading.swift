@@ -13,30 +13,34 @@ extension ImageTargetLoader {
         success: @escaping @MainActor @Sendable (AnyObject, ImageResponse) -> Void,
         failure: (@MainActor @Sendable (AnyObject, ImagoError) -> Void)?
     ) -> ImageTask {
-        let sequence = bind(target, action: action, to: request.url, replacing: false)
         if let image = loader.cachedImage(for: request) {
-            deliveredAtOnce(sequence, of: action, on: target)
+            bind(target, action: action, to: request.url, replacing: false, answeredAtOnce: true)
             let response = ImageResponse(image: image, url: request.url, source: .memory)
             success(target, response)
             announce(.success(response), url: request.url, target: WeakReference(target), cache: loader.cache)
             return loader.task(with: request)
         }
+        let sequence = bind(target, action: action, to: request.url, replacing: false)
         return start(request, target: target, action: action, sequence: sequence, success: success, failure: failure)
     }
 
     /// Takes the next place in the order of calls for `target`'s binding for `action`,
     /// set to `url` (nil: none). A replacing call cancels the binding's unfinished
     /// loads, which will deliver nothing; otherwise they go on, and this call's load
-    /// comes after them. Returns the place. A target's first binding keeps what it
-    /// shows then (asked of `initialImage`, once): ``initialImage(of:)``.
+    /// comes after them. A call `answeredAtOnce` (its image was at hand, in memory or
+    /// in the bundle) cancels every earlier load of the binding, replacing or not, in
+    /// the same step. Returns the place. A target's first binding keeps what it shows
+    /// then (asked of `initialImage`, once): ``initialImage(of:)``.
     @MainActor @discardableResult
     func bind(
-        _ target: AnyObject, action: String?, to url: URL?, replacing: Bool, initialImage: () -> DecodedImage? = { nil }
+        _ target: AnyObject, action: String?, to url: URL?, replacing: Bool, answeredAtOnce: Bool = false,
+        initialImage: () -> DecodedImage? = { nil }
     ) -> Int {
         // The first binding of a target asks what it shows now outside the lock. One
         // expression, no variable: the outcome is not copied before it is taken apart.
-        guard let (sequence, replaced) = advance(target, action: action, to: url, replacing: replacing, firstImage: nil)
-            ?? advance(target, action: action, to: url, replacing: replacing, firstImage: .some(initialImage()))
+        let floor = answeredAtOnce ? Floor.pastThisCall : replacing ? .thisCall : .unchanged
+        guard let (sequence, replaced) = advance(target, action: action, to: url, floor: floor, firstImage: nil)
+            ?? advance(target, action: action, to: url, floor: floor, firstImage: .some(initialImage()))
         else { preconditionFailure("a record was just made") }
         endCancelled(replaced)
         return sequence
@@ -48,6 +52,13 @@ extension ImageTargetLoader {
         registry.withLock { $0.record(of: target)?.initialImage }
     }
 
+    /// Where a call puts the floor of its binding: no load before it may deliver any
+    /// more (a replacing call), nor this call's own (a call answered at once, which
+    /// starts none), or the floor stays.
+    private enum Floor {
+        case unchanged, thisCall, pastThisCall
+    }
+
     /// `bind`'s work under the lock: the next place in the order of calls on
     /// `target`'s record, and the loads it replaces. Without `firstImage`, nil when the
     /// target has no record yet; with it, the record is made, showing that image.
@@ -55,14 +66,17 @@ extension ImageTargetLoader {
     /// Not isolated to the main actor, so that the closure it gives the lock carries
     /// no check of the actor at run time: a memory hit takes this path every time.
     private func advance(
-        _ target: AnyObject, action: String?, to url: URL?, replacing: Bool, firstImage: DecodedImage??
+        _ target: AnyObject, action: String?, to url: URL?, floor: Floor, firstImage: DecodedImage??
     ) -> (Int, [TargetRegistry.Binding.Load])? {
         func next(_ record: TargetRegistry.Record, _ registry: inout TargetRegistry) -> (Int, [TargetRegistry.Binding.Load]) {
             let sequence = registry.nextSequence()
             record.latestURL = url
             record.noteCall()
-            let replaced = replacing ? record.withBinding(action) { $0.raiseFloor(to: sequence) } : []
-            return (sequence, replaced)
+            switch floor {
+            case .unchanged: return (sequence, [])
+            case .thisCall: return (sequence, record.withBinding(action) { $0.raiseFloor(to: sequence) })
+            case .pastThisCall: return (sequence, record.withBinding(action) { $0.raiseFloor(to: sequence + 1) })
+            }
         }
         return registry.withLock { registry in
             if let record = registry.record(of: target) { return next(record, &registry) }
@@ -75,16 +89,6 @@ extension ImageTargetLoader {
             let (sequence, replaced) = next(record, &registry)
             return (sequence, replaced + stale)
         }
-    }
-
-    /// Call `sequence` of `target`'s binding for `action` was answered at once (from
-    /// memory, from the bundle): every earlier load of the binding is cancelled.
-    @MainActor
-    func deliveredAtOnce(_ sequence: Int, of action: String?, on target: AnyObject) {
-        let earlier = registry.withLock { registry in
-            registry.record(of: target)?.withBinding(action) { $0.raiseFloor(to: sequence + 1) } ?? []
-        }
-        endCancelled(earlier)
     }
 
     /// Starts the load of `request` as call `sequence` of `target`'s binding for
