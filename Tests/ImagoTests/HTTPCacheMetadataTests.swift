@@ -432,6 +432,42 @@ import _ImagoTestSupport
         #expect(HTTPDate.parse("Wed, 21 Oct 2015 07:28:60 GMT") == Self.at(59))
     }
 
+    /// The IMF-fixdate written and read by arithmetic, checked against Foundation's
+    /// Gregorian calendar over four centuries, every leap day among them, at times
+    /// spread over the day; and the check of a date's spelling, byte by byte.
+    @Test func imfFixdatesAgreeWithTheCalendarAcrossCenturies() {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "GMT")!
+        let names = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        // From 1801 to 2200 in steps of a prime number of seconds (about 13 days), so
+        // that every weekday, month and time of day comes round.
+        var seconds = -5_333_126_400
+        while seconds < 7_258_118_400 {
+            let date = Date(timeIntervalSince1970: Double(seconds))
+            let parts = calendar.dateComponents([.weekday, .day, .month, .year, .hour, .minute, .second], from: date)
+            let expected = "\(names[parts.weekday! - 1]), \(two(parts.day!)) \(months[parts.month! - 1]) \(parts.year!) "
+                + "\(two(parts.hour!)):\(two(parts.minute!)):\(two(parts.second!)) GMT"
+            #expect(HTTPDate.format(date) == expected)
+            #expect(HTTPDate.parse(expected) == date, "\(expected)")
+            seconds += 1_123_457
+        }
+        for leapDay in ["Tue, 29 Feb 1820 12:00:00 GMT", "Tue, 29 Feb 2000 00:00:00 GMT", "Thu, 29 Feb 2024 23:59:59 GMT"] {
+            #expect(HTTPDate.parse(leapDay).map(HTTPDate.format) == leapDay)
+        }
+        #expect(HTTPDate.parse("Thu, 29 Feb 1900 00:00:00 GMT") == nil)
+        #expect(HTTPDate.parse("Thu, 01 Jan 197 00:00:00 GMT") == nil)
+        #expect(HTTPDate.parse("Thu, 01 Jan 1970 00:00:00 GMT\u{301}") == nil)
+        #expect(HTTPDate.isSpelledAsTheGrammar("Tue, 20 Oct 2015 07:28:00 GMT"))
+        #expect(HTTPDate.isSpelledAsTheGrammar("Tuesday, 20-Oct-15 07:28:00 GMT"))
+        #expect(HTTPDate.isSpelledAsTheGrammar("Sun Nov  6 08:49:37 1994"))
+        for misspelled in ["tue, 20 Oct 2015 07:28:00 GMT", "Tue, 20 OCT 2015 07:28:00 GMT", "Tue, 20 Oct 2015 07:28:00 gmt",
+                           "Tue, 20 Oct 2015 07:28:00 GMt", "Tüe, 20 Oct 2015 07:28:00 GMT"] {
+            #expect(!HTTPDate.isSpelledAsTheGrammar(misspelled), "\(misspelled)")
+        }
+    }
+
     /// RFC 850's two-digit year: one more than 50 years ahead is the past century's.
     @Test func twoDigitYearsAreReadWithinFiftyYearsOfNow() {
         let now = HTTPDate.parse("Tue, 01 Dec 2026 00:00:00 GMT")!
