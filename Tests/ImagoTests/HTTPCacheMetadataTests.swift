@@ -31,6 +31,16 @@ import _ImagoTestSupport
 
     static func at(_ offset: Double) -> Date { t0.addingTimeInterval(offset) }
 
+    /// Metadata with every field set, Cache-Control's every switch among them.
+    static let fullyDescribed = HTTPCacheMetadata(
+        url: URL(string: "https://images.example/a%20b.jpg?sig=x&y=1")!, statusCode: 200,
+        headers: [
+            "cache-control": "max-age=60, no-cache, must-revalidate, private, public, immutable, stale-if-error=5, stale-while-revalidate=7",
+            "etag": "W/\"ü-\\\"q\"", "last-modified": httpDate(-1_000), "date": httpDate(-3),
+            "age": "2", "expires": "0", "vary": "Accept",
+        ],
+        storedAt: t0.addingTimeInterval(0.123_456_789))!
+
     /// A 200 stored at `t0` with a `Date` of `t0` unless the headers give one.
     static func stored(_ headers: [String: String], status: Int = 200) -> HTTPCacheMetadata? {
         var headers = headers
@@ -352,14 +362,7 @@ import _ImagoTestSupport
     // MARK: Storage
 
     @Test func encodingRoundTrips() throws {
-        let full = try #require(HTTPCacheMetadata(
-            url: URL(string: "https://images.example/a%20b.jpg?sig=x&y=1")!, statusCode: 200,
-            headers: [
-                "cache-control": "max-age=60, no-cache, must-revalidate, private, public, immutable, stale-if-error=5, stale-while-revalidate=7",
-                "etag": "W/\"ü-\\\"q\"", "last-modified": Self.httpDate(-1_000), "date": Self.httpDate(-3),
-                "age": "2", "expires": "0", "vary": "Accept",
-            ],
-            storedAt: Self.t0.addingTimeInterval(0.123_456_789)))
+        let full = Self.fullyDescribed
         let minimal = try #require(Self.stored([:]))
         for metadata in [full, minimal, full.updated(with: ["etag": "\"z\""], at: Self.at(9.5))] {
             let blob = metadata.encoded()
@@ -371,22 +374,46 @@ import _ImagoTestSupport
         }
     }
 
+    /// A blob in the JSON form metadata was stored in before (written by that code,
+    /// byte for byte) still reads, as the same metadata the same headers give now.
+    @Test func blobsWrittenAsJSONBeforeStillRead() throws {
+        let written = #"{"metadata":{"ageValue":2,"cacheControl":{"isImmutable":true,"isPrivate":true,"isPublic":true,"maxAge":60,"#
+            + #""mustRevalidate":true,"noCache":true,"noStore":false,"staleIfError":5,"staleWhileRevalidate":7},"date":467105277,"#
+            + #""etag":"W\/\"ü-\\\"q\"","expires":-63114076800,"lastModified":"Wed, 21 Oct 2015 07:11:20 GMT","#
+            + #""lastModifiedDate":467104280,"storedAt":467105280.1234568,"#
+            + #""url":"https:\/\/images.example\/a%20b.jpg?sig=x&y=1","vary":"Accept"},"version":1}"#
+        let decoded = try #require(HTTPCacheMetadata(encoded: Data(written.utf8)))
+        #expect(decoded == Self.fullyDescribed)
+        #expect(HTTPCacheMetadata(encoded: decoded.encoded()) == decoded)
+        #expect(HTTPCacheMetadata(encoded: Data(written.replacingOccurrences(of: "\"version\":1", with: "\"version\":2").utf8)) == nil)
+        #expect(HTTPCacheMetadata(encoded: Data(written.replacingOccurrences(of: "\"storedAt\":", with: "\"storedAt\":\"yesterday\",\"x\":").utf8)) == nil)
+    }
+
     @Test func garbageBlobsAreRejected() throws {
-        let blob = try #require(Self.stored(["cache-control": "max-age=60"])).encoded()
-        let json = try #require(String(data: blob, encoding: .utf8))
-        #expect(json.contains("\"version\":1") && json.contains("\"cacheControl\"") && json.contains("\"storedAt\":"))
-        let candidates: [Data] = [
+        let blob = Self.fullyDescribed.encoded()
+        #expect(blob.starts(with: Data("imh2".utf8)))
+        var candidates: [Data] = [
             Data(), Data([0xFF, 0xFE, 0x00]), Data("null".utf8), Data("{}".utf8), Data("[]".utf8),
-            Data("{\"version\":1}".utf8),
-            blob.prefix(blob.count - 1), blob.prefix(blob.count / 2), blob + blob,
-            // Right shape, wrong version; a renamed field; a field of the wrong type.
-            Data(json.replacingOccurrences(of: "\"version\":1", with: "\"version\":2").utf8),
-            Data(json.replacingOccurrences(of: "\"cacheControl\"", with: "\"cacheKontrol\"").utf8),
-            Data(json.replacingOccurrences(of: "\"storedAt\":", with: "\"storedAt\":\"yesterday\",\"x\":").utf8),
+            Data("{\"version\":1}".utf8), Data("imh2".utf8), blob + blob, blob + [0],
             Data((0..<4_096).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }),
         ]
+        // Cut short anywhere.
+        candidates += (0..<blob.count).map { blob.prefix($0) }
+        // A flag no field answers to; a length past the end; an age that is no number.
+        var unknownFlag = blob
+        unknownFlag[4] |= 0x80
+        var longURL = blob
+        longURL[8] = 0x7F
+        var notANumber = blob
+        let url = Array(Self.fullyDescribed.url.absoluteString.utf8)
+        notANumber.replaceSubrange(10 + url.count + 8..<10 + url.count + 16, with: Double.nan.bitPattern.bigEndianBytes)
+        // A URL that is not UTF-8.
+        var notUTF8 = blob
+        notUTF8[10] = 0xC3
+        notUTF8[11] = 0x28
+        candidates += [unknownFlag, longURL, notANumber, notUTF8]
         for data in candidates {
-            #expect(HTTPCacheMetadata(encoded: data) == nil, "\(String(decoding: data, as: UTF8.self))")
+            #expect(HTTPCacheMetadata(encoded: data) == nil, "\(Array(data.prefix(24)))… (\(data.count) bytes)")
         }
     }
 
@@ -491,4 +518,9 @@ import _ImagoTestSupport
         let valid = try #require(Self.stored(["expires": "Wed, 21 Oct 2099 07:28:00 GMT"]))
         #expect(valid.freshnessLifetime > 0)
     }
+}
+
+extension UInt64 {
+    /// The eight bytes, most significant first.
+    fileprivate var bigEndianBytes: [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: self >> (56 - 8 * UInt64($0))) } }
 }

@@ -3,12 +3,19 @@ import Foundation
 
 /// Feeds libFuzzer's input, read as response header lines ("Name: value"), to the
 /// HTTP cache's parsers (Cache-Control, the HTTP-dates of Date, Expires and
-/// Last-Modified, Age, ETag, Vary) and to the retry policy's Retry-After, then checks
-/// what must always hold: the stored form reads back as the same metadata, and a
-/// response is never fresh for longer than it says.
+/// Last-Modified, Age, ETag, Vary) and to the retry policy's Retry-After, and read as
+/// a stored metadata blob, then checks what must always hold: the stored form reads
+/// back as the same metadata, and a response is never fresh for longer than it says.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    // The same bytes as a blob from the disk or shared tier, with the binary form's
+    // magic in front too, so that the fuzzer starts inside it.
+    for blob in [Data(bytes: bytes, count: count), Data("imh2".utf8) + Data(bytes: bytes, count: count)] {
+        if let stored = HTTPCacheMetadata(encoded: blob) {
+            precondition(HTTPCacheMetadata(encoded: stored.encoded()) == stored, "a stored blob does not read back")
+        }
+    }
     var headers: [String: String] = [:]
     for line in text.split(whereSeparator: \.isNewline) {
         guard let colon = line.firstIndex(of: ":") else { continue }

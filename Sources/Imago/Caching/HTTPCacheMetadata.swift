@@ -208,6 +208,23 @@ import Foundation
         apply(fields)
     }
 
+    /// Metadata with every field given: the stored form, read back.
+    init(
+        url: URL, storedAt: Date, etag: String?, lastModified: String?, lastModifiedDate: Date?, date: Date?,
+        ageValue: Double, expires: Date?, cacheControl: CacheControl, vary: String?
+    ) {
+        self.url = url
+        self.storedAt = storedAt
+        self.etag = etag
+        self.lastModified = lastModified
+        self.lastModifiedDate = lastModifiedDate
+        self.date = date
+        self.ageValue = ageValue
+        self.expires = expires
+        self.cacheControl = cacheControl
+        self.vary = vary
+    }
+
     /// Whether the response may be kept at all: false after a 304 or a new 200 that
     /// says `no-store` or `Vary: *`; the cache should then drop the entry once it has
     /// served the current request.
@@ -367,33 +384,6 @@ import Foundation
         var result = self
         result.cacheControl.maxAge = lifetime
         return result
-    }
-
-    /// A self-contained blob for the disk cache. Keys are sorted so that equal
-    /// metadata always gives equal bytes.
-    @_spi(HTTPCaching) public func encoded() -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        // Cannot fail: every number is finite (delta-seconds are capped, dates parsed).
-        return (try? encoder.encode(Envelope(version: Envelope.currentVersion, metadata: self))) ?? Data()
-    }
-
-    /// Reads a blob made by `encoded()`; nil for anything else (damaged, foreign, or
-    /// written by a format version this code does not know), which the cache treats as
-    /// a miss.
-    @_spi(HTTPCaching) public init?(encoded data: Data) {
-        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: data),
-              envelope.version == Envelope.currentVersion
-        else { return nil }
-        self = envelope.metadata
-    }
-
-    /// Wraps the fields with a version, so a later change of meaning (not only of
-    /// shape, which decoding already catches) turns old blobs into misses.
-    private struct Envelope: Codable {
-        static let currentVersion = 1
-        var version: Int
-        var metadata: HTTPCacheMetadata
     }
 
     /// Whether the response is fresh at `now`, or stale by at most `window` seconds
