@@ -484,6 +484,9 @@ import _ImagoTestSupport
             #expect(HTTPDate.parse(leapDay).map(HTTPDate.format) == leapDay)
         }
         #expect(HTTPDate.parse("Thu, 29 Feb 1900 00:00:00 GMT") == nil)
+        // Past the four-digit years, from a damaged blob: the nearest date within them.
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: 1e300)) == "Fri, 31 Dec 9999 23:59:59 GMT")
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: -1e300)) == "Mon, 01 Jan 0001 00:00:00 GMT")
         #expect(HTTPDate.parse("Thu, 01 Jan 197 00:00:00 GMT") == nil)
         #expect(HTTPDate.parse("Thu, 01 Jan 1970 00:00:00 GMT\u{301}") == nil)
         #expect(HTTPDate.isSpelledAsTheGrammar("Tue, 20 Oct 2015 07:28:00 GMT"))

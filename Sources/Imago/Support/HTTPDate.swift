@@ -26,15 +26,17 @@ enum HTTPDate {
     }
 
     /// `date` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the one form a
-    /// sender may generate (RFC 9110 §5.6.7), whole seconds.
+    /// sender may generate (RFC 9110 §5.6.7), whole seconds. A date outside the
+    /// four-digit years (only a damaged stored blob holds one) is written as the
+    /// nearest within them.
     static func format(_ date: Date) -> String {
-        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let time = seconds - days * 86_400
-        let (year, monthNumber, day) = civil(daysSinceEpoch: days)
+        let seconds = Int(min(max(date.timeIntervalSince1970, -62_135_596_800), 253_402_300_799).rounded(.down))
+        let dayNumber = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let time = seconds - dayNumber * 86_400
+        let (year, monthNumber, day) = civil(daysSinceEpoch: dayNumber)
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        // 1970-01-01 was a Thursday; `Self.days` counts from Monday.
-        let weekday = Self.days[((days + 3) % 7 + 7) % 7].capitalized
+        // 1970-01-01 was a Thursday; `days` counts from Monday.
+        let weekday = days[((dayNumber + 3) % 7 + 7) % 7].capitalized
         let month = months[monthNumber - 1].capitalized
         let yearText = String(year)
         return "\(weekday), \(two(day)) \(month) \(String(repeating: "0", count: max(0, 4 - yearText.count)) + yearText) "
@@ -47,7 +49,7 @@ enum HTTPDate {
     static func isSpelledAsTheGrammar(_ value: String) -> Bool {
         var wordStart = true, word: [UInt8] = []
         func wordIsSpelled() -> Bool {
-            word.isEmpty || word == Array("GMT".utf8) || word.dropFirst().allSatisfy { $0 >= 0x61 && $0 <= 0x7A }
+            word.isEmpty || word.elementsEqual("GMT".utf8) || word.dropFirst().allSatisfy { $0 >= 0x61 && $0 <= 0x7A }
         }
         for byte in value.utf8 {
             guard byte < 0x80 else { return false }
