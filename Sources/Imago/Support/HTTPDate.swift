@@ -76,23 +76,9 @@ enum HTTPDate {
               bytes[11] == UInt8(ascii: " "), bytes[16] == UInt8(ascii: " "), bytes[19] == UInt8(ascii: ":"),
               bytes[22] == UInt8(ascii: ":"), bytes[25] == UInt8(ascii: " ")
         else { return nil }
-        /// The digits from `start` up to `end` as a number; nil for anything else.
-        func digits(_ start: Int, _ end: Int) -> Int? {
-            var value = 0
-            for byte in bytes[start..<end] {
-                guard byte >= 0x30, byte <= 0x39 else { return nil }
-                value = value * 10 + Int(byte - 0x30)
-            }
-            return value
-        }
-        /// The index among the lower-case `names` of the three letters at `start`, in any case.
-        func name(at start: Int, in names: [String]) -> Int? {
-            let lowered = bytes[start..<start + 3].map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }
-            return names.firstIndex { $0.utf8.elementsEqual(lowered) }
-        }
-        guard name(at: 0, in: days) != nil, let day = digits(5, 7), let month = name(at: 8, in: months),
-              let year = digits(12, 16), name(at: 26, in: ["gmt"]) != nil,
-              let hour = digits(17, 19), let minute = digits(20, 22), let second = digits(23, 25)
+        guard name(bytes[0..<3], in: days) != nil, let day = number(bytes[5..<7]), let month = name(bytes[8..<11], in: months),
+              let year = number(bytes[12..<16]), isGMT(bytes[26..<29]),
+              let hour = number(bytes[17..<19]), let minute = number(bytes[20..<22]), let second = number(bytes[23..<25])
         else { return nil }
         return date(year: year, month: month + 1, day: day, hour: hour, minute: minute, second: second)
     }
@@ -101,12 +87,12 @@ enum HTTPDate {
     /// `now` is the most recent past year with those digits (RFC 9110 §5.6.7).
     private static func rfc850(_ text: Substring, now: Date) -> Date? {
         let parts = text.split(separator: " ", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts[0].last == ",", name(parts[0].dropLast(), in: longDays) != nil, isGMT(parts[3])
+        guard parts.count == 4, parts[0].last == ",", name(parts[0].dropLast().utf8, in: longDays) != nil, isGMT(parts[3].utf8)
         else { return nil }
         let dayMonthYear = parts[1].split(separator: "-", omittingEmptySubsequences: false)
-        guard dayMonthYear.count == 3, dayMonthYear[0].count == 2, let day = number(dayMonthYear[0]),
-              let month = name(dayMonthYear[1], in: months),
-              dayMonthYear[2].count == 2, let shortYear = number(dayMonthYear[2])
+        guard dayMonthYear.count == 3, dayMonthYear[0].count == 2, let day = number(dayMonthYear[0].utf8),
+              let month = name(dayMonthYear[1].utf8, in: months),
+              dayMonthYear[2].count == 2, let shortYear = number(dayMonthYear[2].utf8)
         else { return nil }
         let thisYear = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "GMT")!, from: now).year ?? 2000
         var year = thisYear - thisYear % 100 + shortYear
@@ -117,9 +103,9 @@ enum HTTPDate {
     /// `Sun Nov  6 08:49:37 1994` (a one-digit day is padded with a space).
     private static func asctime(_ text: Substring) -> Date? {
         let parts = text.split(separator: " ", omittingEmptySubsequences: true)
-        guard parts.count == 5, name(parts[0], in: days) != nil, let month = name(parts[1], in: months),
-              (1...2).contains(parts[2].count), let day = number(parts[2]),
-              parts[4].count == 4, let year = number(parts[4])
+        guard parts.count == 5, name(parts[0].utf8, in: days) != nil, let month = name(parts[1].utf8, in: months),
+              (1...2).contains(parts[2].count), let day = number(parts[2].utf8),
+              parts[4].count == 4, let year = number(parts[4].utf8)
         else { return nil }
         // The padding is exactly one space before a one-digit day, and single spaces
         // elsewhere.
@@ -128,19 +114,25 @@ enum HTTPDate {
         return date(year: year, month: month + 1, day: day, time: parts[3])
     }
 
-    /// The index of `text` among the lower-case `names`, in any case.
-    private static func name(_ text: Substring, in names: [String]) -> Int? {
-        names.firstIndex(of: text.lowercased())
+    /// The index among the lower-case `names` of the name in `bytes`, in any case
+    /// (of ASCII letters: the names have no others).
+    private static func name(_ bytes: some Collection<UInt8>, in names: [String]) -> Int? {
+        names.firstIndex { $0.utf8.elementsEqual(bytes.lazy.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }) }
     }
 
-    private static func isGMT(_ text: Substring) -> Bool {
-        name(text, in: ["gmt"]) != nil
+    private static func isGMT(_ bytes: some Collection<UInt8>) -> Bool {
+        name(bytes, in: ["gmt"]) != nil
     }
 
-    /// Digits only, no sign or space.
-    private static func number(_ text: Substring) -> Int? {
-        guard !text.isEmpty, text.count <= 4, text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
-        return Int(text)
+    /// ASCII digits only, one to four, no sign or space.
+    private static func number(_ bytes: some Collection<UInt8>) -> Int? {
+        guard !bytes.isEmpty, bytes.count <= 4 else { return nil }
+        var value = 0
+        for byte in bytes {
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            value = value * 10 + Int(byte - 0x30)
+        }
+        return value
     }
 
     /// The moment of a valid calendar date and `HH:MM:SS` time in GMT; nil for any
@@ -148,7 +140,7 @@ enum HTTPDate {
     private static func date(year: Int, month: Int, day: Int, time: Substring) -> Date? {
         let clock = time.split(separator: ":", omittingEmptySubsequences: false)
         guard clock.count == 3, clock.allSatisfy({ $0.count == 2 }),
-              let hour = number(clock[0]), let minute = number(clock[1]), let second = number(clock[2])
+              let hour = number(clock[0].utf8), let minute = number(clock[1].utf8), let second = number(clock[2].utf8)
         else { return nil }
         return date(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
     }
