@@ -30,10 +30,17 @@ extension ImageLoaderConfiguration {
             // every load that was a tenth of the work of queueing one.
             urlRequest = Self.acceptingRequest
             urlRequest.url = url
+            if !validators.isEmpty {
+                // The validators' names are Imago's own, in Foundation's spelling, and
+                // none is Accept: set with the Accept field at once, not one by one
+                // through `setValue`, which spells each name again and compares it with
+                // every field's lower-cased copy.
+                urlRequest.allHTTPHeaderFields = validators.merging(["Accept": ImageFormat.acceptHeader]) { own, _ in own }
+            }
         } else {
             urlRequest = request.urlRequest
+            for (name, value) in validators { urlRequest.setValue(value, forHTTPHeaderField: name) }
         }
-        for (name, value) in validators { urlRequest.setValue(value, forHTTPHeaderField: name) }
         for (name, value) in headers where urlRequest.value(forHTTPHeaderField: name) == nil {
             urlRequest.setValue(value, forHTTPHeaderField: name)
         }

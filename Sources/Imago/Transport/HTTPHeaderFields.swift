@@ -9,7 +9,7 @@ import FoundationNetworking
 enum HTTPHeaderFields {
     /// A data loader's own fields, with Imago's User-Agent added unless they set one.
     static func withDefaultUserAgent(_ fields: [String: String]) -> [String: String] {
-        guard !fields.keys.contains(where: { $0.lowercased() == "user-agent" }) else { return fields }
+        guard !fields.keys.contains(where: { $0.equalsIgnoringASCIICase("User-Agent") }) else { return fields }
         return fields.merging(["User-Agent": HTTPLoaderConfiguration.defaultUserAgent]) { own, _ in own }
     }
 
@@ -19,8 +19,8 @@ enum HTTPHeaderFields {
     static func merge(
         _ fields: [String: String], over defaults: [String: String], url: URL
     ) throws(ImagoError) -> [(name: String, value: String)] {
-        let own = Set(fields.keys.map { $0.lowercased() })
-        let merged = defaults.filter { !own.contains($0.key.lowercased()) }.sorted { $0.key < $1.key }
+        let merged = defaults.filter { field in !fields.keys.contains { $0.equalsIgnoringASCIICase(field.key) } }
+            .sorted { $0.key < $1.key }
             + fields.sorted { $0.key < $1.key }
         for (name, value) in merged { try check(name, value, url: url) }
         return merged.map { (name: $0.key, value: $0.value) }
@@ -31,10 +31,15 @@ enum HTTPHeaderFields {
     /// wire, and whatever follows would reach the server as fields (or a whole
     /// request) the caller never meant to send.
     static func check(_ name: String, _ value: String, url: URL) throws(ImagoError) {
-        guard !name.isEmpty, name.unicodeScalars.allSatisfy(isTokenCharacter) else {
+        // Byte by byte: every request's fields pass here, and a scalar beyond ASCII is
+        // no token character, as none of its UTF-8 bytes is.
+        guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
             throw refusal(url, "the header name '\(shown(name))' is not a valid field name")
         }
-        guard !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+        let breaks: (UInt8) -> Bool = { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
+        // A native string's bytes are searched in place; the Accept field's long value
+        // goes through here at every request.
+        guard !(value.utf8.withContiguousStorageIfAvailable { $0.contains(where: breaks) } ?? value.utf8.contains(where: breaks)) else {
             throw refusal(url, "the header \(name.debugDescription) holds a line break or NUL")
         }
     }
@@ -44,10 +49,19 @@ enum HTTPHeaderFields {
     }
 
     /// RFC 9110 §5.6.2: visible ASCII except delimiters.
-    private static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
-        guard scalar.isASCII, scalar.value > 0x20, scalar.value < 0x7F else { return false }
-        return !"\"(),/:;<=>?@[\\]{}".unicodeScalars.contains(scalar)
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        byte < 0x80 && tokenBytes[Int(byte >> 6)] >> UInt64(byte & 63) & 1 == 1
     }
+
+    /// The token bytes as two 64-bit masks, bytes 0–63 and 64–127.
+    private static let tokenBytes: [UInt64] = {
+        var masks: [UInt64] = [0, 0]
+        let delimiters = Set("\"(),/:;<=>?@[\\]{}".utf8)
+        for byte in UInt8(0x21)..<0x7F where !delimiters.contains(byte) {
+            masks[Int(byte >> 6)] |= 1 << UInt64(byte & 63)
+        }
+        return masks
+    }()
 
     private static func shown(_ name: String) -> String {
         String(name.unicodeScalars.map { $0 == "\r" ? "\\r" : $0 == "\n" ? "\\n" : String($0) }.joined().prefix(40))

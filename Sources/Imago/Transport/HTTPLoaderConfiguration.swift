@@ -118,6 +118,14 @@ extension String {
     /// every request's scheme is asked several times: `Character.isUppercase` looked
     /// up Unicode properties letter by letter, a tenth of queueing a load.
     var hasASCIIUppercase: Bool { utf8.contains { $0 &- 0x41 < 26 } }
+
+    /// Whether the two are the same but for the case of ASCII letters, as HTTP field
+    /// names compare (field names are ASCII tokens), without making lower-cased copies.
+    func equalsIgnoringASCIICase(_ other: String) -> Bool {
+        utf8.count == other.utf8.count && zip(utf8, other.utf8).allSatisfy { a, b in
+            a == b || (a | 0x20 == b | 0x20 && (a | 0x20) &- 0x61 < 26)
+        }
+    }
 }
 
 extension HTTPLoaderConfiguration {
