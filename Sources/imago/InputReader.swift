@@ -159,7 +159,7 @@ final class InputReader: @unchecked Sendable {
             var capacity = 0
             defer { free(buffer) }
             while getline(&buffer, &capacity, file) >= 0, let buffer {
-                let text = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+                let text = String(cString: buffer).trimmingWhitespaceAndNewlines
                 if !text.isEmpty && !text.hasPrefix("#") {
                     count += 1
                     note(text)
@@ -178,7 +178,33 @@ final class InputReader: @unchecked Sendable {
 
 /// The URL on line `number` of an input, or nil for a blank line or a comment.
 func inputURL(_ line: Substring, number: Int) -> InputURL? {
-    let text = line.trimmingCharacters(in: .whitespacesAndNewlines)
+    let text = line.trimmingWhitespaceAndNewlines
     guard !text.isEmpty, !text.hasPrefix("#") else { return nil }
     return InputURL(text: text, line: number)
+}
+
+extension StringProtocol {
+    /// The text as `trimmingCharacters(in: .whitespacesAndNewlines)` gives it. Every
+    /// line of a list is trimmed twice (when the list is looked through, and when it
+    /// is read), and Foundation's trimming goes through NSString on Linux: 31,000
+    /// instructions a line, 2 % of a warm fetch. ASCII's whitespace is dropped byte by
+    /// byte; Foundation is asked only when what is left starts or ends beyond ASCII,
+    /// where whitespace of other scripts may be.
+    var trimmingWhitespaceAndNewlines: String {
+        let text = Substring(self)
+        let bytes = text.utf8
+        func isASCIISpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte &- 0x09 < 5 }
+        var start = bytes.startIndex, end = bytes.endIndex
+        while start < end, isASCIISpace(bytes[start]) { bytes.formIndex(after: &start) }
+        while start < end {
+            let last = bytes.index(before: end)
+            guard isASCIISpace(bytes[last]) else { break }
+            end = last
+        }
+        let trimmed = text[start..<end]
+        guard let first = trimmed.utf8.first, let last = trimmed.utf8.last, first >= 0x80 || last >= 0x80 else {
+            return String(trimmed)
+        }
+        return trimmed.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 }

@@ -25,6 +25,41 @@ import _ImagoTestSupport
         #expect(server.count(for: "/a.png") == 1 && server.count(for: "/b.png") == 1)
     }
 
+    /// Whitespace around a line is dropped as Foundation's `.whitespacesAndNewlines`
+    /// has it, ASCII's and other scripts' alike; a line of whitespace is blank, and a
+    /// comment may be indented. Each URL is loaded once, as written between them.
+    @Test func whitespaceAroundALineIsDroppedWhateverItsScript() async throws {
+        let server = TestServer()
+        try server.start()
+        defer { server.stop() }
+        let paths = (0..<6).map { "/w\($0).png" }
+        for (index, path) in paths.enumerated() { server.route(path, data: pngData(UInt8(index + 1))) }
+        let urls = paths.map { server.url($0).absoluteString }
+        let lines = [
+            " \t" + urls[0] + "\t \r",
+            "\u{0B}\u{0C}" + urls[1],
+            "\u{A0}" + urls[2] + "\u{3000}",
+            "\u{2028}\u{85} " + urls[3] + " \u{2029}",
+            "   # " + server.url("/commented.png").absoluteString,
+            " \t\r",
+            "\u{A0}\u{2003}",
+            urls[4] + "  ",
+            urls[5],
+        ]
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("imago-spaces-\(UUID()).txt")
+        defer { try? FileManager.default.removeItem(at: input) }
+        try Data(lines.joined(separator: "\n").utf8).write(to: input)
+        let result = try await Tool.run(["fetch", "--no-disk-cache", "--json", "--input", input.path])
+        #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+        let records = result.stdoutLines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+            .filter { $0["summary"] == nil }
+            .sorted { ($0["line"] as? Int ?? 0) < ($1["line"] as? Int ?? 0) }
+        #expect(records.compactMap { $0["url"] as? String } == urls, "\(records)")
+        #expect(records.allSatisfy { $0["ok"] as? Bool == true }, "\(records)")
+        #expect(records.compactMap { $0["line"] as? Int } == [1, 2, 3, 4, 8, 9])
+        #expect(paths.allSatisfy { server.count(for: $0) == 1 } && server.count(for: "/commented.png") == 0)
+    }
+
     /// A UTF-16 list (as Windows editors save "Unicode" text), with or without its
     /// byte-order mark, is refused as bad usage saying so, not read as garbage URLs.
     @Test func aUTF16InputFileIsRefusedSayingSo() async throws {
