@@ -41,6 +41,8 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible, Expres
     /// one word again through `Hasher` took 7 % of a hit through a view. The word is
     /// already a SipHash of the parts under the process's random seed, so no choice of
     /// URL can aim keys at one bucket. Equal keys have equal hashes, as `==` requires.
+    /// The requirement is an underscored one of `Hashable`: should a toolchain drop it,
+    /// tables hash the key through `hash(into:)` again, and nothing else changes.
     public func _rawHashValue(seed: Int) -> Int {
         // A Fibonacci multiplication, then the high bits folded into the low ones,
         // which are the bucket index of a table.
