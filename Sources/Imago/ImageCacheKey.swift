@@ -35,22 +35,6 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible, Expres
         hasher.combine(hash)
     }
 
-    /// The hash a `Dictionary` or `Set` places the key by, from the hash computed
-    /// once, mixed with the table's seed by a multiplication instead of a second
-    /// SipHash: every memory hit looks its key up in the memory tier, and hashing the
-    /// one word again through `Hasher` took 7 % of a hit through a view. The word is
-    /// already a SipHash of the parts under the process's random seed, so no choice of
-    /// URL can aim keys at one bucket. Equal keys have equal hashes, as `==` requires.
-    /// The requirement is an underscored one of `Hashable`: should a toolchain drop it,
-    /// tables hash the key through `hash(into:)` again, and nothing else changes.
-    public func _rawHashValue(seed: Int) -> Int {
-        // A Fibonacci multiplication, then the high bits folded into the low ones,
-        // which are the bucket index of a table.
-        var mixed = UInt64(UInt(bitPattern: hash ^ seed)) &* 0x9E37_79B9_7F4A_7C15
-        mixed ^= mixed >> 32
-        return Int(Int64(bitPattern: mixed))
-    }
-
     public static func == (lhs: ImageCacheKey, rhs: ImageCacheKey) -> Bool {
         lhs.hash == rhs.hash && lhs.imageKey == rhs.imageKey && lhs.targetSize == rhs.targetSize
             && lhs.processing == rhs.processing

@@ -96,21 +96,6 @@ import _ImagoTestSupport
         #expect(variants.isDisjoint(with: originals))
     }
 
-    /// Keys are placed in tables by the hash made once: equal keys made apart hash
-    /// alike under every seed, and a thousand keys of one pattern spread over the
-    /// buckets of a table's width.
-    @Test func keysArePlacedInTablesByTheHashMadeOnce() {
-        let key = ImageCacheKey(imageKey: "https://example.com/1.jpg", targetSize: .thumbnail(256), processing: ["imago.circle"])
-        let again = ImageCacheKey(imageKey: "https://example.com/" + "1.jpg", targetSize: .thumbnail(256), processing: ["imago.circle"])
-        for seed in [0, 1, -1, 0x5DEE_CE66D, Int.max] {
-            #expect(key == again && key._rawHashValue(seed: seed) == again._rawHashValue(seed: seed))
-        }
-        let thousand = (0..<1_000).map { ImageCacheKey(imageKey: "https://example.com/\($0).jpg") }
-        let buckets = Set(thousand.map { $0._rawHashValue(seed: 42) & 1_023 })
-        #expect(buckets.count > 550, "\(buckets.count) buckets of 1,024")
-        #expect(Set(thousand).count == 1_000 && Dictionary(uniqueKeysWithValues: thousand.map { ($0, 1) }).count == 1_000)
-    }
-
     @Test func cancellingOneOfTwoSubscribersKeepsTheStageRunningTheLastStopsIt() async throws {
         // Two sizes: two image stages on one original stage.
         let kept = Self.url(3)
