@@ -191,17 +191,7 @@ extension StringProtocol {
     /// byte; Foundation is asked only when what is left starts or ends beyond ASCII,
     /// where whitespace of other scripts may be.
     var trimmingWhitespaceAndNewlines: String {
-        let text = Substring(self)
-        let bytes = text.utf8
-        func isASCIISpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte &- 0x09 < 5 }
-        var start = bytes.startIndex, end = bytes.endIndex
-        while start < end, isASCIISpace(bytes[start]) { bytes.formIndex(after: &start) }
-        while start < end {
-            let last = bytes.index(before: end)
-            guard isASCIISpace(bytes[last]) else { break }
-            end = last
-        }
-        let trimmed = text[start..<end]
+        let trimmed = trimmingASCII { $0 == 0x20 || $0 &- 0x09 < 5 }
         guard let first = trimmed.utf8.first, let last = trimmed.utf8.last, first >= 0x80 || last >= 0x80 else {
             return String(trimmed)
         }

@@ -4,15 +4,22 @@ extension StringProtocol {
     /// `trimmingCharacters(in:)` goes through NSString on Linux, which made trimming
     /// a few header values a visible part of every response's handling.
     var trimmingHTTPWhitespace: String {
+        String(trimmingASCII { $0 == 0x20 || $0 == 0x09 })
+    }
+
+    /// The text without the ASCII bytes `isTrimmed` picks at either end, by bytes,
+    /// without Foundation. `isTrimmed` must pick ASCII bytes only, so that the ends
+    /// fall between characters' scalars.
+    package func trimmingASCII(where isTrimmed: (UInt8) -> Bool) -> Substring {
         let text = Substring(self)
         let bytes = text.utf8
         var start = bytes.startIndex, end = bytes.endIndex
-        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { bytes.formIndex(after: &start) }
+        while start < end, isTrimmed(bytes[start]) { bytes.formIndex(after: &start) }
         while start < end {
             let last = bytes.index(before: end)
-            guard bytes[last] == 0x20 || bytes[last] == 0x09 else { break }
+            guard isTrimmed(bytes[last]) else { break }
             end = last
         }
-        return String(text[start..<end])
+        return text[start..<end]
     }
 }
