@@ -251,11 +251,7 @@ public final class ImageLoader: Sendable {
             return task
         }
         let cache = cache
-        if request.cachePolicy.reads.contains(.memory), let image = cache?.image(forKey: task.key) {
-            task.complete(.success(ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageResponse.Metrics())))
-            return task
-        }
-        pipeline.submit(task, cache: cache)
+        if !pipeline.completeFromMemory(task, cache: cache) { pipeline.submit(task, cache: cache) }
         return task
     }
 }

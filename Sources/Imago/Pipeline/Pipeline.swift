@@ -109,8 +109,7 @@ final class Pipeline: StagePublishing {
         let request = task.request
         let context = context
         let builtOn: ImageCacheKey? = if case .processed(let key) = task.stageKey { key.builtOnInMemory } else { nil }
-        let atHand = context.atHand(for: request, cache: cache, builtOn: builtOn)
-        var subscriber = StageSubscriber(
+        let subscriber = StageSubscriber(
             priority: request.priority, isTask: true, wantsPreviews: request.options.contains(.progressivePreviews))
         let receive: @Sendable (StageEvent<ImageResponse>) -> Void = { [task, events] event in
             switch event {
@@ -124,35 +123,83 @@ final class Pipeline: StagePublishing {
             case .finished(let result): task.complete(result)
             }
         }
-        let (runnable, timeout) = graph.withLock { graph in
-            // One deadline per load, from now: the wait in the queues, the transfer with
-            // its retries, and the decode share it.
-            let timeout = graph.loadingTimeout
-            subscriber.deadline = DeadlineClock.isFinite(timeout) ? .now + .seconds(timeout) : nil
-            switch task.stageKey {
-            case .decoded(let key):
-                let stage = DecodingStage.stage(
-                    for: key, request: request, priority: request.priority, atHand: atHand, in: &graph, context: context)
-                graph.attach(subscriber, id: task.id, receive: receive, to: stage)
-            case .processed(let key):
-                let stage = ProcessingStage.stage(
-                    for: key, request: request, priority: request.priority, atHand: atHand, in: &graph, context: context)
-                graph.attach(subscriber, id: task.id, receive: receive, to: stage)
-            }
-            return (graph.takeRunnable(), timeout)
-        }
-        if DeadlineClock.isFinite(timeout) {
-            // Answered from a task, as the work is, never on the clock's thread: the
-            // task's completion runs the caller's code, and when the concurrency pool
-            // is saturated a load is not failed for time it could not use.
-            let timer = DeadlineClock.shared.schedule(after: timeout) { [weak self, weak task] in
-                Task { [weak self, weak task] in
-                    if let self, let task { self.end([task], with: .timedOut(url: task.urlString, seconds: timeout)) }
+        // The caller looked in the memory tier before this, and `atHand` looks in the
+        // memories of recent loads, both without the lock: a stage of this key that
+        // finished in between stored its image or failure after the look-ups, and
+        // starting another would ask the server twice. So a load that would start work
+        // looks again, with the count of finished stages it looked after, until none
+        // finished meanwhile; one joining a stage in flight goes straight on.
+        var lookedAfter: Int?
+        while true {
+            let atHand = context.atHand(for: request, cache: cache, builtOn: builtOn)
+            let attached: Attached = graph.withLock { graph in
+                guard graph.finishedStages == lookedAfter || graph.stage(of: task) != nil else {
+                    return .lookAgain(after: graph.finishedStages)
                 }
+                return attach(task, receive: receive, subscriber: subscriber, atHand: atHand, in: &graph, context: context)
             }
-            if !task.setDeadlineTimer(timer) { DeadlineClock.shared.cancel(timer) }
+            switch attached {
+            case .lookAgain(let finished):
+                if completeFromMemory(task, cache: cache) { return }
+                lookedAfter = finished
+            case .attached(let runnable, let timeout):
+                if DeadlineClock.isFinite(timeout) {
+                    // Answered from a task, as the work is, never on the clock's thread: the
+                    // task's completion runs the caller's code, and when the concurrency pool
+                    // is saturated a load is not failed for time it could not use.
+                    let timer = DeadlineClock.shared.schedule(after: timeout) { [weak self, weak task] in
+                        Task { [weak self, weak task] in
+                            if let self, let task { self.end([task], with: .timedOut(url: task.urlString, seconds: timeout)) }
+                        }
+                    }
+                    if !task.setDeadlineTimer(timer) { DeadlineClock.shared.cancel(timer) }
+                }
+                start(runnable)
+                return
+            }
         }
-        start(runnable)
+    }
+
+    /// What `submit` did under the lock.
+    private enum Attached {
+        /// The task is subscribed: the work that may run, and the load's bound.
+        case attached(runnable: [(work: @Sendable (StageRun) -> Void, run: StageRun)], timeout: Double)
+        /// Stages finished since the look-ups (this many in all): look again.
+        case lookAgain(after: Int)
+    }
+
+    /// Completes `task` with its image from `cache`, the memory tier, when its request
+    /// reads there and the image is in it; false otherwise.
+    func completeFromMemory(_ task: ImageTask, cache: (any ImageCaching)?) -> Bool {
+        let request = task.request
+        guard request.cachePolicy.reads.contains(.memory), let image = cache?.image(forKey: task.key) else { return false }
+        task.complete(.success(ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageResponse.Metrics())))
+        return true
+    }
+
+    /// Subscribes `task` to the stage of its key, made and started (with those it
+    /// builds on) if none is in flight.
+    private func attach(
+        _ task: ImageTask, receive: @escaping @Sendable (StageEvent<ImageResponse>) -> Void, subscriber: StageSubscriber,
+        atHand: AtHand, in graph: inout StageGraph, context: StageContext
+    ) -> Attached {
+        let request = task.request
+        var subscriber = subscriber
+        // One deadline per load, from now: the wait in the queues, the transfer with
+        // its retries, and the decode share it.
+        let timeout = graph.loadingTimeout
+        subscriber.deadline = DeadlineClock.isFinite(timeout) ? .now + .seconds(timeout) : nil
+        switch task.stageKey {
+        case .decoded(let key):
+            let stage = DecodingStage.stage(
+                for: key, request: request, priority: request.priority, atHand: atHand, in: &graph, context: context)
+            graph.attach(subscriber, id: task.id, receive: receive, to: stage)
+        case .processed(let key):
+            let stage = ProcessingStage.stage(
+                for: key, request: request, priority: request.priority, atHand: atHand, in: &graph, context: context)
+            graph.attach(subscriber, id: task.id, receive: receive, to: stage)
+        }
+        return .attached(runnable: graph.takeRunnable(), timeout: timeout)
     }
 
     /// Takes `tasks` out of their stages under one lock, so none of them can start in

@@ -66,6 +66,11 @@ struct StageGraph: Sendable {
     var transfers: WorkQueue
     var decoding: WorkQueue
     private var lastSerial = 0
+    /// Stages finished so far. A load looks in the memory tier and the memories of
+    /// recent loads before it takes the lock; when a stage finished since (storing its
+    /// image or failure after that look-up), `Pipeline.submit` looks again rather than
+    /// start the work over.
+    private(set) var finishedStages = 0
     /// Numbers of subscriptions held by stages, negative so that they never meet a
     /// task's id.
     private var lastSubscription = 0
@@ -318,7 +323,9 @@ struct StageGraph: Sendable {
     /// in the order they came (tasks' ids grow with time), so each hears the outcome
     /// once; none when it was abandoned.
     mutating func close<Key: StageKind>(_ handle: StageHandle<Key>) -> [@Sendable (StageEvent<Key.Value>) -> Void] {
-        Key.withPool(&self) { $0.remove(handle) }?.receivers.valuesByKey() ?? []
+        guard let record = Key.withPool(&self, { $0.remove(handle) }) else { return [] }
+        finishedStages &+= 1
+        return record.receivers.valuesByKey()
     }
 
     /// The receivers of `handle`'s subscribers; only those that want previews when

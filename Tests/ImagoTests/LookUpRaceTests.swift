@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+@_spi(Internals) @testable import Imago
+import _ImagoTestSupport
+
+/// A load looks in the memory tier and the memories of recent loads before it takes
+/// the pipeline's lock. When the one load of the same image finishes in between,
+/// storing its image or its failure after the look-up, the late load must still not
+/// ask the server again. Here the look-up is held still until the first load has
+/// finished, as a thread preempted at that point would be on a busy machine; the
+/// thousand-request and repeated-list tests meet the same moment by chance, under
+/// load, against the same real server.
+@Suite struct LookUpRaceTests {
+    let server = TestServer()
+
+    init() throws {
+        try server.start()
+    }
+
+    /// A memory tier whose look-up of one key, once armed for a thread, answers what
+    /// it found there only after `settled` says the first load has finished. (The
+    /// pipeline's own look-ups, on its threads, pass.)
+    final class StalledLookUp: ImageCaching {
+        let inner = ImageCache()
+        let armed = Locked<(key: ImageCacheKey, thread: pthread_t)?>(nil)
+        let stalls = Locked(0)
+        let settled = Locked<(@Sendable () -> Bool)?>(nil)
+
+        func image(forKey key: ImageCacheKey) -> DecodedImage? {
+            let found = inner.image(forKey: key)
+            guard armed.withLock({ armed in
+                guard let stall = armed, stall.key == key, pthread_equal(stall.thread, pthread_self()) != 0 else { return false }
+                armed = nil
+                return true
+            }) else { return found }
+            stalls.withLock { $0 += 1 }
+            let deadline = Date().addingTimeInterval(20)
+            while !(settled.withLock { $0 }?() ?? true), Date() < deadline { usleep(1_000) }
+            return found
+        }
+
+        func setImage(_ image: DecodedImage, forKey key: ImageCacheKey) { inner.setImage(image, forKey: key) }
+        func removeImage(forKey key: ImageCacheKey) { inner.removeImage(forKey: key) }
+        func removeAll() { inner.removeAll() }
+    }
+
+    /// Starts a load of `request` once the first is running, with the look-up of `key`
+    /// held until the first has finished and left the pipeline.
+    func lateLoad(
+        _ request: ImageRequest, stalling key: ImageCacheKey, loader: ImageLoader, cache: StalledLookUp
+    ) async -> Result<ImageResponse, ImagoError>? {
+        let pipeline = loader.pipeline
+        cache.settled.withLock { $0 = { pipeline.stagesInFlight == 0 } }
+        // On a thread of its own: a stalled look-up must not hold one of the few
+        // threads of the concurrency pool, which the first load's transfer needs.
+        let task = await withCheckedContinuation { (continuation: CheckedContinuation<ImageTask, Never>) in
+            Thread.detachNewThread {
+                cache.armed.withLock { $0 = (key, pthread_self()) }
+                continuation.resume(returning: loader.task(with: request))
+            }
+        }
+        return await withTimeLimit(30) { await task.value }
+    }
+
+    @Test func aLoadWhoseLookUpMissedJustBeforeTheImageWasStoredTakesItFromMemory() async throws {
+        defer { server.stop() }
+        server.route("/slow.png") { _ in .trickle(pngData(90, width: 8, height: 8), bytesPerChunk: 32, interval: 0.02) }
+        let cache = StalledLookUp()
+        let loader = ImageLoader(configuration: .init(recentOriginals: nil), cache: cache)
+        let request = ImageRequest(url: server.url("/slow.png"))
+        let first = loader.task(with: request)
+        await waitUntil { server.count(for: "/slow.png") == 1 }
+        let late = await lateLoad(request, stalling: request.cacheKey, loader: loader, cache: cache)
+        #expect(try await first.response.image.bitmap[0, 0].r == 90)
+        #expect(cache.stalls.withLock { $0 } == 1)
+        #expect((try? late?.get())?.source == .memory)
+        #expect(server.count(for: "/slow.png") == 1)
+    }
+
+    @Test func aLoadWhoseLookUpMissedJustBeforeAFailureWasRememberedMeetsIt() async throws {
+        defer { server.stop() }
+        server.route("/page.png") { _ in .trickle(Data("<html>not an image</html>".utf8), bytesPerChunk: 4, interval: 0.02) }
+        let cache = StalledLookUp()
+        let loader = ImageLoader(configuration: .init(recentOriginals: nil), cache: cache)
+        // A processed image looks for the decoded one it builds on in the memory tier
+        // after it has asked the memory of failures: the last look-up before the lock.
+        let request = ImageRequest(url: server.url("/page.png"), targetSize: .thumbnail(4), processors: [ImageProcessors.Circle()])
+        let first = loader.task(with: request)
+        await waitUntil { server.count(for: "/page.png") == 1 }
+        let late = await lateLoad(request, stalling: request.cacheKey.decodedKey, loader: loader, cache: cache)
+        let error = await first.value.failure
+        #expect(error != nil)
+        #expect(cache.stalls.withLock { $0 } == 1)
+        #expect(late?.failure == error)
+        #expect(server.count(for: "/page.png") == 1)
+    }
+}
