@@ -29,10 +29,8 @@ extension ImageLoader {
             await disk.flush()
         }
         guard includingShared, let shared = configuration.sharedCache else { return }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Int, ImagoError>, Never>) in
-            // Redis is waited on by a thread that may block, never the concurrency pool's.
-            BlockingWork.run { continuation.resume(returning: Result { () throws(ImagoError) in try shared.removeAll() }) }
-        }
+        // Redis is waited on by a thread that may block, never the concurrency pool's.
+        let result = await BlockingWork.value { Result { () throws(ImagoError) in try shared.removeAll() } }
         _ = try result.get()
     }
 }

@@ -184,11 +184,7 @@ public final class ImageLoader: Sendable {
             return ImageResponse(image: image, url: request.url, source: .memory, metrics: ImageResponse.Metrics())
         }
         let pipeline = pipeline
-        let found = await withCheckedContinuation { (continuation: CheckedContinuation<(DecodedImage, ImageResponse.Metrics)?, Never>) in
-            DispatchQueue.global(qos: .userInitiated).async {
-                continuation.resume(returning: pipeline.storedImage(for: request))
-            }
-        }
+        let found = await DispatchQueue.global(qos: .userInitiated).value { pipeline.storedImage(for: request) }
         guard let (image, metrics) = found else { return nil }
         cache?.setImage(image, forKey: request.cacheKey)
         return ImageResponse(image: image, url: request.url, source: .disk, metrics: metrics)

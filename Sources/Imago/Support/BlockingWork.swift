@@ -12,18 +12,43 @@ enum BlockingWork {
 
     /// Runs `work` on one of the queues, in turn.
     static func run(_ work: @escaping @Sendable () -> Void) {
-        let index = next.withLock { index in
-            defer { index = (index + 1) % queues.count }
-            return index
-        }
-        queues[index].async(execute: work)
+        nextQueue().async(execute: work)
     }
 
     /// What `work` returns, run on one of the queues while the caller's task waits
     /// without holding a thread of the pool.
     static func value<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value {
-        await withCheckedContinuation { continuation in
-            run { continuation.resume(returning: work()) }
+        await nextQueue().value(of: work)
+    }
+
+    private static func nextQueue() -> DispatchQueue {
+        let index = next.withLock { index in
+            defer { index = (index + 1) % queues.count }
+            return index
         }
+        return queues[index]
+    }
+}
+
+extension DispatchQueue {
+    /// What `work` returns, run on this queue while the caller's task waits without
+    /// holding a thread of the concurrency pool.
+    ///
+    /// The value crosses through a lock as well as the continuation. A continuation
+    /// resumed before its task has suspended gives the thread sanitizer no order
+    /// between the two threads (swiftlang/swift#57803), so it takes every later read
+    /// of what the value refers to (a decoded image, a file's bytes) for a race with
+    /// its making; the lock's order it sees.
+    func value<Value: Sendable>(of work: @escaping @Sendable () -> Value) async -> Value {
+        let handed = Locked<Value?>(nil)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            self.async {
+                let value = work()
+                handed.withLock { $0 = value }
+                continuation.resume()
+            }
+        }
+        // Set before the resume.
+        return handed.withLock { $0! }
     }
 }

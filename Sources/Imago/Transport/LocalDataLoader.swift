@@ -76,11 +76,7 @@ public struct LocalDataLoader: DataLoading {
         let limit = maximumSize
         let cancelled = CancellationFlag()
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Data, ImagoError>, Never>) in
-                DispatchQueue.global(qos: .utility).async {
-                    continuation.resume(returning: Self.read(path: path, limit: limit, cancelled: cancelled))
-                }
-            }
+            await DispatchQueue.global(qos: .utility).value { Self.read(path: path, limit: limit, cancelled: cancelled) }
         } onCancel: {
             cancelled.set()
         }
