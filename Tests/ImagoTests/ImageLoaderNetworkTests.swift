@@ -151,8 +151,26 @@ import _ImagoTestSupport
         #expect(seen.header("User-Agent") == "imago-tests")
     }
 
-    @Test func aThousandRequestsForTenURLsReachTheServerTenTimes() async throws {
+    /// Counts the PNGs it decodes, decoding them as the built-in decoder does.
+    struct CountingPNG: ImageDecoding {
+        let count = Locked(0)
+        func canDecode(_ data: Data, format: ImageFormat?) -> Bool { format == .png }
+        func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
+            count.withLock { $0 += 1 }
+            return try ImageDecoders.PNG().decode(data, options: options)
+        }
+    }
+
+    @Test func aThousandRequestsForTenURLsReachTheServerTenTimesAndDecodeTenTimes() async throws {
         defer { server.stop() }
+        let decoder = CountingPNG()
+        let decoders = ImageDecoders.Registry()
+        decoders.register(decoder)
+        let loader = ImageLoader(
+            configuration: .init(
+                dataLoader: DefaultDataLoader(network: URLSessionDataLoader(configuration: .init(maximumResponseSize: 1 << 20))),
+                decoders: decoders, retryPolicy: RetryPolicy(maximumAttempts: 3, baseDelay: 0.05, maximumDelay: 1.5)),
+            cache: ImageCache())
         loader.concurrentLoads = 8
         for n in 0..<10 {
             server.route("/\(n).png") { _ in .trickle(pngData(UInt8(n)), bytesPerChunk: 64, interval: 0.01) }
@@ -165,5 +183,6 @@ import _ImagoTestSupport
         }
         #expect(results == (0..<1000).map { UInt8($0 % 10) })
         #expect((0..<10).map { server.count(for: "/\($0).png") } == Array(repeating: 1, count: 10))
+        #expect(decoder.count.withLock { $0 } == 10)
     }
 }
