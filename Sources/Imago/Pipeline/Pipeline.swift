@@ -23,8 +23,8 @@ enum PipelineQueue: Sendable {
 /// is changed by its own `mutating` methods, and the lock is never held while work
 /// runs, while a subscriber hears an event, or while another component is called
 /// (a data loader, the memory tier, the memories of recent loads: what they hold for
-/// a request is looked up before the lock, `StageContext.atHand`), so no two parts
-/// wait on each other. What each kind of stage does lives in its own type
+/// a request is looked up before the lock, `StageContext.atHand`, and again when a
+/// stage finished meanwhile), so no two parts wait on each other. What each kind of stage does lives in its own type
 /// (`OriginalDataStage`, `DecodingStage`, `ProcessingStage`), which sees a
 /// `StageContext` and no more; this class drives them: it starts the work the graph
 /// hands out, applies what the stages publish (`StageNews`) and delivers outcomes.
