@@ -38,6 +38,20 @@ import _ImagoTestSupport
         #expect(server.count(for: "/a.png") == 1)
     }
 
+    @Test func theCompletionHasRunWhenTheAwaitedResponseArrives() async throws {
+        defer { server.stop() }
+        server.route("/a.png", data: Self.png)
+        let done = Locked<[Int]>([])
+        // A completion that takes its time, as one that writes a file would: the
+        // caller awaiting the response must still find what it did.
+        let task = loader.task(with: ImageRequest(url: server.url("/a.png"))) { result in
+            usleep(50_000)
+            done.withLock { $0.append((try? result.get())?.metrics.bytes ?? -1) }
+        }
+        _ = try await task.response
+        #expect(done.withLock { $0 } == [Self.png.count])
+    }
+
     @Test func errorsCarryTheirStatusAndAreNotRetriedFor4xx() async throws {
         defer { server.stop() }
         server.route("/missing") { _ in .text("no", status: 404) }

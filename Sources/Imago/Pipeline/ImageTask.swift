@@ -221,10 +221,12 @@ public final class ImageTask: Sendable, Hashable {
         }
         guard taken.1 else { return false }
         if let timer = taken.0.deadlineTimer { DeadlineClock.shared.cancel(timer) }
+        // The completion first: a caller already waiting for `response` goes on after
+        // it has run, and finds what it did (a list it appended to, an event sent).
+        taken.0.onCompletion?(result)
         for waiter in taken.0.waiters { waiter.resume(returning: result) }
         for continuation in taken.0.progress { continuation.finish() }
         for continuation in taken.0.previews { continuation.finish() }
-        taken.0.onCompletion?(result)
         return true
     }
 
