@@ -24,10 +24,11 @@ enum PipelineQueue: Sendable {
 /// runs, while a subscriber hears an event, or while another component is called
 /// (a data loader, the memory tier, the memories of recent loads: what they hold for
 /// a request is looked up before the lock, `StageContext.atHand`, and again when a
-/// stage finished meanwhile), so no two parts wait on each other. What each kind of stage does lives in its own type
-/// (`OriginalDataStage`, `DecodingStage`, `ProcessingStage`), which sees a
-/// `StageContext` and no more; this class drives them: it starts the work the graph
-/// hands out, applies what the stages publish (`StageNews`) and delivers outcomes.
+/// stage finished meanwhile), so no two parts wait on each other. What each kind of
+/// stage does lives in its own type (`OriginalDataStage`, `DecodingStage`,
+/// `ProcessingStage`), which sees a `StageContext` and no more; this class drives
+/// them: it starts the work the graph hands out, applies what the stages publish
+/// (`StageNews`) and delivers outcomes.
 ///
 /// A lock rather than an actor: starting, cancelling and re-prioritising a task are
 /// synchronous calls whose effects must land in order (a cancel right after a start
