@@ -22,14 +22,15 @@ import _ImagoTestSupport
     /// pipeline's own look-ups, on its threads, pass.)
     final class StalledLookUp: ImageCaching {
         let inner = ImageCache()
-        let armed = Locked<(key: ImageCacheKey, thread: pthread_t)?>(nil)
+        /// The key, and the thread whose look-up of it stalls.
+        let armed = Locked<(key: ImageCacheKey, thread: UInt)?>(nil)
         let stalls = Locked(0)
         let settled = Locked<(@Sendable () -> Bool)?>(nil)
 
         func image(forKey key: ImageCacheKey) -> DecodedImage? {
             let found = inner.image(forKey: key)
             guard armed.withLock({ armed in
-                guard let stall = armed, stall.key == key, pthread_equal(stall.thread, pthread_self()) != 0 else { return false }
+                guard let stall = armed, stall.key == key, stall.thread == Self.thisThread else { return false }
                 armed = nil
                 return true
             }) else { return found }
@@ -37,6 +38,15 @@ import _ImagoTestSupport
             let deadline = Date().addingTimeInterval(20)
             while !(settled.withLock { $0 }?() ?? true), Date() < deadline { usleep(1_000) }
             return found
+        }
+
+        /// The calling thread, as a number (`pthread_t` is a pointer on Apple platforms).
+        static var thisThread: UInt {
+            #if canImport(Darwin)
+            UInt(bitPattern: pthread_self())
+            #else
+            UInt(pthread_self())
+            #endif
         }
 
         func setImage(_ image: DecodedImage, forKey key: ImageCacheKey) { inner.setImage(image, forKey: key) }
@@ -55,7 +65,7 @@ import _ImagoTestSupport
         // threads of the concurrency pool, which the first load's transfer needs.
         let task = await withCheckedContinuation { (continuation: CheckedContinuation<ImageTask, Never>) in
             Thread.detachNewThread {
-                cache.armed.withLock { $0 = (key, pthread_self()) }
+                cache.armed.withLock { $0 = (key, StalledLookUp.thisThread) }
                 continuation.resume(returning: loader.task(with: request))
             }
         }
