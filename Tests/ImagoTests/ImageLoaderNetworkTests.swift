@@ -11,11 +11,17 @@ import _ImagoTestSupport
 /// 127.0.0.1 and the real URLSession-backed data loader.
 @Suite struct ImageLoaderNetworkTests {
     let server = TestServer()
-    let loader = ImageLoader(
-        configuration: .init(
-            dataLoader: DefaultDataLoader(network: URLSessionDataLoader(configuration: .init(maximumResponseSize: 1 << 20))),
-            retryPolicy: RetryPolicy(maximumAttempts: 3, baseDelay: 0.05, maximumDelay: 1.5)),
-        cache: ImageCache())
+    let loader = Self.makeLoader()
+
+    /// A loader on the URLSession-backed data loader with quick retries, decoding
+    /// with `decoders`.
+    static func makeLoader(decoders: ImageDecoders.Registry = .shared) -> ImageLoader {
+        ImageLoader(
+            configuration: .init(
+                dataLoader: DefaultDataLoader(network: URLSessionDataLoader(configuration: .init(maximumResponseSize: 1 << 20))),
+                decoders: decoders, retryPolicy: RetryPolicy(maximumAttempts: 3, baseDelay: 0.05, maximumDelay: 1.5)),
+            cache: ImageCache())
+    }
 
     init() throws {
         try server.start()
@@ -180,11 +186,7 @@ import _ImagoTestSupport
         let decoder = CountingPNG()
         let decoders = ImageDecoders.Registry()
         decoders.register(decoder)
-        let loader = ImageLoader(
-            configuration: .init(
-                dataLoader: DefaultDataLoader(network: URLSessionDataLoader(configuration: .init(maximumResponseSize: 1 << 20))),
-                decoders: decoders, retryPolicy: RetryPolicy(maximumAttempts: 3, baseDelay: 0.05, maximumDelay: 1.5)),
-            cache: ImageCache())
+        let loader = Self.makeLoader(decoders: decoders)
         loader.concurrentLoads = 8
         for n in 0..<10 {
             server.route("/\(n).png") { _ in .trickle(pngData(UInt8(n)), bytesPerChunk: 64, interval: 0.01) }

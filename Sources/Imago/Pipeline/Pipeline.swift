@@ -144,21 +144,25 @@ final class Pipeline: StagePublishing {
                 if completeFromMemory(task, cache: cache) { return }
                 lookedAfter = finished
             case .attached(let runnable, let timeout):
-                if DeadlineClock.isFinite(timeout) {
-                    // Answered from a task, as the work is, never on the clock's thread: the
-                    // task's completion runs the caller's code, and when the concurrency pool
-                    // is saturated a load is not failed for time it could not use.
-                    let timer = DeadlineClock.shared.schedule(after: timeout) { [weak self, weak task] in
-                        Task { [weak self, weak task] in
-                            if let self, let task { self.end([task], with: .timedOut(url: task.urlString, seconds: timeout)) }
-                        }
-                    }
-                    if !task.setDeadlineTimer(timer) { DeadlineClock.shared.cancel(timer) }
-                }
+                if DeadlineClock.isFinite(timeout) { endAtDeadline(task, after: timeout) }
                 start(runnable)
                 return
             }
         }
+    }
+
+    /// Ends `task` with `timedOut` once `timeout` seconds have passed, unless it has
+    /// finished by then.
+    private func endAtDeadline(_ task: ImageTask, after timeout: Double) {
+        // Answered from a task, as the work is, never on the clock's thread: the
+        // task's completion runs the caller's code, and when the concurrency pool is
+        // saturated a load is not failed for time it could not use.
+        let timer = DeadlineClock.shared.schedule(after: timeout) { [weak self, weak task] in
+            Task { [weak self, weak task] in
+                if let self, let task { self.end([task], with: .timedOut(url: task.urlString, seconds: timeout)) }
+            }
+        }
+        if !task.setDeadlineTimer(timer) { DeadlineClock.shared.cancel(timer) }
     }
 
     /// What `submit` did under the lock.
