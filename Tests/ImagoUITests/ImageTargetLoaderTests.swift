@@ -33,6 +33,50 @@ import FoundationNetworking
         #expect(network.started.isEmpty)
     }
 
+    /// A hit answers with a task already ended with the image found, telling the
+    /// loader's listeners what a hit through `task(with:)` tells them. Nothing looks
+    /// again: an image evicted right after the look-up starts no transfer that nobody
+    /// would wait for.
+    @MainActor @Test func aCachedImageIsLookedUpOnceAndItsTaskHasEnded() async throws {
+        let url = Self.url(1)
+        let request = ImageRequest(url: url)
+        let cache = ForgetfulCache()
+        let loader = ImageLoader(configuration: .init(dataLoader: network), cache: cache)
+        let targets = ImageTargetLoader(loader: loader)
+        let kinds = Locked<[String]>([])
+        let observation = loader.observeEvents { event in kinds.withLock { $0.append(Self.describe(event.kind)) } }
+        defer { observation.cancel() }
+        let image = try ImageDecoders.Registry.shared.decode(pngData(9))
+
+        cache.setImage(image, forKey: request.cacheKey)
+        let plain = loader.task(with: request)
+        #expect(plain.result?.isSuccess == true)
+        await waitUntil { kinds.withLock { $0.count } == 3 }
+        let expected = kinds.withLock { $0 }
+        #expect(expected == ["started", "cacheAnswered memory", "finished memory"])
+
+        cache.setImage(image, forKey: request.cacheKey)
+        let lookUps = cache.lookUps
+        var shown: ImageResponse?
+        let task = targets.loadImage(with: url, target: TargetView(), success: { _, response in shown = response }, failure: { _, _ in })
+        #expect(shown?.source == .memory)
+        guard case .success(let response)? = task.result else { Issue.record("the task of a hit has not ended with its image"); return }
+        #expect(response.source == .memory && response.image.firstFrame.bitmap == image.firstFrame.bitmap)
+        #expect(cache.lookUps == lookUps + 1, "the memory tier was asked again")
+        await waitUntil { kinds.withLock { $0.count } == 6 }
+        #expect(kinds.withLock { Array($0.suffix(3)) } == expected)
+        #expect(network.started.isEmpty)
+    }
+
+    private static func describe(_ kind: ImageLoadEvent.Kind) -> String {
+        switch kind {
+        case .started: "started"
+        case .cacheAnswered(let source): "cacheAnswered \(source)"
+        case .finished(let source, _): "finished \(source)"
+        default: "\(kind)"
+        }
+    }
+
     @MainActor @Test func cancelCallsCancelExactlyWhatTheyName() async throws {
         let a = TargetView(), b = TargetView()
         let one = ImageLoadAction("one") { _, _ in }, two = ImageLoadAction("two") { _, _ in }
@@ -332,4 +376,20 @@ import FoundationNetworking
         #expect((try? event?.result.get())?.image.bitmap[0, 0].r == 12, "\(String(describing: event?.result))")
         #expect(called.withLock { $0 } == 0)
     }
+}
+
+/// A memory tier that forgets an image once it has given it out: what an eviction
+/// right after a look-up leaves.
+private final class ForgetfulCache: ImageCaching, @unchecked Sendable {
+    private let images = Locked<[ImageCacheKey: DecodedImage]>([:])
+    private let count = Locked(0)
+    var lookUps: Int { count.withLock { $0 } }
+
+    func image(forKey key: ImageCacheKey) -> DecodedImage? {
+        count.withLock { $0 += 1 }
+        return images.withLock { $0.removeValue(forKey: key) }
+    }
+    func setImage(_ image: DecodedImage, forKey key: ImageCacheKey) { images.withLock { $0[key] = image } }
+    func removeImage(forKey key: ImageCacheKey) { _ = images.withLock { $0.removeValue(forKey: key) } }
+    func removeAll() { images.withLock { $0.removeAll() } }
 }

@@ -237,6 +237,16 @@ public final class ImageLoader: Sendable {
         if !task.follow(attempt, step: candidates.startIndex) { attempt.cancel() }
     }
 
+    /// A task already ended with `response`, an image the caller found at hand (in
+    /// the memory cache): what `task(with:)` would have returned for the hit, its
+    /// events told as a load's, without looking again. A second look could miss an
+    /// image evicted in between and start a transfer nobody waits for.
+    package func answeredTask(for request: ImageRequest, with response: ImageResponse) -> ImageTask {
+        let task = observed(request, completion: nil) { ImageTask(request: request, pipeline: pipeline, onCompletion: $0) }
+        task.complete(.success(response))
+        return task
+    }
+
     /// The task loading the one URL of `request`.
     private func startTask(
         _ request: ImageRequest, completion: (@Sendable (Result<ImageResponse, ImagoError>) -> Void)?

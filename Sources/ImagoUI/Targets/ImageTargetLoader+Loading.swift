@@ -18,7 +18,7 @@ extension ImageTargetLoader {
             let response = ImageResponse(image: image, url: request.url, source: .memory)
             success(target, response)
             announce(.success(response), url: request.url, target: WeakReference(target), cache: loader.cache)
-            return loader.task(with: request)
+            return loader.answeredTask(for: request, with: response)
         }
         let sequence = bind(target, action: action, to: request.url, replacing: false)
         return start(request, target: target, action: action, sequence: sequence, success: success, failure: failure)
