@@ -17,24 +17,28 @@ import _ImagoTestSupport
         try server.start()
     }
 
-    /// A memory tier whose look-up of one key, once armed for a thread, answers what
-    /// it found there only after `settled` says the first load has finished. (The
-    /// pipeline's own look-ups, on its threads, pass.)
+    /// A memory tier whose look-up of one key, once armed for a thread (or for any
+    /// thread but one), answers what it found there only after `settled` says the
+    /// first load has finished. Other look-ups pass.
     final class StalledLookUp: ImageCaching {
         let inner = ImageCache()
-        /// The key, and the thread whose look-up of it stalls.
-        let armed = Locked<(key: ImageCacheKey, thread: UInt)?>(nil)
+        /// The key, and the thread whose look-up of it stalls (`onIt`), or the one
+        /// thread whose look-ups of it pass.
+        let armed = Locked<(key: ImageCacheKey, thread: UInt, onIt: Bool)?>(nil)
         let stalls = Locked(0)
+        /// Stalled look-ups that had found nothing.
+        let missed = Locked(0)
         let settled = Locked<(@Sendable () -> Bool)?>(nil)
 
         func image(forKey key: ImageCacheKey) -> DecodedImage? {
             let found = inner.image(forKey: key)
             guard armed.withLock({ armed in
-                guard let stall = armed, stall.key == key, stall.thread == Self.thisThread else { return false }
+                guard let stall = armed, stall.key == key, (stall.thread == Self.thisThread) == stall.onIt else { return false }
                 armed = nil
                 return true
             }) else { return found }
             stalls.withLock { $0 += 1 }
+            if found == nil { missed.withLock { $0 += 1 } }
             let deadline = Date().addingTimeInterval(20)
             while !(settled.withLock { $0 }?() ?? true), Date() < deadline { usleep(1_000) }
             return found
@@ -65,7 +69,7 @@ import _ImagoTestSupport
         // threads of the concurrency pool, which the first load's transfer needs.
         let task = await withCheckedContinuation { (continuation: CheckedContinuation<ImageTask, Never>) in
             Thread.detachNewThread {
-                cache.armed.withLock { $0 = (key, StalledLookUp.thisThread) }
+                cache.armed.withLock { $0 = (key, StalledLookUp.thisThread, true) }
                 continuation.resume(returning: loader.task(with: request))
             }
         }
@@ -103,5 +107,41 @@ import _ImagoTestSupport
         #expect(cache.stalls.withLock { $0 } == 1)
         #expect(late?.failure == error)
         #expect(server.count(for: "/page.png") == 1)
+    }
+
+    /// The same moment for a stage rather than a load: a processed image's stage, once
+    /// no stored variant answered it, looks for the decoded image it builds on in the
+    /// memory tier before the lock, on a pipeline thread. When the one decode of that
+    /// image finishes in between, the stage must build on it rather than decode again
+    /// (from the disk tier, which keeps originals alongside variants).
+    @Test func aStageWhoseLookUpMissedJustBeforeTheImageItBuildsOnWasStoredTakesItFromMemory() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imago-look-up-\(UUID())")
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        server.route("/slow.png") { _ in
+            .trickle(pngData(90, width: 8, height: 8), bytesPerChunk: 16, interval: 0.05, headers: ["Cache-Control": "max-age=3600"])
+        }
+        let cache = StalledLookUp()
+        // Two decoding slots: the stalled stage holds one, the first load's decode
+        // takes the other.
+        let loader = ImageLoader(
+            configuration: .init(diskCache: DiskCache(directory: directory), storagePolicy: .both, concurrentDecodes: 2, recentOriginals: nil),
+            cache: cache)
+        let plain = ImageRequest(url: server.url("/slow.png"), targetSize: .thumbnail(4))
+        let processed = ImageRequest(url: server.url("/slow.png"), targetSize: .thumbnail(4), processors: [ImageProcessors.Circle()])
+        let first = loader.task(with: plain)
+        await waitUntil { server.count(for: "/slow.png") == 1 }
+        cache.settled.withLock { $0 = { first.isFinished } }
+        // The load's own look-ups, on this thread, pass; the stage's, after its
+        // variant missed, stalls.
+        cache.armed.withLock { $0 = (plain.cacheKey, StalledLookUp.thisThread, false) }
+        let late = loader.task(with: processed)
+        #expect(try await first.response.image.bitmap[0, 0].r == 90)
+        let response = await withTimeLimit(30) { await late.value }
+        #expect(cache.stalls.withLock { $0 } == 1 && cache.missed.withLock { $0 } == 1)
+        #expect((try? response?.get())?.source == .memory)
+        #expect(server.count(for: "/slow.png") == 1)
     }
 }

@@ -24,14 +24,18 @@ protocol ImageStageKind: StageKind where Value == ImageResponse {
     /// The memory-tier key of the image the stage builds on, when it may be taken
     /// from there.
     var builtOnInMemory: ImageCacheKey? { get }
+    /// Whether a stage of what this one builds on is in flight, to be joined.
+    func upstreamInFlight(in graph: StageGraph) -> Bool
 }
 
 extension DecodedKey: ImageStageKind {
     var builtOnInMemory: ImageCacheKey? { nil }
+    func upstreamInFlight(in graph: StageGraph) -> Bool { graph.originals.handle(for: original) != nil }
 }
 
 extension ProcessedKey: ImageStageKind {
     var builtOnInMemory: ImageCacheKey? { key.decodedKey }
+    func upstreamInFlight(in graph: StageGraph) -> Bool { graph.decoded.handle(for: decoded) != nil }
 }
 
 extension ImageStage {
@@ -120,11 +124,28 @@ extension ImageStage {
 
     /// Gives back the stage's slot and subscribes it to what it builds on, unless it
     /// was abandoned meanwhile.
+    ///
+    /// What is at hand is looked up before the lock, as a load's is (see
+    /// `Pipeline.submit`): a stage of what this one builds on that finished in
+    /// between stored its image, bytes or failure after the look-up, and building on
+    /// a new one would make them again. So when none is in flight to be joined and a
+    /// stage finished since the look-up, the stage looks again, holding no slot.
     func goUpstream(work: ImageWork, waited: Double, run: StageRun) {
-        let atHand = context.atHand(for: work.request, cache: work.cache, builtOn: stageKey.builtOnInMemory)
-        context.publisher.publish(.next(after: run) { [self] graph in
-            buildUpstream(work: work, atHand: atHand, waited: waited, in: &graph)
-        }, of: stage)
+        var run: StageRun? = run
+        var lookedAfter: Int?
+        while true {
+            let atHand = context.atHand(for: work.request, cache: work.cache, builtOn: stageKey.builtOnInMemory)
+            let finishedSince = Locked<Int?>(nil)
+            let live = context.publisher.publish(.next(after: run) { [self, lookedAfter] graph in
+                guard graph.finishedStages == lookedAfter || stageKey.upstreamInFlight(in: graph) else {
+                    return finishedSince.withLock { $0 = graph.finishedStages }
+                }
+                buildUpstream(work: work, atHand: atHand, waited: waited, in: &graph)
+            }, of: stage)
+            guard live, let finished = finishedSince.withLock({ $0 }) else { return }
+            lookedAfter = finished
+            run = nil
+        }
     }
 
     /// Handles an event of the stage this one builds on: progress is passed on, a

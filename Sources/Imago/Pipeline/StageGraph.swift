@@ -69,7 +69,7 @@ struct StageGraph: Sendable {
     /// Stages finished so far. A load looks in the memory tier and the memories of
     /// recent loads before it takes the lock; when a stage finished since (storing its
     /// image or failure after that look-up), `Pipeline.submit` looks again rather than
-    /// start the work over.
+    /// start the work over; so does a stage going on to what it builds on.
     private(set) var finishedStages = 0
     /// Numbers of subscriptions held by stages, negative so that they never meet a
     /// task's id.
