@@ -5,7 +5,7 @@
 /// request for `http://h/a.jpg#fit-256x256` is not the 256 px thumbnail of
 /// `http://h/a.jpg`. The memory cache stores images under it, identical requests in
 /// flight share its work, and the disk tier names processed variants from it.
-public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+public struct ImageCacheKey: Hashable, HashCarrying, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
     /// The resource: the request's URL as an absolute string, or the key given in its
     /// place (`ImageRequest.imageKey`).
     public let imageKey: String
@@ -44,6 +44,9 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible, Expres
     package init(imageKey: String, targetSize: TargetSize?, processors: [any ImageProcessing]) {
         self.init(imageKey: imageKey, targetSize: targetSize, processing: processors.map(\.identifier))
     }
+
+    /// The hash made with the key: the memory tier's index places the key by it.
+    var carriedHash: Int { hash }
 
     /// The key of a full-size, unprocessed image: `"https://example.com/a.jpg"`.
     public init(stringLiteral imageKey: String) {

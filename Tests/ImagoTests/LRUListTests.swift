@@ -53,13 +53,26 @@ struct LRUListTests {
         #expect(keys(list) == ["a", "b", "c", "e"])
     }
 
-    /// Random operations against a plain array kept in recency order.
-    @Test func agreesWithAnArrayModel() {
-        var list = LRUList<Int, Int>()
-        var model: [(key: Int, value: Int)] = []
+    /// Random operations against a plain array kept in recency order: few keys, many
+    /// keys (the index growing and shrinking its runs), and keys whose hashes fall in
+    /// three buckets (every look-up probing, every removal moving entries back).
+    @Test(arguments: [(50, 5_000, 1), (3_000, 30_000, 97)])
+    func agreesWithAnArrayModel(keys: Int, steps: Int, checkEvery: Int) {
+        exercise(LRUList<Int, Int>(), keys: keys, steps: steps, checkEvery: checkEvery) { $0 }
+    }
+
+    @Test func agreesWithAnArrayModelWhenHashesCollide() {
+        exercise(LRUList<Crowded, Int>(), keys: 200, steps: 10_000, checkEvery: 7) { Crowded(id: $0) }
+    }
+
+    private func exercise<Key: HashCarrying>(
+        _ list: LRUList<Key, Int>, keys: Int, steps: Int, checkEvery: Int, key makeKey: (Int) -> Key
+    ) {
+        var list = list
+        var model: [(key: Key, value: Int)] = []
         var generator = SystemRandomNumberGenerator()
-        for step in 0..<5_000 {
-            let key = Int.random(in: 0..<50, using: &generator)
+        for step in 0..<steps {
+            let key = makeKey(Int.random(in: 0..<keys, using: &generator))
             let position = model.firstIndex { $0.key == key }
             switch Int.random(in: 0..<4, using: &generator) {
             case 0:
@@ -81,9 +94,22 @@ struct LRUListTests {
                 list.insertNewest(step, forKey: key)
                 model.append((key, step))
             }
+            guard step % checkEvery == 0 || step == steps - 1 else { continue }
             #expect(list.slotsFromOldest.map { list.key(at: $0) } == model.map(\.key))
             #expect(list.slotsFromOldest.map { list[$0] } == model.map(\.value))
+            #expect(list.checkInvariants() == nil)
+            for entry in model.prefix(20) { #expect(list[list.slot(for: entry.key)!] == entry.value) }
         }
-        #expect(list.checkInvariants() == nil)
+        #expect(list.count == model.count)
     }
+}
+
+extension Int: HashCarrying {
+    public var carriedHash: Int { hashValue }
+}
+
+/// A key whose hash falls in one of three buckets, whatever the key.
+private struct Crowded: HashCarrying {
+    let id: Int
+    var carriedHash: Int { id % 3 }
 }

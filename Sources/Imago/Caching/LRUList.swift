@@ -9,19 +9,22 @@
 /// entries are reused before the array grows.
 ///
 /// A slot is an entry's place in the array: stable while the entry is in the list,
-/// reused once it is removed. -1 stands for none.
-struct LRUList<Key: Hashable, Value> {
+/// reused once it is removed. -1 stands for none. Keys are found through a
+/// `SlotIndex` by the hash they carry.
+struct LRUList<Key: HashCarrying, Value> {
     fileprivate struct Node {
         /// Nil only while the slot is free, so a free slot holds no key or value alive.
         var key: Key?
         var value: Value?
+        /// The key's hash, for the index.
+        var hash: Int
         /// The slot of the next entry towards the least recent, or -1.
         var older: Int
         /// The slot of the next entry towards the most recent, or -1.
         var newer: Int
     }
 
-    private var slots: [Key: Int] = [:]
+    private var index = SlotIndex()
     private var nodes: [Node] = []
     /// Slots of removed entries, reused before the array grows.
     private var free: [Int] = []
@@ -34,10 +37,15 @@ struct LRUList<Key: Hashable, Value> {
     init() {}
 
     /// How many entries the list holds.
-    var count: Int { slots.count }
+    var count: Int { index.count }
 
     /// The slot of the entry under `key`, if there is one.
-    func slot(for key: Key) -> Int? { slots[key] }
+    func slot(for key: Key) -> Int? {
+        let hash = key.carriedHash
+        return nodes.withUnsafeBufferPointer { nodes in
+            index.slot(hash: hash) { nodes[$0].hash == hash && nodes[$0].key.unsafelyUnwrapped == key }
+        }
+    }
 
     /// The value in `slot`, which must hold an entry (checked in debug builds only:
     /// this is the memory tier's hit path).
@@ -64,11 +72,12 @@ struct LRUList<Key: Hashable, Value> {
             slot = reused
             nodes[slot].key = key
             nodes[slot].value = value
+            nodes[slot].hash = key.carriedHash
         } else {
             slot = nodes.count
-            nodes.append(Node(key: key, value: value, older: -1, newer: -1))
+            nodes.append(Node(key: key, value: value, hash: key.carriedHash, older: -1, newer: -1))
         }
-        slots[key] = slot
+        index.insert(slot, hash: nodes[slot].hash) { nodes[$0].hash }
         link(slot)
         return slot
     }
@@ -84,7 +93,8 @@ struct LRUList<Key: Hashable, Value> {
     /// decides when it is released (the memory tier does it after its lock).
     mutating func remove(_ slot: Int) -> Value {
         unlink(slot)
-        slots[nodes[slot].key.take()!] = nil
+        index.remove(slot, hash: nodes[slot].hash) { nodes[$0].hash }
+        nodes[slot].key = nil
         free.append(slot)
         return nodes[slot].value.take()!
     }
@@ -109,7 +119,7 @@ struct LRUList<Key: Hashable, Value> {
     /// Relinks every entry so that recency follows `areInIncreasingOrder` on the
     /// values, least recent first; for an order learnt all at once, as from files.
     mutating func reorder(by areInIncreasingOrder: (Value, Value) -> Bool) {
-        let sorted = slots.values.sorted { areInIncreasingOrder(nodes[$0].value!, nodes[$1].value!) }
+        let sorted = index.slots.sorted { areInIncreasingOrder(nodes[$0].value!, nodes[$1].value!) }
         newest = -1
         oldest = -1
         for slot in sorted { link(slot) }
@@ -136,14 +146,16 @@ struct LRUList<Key: Hashable, Value> {
         while slot >= 0 {
             let node = nodes[slot]
             guard node.older == previous else { return "broken older link at \(slot)" }
-            guard node.value != nil, let key = node.key, slots[key] == slot else { return "entry \(slot) not indexed" }
+            guard node.value != nil, let key = node.key, node.hash == key.carriedHash, self.slot(for: key) == slot else {
+                return "entry \(slot) not indexed"
+            }
             seen += 1
             guard seen <= nodes.count else { return "cycle in the list" }
             previous = slot
             slot = node.newer
         }
         if previous != newest { return "newest is \(newest), list ends at \(previous)" }
-        if seen != slots.count { return "\(seen) linked, \(slots.count) indexed" }
+        if seen != index.count || index.slots.count != index.count { return "\(seen) linked, \(index.count) indexed" }
         if seen + free.count != nodes.count { return "slots leaked" }
         return nil
     }

@@ -7,7 +7,7 @@
 /// pixels never holds up another thread's hit). Recency is an `LRUList`. Expiry is a
 /// time on the owner's clock, infinity for never; the clock is read only for entries
 /// that can expire, so a hit without a time to live costs no clock read.
-struct LRUStore<Key: Hashable, Value> {
+struct LRUStore<Key: HashCarrying, Value> {
     fileprivate struct Entry {
         var value: Value
         var cost: Int
