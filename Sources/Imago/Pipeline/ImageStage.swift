@@ -138,7 +138,8 @@ extension ImageStage {
             let finishedSince = Locked<Int?>(nil)
             let live = context.publisher.publish(.next(after: run) { [self, lookedAfter] graph in
                 guard graph.finishedStages == lookedAfter || stageKey.upstreamInFlight(in: graph) else {
-                    return finishedSince.withLock { $0 = graph.finishedStages }
+                    finishedSince.withLock { $0 = graph.finishedStages }
+                    return
                 }
                 buildUpstream(work: work, atHand: atHand, waited: waited, in: &graph)
             }, of: stage)
