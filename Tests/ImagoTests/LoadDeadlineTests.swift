@@ -133,4 +133,46 @@ import _ImagoTestSupport
         let image = try await late.response.image
         #expect(image.bitmap[0, 0].r == 30 && server.count(for: "/joined.png") == 1)
     }
+
+    /// A load's deadline holds its task only while the load runs: a task that
+    /// finished, failed, was cancelled in the queue or in its transfer, and one whose
+    /// deadline came first, are all gone once nothing else holds them.
+    @Test func aDeadlineDoesNotKeepItsTaskOnceTheLoadEnded() async throws {
+        defer { server.stop() }
+        server.route("/done.png", data: pngData(50))
+        server.route("/missing.png") { _ in .text("gone", status: 404) }
+        server.route("/stall.png") { _ in .stall() }
+        let loader = makeLoader(timeout: 60, concurrentLoads: 1)
+        weak var finished: ImageTask?, failed: ImageTask?, inTransfer: ImageTask?, queued: ImageTask?, timedOut: ImageTask?
+        do {
+            let task = loader.task(with: ImageRequest(url: server.url("/done.png")))
+            _ = try await task.response
+            finished = task
+        }
+        do {
+            let task = loader.task(with: ImageRequest(url: server.url("/missing.png")))
+            _ = await task.value
+            failed = task
+        }
+        do {
+            let stalled = loader.task(with: ImageRequest(url: server.url("/stall.png")))
+            await waitUntil { server.count(for: "/stall.png") == 1 }
+            let waiting = loader.task(with: ImageRequest(url: server.url("/done.png?queued")))
+            waiting.cancel()
+            stalled.cancel()
+            _ = await (stalled.value, waiting.value)
+            inTransfer = stalled
+            queued = waiting
+        }
+        loader.loadingTimeout = 1
+        do {
+            let task = loader.task(with: ImageRequest(url: server.url("/stall.png?late")))
+            guard case .failure(.timedOut) = await task.value else { Issue.record("the load did not time out"); return }
+            timedOut = task
+        }
+        // The tasks that ended in a transfer are let go when it has wound down.
+        await waitUntil(seconds: 10) { finished == nil && failed == nil && inTransfer == nil && queued == nil && timedOut == nil }
+        #expect(finished == nil && failed == nil && queued == nil, "a task that ended was kept")
+        #expect(inTransfer == nil && timedOut == nil, "a task that ended in its transfer was kept")
+    }
 }

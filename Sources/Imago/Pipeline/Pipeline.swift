@@ -157,9 +157,15 @@ final class Pipeline: StagePublishing {
         // Answered from a task, as the work is, never on the clock's thread: the
         // task's completion runs the caller's code, and when the concurrency pool is
         // saturated a load is not failed for time it could not use.
-        let timer = DeadlineClock.shared.schedule(after: timeout) { [weak self, weak task] in
-            Task { [weak self, weak task] in
-                if let self, let task { self.end([task], with: .timedOut(url: task.urlString, seconds: timeout)) }
+        //
+        // The task is held strongly: whichever way it ends, its completion takes the
+        // timer off the clock (or `setDeadlineTimer` refuses it), which lets it go. A
+        // weak reference would give every task a side table, and every retain and
+        // release of a task anywhere in the pipeline would take the slow path through
+        // it: a tenth of cancelling a queued load.
+        let timer = DeadlineClock.shared.schedule(after: timeout) { [weak self, task] in
+            Task { [weak self, task] in
+                self?.end([task], with: .timedOut(url: task.urlString, seconds: timeout))
             }
         }
         if !task.setDeadlineTimer(timer) { DeadlineClock.shared.cancel(timer) }
