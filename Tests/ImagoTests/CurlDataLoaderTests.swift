@@ -165,6 +165,32 @@ extension DataLoadingTests {
         #expect(accepted.reduce(0, +) <= servers.count * 2 + 4, "connections per origin: \(accepted)")
     }
 
+    /// A response's head as libcurl hands it over, line by line: the status is the
+    /// second word of the status line, however many spaces stand around it; field
+    /// names come lower-cased, names and values without the spaces and tabs around
+    /// them.
+    @Test func theHeadIsReadFromItsBytes() async throws {
+        try await Self.withServer(.curl) { server, loader in
+            server.route("/h") { _ in
+                .raw(Data("HTTP/1.1   203   Odd  Reason\r\nX-MiXeD-Case :\t a b \t\r\nÉtrange: é\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".utf8))
+            }
+            let response = try await Self.load(loader, server.url("/h")).get()
+            #expect(response.statusCode == 203)
+            #expect(response.headers["x-mixed-case"] == "a b")
+            #expect(response.headers["étrange"] == "é")
+            #expect(response.data == Data("ok".utf8))
+        }
+        // Against the reading of the line as words: the same code for every line.
+        for line in ["HTTP/1.1 304 Not Modified", "HTTP/2 200", "HTTP/1.1  404  x", "HTTP/1.1 abc", "HTTP/1.1",
+                     "HTTP/1.1 ", "HTTP/1.1 +201 x", "HTTP/1.1 -1", "HTTP/1.1 20x", "HTTP/1.1 9999999999 big",
+                     "HTTP/1.1 0200", "HTTP/1.1\t200"] {
+            let words = line.split(separator: " ", maxSplits: 2)
+            let expected = words.count > 1 ? Int(words[1]) ?? 0 : 0
+            let read = Array(line.utf8).withUnsafeBytes { CurlTransfer.statusCode(of: $0[...]) }
+            #expect(read == expected, "\(line)")
+        }
+    }
+
     @Test func theConnectionBudgetLeavesDescriptorsForTheRestOfTheProcess() {
         #expect(CurlDataLoader.connectionBudget(descriptorLimit: 64, open: 10) == 19)
         #expect(CurlDataLoader.connectionBudget(descriptorLimit: 1024, open: 12) == 378)

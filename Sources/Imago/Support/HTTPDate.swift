@@ -11,9 +11,10 @@ import Foundation
 /// one way, but refusing another case would expire a response its server meant to
 /// last.
 enum HTTPDate {
-    private static let days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
-    private static let longDays = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    private static let days = Names(["mon", "tue", "wed", "thu", "fri", "sat", "sun"])
+    private static let longDays = Names(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
+    private static let months = Names(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"])
+    private static let gmt = Names(["gmt"])
 
     /// The date `value` names, or nil when it is not an HTTP-date in any of the three
     /// forms: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete RFC 850 form
@@ -36,8 +37,8 @@ enum HTTPDate {
         let (year, monthNumber, day) = civil(daysSinceEpoch: dayNumber)
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         // 1970-01-01 was a Thursday; `days` counts from Monday.
-        let weekday = days[((dayNumber + 3) % 7 + 7) % 7].capitalized
-        let month = months[monthNumber - 1].capitalized
+        let weekday = days.names[((dayNumber + 3) % 7 + 7) % 7].capitalized
+        let month = months.names[monthNumber - 1].capitalized
         let yearText = String(year)
         return "\(weekday), \(two(day)) \(month) \(String(repeating: "0", count: max(0, 4 - yearText.count)) + yearText) "
             + "\(two(time / 3600)):\(two(time / 60 % 60)):\(two(time % 60)) GMT"
@@ -116,12 +117,38 @@ enum HTTPDate {
 
     /// The index among the lower-case `names` of the name in `bytes`, in any case
     /// (of ASCII letters: the names have no others).
-    private static func name(_ bytes: some Collection<UInt8>, in names: [String]) -> Int? {
-        names.firstIndex { $0.utf8.elementsEqual(bytes.lazy.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }) }
+    private static func name(_ bytes: some Collection<UInt8>, in names: Names) -> Int? {
+        names.index(of: bytes)
+    }
+
+    /// Lower-case names, each also packed into one word when it has at most seven
+    /// letters: a name read is compared as one word with each, where comparing it
+    /// letter by letter with each in turn was most of reading a date, at every
+    /// response.
+    struct Names {
+        let names: [String]
+        private let words: [UInt64?]
+
+        init(_ names: [String]) {
+            self.names = names
+            words = names.map { Names.packed($0.utf8) }
+        }
+
+        func index(of bytes: some Collection<UInt8>) -> Int? {
+            if let word = Names.packed(bytes) { return words.firstIndex(of: word) }
+            return names.firstIndex { $0.utf8.elementsEqual(bytes.lazy.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }) }
+        }
+
+        /// Up to seven bytes, ASCII capitals lowered, under their count in one word
+        /// (so that no two texts share one); nil for more.
+        private static func packed(_ bytes: some Collection<UInt8>) -> UInt64? {
+            guard bytes.count <= 7 else { return nil }
+            return bytes.reduce(UInt64(bytes.count)) { $0 << 8 | UInt64($1 &- 0x41 < 26 ? $1 | 0x20 : $1) }
+        }
     }
 
     private static func isGMT(_ bytes: some Collection<UInt8>) -> Bool {
-        name(bytes, in: ["gmt"]) != nil
+        name(bytes, in: gmt) != nil
     }
 
     /// ASCII digits only, one to four, no sign or space.

@@ -24,6 +24,9 @@ import FoundationNetworking
 public final class CurlDataLoader: DataLoading {
     /// The settings this loader was made with.
     package let configuration: HTTPLoaderConfiguration
+    /// The configuration's own header fields with the User-Agent added unless they
+    /// set one: the same for every request, so made once.
+    private let defaultHeaders: [String: String]
     /// Connections this loader opens at most, over every host: the
     /// `maximumConnections` it was made with, or the budget left by the descriptor limit when the loader was made.
     /// Fewer once the process runs short of descriptors while it loads: a socket that
@@ -47,6 +50,7 @@ public final class CurlDataLoader: DataLoading {
     /// process's file descriptor limit (`connectionBudget()`).
     public init(configuration: HTTPLoaderConfiguration = HTTPLoaderConfiguration(), maximumConnections: Int? = nil) {
         self.configuration = configuration
+        defaultHeaders = HTTPHeaderFields.withDefaultUserAgent(configuration.httpAdditionalHeaders)
         connectionLimit = max(1, maximumConnections ?? Self.connectionBudget())
     }
 
@@ -111,8 +115,7 @@ public final class CurlDataLoader: DataLoading {
         for request: URLRequest, options: DataLoadingOptions,
         progress: @escaping @Sendable (DataLoadingProgress) -> Void
     ) async throws(ImagoError) -> DataResponse {
-        let (url, headers) = try HTTPLoaderConfiguration.checked(
-            request, over: HTTPHeaderFields.withDefaultUserAgent(configuration.httpAdditionalHeaders))
+        let (url, headers) = try HTTPLoaderConfiguration.checked(request, over: defaultHeaders)
 
         let transfer = CurlTransfer(
             request: request, url: url, headers: headers, limit: configuration.maximumResponseSize,

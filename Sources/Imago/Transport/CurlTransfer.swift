@@ -94,8 +94,7 @@ final class CurlTransfer: @unchecked Sendable {
         let line = bytes[..<end]
         if line.starts(with: "HTTP/".utf8) {
             // A new response: an interim 1xx before the final one, or the next hop.
-            let parts = String(decoding: line, as: UTF8.self).split(separator: " ", maxSplits: 2)
-            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            status = Self.statusCode(of: line)
             responseHeaders = []
             contentLengths = []
             headComplete = false
@@ -115,16 +114,54 @@ final class CurlTransfer: @unchecked Sendable {
             return true
         }
         guard let colon = line.firstIndex(of: 0x3A) else { return true }
-        let name = Self.trimmedText(line[..<colon]).lowercased()
+        let name = Self.lowercasedText(Self.trimmed(line[..<colon]))
         let value = Self.trimmedText(line[(colon + 1)...])
         responseHeaders.append((name, value))
         if name == "content-length" { contentLengths.append(value) }
         return true
     }
 
+    // A response's head is parsed as bytes, each field made a string once: making
+    // strings of whole lines and trimming and lower-casing those was a tenth of a
+    // revalidation's own work (a 304's handful of fields).
+
+    /// The status code of a status line ("HTTP/1.1 304 Not Modified"): the second
+    /// word, 0 when it is not a number.
+    static func statusCode(of line: Slice<UnsafeRawBufferPointer>) -> Int {
+        var i = line.startIndex
+        while i < line.endIndex, line[i] != 0x20 { i += 1 }
+        while i < line.endIndex, line[i] == 0x20 { i += 1 }
+        let start = i
+        while i < line.endIndex, line[i] != 0x20 { i += 1 }
+        let word = line[start..<i]
+        guard !word.isEmpty, word.count <= 9, word.allSatisfy({ $0 &- 0x30 < 10 }) else {
+            // Signs and the like, as Swift's own reading of the word takes them.
+            return Int(String(decoding: word, as: UTF8.self)) ?? 0
+        }
+        return word.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
+    }
+
+    /// The bytes without HTTP's optional whitespace (spaces and tabs) at either end.
+    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
+        var start = bytes.startIndex, end = bytes.endIndex
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while start < end, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return bytes[start..<end]
+    }
+
     /// The bytes as text without HTTP's optional whitespace around them.
     private static func trimmedText(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
-        String(decoding: bytes, as: UTF8.self).trimmingHTTPWhitespace
+        String(decoding: trimmed(bytes), as: UTF8.self)
+    }
+
+    /// A field name in lower case: ASCII ones (every real one) byte by byte, others
+    /// as Swift lower-cases text.
+    static func lowercasedText(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
+        guard bytes.allSatisfy({ $0 < 0x80 }) else { return String(decoding: bytes, as: UTF8.self).lowercased() }
+        return String(unsafeUninitializedCapacity: bytes.count) { out in
+            for (k, byte) in bytes.enumerated() { out[k] = byte &- 0x41 < 26 ? byte | 0x20 : byte }
+            return bytes.count
+        }
     }
 
     private func headersEnded() -> Bool {

@@ -119,6 +119,10 @@ extension String {
     /// up Unicode properties letter by letter, a tenth of queueing a load.
     var hasASCIIUppercase: Bool { utf8.contains { $0 &- 0x41 < 26 } }
 
+    /// Whether any byte is an ASCII capital or beyond ASCII: false when lower-casing
+    /// the text would leave it as it is.
+    var hasASCIIUppercaseOrNonASCII: Bool { utf8.contains { $0 &- 0x41 < 26 || $0 >= 0x80 } }
+
     /// Whether the two are the same but for the case of ASCII letters, as HTTP field
     /// names compare (field names are ASCII tokens), without making lower-cased copies.
     func equalsIgnoringASCIICase(_ other: String) -> Bool {
