@@ -204,12 +204,18 @@ final class CurlDriver: @unchecked Sendable {
     var unfinishedCount: Int { inbox.withLock { $0.unfinished } }
 
     /// Applies `change` and wakes the thread; false once the thread has ended.
+    ///
+    /// Only the first change since the thread last emptied the inbox wakes it: that
+    /// wakeup is still pending (or the thread is still to come to the inbox) when the
+    /// others arrive, and the thread takes them all at once. Each wakeup is a write to
+    /// a socket and another round of the thread's loop.
     @discardableResult
     private func send(_ change: (inout Inbox) -> Void) -> Bool {
         inbox.withLock { inbox in
             guard !inbox.closed else { return false }
+            let woken = !inbox.starts.isEmpty || !inbox.stops.isEmpty || inbox.closing
             change(&inbox)
-            _ = curl_multi_wakeup(multi)
+            if !woken { _ = curl_multi_wakeup(multi) }
             return true
         }
     }
