@@ -122,8 +122,8 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     // A response's head is parsed as bytes, each field made a string once: making
-    // strings of whole lines and trimming and lower-casing those was a tenth of a
-    // revalidation's own work (a 304's handful of fields).
+    // strings of whole lines, then trimming and lower-casing those, took some 15,000
+    // instructions for a 304's handful of fields.
 
     /// The status code of a status line ("HTTP/1.1 304 Not Modified"): the second
     /// word, 0 when it is not a number.
