@@ -85,14 +85,18 @@ import _ImagoTestSupport
         return Bitmap(width: bitmap.width, height: bitmap.height, pixels: pixels)
     }
 
+    /// One of the documents above, by the name the parameterised tests give.
+    static func document(named name: String) -> String {
+        [("shapes", shapes), ("gradient", gradient), ("viewBox", viewBox), ("text", text)].first { $0.0 == name }!.1
+    }
+
     static func decode(_ svg: String, _ options: DecodingOptions = DecodingOptions()) throws -> DecodedImage {
         try ImageDecoders.Registry.shared.decode(Data(svg.utf8), options: options)
     }
 
     @Test(arguments: ["shapes", "gradient", "viewBox", "text"])
     func drawsAsRsvgConvertAtTheDocumentsSize(_ name: String) throws {
-        let svg = [("shapes", Self.shapes), ("gradient", Self.gradient), ("viewBox", Self.viewBox), ("text", Self.text)]
-            .first { $0.0 == name }!.1
+        let svg = Self.document(named: name)
         let image = try Self.decode(svg)
         let reference = try Self.reference(svg)
         #expect(image.format == .svg && image.frameCount == 1 && image.orientation == .up)
@@ -235,6 +239,37 @@ import _ImagoTestSupport
         var options = DecodingOptions()
         options.timeout = 0
         #expect(throws: ImagoError.decodingTimedOut(format: .svg, seconds: 0)) { try Self.decode(Self.gradient, options) }
+    }
+
+    /// A thousand canvas-wide blurs, each some 0.1 s of librsvg's work here: about
+    /// two minutes drawn to the end. With a deadline the render is stopped at the
+    /// first element drawn after it.
+    static let slowDocument = """
+        <svg xmlns="http://www.w3.org/2000/svg" width="1000" height="1000">
+        <filter id="f" filterUnits="userSpaceOnUse" x="0" y="0" width="1000" height="1000"><feGaussianBlur stdDeviation="20"/></filter>
+        \((0..<1000).map { "<rect x=\"\($0)\" width=\"5\" height=\"1000\" fill=\"blue\" filter=\"url(#f)\"/>" }.joined())
+        </svg>
+        """
+
+    @Test func aDeadlinePassingWhileLibrsvgDrawsStopsTheRender() {
+        var options = DecodingOptions()
+        options.timeout = 0.3
+        let clock = ContinuousClock()
+        let start = clock.now
+        #expect(throws: ImagoError.decodingTimedOut(format: .svg, seconds: 0.3)) { try Self.decode(Self.slowDocument, options) }
+        let elapsed = clock.now - start
+        print("a render of a thousand blurs with a 0.3 s deadline: stopped after \(elapsed)")
+        // A loaded machine may take several times longer per element; drawn to the
+        // end the document takes minutes.
+        #expect(elapsed < .seconds(20))
+    }
+
+    @Test(arguments: ["shapes", "gradient", "viewBox", "text"])
+    func aWatchedRenderDrawsTheSameBytes(_ name: String) throws {
+        let svg = Self.document(named: name)
+        var watched = DecodingOptions()
+        watched.timeout = 600
+        #expect(try Self.decode(svg, watched).bitmap == Self.decode(svg).bitmap)
     }
 }
 #endif

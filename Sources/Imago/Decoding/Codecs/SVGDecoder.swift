@@ -16,9 +16,12 @@ extension ImageDecoders {
     /// The raster is bounded by the pixel limit and the memory budget: a document
     /// declaring a larger size is drawn smaller, its aspect ratio kept, rather than
     /// refused, since a vector's declared size is a suggestion, not pixels that exist.
-    /// librsvg cannot be stopped in the middle of a render, so the deadline is checked
-    /// between parsing and drawing and after it, and a document whose `<use>`
-    /// references multiply (`SVGReferences`) is refused before librsvg sees it.
+    /// librsvg has no way to be told to stop (its cancellable rendering came in 2.59),
+    /// so with a deadline it draws through a cairo observer surface (`RenderWatch`)
+    /// whose callbacks, at each element drawn, put the context into an error state once
+    /// the time is up; librsvg ends the render at its next call on the context. The
+    /// deadline is also checked between parsing and drawing, and a document whose
+    /// `<use>` references multiply (`SVGReferences`) is refused before librsvg sees it.
     @_spi(Internals) public struct SVG: ImageDecoding {
         /// The largest side cairo draws (its image surfaces stop at 32767 pixels).
         static let largestSide = 32767
@@ -69,15 +72,28 @@ extension ImageDecoders {
                     throw Self.failure("cairo could not make a surface", nil)
                 }
                 defer { rsvg.surfaceDestroy(surface) }
-                guard rsvg.surfaceStatus(surface) == 0, let context = rsvg.create(surface) else {
+                guard rsvg.surfaceStatus(surface) == 0 else {
+                    throw Self.failure("cairo could not make a \(width)×\(height) surface", nil)
+                }
+                // Without a deadline nothing needs watching, and the image surface is drawn on directly.
+                let watch = deadline.nanoseconds == 0 ? nil : RenderWatch(deadline: deadline, rsvg: rsvg)
+                let target = watch.flatMap { _ in rsvg.surfaceCreateObserver(surface, RenderWatch.normalMode) } ?? surface
+                defer { if target != surface { rsvg.surfaceDestroy(target) } }
+                guard rsvg.surfaceStatus(target) == 0, let context = rsvg.create(target) else {
                     throw Self.failure("cairo could not make a \(width)×\(height) surface", nil)
                 }
                 defer { rsvg.destroy(context) }
+                if let watch, target != surface { watch.observe(target, context: context) }
                 var viewport = (0.0, 0.0, Double(width), Double(height))
                 let drawn = withUnsafePointer(to: &viewport) { viewport in
                     rsvg.handleRenderDocument(handle, context, UnsafeRawPointer(viewport), &error)
                 }
+                rsvg.surfaceFlush(target)
                 rsvg.surfaceFlush(surface)
+                if watch?.stopped == true {
+                    _ = rsvg.take(&error)
+                    throw .decodingTimedOut(format: .svg, seconds: deadline.seconds)
+                }
                 guard drawn != 0 else { throw Self.failure("the document could not be drawn", rsvg.take(&error)) }
                 try deadline.check(.svg)
                 Self.cairoToRGBA(pixels, count: width * height)
@@ -187,6 +203,11 @@ struct LibRSVG: @unchecked Sendable {
     let surfaceDestroy: @convention(c) (OpaquePointer?) -> Void
     let create: @convention(c) (OpaquePointer?) -> OpaquePointer?
     let destroy: @convention(c) (OpaquePointer?) -> Void
+    let setSource: @convention(c) (OpaquePointer?, OpaquePointer?) -> Void
+    let surfaceCreateObserver: @convention(c) (OpaquePointer?, Int32) -> OpaquePointer?
+    /// `cairo_surface_observer_add_paint_callback` and its mask, fill, stroke and glyphs
+    /// siblings: every way something is drawn on a surface.
+    let observerAddCallbacks: [@convention(c) (OpaquePointer?, RenderWatch.Callback?, UnsafeMutableRawPointer?) -> Int32]
 
     /// The message of a `GError` librsvg set (its third field, after the domain and
     /// code), freeing it.
@@ -222,7 +243,54 @@ struct LibRSVG: @unchecked Sendable {
             surfaceFlush: load(cairo, "cairo_surface_flush"),
             surfaceDestroy: load(cairo, "cairo_surface_destroy"),
             create: load(cairo, "cairo_create"),
-            destroy: load(cairo, "cairo_destroy"))
+            destroy: load(cairo, "cairo_destroy"),
+            setSource: load(cairo, "cairo_set_source"),
+            surfaceCreateObserver: load(cairo, "cairo_surface_create_observer"),
+            observerAddCallbacks: ["paint", "mask", "fill", "stroke", "glyphs"].map { kind throws(ImagoError) in
+                try load(cairo, "cairo_surface_observer_add_\(kind)_callback")
+            })
+    }
+}
+
+/// What stops a render once its deadline has passed: cairo calls it from the
+/// rendering thread each time something is drawn on the observed surface, and when
+/// the time is up it sets a source of NULL on the context, cairo's one way to put a
+/// context into an error state from outside. Every later call on the context does
+/// nothing, and librsvg, which checks each, ends the render with an error.
+///
+/// An element whose work draws nothing (a filter whose result is empty) passes no
+/// callback, so the render is stopped at the next element that draws.
+final class RenderWatch {
+    /// The callback's C type: the observer, its target, the watch.
+    typealias Callback = @convention(c) (OpaquePointer?, OpaquePointer?, UnsafeMutableRawPointer?) -> Void
+    /// `CAIRO_SURFACE_OBSERVER_NORMAL`: no operation recorded, only counted.
+    static let normalMode: Int32 = 0
+
+    private let deadline: DecodeDeadline
+    private let rsvg: LibRSVG
+    private var context: OpaquePointer?
+    /// Whether the render was stopped: the error librsvg gives back is then the watch's.
+    private(set) var stopped = false
+
+    init(deadline: DecodeDeadline, rsvg: LibRSVG) {
+        self.deadline = deadline
+        self.rsvg = rsvg
+    }
+
+    /// Watches what is drawn on `observer` through `context`. The watch must outlive
+    /// the observer's use: the callbacks hold it unretained.
+    func observe(_ observer: OpaquePointer, context: OpaquePointer) {
+        self.context = context
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        for add in rsvg.observerAddCallbacks {
+            _ = add(observer, { _, _, watch in Unmanaged<RenderWatch>.fromOpaque(watch!).takeUnretainedValue().drawn() }, me)
+        }
+    }
+
+    private func drawn() {
+        guard !stopped, deadline.hasPassed else { return }
+        stopped = true
+        rsvg.setSource(context, nil)
     }
 }
 #endif
