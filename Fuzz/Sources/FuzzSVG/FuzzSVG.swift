@@ -2,11 +2,16 @@ import Foundation
 @_spi(Internals) import Imago
 
 /// Feeds libFuzzer's input to the SVG decoder, drawn at a thumbnail's size so the
-/// fuzzer spends its time in librsvg's parsing and drawing, not in filling pixels.
+/// fuzzer spends its time in librsvg's parsing and drawing, not in filling pixels,
+/// and with a deadline, as a loader's decodes have: the render goes through the
+/// surface that watches it, and a document made to be slow stops well within
+/// libFuzzer's own timeout.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let data = Data(bytes: bytes, count: count)
-    _ = try? ImageDecoders.SVG().decode(data, options: DecodingOptions(targetSize: .thumbnail(64), maximumPixelCount: 1 << 20))
+    var options = DecodingOptions(targetSize: .thumbnail(64), maximumPixelCount: 1 << 20)
+    options.timeout = 3
+    _ = try? ImageDecoders.SVG().decode(data, options: options)
     return 0
 }
 
