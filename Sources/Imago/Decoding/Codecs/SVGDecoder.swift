@@ -258,8 +258,12 @@ struct LibRSVG: @unchecked Sendable {
 /// context into an error state from outside. Every later call on the context does
 /// nothing, and librsvg, which checks each, ends the render with an error.
 ///
-/// An element whose work draws nothing (a filter whose result is empty) passes no
-/// callback, so the render is stopped at the next element that draws.
+/// Only what is drawn on the observed surface passes a callback: an element whose
+/// work draws nothing (a filter whose result is empty) passes none, and what is
+/// drawn inside a group librsvg composes apart (a container with an opacity, a mask
+/// or a filter) reaches the surface when the group is done. Such a render is
+/// stopped at the next element or group that reaches it, which for a document
+/// drawn as one group is its end.
 final class RenderWatch {
     /// The callback's C type: the observer, its target, the watch.
     typealias Callback = @convention(c) (OpaquePointer?, OpaquePointer?, UnsafeMutableRawPointer?) -> Void
