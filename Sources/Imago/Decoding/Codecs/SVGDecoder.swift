@@ -17,11 +17,10 @@ extension ImageDecoders {
     /// declaring a larger size is drawn smaller, its aspect ratio kept, rather than
     /// refused, since a vector's declared size is a suggestion, not pixels that exist.
     /// librsvg has no way to be told to stop (its cancellable rendering came in 2.59),
-    /// so with a deadline it draws through a cairo observer surface (`RenderWatch`)
-    /// whose callbacks, at each element drawn, put the context into an error state once
-    /// the time is up; librsvg ends the render at its next call on the context. The
-    /// deadline is also checked between parsing and drawing, and a document whose
-    /// `<use>` references multiply (`SVGReferences`) is refused before librsvg sees it.
+    /// so at the deadline a `RenderWatch` puts the drawing's context into cairo's error
+    /// state, and librsvg ends the render at its next call on it. The deadline is also
+    /// checked between parsing and drawing, and a document whose `<use>` references
+    /// multiply (`SVGReferences`) is refused before librsvg sees it.
     @_spi(Internals) public struct SVG: ImageDecoding {
         /// The largest side cairo draws (its image surfaces stop at 32767 pixels).
         static let largestSide = 32767
@@ -72,25 +71,20 @@ extension ImageDecoders {
                     throw Self.failure("cairo could not make a surface", nil)
                 }
                 defer { rsvg.surfaceDestroy(surface) }
-                guard rsvg.surfaceStatus(surface) == 0 else {
-                    throw Self.failure("cairo could not make a \(width)×\(height) surface", nil)
-                }
-                // Without a deadline nothing needs watching, and the image surface is drawn on directly.
-                let watch = deadline.nanoseconds == 0 ? nil : RenderWatch(deadline: deadline, rsvg: rsvg)
-                let target = watch.flatMap { _ in rsvg.surfaceCreateObserver(surface, RenderWatch.normalMode) } ?? surface
-                defer { if target != surface { rsvg.surfaceDestroy(target) } }
-                guard rsvg.surfaceStatus(target) == 0, let context = rsvg.create(target) else {
+                guard rsvg.surfaceStatus(surface) == 0, let context = rsvg.create(surface) else {
                     throw Self.failure("cairo could not make a \(width)×\(height) surface", nil)
                 }
                 defer { rsvg.destroy(context) }
-                if let watch, target != surface { watch.observe(target, context: context) }
+                let watch = deadline.nanoseconds == 0 ? nil : RenderWatch(context, deadline: deadline, rsvg: rsvg)
+                // Ended before the context is destroyed, whatever happens.
+                defer { _ = watch?.end() }
                 var viewport = (0.0, 0.0, Double(width), Double(height))
                 let drawn = withUnsafePointer(to: &viewport) { viewport in
                     rsvg.handleRenderDocument(handle, context, UnsafeRawPointer(viewport), &error)
                 }
-                rsvg.surfaceFlush(target)
+                let stopped = watch?.end() ?? false
                 rsvg.surfaceFlush(surface)
-                if watch?.stopped == true {
+                if stopped {
                     _ = rsvg.take(&error)
                     throw .decodingTimedOut(format: .svg, seconds: deadline.seconds)
                 }
@@ -204,10 +198,6 @@ struct LibRSVG: @unchecked Sendable {
     let create: @convention(c) (OpaquePointer?) -> OpaquePointer?
     let destroy: @convention(c) (OpaquePointer?) -> Void
     let setSource: @convention(c) (OpaquePointer?, OpaquePointer?) -> Void
-    let surfaceCreateObserver: @convention(c) (OpaquePointer?, Int32) -> OpaquePointer?
-    /// `cairo_surface_observer_add_paint_callback` and its mask, fill, stroke and glyphs
-    /// siblings: every way something is drawn on a surface.
-    let observerAddCallbacks: [@convention(c) (OpaquePointer?, RenderWatch.Callback?, UnsafeMutableRawPointer?) -> Int32]
 
     /// The message of a `GError` librsvg set (its third field, after the domain and
     /// code), freeing it.
@@ -244,57 +234,62 @@ struct LibRSVG: @unchecked Sendable {
             surfaceDestroy: load(cairo, "cairo_surface_destroy"),
             create: load(cairo, "cairo_create"),
             destroy: load(cairo, "cairo_destroy"),
-            setSource: load(cairo, "cairo_set_source"),
-            surfaceCreateObserver: load(cairo, "cairo_surface_create_observer"),
-            observerAddCallbacks: ["paint", "mask", "fill", "stroke", "glyphs"].map { kind throws(ImagoError) in
-                try load(cairo, "cairo_surface_observer_add_\(kind)_callback")
-            })
+            setSource: load(cairo, "cairo_set_source"))
     }
 }
 
-/// What stops a render once its deadline has passed: cairo calls it from the
-/// rendering thread each time something is drawn on the observed surface, and when
-/// the time is up it sets a source of NULL on the context, cairo's one way to put a
-/// context into an error state from outside. Every later call on the context does
-/// nothing, and librsvg, which checks each, ends the render with an error.
+/// What stops a render once its deadline has passed. At the deadline the deadline
+/// clock's thread sets a NULL source on the drawing's context: cairo's one public way
+/// to put a context into its error state from outside, and all that call does with a
+/// NULL source is an atomic store of the context's status. Every later call on the
+/// context does nothing, and librsvg, which checks the context's status after its
+/// calls, ends the render with an error at its next one.
 ///
-/// Only what is drawn on the observed surface passes a callback: an element whose
-/// work draws nothing (a filter whose result is empty) passes none, and what is
-/// drawn inside a group librsvg composes apart (a container with an opacity, a mask
-/// or a filter) reaches the surface when the group is done. Such a render is
-/// stopped at the next element or group that reaches it, which for a document
-/// drawn as one group is its end.
-final class RenderWatch {
-    /// The callback's C type: the observer, its target, the watch.
-    typealias Callback = @convention(c) (OpaquePointer?, OpaquePointer?, UnsafeMutableRawPointer?) -> Void
-    /// `CAIRO_SURFACE_OBSERVER_NORMAL`: no operation recorded, only counted.
-    static let normalMode: Int32 = 0
-
-    private let deadline: DecodeDeadline
-    private let rsvg: LibRSVG
-    private var context: OpaquePointer?
-    /// Whether the render was stopped: the error librsvg gives back is then the watch's.
-    private(set) var stopped = false
-
-    init(deadline: DecodeDeadline, rsvg: LibRSVG) {
-        self.deadline = deadline
-        self.rsvg = rsvg
+/// A cairo observer surface, whose callbacks run at each drawing operation, was the
+/// first way tried: cairo 1.16 never frees an observer's callbacks (160 bytes a decode,
+/// found by the fuzzer's leak check) and logs every operation while it watches.
+///
+/// What is drawn inside a group librsvg composes apart (a container with an opacity,
+/// a mask or a filter) goes through a context of its own, and librsvg comes back to
+/// the watched one only when the group is done: a document drawn as one such group
+/// runs to its end.
+final class RenderWatch: Sendable {
+    private enum State {
+        /// The context, by address, until the render ends.
+        case watching(context: Int)
+        case stopped, ended
     }
 
-    /// Watches what is drawn on `observer` through `context`. The watch must outlive
-    /// the observer's use: the callbacks hold it unretained.
-    func observe(_ observer: OpaquePointer, context: OpaquePointer) {
-        self.context = context
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        for add in rsvg.observerAddCallbacks {
-            _ = add(observer, { _, _, watch in Unmanaged<RenderWatch>.fromOpaque(watch!).takeUnretainedValue().drawn() }, me)
+    private let state: Locked<State>
+    private let rsvg: LibRSVG
+    private let timer = Locked(0)
+
+    /// Starts watching the render on `context`; `end()` must be called before the
+    /// context is destroyed.
+    init(_ context: OpaquePointer, deadline: DecodeDeadline, rsvg: LibRSVG) {
+        state = Locked(.watching(context: Int(bitPattern: UnsafeRawPointer(context))))
+        self.rsvg = rsvg
+        let id = DeadlineClock.shared.schedule(after: deadline.secondsLeft ?? 0) { [self] in stop() }
+        timer.withLock { $0 = id }
+    }
+
+    private func stop() {
+        state.withLock { state in
+            guard case .watching(let context) = state else { return }
+            rsvg.setSource(OpaquePointer(bitPattern: context), nil)
+            state = .stopped
         }
     }
 
-    private func drawn() {
-        guard !stopped, deadline.hasPassed else { return }
-        stopped = true
-        rsvg.setSource(context, nil)
+    /// Ends the watch: the context is no longer touched after it returns. Whether the
+    /// watch stopped the render (the first call tells; later ones say no).
+    func end() -> Bool {
+        DeadlineClock.shared.cancel(timer.withLock { $0 })
+        return state.withLock { state in
+            defer { state = .ended }
+            if case .stopped = state { return true }
+            return false
+        }
     }
 }
 #endif
