@@ -23,9 +23,15 @@ enum SVGReferences {
     /// The elements the references add to the drawing, counted to a little past
     /// `limit` and no further; 0 for a document without `<use>`.
     static func referencedElements(in bytes: UnsafeBufferPointer<UInt8>, limit: Int = SVGReferences.limit) -> Int {
+        count(in: bytes, limit: limit).referenced
+    }
+
+    /// From one scan: the document's own elements (what librsvg's tree holds), and
+    /// the elements its references add to the drawing, as `referencedElements` counts them.
+    static func count(in bytes: UnsafeBufferPointer<UInt8>, limit: Int = SVGReferences.limit) -> (elements: Int, referenced: Int) {
         var scan = Scan(bytes)
         scan.run()
-        guard !scan.targets.isEmpty else { return 0 }
+        guard !scan.targets.isEmpty else { return (scan.children.count, 0) }
         // Each element draws itself, its children and, for a `<use>`, what it refers
         // to: counted once per element, in order of need, with a cap (past the limit
         // once the document's own elements are taken off) so that counts that
@@ -64,7 +70,7 @@ enum SVGReferences {
         }
         var drawn = 0
         for root in scan.roots { drawn = min(cap, drawn + count(root)) }
-        return max(0, drawn - scan.children.count)
+        return (scan.children.count, max(0, drawn - scan.children.count))
     }
 
     /// The tags of a document: each element's children, its `id`, and a `<use>`'s target.
