@@ -177,57 +177,5 @@ import CImagoSystem
         options.timeout = 0
         #expect(throws: ImagoError.decodingTimedOut(format: .jxl, seconds: 0)) { try Self.decode("lossy.jxl", options) }
     }
-
-    /// A frame of 16 million pixels, made by `cjxl` now (lossy, fastest effort):
-    /// libjxl decodes it for a good part of a second. A deadline a tenth of that
-    /// stops it in the middle of the frame, at the next group libjxl asks Imago's
-    /// runner to run.
-    @Test func aDeadlinePassingInAFrameStopsLibjxl() throws {
-        // Noise on a gradient, each row the one pattern shifted: made in a few copies.
-        let side = 4000
-        var state: UInt32 = 1
-        let pattern = (0..<(2 * side * 4)).map { i -> UInt8 in
-            state = state &* 1_664_525 &+ 1_013_904_223
-            return i % 4 == 3 ? 255 : UInt8(truncatingIfNeeded: (i / 4) * 255 / (2 * side)) &+ UInt8(truncatingIfNeeded: state >> 27)
-        }
-        var pixels = [UInt8](repeating: 0, count: side * side * 4)
-        pixels.withUnsafeMutableBytes { out in
-            pattern.withUnsafeBytes { row in
-                for y in 0..<side {
-                    let shift = (y * 37) % side * 4
-                    (out.baseAddress! + y * side * 4).copyMemory(from: row.baseAddress! + shift, byteCount: side * 4)
-                }
-            }
-        }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-jxl-\(UUID())")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let png = folder.appendingPathComponent("large.png"), jxl = folder.appendingPathComponent("large.jxl")
-        try ImageEncoders.encoder(for: .png)!.encode(Bitmap(width: side, height: side, pixels: pixels)).write(to: png)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/cjxl")
-        process.arguments = [png.path, jxl.path, "-d", "1", "-e", "1"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "cjxl failed")
-        let data = try Data(contentsOf: jxl)
-
-        let clock = ContinuousClock()
-        var start = clock.now
-        let whole = try ImageDecoders.Registry.shared.decode(data, options: DecodingOptions())
-        let full = clock.now - start
-        #expect(whole.width == side)
-        var options = DecodingOptions()
-        options.timeout = (full / 10).seconds
-        start = clock.now
-        #expect(throws: ImagoError.decodingTimedOut(format: .jxl, seconds: options.timeout!)) {
-            try ImageDecoders.Registry.shared.decode(data, options: options)
-        }
-        let stopped = clock.now - start
-        print("a 4000 × 4000 JPEG XL: decoded in \(full), stopped after \(stopped) by a deadline of \(options.timeout!) s")
-        #expect(stopped < full / 2)
-    }
 }
 #endif

@@ -3,8 +3,7 @@ import Foundation
 
 /// Feeds libFuzzer's input to the JPEG XL decoder. The pixel limit is lowered so the
 /// fuzzer spends its time on parsing, not on filling huge but legal images, and the
-/// first frame has a deadline, as a loader's decodes have, so it runs through
-/// Imago's parallel runner.
+/// first frame has a deadline, as a loader's decodes have.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let data = Data(bytes: bytes, count: count)

@@ -12,9 +12,11 @@ extension ImageDecoders {
     ///
     /// The image is decoded at full size and fitted to a target size afterwards
     /// (libjxl cannot decode smaller), so a thumbnail's memory budget counts the
-    /// full-size frame. libjxl runs a frame's work through a parallel runner; Imago's
-    /// runs it on the decoding thread, one group after another, and stops at the first
-    /// group after the deadline, which fails the frame. Only the first
+    /// full-size frame. libjxl cannot be stopped in the middle of a frame: the
+    /// deadline is checked between its steps (header, each frame). A parallel runner
+    /// that refuses the rest of a frame's work at the deadline was tried: libjxl 0.7
+    /// takes some steps' refusal for a broken invariant (`JXL_CHECK` around the DC
+    /// smoothing) and aborts the process. Only the first
     /// frame is decoded up front; a scan of the frame headers gives the frame count
     /// and durations, and the other frames are decoded as they are played.
     @_spi(Internals) public struct JXL: ImageDecoding {
@@ -74,8 +76,6 @@ final class JXLFrameCursor: FrameProducing {
     private let storage: PinnedBytes?
     private let options: DecodingOptions
     private let deadline: DecodeDeadline
-    /// What the runner reads the deadline from, while the decoder lives.
-    private let runner: JXLDeadlineRunner?
     /// The codestream's basic information.
     let info: JxlBasicInfo
     /// The codestream's orientation, which libjxl is told to leave to Imago.
@@ -96,10 +96,9 @@ final class JXLFrameCursor: FrameProducing {
         _ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions, keeping storage: PinnedBytes?, deadline: DecodeDeadline = .none
     ) throws(ImagoError) {
         let jxl = try LibJXL.shared.get()
-        let runner = deadline.nanoseconds == 0 ? nil : JXLDeadlineRunner(deadline)
         let (decoder, info) = try Self.open(
             bytes, jxl, events: JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue | JXL_DEC_FULL_IMAGE.rawValue,
-            options: options, runner: runner)
+            options: options)
         // Destroyed here when this throws: `deinit` runs only for a cursor whose
         // properties were all set, and the colour space is one of them.
         let colourSpace: (colours: ColourDescription?, note: String?)
@@ -114,7 +113,6 @@ final class JXLFrameCursor: FrameProducing {
         self.storage = storage
         self.options = options
         self.deadline = deadline
-        self.runner = runner
         self.info = info
         orientation = ImageOrientation(rawValue: Int(info.orientation.rawValue)) ?? .up
         colours = colourSpace.colours
@@ -164,11 +162,10 @@ final class JXLFrameCursor: FrameProducing {
             && (encoding.color_space == JXL_COLOR_SPACE_GRAY || encoding.primaries == JXL_PRIMARIES_SRGB)
     }
 
-    /// A decoder on `bytes` subscribed to `events`, its work run by `runner` when
-    /// given (which must outlive it), run to the basic information, which is checked
-    /// against the limits.
+    /// A decoder on `bytes` subscribed to `events`, run to the basic information,
+    /// which is checked against the limits.
     private static func open(
-        _ bytes: UnsafeBufferPointer<UInt8>, _ jxl: LibJXL, events: UInt32, options: DecodingOptions, runner: JXLDeadlineRunner? = nil
+        _ bytes: UnsafeBufferPointer<UInt8>, _ jxl: LibJXL, events: UInt32, options: DecodingOptions
     ) throws(ImagoError) -> (OpaquePointer, JxlBasicInfo) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { throw ImageDecoders.JXL.failure("no data", nil) }
         guard let decoder = jxl.create(nil) else { throw ImageDecoders.JXL.failure("out of memory", nil) }
@@ -176,8 +173,7 @@ final class JXLFrameCursor: FrameProducing {
             guard jxl.subscribeEvents(decoder, Int32(bitPattern: events)) == JXL_DEC_SUCCESS,
                   jxl.setKeepOrientation(decoder, 1) == JXL_DEC_SUCCESS,
                   jxl.setUnpremultiplyAlpha(decoder, 1) == JXL_DEC_SUCCESS,
-                  jxl.setInput(decoder, base, bytes.count) == JXL_DEC_SUCCESS,
-                  runner.map({ jxl.setParallelRunner(decoder, JXLDeadlineRunner.run, $0.opaque) == JXL_DEC_SUCCESS }) ?? true
+                  jxl.setInput(decoder, base, bytes.count) == JXL_DEC_SUCCESS
             else { throw ImageDecoders.JXL.failure("libjxl refused the settings", nil) }
             // The input is left open: on data that ends early libjxl then asks for
             // more (reported as truncation) rather than failing with a line on
@@ -265,11 +261,7 @@ final class JXLFrameCursor: FrameProducing {
                 throw ImageDecoders.JXL.failure("libjxl refused the output buffer", nil)
             }
             let status = jxl.processInput(decoder)
-            guard status == JXL_DEC_FULL_IMAGE else {
-                // The runner refused the rest of the frame's work.
-                try deadline.check(.jxl)
-                throw Self.failure(jxl, status, "frame \(number) is corrupt")
-            }
+            guard status == JXL_DEC_FULL_IMAGE else { throw Self.failure(jxl, status, "frame \(number) is corrupt") }
             if hasAlpha { pixels.premultiplyRGBA(count: width * height) }
         }
         frames += 1
@@ -314,7 +306,6 @@ struct LibJXL: @unchecked Sendable {
     ) -> JxlDecoderStatus
     let imageOutBufferSize: @convention(c) (OpaquePointer?, UnsafePointer<JxlPixelFormat>?, UnsafeMutablePointer<Int>?) -> JxlDecoderStatus
     let setImageOutBuffer: @convention(c) (OpaquePointer?, UnsafePointer<JxlPixelFormat>?, UnsafeMutableRawPointer?, Int) -> JxlDecoderStatus
-    let setParallelRunner: @convention(c) (OpaquePointer?, JxlParallelRunner?, UnsafeMutableRawPointer?) -> JxlDecoderStatus
 
     /// libjxl, opened on first use.
     static let shared: Result<LibJXL, ImagoError> = Result { () throws(ImagoError) in
@@ -336,34 +327,7 @@ struct LibJXL: @unchecked Sendable {
             iccProfileSize: load("JxlDecoderGetICCProfileSize"),
             colorAsICCProfile: load("JxlDecoderGetColorAsICCProfile"),
             imageOutBufferSize: load("JxlDecoderImageOutBufferSize"),
-            setImageOutBuffer: load("JxlDecoderSetImageOutBuffer"),
-            setParallelRunner: load("JxlDecoderSetParallelRunner"))
-    }
-}
-
-/// A libjxl parallel runner that runs a frame's work on the calling thread, as
-/// libjxl does without one, but looks at the deadline before each item (a group of
-/// pixels, a pass): past it, it refuses the rest, and libjxl fails the frame. libjxl
-/// has no other way to be stopped in the middle of a frame, whose decode can take
-/// seconds (an 8000 × 8000 lossless image from a 2.3 MB file: 3.7 s here).
-final class JXLDeadlineRunner {
-    private let deadline: DecodeDeadline
-
-    init(_ deadline: DecodeDeadline) { self.deadline = deadline }
-
-    /// The runner's argument: the object itself, unretained (its owner keeps it
-    /// while the decoder lives).
-    var opaque: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
-
-    /// The runner, as libjxl calls it: one thread, the items in order.
-    static let run: JxlParallelRunner = { runner, jpegxl, initialize, function, start, end in
-        guard let runner, let initialize, let function, initialize(jpegxl, 1) == 0 else { return JXL_PARALLEL_RET_RUNNER_ERROR }
-        let deadline = Unmanaged<JXLDeadlineRunner>.fromOpaque(runner).takeUnretainedValue().deadline
-        for item in start..<end {
-            if deadline.hasPassed { return JXL_PARALLEL_RET_RUNNER_ERROR }
-            function(jpegxl, item, 0)
-        }
-        return 0
+            setImageOutBuffer: load("JxlDecoderSetImageOutBuffer"))
     }
 }
 #endif
