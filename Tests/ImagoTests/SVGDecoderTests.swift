@@ -260,8 +260,8 @@ import _ImagoTestSupport
     }
 
     /// A thousand canvas-wide blurs, each some 0.08 s of librsvg's work here: over a
-    /// minute drawn to the end. With a deadline the render is stopped at the
-    /// first element drawn after it.
+    /// minute drawn to the end. With a deadline the render is stopped at librsvg's
+    /// next call on its context after it.
     static let slowDocument = """
         <svg xmlns="http://www.w3.org/2000/svg" width="1000" height="1000">
         <filter id="f" filterUnits="userSpaceOnUse" x="0" y="0" width="1000" height="1000"><feGaussianBlur stdDeviation="20"/></filter>

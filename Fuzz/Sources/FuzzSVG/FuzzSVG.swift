@@ -3,9 +3,8 @@ import Foundation
 
 /// Feeds libFuzzer's input to the SVG decoder, drawn at a thumbnail's size so the
 /// fuzzer spends its time in librsvg's parsing and drawing, not in filling pixels,
-/// and with a deadline, as a loader's decodes have: the render goes through the
-/// surface that watches it, and a document made to be slow stops well within
-/// libFuzzer's own timeout.
+/// and with a deadline, as a loader's decodes have: the render is watched, and a
+/// document made to be slow stops well within libFuzzer's own timeout.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let data = Data(bytes: bytes, count: count)

@@ -51,7 +51,7 @@ extension ImageDecoders {
             let deadline = options.deadline()
             // Before librsvg: a document whose references multiply is refused from a scan
             // of its tags, and one whose tree would not fit the memory budget.
-            let (elements, referenced) = SVGReferences.count(in: bytes)
+            let (elements, referenced) = SVGReferences.elementCounts(in: bytes)
             guard referenced <= SVGReferences.limit else {
                 throw Self.failure("its <use> references draw more than \(SVGReferences.limit) elements", nil)
             }

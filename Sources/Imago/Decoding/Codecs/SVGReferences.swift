@@ -23,12 +23,12 @@ enum SVGReferences {
     /// The elements the references add to the drawing, counted to a little past
     /// `limit` and no further; 0 for a document without `<use>`.
     static func referencedElements(in bytes: UnsafeBufferPointer<UInt8>, limit: Int = SVGReferences.limit) -> Int {
-        count(in: bytes, limit: limit).referenced
+        elementCounts(in: bytes, limit: limit).referenced
     }
 
     /// From one scan: the document's own elements (what librsvg's tree holds), and
     /// the elements its references add to the drawing, as `referencedElements` counts them.
-    static func count(in bytes: UnsafeBufferPointer<UInt8>, limit: Int = SVGReferences.limit) -> (elements: Int, referenced: Int) {
+    static func elementCounts(in bytes: UnsafeBufferPointer<UInt8>, limit: Int = SVGReferences.limit) -> (elements: Int, referenced: Int) {
         var scan = Scan(bytes)
         scan.run()
         guard !scan.targets.isEmpty else { return (scan.children.count, 0) }
