@@ -39,7 +39,8 @@ public struct DecodingOptions: Sendable, Hashable {
     /// The most seconds one decode may take, on the wall clock; nil (the default) for
     /// no limit. The codecs whose work a small file can make long check it as they
     /// work (libjpeg between rows of every scan, libpng at each row, libtiff between
-    /// the strips of a thumbnail), so a file made to be slow fails with
+    /// the strips of a thumbnail, libheif between a grid's tiles, librsvg as it
+    /// draws), so a file made to be slow fails with
     /// `decodingTimedOut` in about this time rather than holding a core. A loader
     /// sets it to its `loadingTimeout`.
     public var timeout: Double?

@@ -51,6 +51,24 @@ import _ImagoTestSupport
         }
     }
 
+    /// A grid of 576 tiles, all one 256 px tile of noise (`Fixtures/heic/slow/make_grid.py`):
+    /// 6144 × 6144, some five seconds of libheif's decoding on a 2 GHz core. It stops at
+    /// its deadline, a tile later at most, where libheif alone would decode to the end.
+    @Test func aGridStopsAtItsDeadline() throws {
+        let data = try Fixture.data("heic/slow/grid.heic")
+        var options = DecodingOptions()
+        options.timeout = 0.2
+        let clock = ContinuousClock()
+        let start = clock.now
+        #expect(throws: ImagoError.decodingTimedOut(format: .heic, seconds: 0.2)) {
+            try ImageDecoders.HEIF().decode(data, options: options)
+        }
+        let elapsed = clock.now - start
+        print("a 576-tile HEIF grid with a 0.2 s deadline: stopped after \(elapsed)")
+        // A loaded machine takes longer for each tile; the whole grid is seconds.
+        #expect(elapsed < .seconds(2))
+    }
+
     /// A fuzz-found file whose 40×24 image has an alpha plane coded as 11273×40937: it
     /// took 1.4 GB and seconds to decode; the plane is refused before it is allocated.
     @Test func anAlphaPlaneLargerThanTheImageIsRefused() throws {

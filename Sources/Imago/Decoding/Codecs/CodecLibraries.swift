@@ -57,7 +57,9 @@ struct LibHEIF: @unchecked Sendable {
     let contextFree: @convention(c) (OpaquePointer?) -> Void
     let contextSetMaxDecodingThreads: @convention(c) (OpaquePointer?, Int32) -> Void
     let contextSetMaximumImageSizeLimit: @convention(c) (OpaquePointer?, Int32) -> Void
-    let contextReadFromMemoryWithoutCopy: @convention(c) (OpaquePointer?, UnsafeRawPointer?, Int, OpaquePointer?) -> heif_error
+    let contextReadFromReader: @convention(c) (
+        OpaquePointer?, UnsafePointer<heif_reader>?, UnsafeMutableRawPointer?, OpaquePointer?
+    ) -> heif_error
     let contextGetPrimaryImageHandle: @convention(c) (OpaquePointer?, UnsafeMutablePointer<OpaquePointer?>?) -> heif_error
     let imageHandleRelease: @convention(c) (OpaquePointer?) -> Void
     let imageHandleGetWidth: @convention(c) (OpaquePointer?) -> Int32
@@ -94,7 +96,7 @@ struct LibHEIF: @unchecked Sendable {
             contextFree: load("heif_context_free"),
             contextSetMaxDecodingThreads: load("heif_context_set_max_decoding_threads"),
             contextSetMaximumImageSizeLimit: load("heif_context_set_maximum_image_size_limit"),
-            contextReadFromMemoryWithoutCopy: load("heif_context_read_from_memory_without_copy"),
+            contextReadFromReader: load("heif_context_read_from_reader"),
             contextGetPrimaryImageHandle: load("heif_context_get_primary_image_handle"),
             imageHandleRelease: load("heif_image_handle_release"),
             imageHandleGetWidth: load("heif_image_handle_get_width"),

@@ -28,12 +28,17 @@ extension ImageDecoders {
 
         private func decode(_ bytes: UnsafeBufferPointer<UInt8>, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             guard let base = bytes.baseAddress, !bytes.isEmpty else { throw Self.failure("no data", nil) }
-            // libheif 1.15 (Debian 12) reports progress over a grid's tiles but has no
-            // way to stop a decode (a cancel callback came in later releases), so the deadline is
-            // checked between its calls: after parsing, after the decode, after the copy.
+            // libheif 1.15 (Debian 12) has no way to stop a decode (a cancel callback came
+            // in later releases), so the deadline is checked between its calls (after
+            // parsing, after the decode, after the copy) and, through the reader, between
+            // a grid's tiles.
             let deadline = options.deadline()
             if let problem = HEIFReferences.problem(in: bytes) { throw Self.failure(problem, nil) }
             let heif = try LibHEIF.shared.get()
+            // Freed last: the context reads through it until the context is freed.
+            let input = UnsafeMutablePointer<HEIFInput>.allocate(capacity: 1)
+            input.initialize(to: HEIFInput(base: base, count: bytes.count, deadline: deadline))
+            defer { input.deinitialize(count: 1).deallocate() }
             guard let context = heif.contextAlloc() else { throw Self.failure("out of memory", nil) }
             defer { heif.contextFree(context) }
             // Tiles decoded on this thread: decoding is already spread over the decoding
@@ -46,12 +51,14 @@ extension ImageDecoders {
 
             func check(_ error: heif_error, _ reason: String) throws(ImagoError) {
                 guard error.code != heif_error_Ok else { return }
+                // The reader's "not yet" after the deadline comes back as missing data.
+                try deadline.check(.heic)
                 let message = error.message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "error \(error.code.rawValue)"
                 let truncated = error.code == heif_error_Invalid_input && error.subcode == heif_suberror_End_of_data
                 throw Self.failure(truncated ? "the data ends before the image does" : reason, message)
             }
 
-            try check(heif.contextReadFromMemoryWithoutCopy(context, base, bytes.count, nil), "the container is malformed")
+            try check(heif.contextReadFromReader(context, HEIFInput.reader, input, nil), "the container is malformed")
             try deadline.check(.heic)
             var handle: OpaquePointer?
             try check(heif.contextGetPrimaryImageHandle(context, &handle), "the file has no primary image")
@@ -150,5 +157,60 @@ extension ImageDecoders {
             .decodingFailed(format: .heic, reason: reason, codec: message.map { .init(library: "libheif", message: $0) })
         }
     }
+}
+
+/// The file in memory as libheif reads it: what `heif_context_read_from_memory_without_copy`
+/// does, through a reader that answers "not there yet" once the deadline has passed.
+///
+/// libheif reads a grid tile's coded data just before it decodes the tile, after
+/// asking the reader whether the file reaches that far; a tile whose data is not
+/// there ends the decode with an error. So a grid (a phone's photo is a grid of
+/// 512 px tiles; a hostile one can be thousands) stops at the first tile after the
+/// deadline, where libheif 1.15 could otherwise only be stopped once the whole image
+/// was decoded. Only that question is answered differently: libheif asserts that a
+/// read of bytes it was told are there succeeds, so reads and seeks keep the memory
+/// reader's rules.
+struct HEIFInput {
+    let base: UnsafePointer<UInt8>
+    let count: Int
+    let deadline: DecodeDeadline
+    var position = 0
+
+    init(base: UnsafePointer<UInt8>, count: Int, deadline: DecodeDeadline) {
+        self.base = base
+        self.count = count
+        self.deadline = deadline
+    }
+
+    /// The reader's functions, for every decode (each passes its own input): made once,
+    /// as libheif keeps the pointer for as long as a context lives.
+    nonisolated(unsafe) static let reader: UnsafePointer<heif_reader> = {
+        func input(_ userdata: UnsafeMutableRawPointer?) -> UnsafeMutablePointer<HEIFInput> {
+            userdata!.assumingMemoryBound(to: HEIFInput.self)
+        }
+        let reader = UnsafeMutablePointer<heif_reader>.allocate(capacity: 1)
+        reader.initialize(to: heif_reader(
+            reader_api_version: 1,
+            get_position: { Int64(input($0).pointee.position) },
+            read: { data, size, userdata in
+                let input = input(userdata)
+                guard let data, size <= input.pointee.count - input.pointee.position else { return 1 }
+                data.copyMemory(from: input.pointee.base + input.pointee.position, byteCount: size)
+                input.pointee.position += size
+                return 0
+            },
+            seek: { position, userdata in
+                let input = input(userdata)
+                guard position >= 0, position <= Int64(input.pointee.count) else { return 1 }
+                input.pointee.position = Int(position)
+                return 0
+            },
+            wait_for_file_size: { target, userdata in
+                let input = input(userdata)
+                if input.pointee.deadline.hasPassed { return heif_reader_grow_status_timeout }
+                return target > Int64(input.pointee.count) ? heif_reader_grow_status_size_beyond_eof : heif_reader_grow_status_size_reached
+            }))
+        return UnsafePointer(reader)
+    }()
 }
 #endif
