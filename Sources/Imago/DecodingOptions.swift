@@ -51,7 +51,8 @@ public struct DecodingOptions: Sendable, Hashable {
     /// smaller way where there is one (rows streamed into a thumbnail, an interlaced
     /// image's passes summed at the thumbnail's scale) and throws `overMemoryBudget`
     /// when none fits, so a small file claiming a large image fails rather than
-    /// taking the process's memory.
+    /// taking the process's memory. libavif and libheif, which decode only at full
+    /// size, are held to the full-size figure when this is nil, also for a thumbnail.
     public var memoryBudget: Int?
     /// Turn photos upright according to their EXIF orientation (the default).
     public var appliesOrientation: Bool
@@ -81,6 +82,11 @@ public struct DecodingOptions: Sendable, Hashable {
     public var effectiveMemoryBudget: Int {
         if let memoryBudget { return memoryBudget }
         if targetSize != nil { return Self.defaultThumbnailMemoryBudget }
+        return fullSizeMemoryBudget
+    }
+
+    /// The budget of a full-size decode when none is set.
+    var fullSizeMemoryBudget: Int {
         let (bytes, overflow) = maximumPixelCount.multipliedReportingOverflow(by: 8)
         return overflow ? Int.max : max(bytes, 256 << 20)
     }
@@ -89,7 +95,19 @@ public struct DecodingOptions: Sendable, Hashable {
     /// Decoders call this with what their way through the file would hold at once,
     /// before allocating.
     public func checkMemory(_ bytes: Int, format: ImageFormat) throws(ImagoError) {
-        let budget = effectiveMemoryBudget
+        try checkMemory(bytes, within: effectiveMemoryBudget, format: format)
+    }
+
+    /// The same for a codec that decodes only at full size whatever the target
+    /// (libavif, libheif): `memoryBudget` when set, otherwise the full-size budget,
+    /// since a thumbnail's 64 MiB would refuse a phone's 12-megapixel photo that such
+    /// a codec cannot decode any smaller. What it bounds is what a small file can
+    /// make the codec hold beyond the image itself (a grid of thousands of tiles).
+    func checkFullSizeMemory(_ bytes: Int, format: ImageFormat) throws(ImagoError) {
+        try checkMemory(bytes, within: memoryBudget ?? fullSizeMemoryBudget, format: format)
+    }
+
+    private func checkMemory(_ bytes: Int, within budget: Int, format: ImageFormat) throws(ImagoError) {
         if bytes > budget { throw .overMemoryBudget(format: format, bytes: bytes, budget: budget) }
     }
 

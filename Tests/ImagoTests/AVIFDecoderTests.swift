@@ -121,6 +121,38 @@ import _ImagoTestSupport
         }
     }
 
+    /// libavif opens an AV1 decoder for each tile of a grid and keeps them all until
+    /// the image is made: this 50 KB file of 1,024 tiles (`Fixtures/make_grid.py`)
+    /// held 475 MB to make a 2048² image. The decoders count against the budget
+    /// before any is opened.
+    @Test func everyTileOfAGridCountsAgainstTheBudget() throws {
+        let data = try Fixture.data("avif/slow/many-tiles.avif")
+        var options = DecodingOptions()
+        options.memoryBudget = 256 << 20
+        do {
+            _ = try ImageDecoders.AVIF().decode(data, options: options)
+            Issue.record("a grid of 1,024 tiles was decoded within 256 MiB")
+        } catch {
+            guard case .overMemoryBudget(format: .avif, let bytes, let budget) = error else { Issue.record("\(error)"); return }
+            #expect(bytes > 1024 * 400_000 && budget == 256 << 20, "counted \(bytes) bytes")
+        }
+        // A photo's one tile is well within the same budget.
+        #expect(try ImageDecoders.AVIF().decode(try Fixture.data("avif/still-420.avif"), options: options).width > 0)
+    }
+
+    /// libavif and libheif decode only at full size, so a thumbnail's budget would
+    /// refuse a phone's photo; unless one is set, they get the full-size budget.
+    @Test func fullSizeCodecsGetTheFullSizeBudgetUnlessOneIsSet() throws {
+        var thumbnail = DecodingOptions(targetSize: TargetSize(width: 256, height: 256))
+        let photo = 4032 * 3024 * 8  // a 12-megapixel HEIC's planes and pixels
+        #expect(throws: ImagoError.self) { try thumbnail.checkMemory(photo, format: .heic) }
+        try thumbnail.checkFullSizeMemory(photo, format: .heic)
+        thumbnail.memoryBudget = 64 << 20
+        #expect(throws: ImagoError.overMemoryBudget(format: .heic, bytes: photo, budget: 64 << 20)) {
+            try thumbnail.checkFullSizeMemory(photo, format: .heic)
+        }
+    }
+
     @Test func libavifsWordIsKept() throws {
         let data = try Fixture.data("avif/still-420.avif")
         let error = try #require(ImageDecoders.AVIF().failure(data.prefix(data.count / 2)))

@@ -69,6 +69,16 @@ import _ImagoTestSupport
         #expect(elapsed < .seconds(2))
     }
 
+    /// libheif holds the grid's whole image in planes, then the pixels it makes from
+    /// them, then Imago's copy: eight bytes a pixel, counted before anything is decoded.
+    @Test func aGridIsCountedAgainstTheBudget() throws {
+        var options = DecodingOptions()
+        options.memoryBudget = 128 << 20
+        #expect(throws: ImagoError.overMemoryBudget(format: .heic, bytes: 6144 * 6144 * 8, budget: 128 << 20)) {
+            try ImageDecoders.HEIF().decode(try Fixture.data("heic/slow/grid.heic"), options: options)
+        }
+    }
+
     /// A fuzz-found file whose 40×24 image has an alpha plane coded as 11273×40937: it
     /// took 1.4 GB and seconds to decode; the plane is refused before it is allocated.
     @Test func anAlphaPlaneLargerThanTheImageIsRefused() throws {

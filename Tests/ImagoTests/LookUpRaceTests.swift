@@ -26,6 +26,8 @@ import _ImagoTestSupport
         /// thread whose look-ups of it pass.
         let armed = Locked<(key: ImageCacheKey, thread: UInt, onIt: Bool)?>(nil)
         let stalls = Locked(0)
+        /// Signalled as a look-up stalls.
+        let stalled = DispatchSemaphore(value: 0)
         /// Stalled look-ups that had found nothing.
         let missed = Locked(0)
         let settled = Locked<(@Sendable () -> Bool)?>(nil)
@@ -39,6 +41,7 @@ import _ImagoTestSupport
             }) else { return found }
             stalls.withLock { $0 += 1 }
             if found == nil { missed.withLock { $0 += 1 } }
+            stalled.signal()
             let deadline = Date().addingTimeInterval(20)
             while !(settled.withLock { $0 }?() ?? true), Date() < deadline { usleep(1_000) }
             return found
@@ -120,10 +123,14 @@ import _ImagoTestSupport
             server.stop()
             try? FileManager.default.removeItem(at: directory)
         }
-        server.route("/slow.png") { _ in
-            .trickle(pngData(90, width: 8, height: 8), bytesPerChunk: 16, interval: 0.05, headers: ["Cache-Control": "max-age=3600"])
-        }
         let cache = StalledLookUp()
+        // The server answers the first load once the stage's look-up has stalled, so
+        // that look-up misses however long the stage takes to come to it on a busy
+        // machine (a slow answer alone was not always slow enough).
+        server.route("/slow.png") { _ in
+            _ = cache.stalled.wait(timeout: .now() + 20)
+            return .ok(pngData(90, width: 8, height: 8), headers: ["Cache-Control": "max-age=3600"])
+        }
         // Two decoding slots: the stalled stage holds one, the first load's decode
         // takes the other.
         let loader = ImageLoader(

@@ -81,6 +81,13 @@ extension ImageDecoders {
             let plan = ColourManagement.plan(for: colours)
             var mapping: HDRToneMapping?
             if case .toneMap(let toneMapping) = plan, heif.imageHandleGetLumaBitsPerPixel(handle) > 8 { mapping = toneMapping }
+            // At once: libheif's planes (its grid's whole image) and the interleaved
+            // pixels it makes from them, then those and the bitmap copied from them,
+            // and a third for a colour conversion. Its tiles are decoded one at a time.
+            let planar = (hasAlpha ? 4 : 3) * (mapping == nil ? 1 : 2), interleaved = mapping == nil ? 4 : 8
+            var perPixel = max(planar + interleaved, interleaved + 4)
+            if case .transform = plan { perPixel += 4 }
+            try options.checkFullSizeMemory(width * height * perPixel, format: .heic)
 
             guard let decoding = heif.decodingOptionsAlloc() else { throw Self.failure("out of memory", nil) }
             defer { heif.decodingOptionsFree(decoding) }
@@ -108,7 +115,6 @@ extension ImageDecoders {
             if let mapping {
                 let bits = Int(heif.imageGetBitsPerPixelRange(image, heif_channel_interleaved))
                 guard (9...16).contains(bits) else { throw Self.failure("libheif returned \(bits)-bit pixels", nil) }
-                try options.checkMemory(outWidth * outHeight * 8, format: .heic)
                 let bitmap = try Bitmap.make(width: outWidth, height: outHeight) { pixels in
                     // libheif's values run to the bit depth; the mapping takes 16 bits.
                     let wide = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: outWidth * 4)

@@ -58,6 +58,33 @@ enum HEIFReferences {
         return nil
     }
 
+    /// How many items of `type` (`av01`, `hvc1`: coded images) the file declares, 0
+    /// when its boxes cannot be read. libavif opens an AV1 decoder for each tile of
+    /// a grid and keeps them all until the image is made, some 400 KB each: a
+    /// 50 KB file of a thousand tiles took 475 MB. Items of the type that are not
+    /// tiles (a thumbnail) are few, and counted too.
+    static func itemCount(ofType type: String, in bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        guard let meta = children(of: bytes, in: 0..<bytes.count).first(where: { $0.type == "meta" }),
+              meta.body.count >= 4
+        else { return 0 }
+        var count = 0
+        for iinf in children(of: bytes, in: meta.body.lowerBound + 4..<meta.body.upperBound)
+        where iinf.type == "iinf" && iinf.body.count >= 6 {
+            // Version 0 counts its entries in 16 bits, later ones in 32.
+            let start = iinf.body.lowerBound + (bytes[iinf.body.lowerBound] == 0 ? 6 : 8)
+            for infe in children(of: bytes, in: min(start, iinf.body.upperBound)..<iinf.body.upperBound) where infe.type == "infe" {
+                var reader = Reader(bytes: bytes, range: infe.body)
+                // Versions 2 and 3 name the item's type, after its ID (32 bits in 3).
+                guard let version = reader.read(1), version >= 2, reader.read(3) != nil,
+                      reader.id(wide: version >= 3) != nil, reader.uint16() != nil,
+                      reader.type() == type
+                else { continue }
+                count += 1
+            }
+        }
+        return count
+    }
+
     struct Box {
         let type: String
         let body: Range<Int>
