@@ -51,8 +51,9 @@ public struct DecodingOptions: Sendable, Hashable {
     /// smaller way where there is one (rows streamed into a thumbnail, an interlaced
     /// image's passes summed at the thumbnail's scale) and throws `overMemoryBudget`
     /// when none fits, so a small file claiming a large image fails rather than
-    /// taking the process's memory. libavif and libheif, which decode only at full
-    /// size, are held to the full-size figure when this is nil, also for a thumbnail.
+    /// taking the process's memory. libavif, libheif and libjxl, which decode only at
+    /// full size, are held to the full-size figure when this is nil, also for a
+    /// thumbnail.
     public var memoryBudget: Int?
     /// Turn photos upright according to their EXIF orientation (the default).
     public var appliesOrientation: Bool
@@ -99,7 +100,7 @@ public struct DecodingOptions: Sendable, Hashable {
     }
 
     /// The same for a codec that decodes only at full size whatever the target
-    /// (libavif, libheif): `memoryBudget` when set, otherwise the full-size budget,
+    /// (libavif, libheif, libjxl): `memoryBudget` when set, otherwise the full-size budget,
     /// since a thumbnail's 64 MiB would refuse a phone's 12-megapixel photo that such
     /// a codec cannot decode any smaller. What it bounds is what a small file can
     /// make the codec hold beyond the image itself (a grid of thousands of tiles).

@@ -140,11 +140,11 @@ import _ImagoTestSupport
         #expect(try ImageDecoders.AVIF().decode(try Fixture.data("avif/still-420.avif"), options: options).width > 0)
     }
 
-    /// libavif and libheif decode only at full size, so a thumbnail's budget would
-    /// refuse a phone's photo; unless one is set, they get the full-size budget.
+    /// libavif, libheif and libjxl decode only at full size, so a thumbnail's budget
+    /// would refuse a phone's photo; unless one is set, they get the full-size budget.
     @Test func fullSizeCodecsGetTheFullSizeBudgetUnlessOneIsSet() throws {
         var thumbnail = DecodingOptions(targetSize: TargetSize(width: 256, height: 256))
-        let photo = 4032 * 3024 * 8  // a 12-megapixel HEIC's planes and pixels
+        let photo = 4032 * 3024 * 11  // a 12-megapixel HEIC's planes and pixels
         #expect(throws: ImagoError.self) { try thumbnail.checkMemory(photo, format: .heic) }
         try thumbnail.checkFullSizeMemory(photo, format: .heic)
         thumbnail.memoryBudget = 64 << 20

@@ -111,7 +111,8 @@ import CImagoSystem
         }
         var budget = DecodingOptions()
         budget.memoryBudget = 1000
-        #expect(throws: ImagoError.overMemoryBudget(format: .jxl, bytes: 40 * 24 * 4, budget: 1000)) {
+        // A lossy image: its RGBA and libjxl's 3 bytes a pixel.
+        #expect(throws: ImagoError.overMemoryBudget(format: .jxl, bytes: 40 * 24 * 7, budget: 1000)) {
             try Self.decode("lossy.jxl", budget)
         }
     }
@@ -129,6 +130,18 @@ import CImagoSystem
             } catch {
                 #expect(error.isDecodingFailure(.jxl), "\(name) cut to \(length): \(error)")
             }
+        }
+    }
+
+    /// libjxl keeps a lossy image with an alpha channel in floats: this 35 KB file of
+    /// 2048² took 177 MB (42 bytes a pixel), which the budget now sees before libjxl
+    /// decodes; counted as its RGBA alone (16 MiB) it passed any budget.
+    @Test func aLossyImageWithAlphaCountsLibjxlsFloats() throws {
+        let data = try Fixture.data("jxl/slow/lossy-alpha.jxl")
+        var options = DecodingOptions()
+        options.memoryBudget = 128 << 20
+        #expect(throws: ImagoError.overMemoryBudget(format: .jxl, bytes: 2048 * 2048 * 42, budget: 128 << 20)) {
+            try ImageDecoders.JXL().decode(data, options: options)
         }
     }
 

@@ -65,6 +65,19 @@ extension ImageDecoders {
         static func failure(_ reason: String, _ message: String?) -> ImagoError {
             .decodingFailed(format: .jxl, reason: reason, codec: message.map { .init(library: "libjxl", message: $0) })
         }
+
+        /// What a frame's decode holds a pixel: the RGBA bitmap (twice when it is
+        /// turned) and libjxl 0.7's own buffers, measured with its tool `djxl` and with
+        /// Imago on 16- and 36-megapixel files: a lossless (modular) image streams into
+        /// the output, a lossy (XYB) one keeps about 3 bytes a pixel, and a lossy one
+        /// with an alpha or other extra channel keeps the whole frame in floats, 35–40
+        /// (a 78 KB file of 16 megapixels took 654 MB; counted as 4 it was let through
+        /// a thumbnail's 64 MiB).
+        static func bytesPerPixel(_ info: JxlBasicInfo, turned: Bool) -> Int {
+            let output = 4 * (turned ? 2 : 1)
+            guard info.uses_original_profile == 0 else { return output }
+            return output + (info.num_extra_channels > 0 ? 38 : 3)
+        }
     }
 }
 
@@ -186,7 +199,7 @@ final class JXLFrameCursor: FrameProducing {
             guard width > 0, height > 0 else { throw ImageDecoders.JXL.failure("the header gives an empty image (\(width)×\(height))", nil) }
             try options.checkSize(width: width, height: height)
             let turned = options.appliesOrientation && info.orientation.rawValue > 1
-            try options.checkMemory(width * height * 4 * (turned ? 2 : 1), format: .jxl)
+            try options.checkFullSizeMemory(width * height * ImageDecoders.JXL.bytesPerPixel(info, turned: turned), format: .jxl)
             return (decoder, info)
         } catch {
             jxl.destroy(decoder)

@@ -24,6 +24,10 @@ img.convert('RGB').save(f'{out}/orientation-6.png', exif=exif.tobytes())
 gray = Image.new('LA', (16, 8))
 gray.putdata([(x * 16, y * 30) for y in range(8) for x in range(16)])
 gray.save(f'{out}/gray-alpha.png')
+# 2048² of a smooth gradient with alpha: libjxl keeps a lossy one in floats.
+small = Image.new('RGBA', (32, 32))
+small.putdata([(x * 8, y * 8, (x + y) * 4, 128 + x * 4) for y in range(32) for x in range(32)])
+small.resize((2048, 2048), Image.BILINEAR).save(f'{out}/large-alpha.png')
 frames = [Image.new('RGB', (20, 12), c) for c in [(255, 0, 0), (0, 255, 0), (0, 0, 255)]]
 frames[0].save(f'{out}/animated.gif', save_all=True, append_images=frames[1:], duration=[100, 300, 100], loop=0)
 PY
@@ -34,4 +38,5 @@ cjxl -d 0 "$tmp/orientation-6.png" orientation-6.jxl >/dev/null 2>&1
 cjxl -d 0 "$tmp/animated.gif" animated.jxl >/dev/null 2>&1
 cjxl -d 0 "$tmp/gray-alpha.png" gray-alpha.jxl >/dev/null 2>&1
 cjxl -d 0 adobe-rgb.png lossless-adobe-rgb.jxl >/dev/null 2>&1
+cjxl -d 2 "$tmp/large-alpha.png" slow/lossy-alpha.jxl >/dev/null 2>&1
 rm -rf "$tmp"
