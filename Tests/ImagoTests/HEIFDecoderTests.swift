@@ -36,6 +36,18 @@ import _ImagoTestSupport
         #expect(try !ImageDecoders.HEIF().decode(try Fixture.data("heic/still.heic"), options: DecodingOptions()).bitmap.hasAlpha)
     }
 
+    /// A thumbnail is resampled from libheif's pixels without a full-size copy, to
+    /// the bitmap a full decode fitted afterwards would give.
+    @Test(arguments: ["still.heic", "alpha.heic", "lossless.heic"])
+    func aThumbnailIsTheFullDecodeFitted(_ name: String) throws {
+        let data = try Fixture.data("heic/" + name)
+        let full = try ImageDecoders.HEIF().decode(data, options: DecodingOptions())
+        for target in [TargetSize.thumbnail(20), TargetSize(width: 10, height: 10, contentMode: .aspectFill)] {
+            let thumbnail = try ImageDecoders.HEIF().decode(data, options: DecodingOptions(targetSize: target))
+            #expect(thumbnail.bitmap == full.bitmap.fitted(to: target), "\(name) at \(target)")
+        }
+    }
+
     @Test func hugeImagesAreRefusedFromTheHeader() throws {
         #expect(throws: ImagoError.imageTooLarge(width: 40, height: 24, frames: 1, limit: 500)) {
             try ImageDecoders.HEIF().decode(try Fixture.data("heic/still.heic"), options: DecodingOptions(maximumPixelCount: 500))
