@@ -121,6 +121,21 @@ import _ImagoTestSupport
         }
     }
 
+    /// A still's thumbnail is converted in bands of rows (1,024 for these 64 px wide
+    /// images, so three bands) into the streaming resampler: the same bitmap as the
+    /// full decode fitted, with 4:2:0 and 4:2:2 chroma filtered across the bands' edges
+    /// as across the whole image.
+    @Test(arguments: ["bands/tall-420.avif", "bands/tall-422.avif"])
+    func aThumbnailConvertedInBandsIsTheFullDecodeFitted(_ name: String) throws {
+        let data = try Fixture.data("avif/" + name)
+        let full = try ImageDecoders.AVIF().decode(data, options: DecodingOptions())
+        #expect(full.width == 64 && full.height == 2100)
+        for target in [TargetSize.thumbnail(700), TargetSize(width: 40, height: 40, contentMode: .aspectFill), TargetSize(width: 31, height: 1999)] {
+            let thumbnail = try ImageDecoders.AVIF().decode(data, options: DecodingOptions(targetSize: target))
+            #expect(thumbnail.bitmap == full.bitmap.fitted(to: target), "\(name) at \(target)")
+        }
+    }
+
     /// libavif opens an AV1 decoder for each tile of a grid and keeps them all until
     /// the image is made: this 50 KB file of 1,024 tiles (`Fixtures/make_grid.py`)
     /// held 475 MB to make a 2048² image. The decoders count against the budget

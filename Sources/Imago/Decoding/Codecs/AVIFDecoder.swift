@@ -160,7 +160,7 @@ final class AVIFFrameCursor: FrameProducing {
             try options.checkSize(width: width, height: height, frames: count)
             let tiles = max(1, HEIFReferences.itemCount(ofType: "av01", in: bytes))
             try options.checkFullSizeMemory(
-                Self.peakBytes(header.pointee, tiles: tiles, alpha: decoder.pointee.alphaPresent != AVIF_FALSE, options: options),
+                Self.peakBytes(header.pointee, tiles: tiles, alpha: decoder.pointee.alphaPresent != AVIF_FALSE, still: count == 1, options: options),
                 format: .avif)
             durations.reserveCapacity(count)
             for frame in 0..<count {
@@ -177,13 +177,56 @@ final class AVIFFrameCursor: FrameProducing {
 
     deinit { avif.decoderDestroy(decoder) }
 
+    /// `image` converted to premultiplied RGBA `bandRows` rows at a time (about a
+    /// quarter of a million pixels by default) and given to `stream`, for the rows it reads.
+    ///
+    /// Each band is converted with two rows more on either side where the image has
+    /// them, and those are not kept: libavif upsamples 4:2:0 and 4:2:2 chroma with a
+    /// bilinear filter (libyuv's), which at a band's edge would otherwise stand in for
+    /// the neighbouring rows, so the rows kept are those of the whole image converted.
+    func resample(
+        _ image: UnsafeMutablePointer<avifImage>, through stream: Resampler.Stream, number: Int, bandRows: Int? = nil
+    ) throws(ImagoError) -> Bitmap {
+        let rows = stream.sourceRows
+        let bandRows = max(2, (bandRows ?? DecodeDeadline.rowsPerCheck(width: width)) & ~1)
+        let band = UnsafeMutableRawBufferPointer.allocate(byteCount: width * (bandRows + 4) * 4, alignment: 16)
+        defer { band.deallocate() }
+        // Bands start on even rows, as a view of subsampled chroma must.
+        var top = rows.lowerBound & ~1
+        while top < rows.upperBound {
+            try deadline.check(.avif)
+            let bottom = min(top + bandRows, rows.upperBound)
+            let viewTop = max(0, top - 2), viewBottom = min(height, bottom + 2)
+            var rect = avifCropRect(x: 0, y: UInt32(viewTop), width: UInt32(width), height: UInt32(viewBottom - viewTop))
+            var view = avifImage()
+            var result = avif.imageSetViewRect(&view, image, &rect)
+            if result == AVIF_RESULT_OK {
+                var rgb = avifRGBImage()
+                avif.rgbImageSetDefaults(&rgb, &view)
+                rgb.format = AVIF_RGB_FORMAT_RGBA
+                rgb.depth = 8
+                rgb.alphaPremultiplied = AVIF_TRUE
+                rgb.pixels = band.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                rgb.rowBytes = UInt32(width * 4)
+                result = avif.imageYUVToRGB(&view, &rgb)
+            }
+            guard result == AVIF_RESULT_OK else { throw Self.fail(avif, decoder, result, "frame \(number) could not be converted to RGBA") }
+            let pixels = band.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            for y in top..<bottom { stream.append(row: y, pixels + (y - viewTop) * width * 4) }
+            top = bottom
+        }
+        try deadline.check(.avif)
+        return stream.finish()
+    }
+
     /// What decoding a frame of `image` (as parsed) holds at once: an AV1 decoder
     /// for each tile, which libavif keeps until the frame is made (dav1d's context,
     /// about 400 KB with one thread), the tiles' planes and, for a grid, the image
     /// libavif assembles from them, then the RGBA bitmap, with a 16-bit one before it
-    /// for tone mapping and a copy for a colour conversion or a turn. 1,024 tiles of
-    /// 64 px (a 50 KB file): 461 MB counted, 455 MB measured.
-    static func peakBytes(_ image: avifImage, tiles: Int, alpha: Bool, options: DecodingOptions) -> Int {
+    /// for tone mapping and a copy for a colour conversion or a turn (a still's
+    /// thumbnail holds a band and its output instead). 1,024 tiles of 64 px (a 50 KB
+    /// file): 461 MB counted, 455 MB measured.
+    static func peakBytes(_ image: avifImage, tiles: Int, alpha: Bool, still: Bool, options: DecodingOptions) -> Int {
         let pixels = Int(image.width) * Int(image.height)
         // Samples a pixel, in halves: 4:4:4 six, 4:2:2 four, 4:2:0 three, grey two.
         let halves: Int = switch image.yuvFormat {
@@ -193,14 +236,21 @@ final class AVIFFrameCursor: FrameProducing {
         default: 2
         }
         let planes = pixels * (halves + (alpha ? 2 : 0)) * (image.depth > 8 ? 2 : 1) / 2
+        let decoded = tiles * (400 << 10) + planes * (tiles > 1 ? 2 : 1)
         var copies = 1
+        var toneMapped = false
         switch ColourManagement.plan(for: ImageDecoders.AVIF.colours(image)) {
-        case .toneMap: copies += image.depth > 8 ? 2 : 0
+        case .toneMap: copies += image.depth > 8 ? 2 : 0; toneMapped = true
         case .transform: copies += 1
         default: break
         }
-        if options.appliesOrientation && ImageDecoders.AVIF.orientation(image) != .up { copies += 1 }
-        return tiles * (400 << 10) + planes * (tiles > 1 ? 2 : 1) + pixels * 4 * copies
+        let turned = options.appliesOrientation && ImageDecoders.AVIF.orientation(image) != .up
+        if still, !turned, !toneMapped, let target = options.targetSize,
+           let stream = Resampler.stream(fitting: target, sourceWidth: Int(image.width), sourceHeight: Int(image.height)) {
+            return decoded + stream.workingBytes + Int(image.width) * (DecodeDeadline.rowsPerCheck(width: Int(image.width)) + 4) * 4
+        }
+        if turned { copies += 1 }
+        return decoded + pixels * 4 * copies
     }
 
     private static func fail(_ avif: LibAVIF, _ decoder: UnsafeMutablePointer<avifDecoder>, _ result: avifResult, _ reason: String) -> ImagoError {
@@ -241,6 +291,21 @@ final class AVIFFrameCursor: FrameProducing {
         let colours = ImageDecoders.AVIF.colours(image.pointee)
         let plan = ColourManagement.plan(for: colours)
         if case .ignored(let note) = plan { colourNote = note }
+        // A still's thumbnail is converted a band of rows at a time into the streaming
+        // resampler, and converted to sRGB once small: the YUV planes are all that is
+        // held at full size.
+        if durations.count == 1, !options.appliesOrientation || orientation == .up,
+           let target = options.targetSize, let stream = Resampler.stream(fitting: target, sourceWidth: width, sourceHeight: height) {
+            switch plan {
+            case .toneMap: break
+            case .transform(let transform):
+                index += 1
+                return transform.apply(try resample(image, through: stream, number: number))
+            default:
+                index += 1
+                return try resample(image, through: stream, number: number)
+            }
+        }
         var bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
             var rgb = avifRGBImage()
             avif.rgbImageSetDefaults(&rgb, image)

@@ -141,6 +141,7 @@ struct LibAVIF: @unchecked Sendable {
     let resultToString: @convention(c) (avifResult) -> UnsafePointer<CChar>?
     let rgbImageSetDefaults: @convention(c) (UnsafeMutablePointer<avifRGBImage>?, UnsafePointer<avifImage>?) -> Void
     let imageYUVToRGB: @convention(c) (UnsafePointer<avifImage>?, UnsafeMutablePointer<avifRGBImage>?) -> avifResult
+    let imageSetViewRect: @convention(c) (UnsafeMutablePointer<avifImage>?, UnsafePointer<avifImage>?, UnsafePointer<avifCropRect>?) -> avifResult
     /// The AV1 decoder libavif uses: dav1d when libavif was built with it (the
     /// fastest), else whichever it has.
     let codecChoice: avifCodecChoice
@@ -161,6 +162,7 @@ struct LibAVIF: @unchecked Sendable {
             resultToString: load("avifResultToString"),
             rgbImageSetDefaults: load("avifRGBImageSetDefaults"),
             imageYUVToRGB: load("avifImageYUVToRGB"),
+            imageSetViewRect: load("avifImageSetViewRect"),
             codecChoice: dav1d ? AVIF_CODEC_CHOICE_DAV1D : AVIF_CODEC_CHOICE_AUTO)
     }
 }

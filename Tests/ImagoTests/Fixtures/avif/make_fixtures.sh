@@ -28,6 +28,18 @@ $enc --min 8 --max 16 --minalpha 8 --maxalpha 16 -d 10 "$tmp/rgb.png" ten-bit.av
 $enc --min 8 --max 16 --minalpha 8 --maxalpha 16 -d 12 -y 444 "$tmp/rgb.png" twelve-bit.avif >/dev/null
 $enc --min 8 --max 16 --minalpha 8 --maxalpha 16 "$tmp/rgba.png" alpha.avif >/dev/null
 $enc --min 8 --max 16 --minalpha 8 --maxalpha 16 --irot 1 --imir 1 "$tmp/rgb.png" irot1-imir1.avif >/dev/null
+# Tall images of changing colours with alpha, subsampled both ways: a thumbnail
+# converts them in bands of rows.
+python3 - "$tmp" <<'PY'
+import sys
+from PIL import Image
+tall = Image.new('RGBA', (64, 2100))
+tall.putdata([((x * 4 + y) % 256, (y * 7) % 256, (x * 9 + y * 3) % 256, 255 - y % 97) for y in range(2100) for x in range(64)])
+tall.save(f'{sys.argv[1]}/tall.png')
+PY
+mkdir -p bands
+$enc --min 8 --max 16 --minalpha 8 --maxalpha 16 -y 420 "$tmp/tall.png" bands/tall-420.avif >/dev/null
+$enc --min 8 --max 16 --minalpha 8 --maxalpha 16 -y 422 "$tmp/tall.png" bands/tall-422.avif >/dev/null
 $enc --min 8 --max 16 --minalpha 8 --maxalpha 16 --fps 10 "$tmp/frame0.png" --duration 3 "$tmp/frame1.png" --duration 1 "$tmp/frame2.png" animated.avif >/dev/null
 for f in still-420 lossless-444 ten-bit twelve-bit alpha irot1-imir1; do
   avifdec -c dav1d -d 8 $f.avif $f.ref.png >/dev/null
