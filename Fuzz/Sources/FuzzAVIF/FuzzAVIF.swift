@@ -12,5 +12,9 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     if let cursor = image?.animation?.makeIterator() {
         while (try? cursor.next()) != nil {}
     }
+    // And as a thumbnail, whose still is converted in bands of rows.
+    var thumbnail = DecodingOptions(maximumPixelCount: 1 << 22, maximumFrameCount: 64)
+    thumbnail.targetSize = .thumbnail(37)
+    _ = try? ImageDecoders.AVIF().decode(data, options: thumbnail)
     return 0
 }

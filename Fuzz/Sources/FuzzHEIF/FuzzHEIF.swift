@@ -7,5 +7,7 @@ import Foundation
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let data = Data(bytes: bytes, count: count)
     _ = try? ImageDecoders.HEIF().decode(data, options: DecodingOptions(maximumPixelCount: 1 << 22))
+    // And as a thumbnail, resampled from libheif's pixels as they are.
+    _ = try? ImageDecoders.HEIF().decode(data, options: DecodingOptions(targetSize: .thumbnail(37), maximumPixelCount: 1 << 22))
     return 0
 }

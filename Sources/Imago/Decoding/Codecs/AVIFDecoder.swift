@@ -177,18 +177,16 @@ final class AVIFFrameCursor: FrameProducing {
 
     deinit { avif.decoderDestroy(decoder) }
 
-    /// `image` converted to premultiplied RGBA `bandRows` rows at a time (about a
-    /// quarter of a million pixels by default) and given to `stream`, for the rows it reads.
+    /// `image` converted to premultiplied RGBA a band of rows (about a quarter of a
+    /// million pixels) at a time and given to `stream`, for the rows it reads.
     ///
     /// Each band is converted with two rows more on either side where the image has
     /// them, and those are not kept: libavif upsamples 4:2:0 and 4:2:2 chroma with a
     /// bilinear filter (libyuv's), which at a band's edge would otherwise stand in for
     /// the neighbouring rows, so the rows kept are those of the whole image converted.
-    func resample(
-        _ image: UnsafeMutablePointer<avifImage>, through stream: Resampler.Stream, number: Int, bandRows: Int? = nil
-    ) throws(ImagoError) -> Bitmap {
+    private func resample(_ image: UnsafeMutablePointer<avifImage>, through stream: Resampler.Stream, number: Int) throws(ImagoError) -> Bitmap {
         let rows = stream.sourceRows
-        let bandRows = max(2, (bandRows ?? DecodeDeadline.rowsPerCheck(width: width)) & ~1)
+        let bandRows = max(2, DecodeDeadline.rowsPerCheck(width: width) & ~1)
         let band = UnsafeMutableRawBufferPointer.allocate(byteCount: width * (bandRows + 4) * 4, alignment: 16)
         defer { band.deallocate() }
         // Bands start on even rows, as a view of subsampled chroma must.
@@ -294,17 +292,14 @@ final class AVIFFrameCursor: FrameProducing {
         // A still's thumbnail is converted a band of rows at a time into the streaming
         // resampler, and converted to sRGB once small: the YUV planes are all that is
         // held at full size.
-        if durations.count == 1, !options.appliesOrientation || orientation == .up,
+        var toneMapped = false
+        if case .toneMap = plan { toneMapped = true }
+        if durations.count == 1, !toneMapped, !options.appliesOrientation || orientation == .up,
            let target = options.targetSize, let stream = Resampler.stream(fitting: target, sourceWidth: width, sourceHeight: height) {
-            switch plan {
-            case .toneMap: break
-            case .transform(let transform):
-                index += 1
-                return transform.apply(try resample(image, through: stream, number: number))
-            default:
-                index += 1
-                return try resample(image, through: stream, number: number)
-            }
+            var bitmap = try resample(image, through: stream, number: number)
+            if case .transform(let transform) = plan { bitmap = transform.apply(bitmap) }
+            index += 1
+            return bitmap
         }
         var bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
             var rgb = avifRGBImage()

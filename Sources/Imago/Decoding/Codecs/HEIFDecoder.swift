@@ -85,9 +85,9 @@ extension ImageDecoders {
             // three samples a pixel), the interleaved pixels libheif makes from them and
             // the bitmap copied from those, and another for a colour conversion. A grid's
             // tiles are decoded one at a time. Measured: 10 bytes a pixel for a 4:2:0
-            // image of 36 megapixels, 8 for a grid of 38, against 11 counted.
-            // A thumbnail is resampled from libheif's pixels as they are, and converted
-            // once it is small: no full-size copy.
+            // image of 36 megapixels, 8 for a grid of 38, against 11 counted. A
+            // thumbnail is resampled from libheif's pixels as they are and converted once
+            // small, so it holds no copy at full size.
             var stream = mapping == nil ? options.targetSize.flatMap { Resampler.stream(fitting: $0, sourceWidth: width, sourceHeight: height) } : nil
             let planar = (hasAlpha ? 4 : 3) * (mapping == nil ? 1 : 2), interleaved = mapping == nil ? 4 : 8
             var perPixel = planar + interleaved
