@@ -146,18 +146,8 @@ extension ImageDecoders {
             }
             let bitmap: Bitmap
             if let stream {
-                let row = UnsafeMutableRawBufferPointer.allocate(byteCount: outWidth * 4, alignment: 16)
-                defer { row.deallocate() }
-                for y in stream.sourceRows {
-                    let pixels = plane + y * Int(stride)
-                    if hasAlpha && !premultiplied {
-                        row.copyMemory(from: UnsafeRawBufferPointer(start: pixels, count: outWidth * 4))
-                        row.premultiplyRGBA(count: outWidth)
-                        stream.append(row: y, row.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                    } else {
-                        stream.append(row: y, pixels)
-                    }
-                }
+                let sink = ResamplerRowSink(stream: stream, width: outWidth, premultiplies: hasAlpha && !premultiplied)
+                for y in stream.sourceRows { sink.take(plane + y * Int(stride), number: y) }
                 bitmap = stream.finish()
             } else {
                 bitmap = try Bitmap.make(width: outWidth, height: outHeight) { pixels in

@@ -115,10 +115,10 @@ extension ImageDecoders {
                 // Rows go through the resampler as libpng makes them: a thumbnail of an
                 // 11000² image holds its own pixels and a few rows, not the 484 MB canvas.
                 try options.checkMemory(stream.workingBytes + width * 4, format: .png)
-                let rows = PNGRowSink(stream: stream, width: width, premultiplies: info.has_alpha != 0)
+                let rows = ResamplerRowSink(stream: stream, width: width, premultiplies: info.has_alpha != 0)
                 let status = withExtendedLifetime(rows) {
                     imago_png_read_rows(png, { context, row, number in
-                        Unmanaged<PNGRowSink>.fromOpaque(context!).takeUnretainedValue().take(row!, number: Int(number))
+                        Unmanaged<ResamplerRowSink>.fromOpaque(context!).takeUnretainedValue().take(row!, number: Int(number))
                     }, Unmanaged.passUnretained(rows).toOpaque(), &partial)
                 }
                 guard status == 0 else { throw fail() }
@@ -131,10 +131,10 @@ extension ImageDecoders {
                 // early then leaves the missing pixels transparent, not widened over
                 // their blocks as a browser draws them.)
                 try options.checkMemory(stream.workingBytes + stream.scatteredBytes + width * 4, format: .png)
-                let passes = PNGRowSink(stream: stream, width: width, premultiplies: info.has_alpha != 0)
+                let passes = ResamplerRowSink(stream: stream, width: width, premultiplies: info.has_alpha != 0)
                 let status = withExtendedLifetime(passes) {
                     imago_png_read_passes(png, { context, pixels, y, first, step, count in
-                        Unmanaged<PNGRowSink>.fromOpaque(context!).takeUnretainedValue()
+                        Unmanaged<ResamplerRowSink>.fromOpaque(context!).takeUnretainedValue()
                             .take(pixels!, y: Int(y), first: Int(first), step: Int(step), count: Int(count))
                     }, Unmanaged.passUnretained(passes).toOpaque(), &partial)
                 }
@@ -190,38 +190,6 @@ extension ImageDecoders {
             }
             return nil
         }
-    }
-}
-
-/// Where libpng's rows (or an interlaced image's passes) go for a thumbnail:
-/// premultiplied (when the image has alpha) in one row of scratch, then into the
-/// resampler.
-private final class PNGRowSink {
-    let stream: Resampler.Stream
-    let premultiplies: Bool
-    let scratch: UnsafeMutableRawBufferPointer
-
-    init(stream: Resampler.Stream, width: Int, premultiplies: Bool) {
-        self.stream = stream
-        self.premultiplies = premultiplies
-        scratch = .allocate(byteCount: width * 4, alignment: 16)
-    }
-
-    deinit { scratch.deallocate() }
-
-    func take(_ row: UnsafePointer<UInt8>, number: Int) {
-        guard premultiplies else { return stream.append(row: number, row) }
-        scratch.copyMemory(from: UnsafeRawBufferPointer(start: row, count: scratch.count))
-        scratch.premultiplyRGBA(count: scratch.count / 4)
-        stream.append(row: number, scratch.baseAddress!.assumingMemoryBound(to: UInt8.self))
-    }
-
-    /// One pass's pixels of row `y`, packed (pixel k is column `first + k × step`).
-    func take(_ pixels: UnsafePointer<UInt8>, y: Int, first: Int, step: Int, count: Int) {
-        guard premultiplies else { return stream.scatter(row: y, pixels, first: first, step: step, count: count) }
-        scratch.copyMemory(from: UnsafeRawBufferPointer(start: pixels, count: count * 4))
-        scratch.premultiplyRGBA(count: count)
-        stream.scatter(row: y, scratch.baseAddress!.assumingMemoryBound(to: UInt8.self), first: first, step: step, count: count)
     }
 }
 #endif
