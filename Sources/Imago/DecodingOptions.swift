@@ -79,7 +79,9 @@ public struct DecodingOptions: Sendable, Hashable {
     /// largest image the pixel limit allows (4 bytes a pixel) and as much again, for
     /// the codec's work and a turn by the orientation, or 256 MiB when the limit is
     /// lower (1 GiB with the default limit: an animation on the largest canvas, whose
-    /// codec keeps two canvases, is refused at full size).
+    /// codec keeps two canvases, is refused at full size). libavif, libheif and
+    /// libjxl, which decode only at full size, run with the full-size figure for a
+    /// target size too.
     public var effectiveMemoryBudget: Int {
         if let memoryBudget { return memoryBudget }
         if targetSize != nil { return Self.defaultThumbnailMemoryBudget }

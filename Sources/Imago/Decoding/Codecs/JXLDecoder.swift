@@ -70,9 +70,9 @@ extension ImageDecoders {
         /// turned) and libjxl 0.7's own buffers, measured with its tool `djxl` and with
         /// Imago on 16- and 36-megapixel files: a lossless (modular) image streams into
         /// the output, a lossy (XYB) one keeps about 3 bytes a pixel, and a lossy one
-        /// with an alpha or other extra channel keeps the whole frame in floats, 35–40
-        /// (a 78 KB file of 16 megapixels took 654 MB; counted as 4 it was let through
-        /// a thumbnail's 64 MiB).
+        /// with an alpha or other extra channel keeps the whole frame in floats: 35 to
+        /// 42 bytes a pixel in all, measured (a 78 KB file of 16 megapixels took 654 MB;
+        /// counted as 4 it was let through a thumbnail's 64 MiB).
         static func bytesPerPixel(_ info: JxlBasicInfo, turned: Bool) -> Int {
             let output = 4 * (turned ? 2 : 1)
             guard info.uses_original_profile == 0 else { return output }
