@@ -186,8 +186,8 @@ final class AVIFFrameCursor: FrameProducing {
     /// the neighbouring rows, so the rows kept are those of the whole image converted.
     private func resample(_ image: UnsafeMutablePointer<avifImage>, through stream: Resampler.Stream, number: Int) throws(ImagoError) -> Bitmap {
         let rows = stream.sourceRows
-        let bandRows = max(2, DecodeDeadline.rowsPerCheck(width: width) & ~1)
-        let band = UnsafeMutableRawBufferPointer.allocate(byteCount: width * (bandRows + 4) * 4, alignment: 16)
+        let bandRows = Self.bandRows(width: width)
+        let band = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.bandBytes(width: width), alignment: 16)
         defer { band.deallocate() }
         // Bands start on even rows, as a view of subsampled chroma must.
         var top = rows.lowerBound & ~1
@@ -217,6 +217,23 @@ final class AVIFFrameCursor: FrameProducing {
         return stream.finish()
     }
 
+    /// The rows of a band: an even number, so that every band starts on an even row.
+    private static func bandRows(width: Int) -> Int { max(2, DecodeDeadline.rowsPerCheck(width: width) & ~1) }
+
+    /// A band's RGBA, with its two rows either side.
+    private static func bandBytes(width: Int) -> Int { width * (bandRows(width: width) + 4) * 4 }
+
+    /// The stream a frame of `image` is converted into band by band: a still's
+    /// thumbnail, not turned (the bands come in the stored order) nor tone mapped
+    /// (which takes the whole 16-bit image); nil where the frame is converted whole.
+    private static func bandedStream(
+        _ image: avifImage, still: Bool, plan: ColourManagement.Plan, orientation: ImageOrientation, options: DecodingOptions
+    ) -> Resampler.Stream? {
+        if case .toneMap = plan { return nil }
+        guard still, !options.appliesOrientation || orientation == .up, let target = options.targetSize else { return nil }
+        return Resampler.stream(fitting: target, sourceWidth: Int(image.width), sourceHeight: Int(image.height))
+    }
+
     /// What decoding a frame of `image` (as parsed) holds at once: an AV1 decoder
     /// for each tile, which libavif keeps until the frame is made (dav1d's context,
     /// about 400 KB with one thread), the tiles' planes and, for a grid, the image
@@ -235,19 +252,18 @@ final class AVIFFrameCursor: FrameProducing {
         }
         let planes = pixels * (halves + (alpha ? 2 : 0)) * (image.depth > 8 ? 2 : 1) / 2
         let decoded = tiles * (400 << 10) + planes * (tiles > 1 ? 2 : 1)
+        let plan = ColourManagement.plan(for: ImageDecoders.AVIF.colours(image))
+        let orientation = ImageDecoders.AVIF.orientation(image)
+        if let stream = bandedStream(image, still: still, plan: plan, orientation: orientation, options: options) {
+            return decoded + stream.workingBytes + bandBytes(width: Int(image.width))
+        }
         var copies = 1
-        var toneMapped = false
-        switch ColourManagement.plan(for: ImageDecoders.AVIF.colours(image)) {
-        case .toneMap: copies += image.depth > 8 ? 2 : 0; toneMapped = true
+        switch plan {
+        case .toneMap: copies += image.depth > 8 ? 2 : 0
         case .transform: copies += 1
         default: break
         }
-        let turned = options.appliesOrientation && ImageDecoders.AVIF.orientation(image) != .up
-        if still, !turned, !toneMapped, let target = options.targetSize,
-           let stream = Resampler.stream(fitting: target, sourceWidth: Int(image.width), sourceHeight: Int(image.height)) {
-            return decoded + stream.workingBytes + Int(image.width) * (DecodeDeadline.rowsPerCheck(width: Int(image.width)) + 4) * 4
-        }
-        if turned { copies += 1 }
+        if options.appliesOrientation && orientation != .up { copies += 1 }
         return decoded + pixels * 4 * copies
     }
 
@@ -292,10 +308,7 @@ final class AVIFFrameCursor: FrameProducing {
         // A still's thumbnail is converted a band of rows at a time into the streaming
         // resampler, and converted to sRGB once small: the YUV planes are all that is
         // held at full size.
-        var toneMapped = false
-        if case .toneMap = plan { toneMapped = true }
-        if durations.count == 1, !toneMapped, !options.appliesOrientation || orientation == .up,
-           let target = options.targetSize, let stream = Resampler.stream(fitting: target, sourceWidth: width, sourceHeight: height) {
+        if let stream = Self.bandedStream(image.pointee, still: durations.count == 1, plan: plan, orientation: orientation, options: options) {
             var bitmap = try resample(image, through: stream, number: number)
             if case .transform(let transform) = plan { bitmap = transform.apply(bitmap) }
             index += 1
