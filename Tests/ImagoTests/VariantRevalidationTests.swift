@@ -102,6 +102,31 @@ import _ImagoTestSupport
         #expect(warm.source == .revalidated && warm.image.width == 30 && warm.image.bitmap[0, 0].r == 9)
     }
 
+    /// A stored thumbnail that no longer decodes is dropped after the 304, and the
+    /// thumbnail made again from the stored original the 304 confirmed, and kept in
+    /// its place.
+    @Test func aStoredThumbnailThatNoLongerDecodesIsMadeAgainAfterThe304() async throws {
+        defer { cleanUp() }
+        serveVersions("/damaged.png", version: Locked(1)) { Self.plain($0 * 60) }
+        let (first, disk) = makeLoader()
+        let cold = try await load(first, "/damaged.png", target: .thumbnail(60))
+        await disk.flush()
+        let key = ImageRequest(url: server.url("/damaged.png"), targetSize: .thumbnail(60)).cacheKey.variantRecordName
+        let record = try #require(disk.record(forKey: key))
+        // A whole record (its checksum holds) whose bytes are no variant.
+        disk.store(Data("imgv, but cut short".utf8), metadata: record.metadata, forKey: key)
+        await disk.flush()
+
+        let (second, secondDisk) = makeLoader()
+        let warm = try await load(second, "/damaged.png", target: .thumbnail(60))
+        #expect(warm.source == .revalidated && warm.image.bitmap == cold.image.bitmap)
+        let requests = server.requests(for: "/damaged.png")
+        #expect(requests.count == 2 && requests.last?.header("If-None-Match") == "\"v1\"")
+        await secondDisk.flush()
+        let kept = try #require(disk.record(forKey: key))
+        #expect(VariantCodec.decode(kept.data, maximumPixelCount: 1 << 20)?.bitmap == cold.image.bitmap)
+    }
+
     @Test func a200WithNewContentReplacesTheStoredThumbnail() async throws {
         defer { cleanUp() }
         let version = Locked(1)
