@@ -36,6 +36,18 @@ public struct Command: Sendable {
     /// Runs the command; returns the exit status.
     public let run: @Sendable (Arguments) async -> Int32
 
+    /// The summary's first sentence, for a list of commands. It ends at a full stop
+    /// followed by a space or the end, not at one inside a word (`.jpg`).
+    public var firstSentence: Substring {
+        var rest = summary[...]
+        while let stop = rest.firstIndex(of: ".") {
+            let next = summary.index(after: stop)
+            if next == summary.endIndex || summary[next].isWhitespace { return summary[..<stop] }
+            rest = summary[next...]
+        }
+        return summary[...]
+    }
+
     /// A command whose usage line begins with `invocation` (by default `imago NAME`).
     public init(
         name: String, invocation: String? = nil, synopsis: String, summary: String, options: [Option],

@@ -10,7 +10,7 @@ let commands = [decodeCommand, fetchCommand, sheetCommand, cacheCommand, hashCom
 func usage() -> String {
     var text = "usage: imago COMMAND [OPTIONS]\n\nImago loads, caches and decodes images.\n\ncommands:\n"
     for command in commands {
-        text += "  " + command.name.padding(toLength: 10, withPad: " ", startingAt: 0) + command.summary.prefix { $0 != "." } + "\n"
+        text += "  " + command.name.padding(toLength: 10, withPad: " ", startingAt: 0) + command.firstSentence + "\n"
     }
     return text + "\nRun 'imago COMMAND --help' for a command's options.\n"
 }

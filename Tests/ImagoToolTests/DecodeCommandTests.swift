@@ -179,6 +179,19 @@ import _ImagoTestSupport
         #expect(help.status == 0 && help.stdout.contains("usage: imago decode"))
     }
 
+    /// The list of commands gives each one's first sentence whole, not cut at a full
+    /// stop inside a file name's extension.
+    @Test func theListOfCommandsGivesWholeSentences() async throws {
+        let help = try await Tool.run(["--help"])
+        #expect(help.status == 0)
+        let lines = help.stdout.split(separator: "\n").filter { $0.hasPrefix("  ") }
+        #expect(lines.count == 5)
+        for line in lines {
+            #expect(line.filter { $0 == "(" }.count == line.filter { $0 == ")" }.count, "\(line)")
+        }
+        #expect(lines.contains { $0.hasPrefix("  sheet") && $0.hasSuffix("(or .jpg, .webp by extension)") })
+    }
+
     @Test func aMissingFileIsReported() async throws {
         let result = try await Tool.run(["decode", "/nonexistent/photo.jpg"])
         #expect(result.status == 1)
