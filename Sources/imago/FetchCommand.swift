@@ -11,13 +11,13 @@ let fetchCommand = Command(
     name: "fetch",
     synopsis: "URL... | --input FILE [--concurrency N] [--cache-dir DIR | --no-disk-cache] [--redis URL[,URL...]] [--thumbnail PX] [--timeout SECONDS] [--retries N] [--partial] [--json [--events]]",
     summary: """
-        Load images from http, https, file and data URLs through the full pipeline \
+        Load images from http, https, file and data URLs and file paths through the full pipeline \
         (coalescing, caching, retries, decoding) and print a summary: items, failures, \
         bytes, cache hits per tier, network transfers, time. A failing URL gets its \
         reason and exit status 1; the others still load.
         """,
     options: [
-        .value("--input", "FILE", "read URLs from FILE, one per line ('-' for standard input; blank lines and # comments skipped)"),
+        .value("--input", "FILE", "read URLs or file paths from FILE, one per line ('-' for standard input; blank lines and # comments skipped)"),
     ] + LoaderOptions.table + [
         .value("--thumbnail", "PX", "decode to thumbnails whose longest side is at most PX"),
         .flag("--partial", "keep what arrived of a transfer cut short, as a partial image (its JSON record says \"partial\": true), instead of failing"),

@@ -38,7 +38,7 @@ private func runHash(_ arguments: Arguments) async -> Int32 {
     let options = DecodingOptions(targetSize: .thumbnail(100))
     let bitmap: Bitmap
     do {
-        if input.contains("://") || input.hasPrefix("data:") {
+        if !isFilePath(input) {
             guard let url = URL(string: input) else { throw ImagoError.invalidURL(input) }
             // A loader of its own: nothing kept in memory or on disk for one image.
             let loader = ImageLoader(configuration: .init(), cache: nil)

@@ -15,7 +15,18 @@ struct InputURL: Sendable {
 
     /// The URL, or nil when the text is not one (reported as `ImagoError.invalidURL`,
     /// as the loader reports a URL its data loader does not take).
-    var url: URL? { URL(string: text) }
+    var url: URL? { isFilePath(text) ? URL(fileURLWithPath: text) : URL(string: text) }
+}
+
+/// Whether a command's argument names a file rather than a URL: it has no scheme
+/// (`https:`, `file:`, `data:`). A path is taken as a Linux tool takes one, relative
+/// to the current directory, spaces and all.
+func isFilePath(_ text: String) -> Bool {
+    guard let colon = text.firstIndex(of: ":") else { return true }
+    let scheme = text[..<colon]
+    // RFC 3986: a letter, then letters, digits, '+', '-' or '.'.
+    guard let first = scheme.first, first.isASCII, first.isLetter else { return true }
+    return !scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
 }
 
 /// The URLs of the command line, then those of `--input` (a file, or '-' for

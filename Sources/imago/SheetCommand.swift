@@ -9,7 +9,7 @@ let sheetCommand = Command(
     name: "sheet",
     synopsis: "URL... | --input FILE -o PATH [--size PX] [--columns N] [--cache-dir DIR | --no-disk-cache] [--redis URL[,URL...]] [--concurrency N] [--json]",
     summary: """
-        Load images through the full pipeline into the cells of a contact sheet and \
+        Load images (URLs or file paths) through the full pipeline into the cells of a contact sheet and \
         write it as one PNG (or .jpg, .webp by extension). Each image is fitted to its \
         cell; a URL that fails gets a crossed gray placeholder, its reason on \
         standard error and exit status 1, and the sheet is still written. The file \
@@ -18,7 +18,7 @@ let sheetCommand = Command(
     options: [
         .value("-o", "PATH", "where to write the sheet (required)"),
         .value("--output", "PATH", "the same as -o"),
-        .value("--input", "FILE", "read URLs from FILE, one per line ('-' for standard input; blank lines and # comments skipped)"),
+        .value("--input", "FILE", "read URLs or file paths from FILE, one per line ('-' for standard input; blank lines and # comments skipped)"),
         .value("--size", "PX", "the side of each square cell in pixels (default \(SheetLayout.defaultCell))"),
         .value("--columns", "N", "cells per row (default \(SheetLayout.defaultColumns); fewer when there are fewer URLs)"),
     ] + LoaderOptions.table + [

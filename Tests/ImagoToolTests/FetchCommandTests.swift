@@ -187,6 +187,35 @@ import _ImagoTestSupport
         #expect(lines.first?.hasPrefix("imago: \(url): ") == true)
     }
 
+    /// A file path is taken where a URL is, as `imago hash` takes one: absolute,
+    /// relative to the working directory, with a space in it. A word that names no
+    /// file is reported as a missing file, and a URL of a scheme the loader does not
+    /// take as that.
+    @Test func filePathsLoadAsFileURLsDo() async throws {
+        defer { server.stop() }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-fetch-paths-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try pngData(40, width: 32, height: 8).write(to: folder.appendingPathComponent("a photo.png"))
+        let b = folder.appendingPathComponent("b.png")
+        try pngData(80, width: 32, height: 8).write(to: b)
+        let inputs = [b.path, "a photo.png", "./b.png", b.absoluteString, "not here", "ftp://example.com/c.png"]
+        let result = try await Tool.run(["fetch", "--no-disk-cache", "--json"] + inputs, directory: folder)
+        #expect(result.status == 1)
+        let records = try result.stdoutLines.dropLast().map {
+            try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(records.count == inputs.count)
+        for input in inputs.prefix(4) {
+            let record = records.first { $0["url"] as? String == input }
+            #expect(record?["ok"] as? Bool == true && record?["width"] as? Int == 32, "\(input): \(String(describing: record))")
+        }
+        let missing = records.first { $0["url"] as? String == "not here" }?["error"] as? String
+        #expect(missing?.hasSuffix("no such file") == true, "\(String(describing: missing))")
+        let foreign = records.first { $0["url"] as? String == "ftp://example.com/c.png" }?["error"] as? String
+        #expect(foreign?.contains("is not a URL the data loader takes") == true, "\(String(describing: foreign))")
+    }
+
     @Test func retriesAreCountedAmongTheTransfers() async throws {
         defer { server.stop() }
         // Fails twice with 503, then answers.

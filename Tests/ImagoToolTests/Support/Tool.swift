@@ -34,10 +34,11 @@ enum Tool {
     /// few threads of Swift's concurrency pool would delay every other test's timers.
     /// `environment` replaces variables of the test's own environment (nil removes one).
     /// `descriptorLimit` runs the tool under that `RLIMIT_NOFILE` (set by a shell's
-    /// `ulimit -n` in the child, so the test process keeps its own).
+    /// `ulimit -n` in the child, so the test process keeps its own); `directory` is
+    /// its working directory (the test's own when nil).
     static func run(
         _ arguments: [String], timeout: Double = 120, environment: [String: String?] = [:],
-        descriptorLimit: Int? = nil, sourceLocation: SourceLocation = #_sourceLocation
+        descriptorLimit: Int? = nil, directory: URL? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> Result {
         try #require(
             FileManager.default.isExecutableFile(atPath: url.path), "no imago built beside the tests at \(url.path)",
@@ -45,7 +46,7 @@ enum Tool {
         let (result, timedOut) = try await withCheckedThrowingContinuation { continuation in
             Thread {
                 continuation.resume(with: Swift.Result {
-                    try runBlocking(arguments, timeout: timeout, environment: environment, descriptorLimit: descriptorLimit)
+                    try runBlocking(arguments, timeout: timeout, environment: environment, descriptorLimit: descriptorLimit, directory: directory)
                 })
             }.start()
         }
@@ -56,9 +57,10 @@ enum Tool {
     }
 
     private static func runBlocking(
-        _ arguments: [String], timeout: Double, environment: [String: String?], descriptorLimit: Int?
+        _ arguments: [String], timeout: Double, environment: [String: String?], descriptorLimit: Int?, directory: URL?
     ) throws -> (Result, timedOut: Bool) {
         let process = Process()
+        process.currentDirectoryURL = directory
         if let descriptorLimit {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\"", url.path] + arguments
