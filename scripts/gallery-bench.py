@@ -90,6 +90,10 @@ def serve(folder, port_file):
             self.reply(404)
 
     class Server(http.server.ThreadingHTTPServer):
+        # socketserver's listen backlog of 5 would drop the SYNs of the grid's
+        # connections opened at once; each dropped one waits a second to be sent again.
+        request_queue_size = 128
+
         def handle_error(self, request, client_address):
             # A client that cancels a transfer closes its connection: not an error.
             if not isinstance(sys.exc_info()[1], ConnectionError):

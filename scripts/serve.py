@@ -14,7 +14,16 @@ import sys
 directory = sys.argv[1]
 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=directory)
 handler.func.log_message = lambda *args: None  # quiet: the demo prints its own lines
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+
+
+class Server(http.server.ThreadingHTTPServer):
+    # The listen backlog: socketserver's default of 5 drops the SYNs of a sheet's
+    # eight connections opened at once, and each dropped one waits the kernel's
+    # one-second retransmission.
+    request_queue_size = 64
+
+
+server = Server(("127.0.0.1", 0), handler)
 port = server.server_address[1]
 if len(sys.argv) > 2:
     temporary = sys.argv[2] + ".%d.tmp" % os.getpid()
