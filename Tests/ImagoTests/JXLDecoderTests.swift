@@ -63,6 +63,31 @@ import CImagoSystem
         #expect(try Self.decode("container.jxl").bitmap == unconverted)
     }
 
+    /// A gray ramp over the whole 16-bit signal, tagged PQ or HLG in BT.2100: tone
+    /// mapped from its 16 bits as the PNG, AVIF and HEIF decoders map theirs (the
+    /// documented mapping), lossless within a level, lossy within the codec's error.
+    /// Asked for sRGB, libjxl clipped the lossy file's highlights, and the lossless
+    /// one's profile through Little CMS put the ramp's middle at 31 of 255 (the
+    /// mapping gives 214 there).
+    @Test(arguments: [("pq.jxl", false, 1.0), ("hlg.jxl", true, 1.0), ("pq-lossy.jxl", false, 3.0)])
+    func hdrImagesAreToneMappedFromTheirSixteenBits(name: String, hlg: Bool, tolerance: Double) throws {
+        let image = try Self.decode(name)
+        #expect(image.width == 256 && image.height == 8 && image.notes.isEmpty)
+        var worst = 0.0, previous = 0
+        for x in 0..<256 {
+            let p = image.bitmap[x, 4]
+            #expect(Int(max(p.r, p.g, p.b)) - Int(min(p.r, p.g, p.b)) <= 2 && p.a == 255, "\(name) x \(x): gray stays gray")
+            let code = (Double(x) / 255 * 65535).rounded() / 65535
+            worst = max(worst, abs(Double(p.g) - documentedToneMapping(code, hlg: hlg)))
+            #expect(Int(p.g) >= previous - 1, "\(name) x \(x): the ramp goes down")
+            previous = Int(p.g)
+        }
+        #expect(worst <= tolerance, "\(name): the largest difference from the documented mapping: \(worst) levels")
+        // Reference white (203 cd/m²: PQ 0.58, HLG 0.75) is a light gray.
+        let white = Int(image.bitmap[hlg ? 191 : 148, 4].g)
+        #expect((215...235).contains(white), "\(name): reference white at \(white)")
+    }
+
     @Test func isSniffedInBothForms() throws {
         #expect(ImageFormat.detect(try Fixture.data("jxl/lossy.jxl")) == .jxl)
         #expect(try Fixture.data("jxl/lossy.jxl").prefix(2) == Data([0xFF, 0x0A]))

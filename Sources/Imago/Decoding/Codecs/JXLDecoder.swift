@@ -8,7 +8,9 @@ extension ImageDecoders {
     /// the codestream's orientation applied. A lossy (XYB) image is converted to sRGB
     /// by libjxl; a lossless one stored in another colour space (its own ICC
     /// profile, or an encoded one such as Display P3) is converted to sRGB through
-    /// that profile, as a PNG with `iCCP` is.
+    /// that profile, as a PNG with `iCCP` is. PQ and HLG (HDR) images, lossy or not,
+    /// come out of libjxl in their own signal in 16 bits and are tone mapped as AVIF,
+    /// HEIF and PNG's are.
     ///
     /// The image is decoded at full size and fitted to a target size afterwards
     /// (libjxl cannot decode smaller), so a thumbnail's memory budget counts the
@@ -96,6 +98,9 @@ final class JXLFrameCursor: FrameProducing {
     /// The colour space the frames come out in when libjxl cannot give sRGB (a
     /// lossless image keeps its own): each frame is converted through it.
     private let colours: ColourDescription?
+    /// The tone mapping of PQ or HLG frames, which come out in 16 bits for it: in 8,
+    /// PQ's codes are steps a gradient shows as bands.
+    private let toneMapping: HDRToneMapping?
     /// Why the frames' colour space was not converted, when it was not.
     private(set) var colourNote: String?
     private var frames = 0
@@ -115,8 +120,16 @@ final class JXLFrameCursor: FrameProducing {
         // Destroyed here when this throws: `deinit` runs only for a cursor whose
         // properties were all set, and the colour space is one of them.
         let colourSpace: (colours: ColourDescription?, note: String?)
+        var toneMapping: HDRToneMapping?
         do throws(ImagoError) {
             colourSpace = try Self.colourSpace(decoder, jxl, info)
+            if case .toneMap(let mapping) = ColourManagement.plan(for: colourSpace.colours) {
+                // The 16-bit samples beside what the frame holds already.
+                let turned = options.appliesOrientation && info.orientation.rawValue > 1
+                let bytes = ImageDecoders.JXL.bytesPerPixel(info, turned: turned) + 8
+                try options.checkFullSizeMemory(Int(info.xsize) * Int(info.ysize) * bytes, format: .jxl)
+                toneMapping = mapping
+            }
         } catch {
             jxl.destroy(decoder)
             throw error
@@ -129,30 +142,39 @@ final class JXLFrameCursor: FrameProducing {
         self.info = info
         orientation = ImageOrientation(rawValue: Int(info.orientation.rawValue)) ?? .up
         colours = colourSpace.colours
+        self.toneMapping = toneMapping
         colourNote = colourSpace.note
     }
 
     /// The colour encoding, which comes next: a lossy image's XYB is asked to come
-    /// out in sRGB (grey for a grey image) rather than libjxl's default linear light.
-    /// The description to convert from when libjxl cannot give sRGB, or a note when
-    /// it gives no profile either.
+    /// out in sRGB (grey for a grey image) rather than libjxl's default linear light,
+    /// or, for PQ and HLG, in its own signal, which the tone mapping brings to sRGB
+    /// (asked for sRGB, libjxl 0.7 clips a lossy image's highlights to yellow and
+    /// white, and a lossless image's profile, read by Little CMS, puts reference
+    /// white near black). The description to convert from when libjxl cannot give
+    /// sRGB, or a note when it gives no profile either.
     private static func colourSpace(
         _ decoder: OpaquePointer, _ jxl: LibJXL, _ info: JxlBasicInfo
     ) throws(ImagoError) -> (colours: ColourDescription?, note: String?) {
         let status = jxl.processInput(decoder)
         guard status == JXL_DEC_COLOR_ENCODING else { throw failure(jxl, status, "the header is malformed") }
-        var srgb = JxlColorEncoding()
-        srgb.color_space = info.num_color_channels == 1 ? JXL_COLOR_SPACE_GRAY : JXL_COLOR_SPACE_RGB
-        srgb.white_point = JXL_WHITE_POINT_D65
-        srgb.primaries = JXL_PRIMARIES_SRGB
-        srgb.transfer_function = JXL_TRANSFER_FUNCTION_SRGB
-        srgb.rendering_intent = JXL_RENDERING_INTENT_RELATIVE
+        var preferred = JxlColorEncoding()
+        if jxl.encodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_ORIGINAL, &preferred) != JXL_DEC_SUCCESS
+            || hdrDescription(preferred) == nil {
+            preferred = JxlColorEncoding()
+            preferred.color_space = info.num_color_channels == 1 ? JXL_COLOR_SPACE_GRAY : JXL_COLOR_SPACE_RGB
+            preferred.white_point = JXL_WHITE_POINT_D65
+            preferred.primaries = JXL_PRIMARIES_SRGB
+            preferred.transfer_function = JXL_TRANSFER_FUNCTION_SRGB
+            preferred.rendering_intent = JXL_RENDERING_INTENT_RELATIVE
+        }
         // Not applied to an image stored in a colour space of its own (lossless),
         // whose pixels then come out in it: its profile says how to convert them.
-        _ = jxl.setPreferredColorProfile(decoder, &srgb)
+        _ = jxl.setPreferredColorProfile(decoder, &preferred)
         var data = JxlColorEncoding()
-        if jxl.encodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &data) == JXL_DEC_SUCCESS, isSRGB(data) {
-            return (nil, nil)
+        if jxl.encodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &data) == JXL_DEC_SUCCESS {
+            if isSRGB(data) { return (nil, nil) }
+            if let hdr = hdrDescription(data) { return (hdr, nil) }
         }
         var size = 0
         var profile = Data()
@@ -165,6 +187,22 @@ final class JXLFrameCursor: FrameProducing {
         }
         if profile.isEmpty { return (nil, "JPEG XL: libjxl gave no profile for the image's colour space; its numbers are read as sRGB") }
         return (.icc(profile), nil)
+    }
+
+    /// PQ or HLG colour in primaries the tone mapping knows (BT.709, BT.2100, Display
+    /// P3), as the codes of ITU-T H.273 (cICP) give them; nil for anything else.
+    private static func hdrDescription(_ encoding: JxlColorEncoding) -> ColourDescription? {
+        guard encoding.color_space == JXL_COLOR_SPACE_RGB, encoding.white_point == JXL_WHITE_POINT_D65,
+              encoding.transfer_function == JXL_TRANSFER_FUNCTION_PQ || encoding.transfer_function == JXL_TRANSFER_FUNCTION_HLG
+        else { return nil }
+        let primaries: Int
+        switch encoding.primaries {
+        case JXL_PRIMARIES_SRGB: primaries = 1
+        case JXL_PRIMARIES_2100: primaries = 9
+        case JXL_PRIMARIES_P3: primaries = 12
+        default: return nil
+        }
+        return .cicp(primaries: primaries, transfer: Int(encoding.transfer_function.rawValue))
     }
 
     deinit { jxl.destroy(decoder) }
@@ -263,30 +301,45 @@ final class JXLFrameCursor: FrameProducing {
         status = jxl.processInput(decoder)
         guard status == JXL_DEC_NEED_IMAGE_OUT_BUFFER else { throw Self.failure(jxl, status, "frame \(number) is malformed") }
         let (width, height) = (Int(info.xsize), Int(info.ysize))
-        var format = JxlPixelFormat(num_channels: 4, data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN, align: 0)
+        let sampleBytes = toneMapping == nil ? 1 : 2
+        var format = JxlPixelFormat(
+            num_channels: 4, data_type: toneMapping == nil ? JXL_TYPE_UINT8 : JXL_TYPE_UINT16, endianness: JXL_NATIVE_ENDIAN, align: 0)
         var size = 0
-        guard jxl.imageOutBufferSize(decoder, &format, &size) == JXL_DEC_SUCCESS, size == width * height * 4 else {
+        guard jxl.imageOutBufferSize(decoder, &format, &size) == JXL_DEC_SUCCESS, size == width * height * 4 * sampleBytes else {
             throw ImageDecoders.JXL.failure("frame \(number) is not the \(width)×\(height) the header gives", nil)
         }
         let (decoder, jxl, hasAlpha) = (self.decoder, self.jxl, info.alpha_bits > 0)
-        let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
-            guard jxl.setImageOutBuffer(decoder, &format, pixels.baseAddress, size) == JXL_DEC_SUCCESS else {
+        func decodeFrame(into buffer: UnsafeMutableRawPointer) throws(ImagoError) {
+            guard jxl.setImageOutBuffer(decoder, &format, buffer, size) == JXL_DEC_SUCCESS else {
                 throw ImageDecoders.JXL.failure("libjxl refused the output buffer", nil)
             }
             let status = jxl.processInput(decoder)
             guard status == JXL_DEC_FULL_IMAGE else { throw Self.failure(jxl, status, "frame \(number) is corrupt") }
-            if hasAlpha { pixels.premultiplyRGBA(count: width * height) }
+        }
+        let converted: Bitmap
+        if let toneMapping {
+            let samples = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: width * height * 4)
+            defer { samples.deallocate() }
+            try decodeFrame(into: UnsafeMutableRawPointer(samples.baseAddress!))
+            // Straight alpha, premultiplied as the samples are mapped.
+            converted = try Bitmap.make(width: width, height: height) { pixels in
+                toneMapping.render(samples.baseAddress!, width: width, height: height, rowLength: width * 4, into: pixels)
+            }
+        } else {
+            let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+                try decodeFrame(into: pixels.baseAddress!)
+                if hasAlpha { pixels.premultiplyRGBA(count: width * height) }
+            }
+            if let colours {
+                let (result, note) = ColourManagement.convert(bitmap, description: colours)
+                if let note, colourNote == nil { colourNote = note }
+                converted = result
+            } else {
+                converted = bitmap
+            }
         }
         frames += 1
         try deadline.check(.jxl)
-        let converted: Bitmap
-        if let colours {
-            let (result, note) = ColourManagement.convert(bitmap, description: colours)
-            if let note, colourNote == nil { colourNote = note }
-            converted = result
-        } else {
-            converted = bitmap
-        }
         return options.appliesOrientation ? converted.applying(orientation) : converted
     }
 }
