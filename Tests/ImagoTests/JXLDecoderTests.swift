@@ -63,13 +63,14 @@ import CImagoSystem
         #expect(try Self.decode("container.jxl").bitmap == unconverted)
     }
 
-    /// A gray ramp over the whole 16-bit signal, tagged PQ or HLG in BT.2100: tone
-    /// mapped from its 16 bits as the PNG, AVIF and HEIF decoders map theirs (the
-    /// documented mapping), lossless within a level, lossy within the codec's error.
+    /// A gray ramp over the whole 16-bit signal, tagged PQ or HLG in BT.2100 (and
+    /// stored as gray): tone mapped from its 16 bits as the PNG, AVIF and HEIF
+    /// decoders map theirs (the documented mapping), lossless within a level, lossy
+    /// within the codec's error.
     /// Asked for sRGB, libjxl clipped the lossy file's highlights, and the lossless
     /// one's profile through Little CMS put the ramp's middle at 31 of 255 (the
     /// mapping gives 214 there).
-    @Test(arguments: [("pq.jxl", false, 1.0), ("hlg.jxl", true, 1.0), ("pq-lossy.jxl", false, 3.0)])
+    @Test(arguments: [("pq.jxl", false, 1.0), ("hlg.jxl", true, 1.0), ("pq-lossy.jxl", false, 3.0), ("gray-pq.jxl", false, 1.0)])
     func hdrImagesAreToneMappedFromTheirSixteenBits(name: String, hlg: Bool, tolerance: Double) throws {
         let image = try Self.decode(name)
         #expect(image.width == 256 && image.height == 8 && image.notes.isEmpty)

@@ -189,17 +189,19 @@ final class JXLFrameCursor: FrameProducing {
         return (.icc(profile), nil)
     }
 
-    /// PQ or HLG colour in primaries the tone mapping knows (BT.709, BT.2100, Display
-    /// P3), as the codes of ITU-T H.273 (cICP) give them; nil for anything else.
+    /// PQ or HLG grey, or colour in primaries the tone mapping knows (BT.709,
+    /// BT.2100, Display P3), as the codes of ITU-T H.273 (cICP) give them; nil for
+    /// anything else. Grey, which libjxl hands over as equal red, green and blue,
+    /// has no primaries to convert: BT.709's leave it as it is.
     private static func hdrDescription(_ encoding: JxlColorEncoding) -> ColourDescription? {
-        guard encoding.color_space == JXL_COLOR_SPACE_RGB, encoding.white_point == JXL_WHITE_POINT_D65,
+        guard encoding.white_point == JXL_WHITE_POINT_D65,
               encoding.transfer_function == JXL_TRANSFER_FUNCTION_PQ || encoding.transfer_function == JXL_TRANSFER_FUNCTION_HLG
         else { return nil }
         let primaries: Int
-        switch encoding.primaries {
-        case JXL_PRIMARIES_SRGB: primaries = 1
-        case JXL_PRIMARIES_2100: primaries = 9
-        case JXL_PRIMARIES_P3: primaries = 12
+        switch (encoding.color_space, encoding.primaries) {
+        case (JXL_COLOR_SPACE_GRAY, _), (JXL_COLOR_SPACE_RGB, JXL_PRIMARIES_SRGB): primaries = 1
+        case (JXL_COLOR_SPACE_RGB, JXL_PRIMARIES_2100): primaries = 9
+        case (JXL_COLOR_SPACE_RGB, JXL_PRIMARIES_P3): primaries = 12
         default: return nil
         }
         return .cicp(primaries: primaries, transfer: Int(encoding.transfer_function.rawValue))

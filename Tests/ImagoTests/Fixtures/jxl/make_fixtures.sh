@@ -29,13 +29,17 @@ small = Image.new('RGBA', (32, 32))
 small.putdata([(x * 8, y * 8, (x + y) * 4, 128 + x * 4) for y in range(32) for x in range(32)])
 small.resize((2048, 2048), Image.BILINEAR).save(f'{out}/large-alpha.png')
 # A gray ramp over every 16-bit signal value, 256 × 8, as 16-bit RGB (which Pillow
-# does not write): tagged PQ or HLG in BT.2100 by cjxl's colour-space hint.
+# does not write) and as 16-bit gray: tagged PQ or HLG by cjxl's colour-space hint.
 import struct, zlib
 def chunk(kind, body):
     return struct.pack('>I', len(body)) + kind + body + struct.pack('>I', zlib.crc32(kind + body))
 row = b'\0' + b''.join(struct.pack('>HHH', v, v, v) for v in (round(x / 255 * 65535) for x in range(256)))
 with open(f'{out}/ramp16.png', 'wb') as f:
     f.write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 256, 8, 16, 2, 0, 0, 0))
+            + chunk(b'IDAT', zlib.compress(row * 8)) + chunk(b'IEND', b''))
+row = b'\0' + b''.join(struct.pack('>H', round(x / 255 * 65535)) for x in range(256))
+with open(f'{out}/gray-ramp16.png', 'wb') as f:
+    f.write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 256, 8, 16, 0, 0, 0, 0))
             + chunk(b'IDAT', zlib.compress(row * 8)) + chunk(b'IEND', b''))
 frames = [Image.new('RGB', (20, 12), c) for c in [(255, 0, 0), (0, 255, 0), (0, 0, 255)]]
 frames[0].save(f'{out}/animated.gif', save_all=True, append_images=frames[1:], duration=[100, 300, 100], loop=0)
@@ -51,4 +55,5 @@ cjxl -d 2 "$tmp/large-alpha.png" slow/lossy-alpha.jxl >/dev/null 2>&1
 cjxl -d 0 -x color_space=RGB_D65_202_Rel_PeQ "$tmp/ramp16.png" pq.jxl >/dev/null 2>&1
 cjxl -d 0 -x color_space=RGB_D65_202_Rel_HLG "$tmp/ramp16.png" hlg.jxl >/dev/null 2>&1
 cjxl -d 1 -x color_space=RGB_D65_202_Rel_PeQ "$tmp/ramp16.png" pq-lossy.jxl >/dev/null 2>&1
+cjxl -d 0 -x color_space=Gra_D65_Rel_PeQ "$tmp/gray-ramp16.png" gray-pq.jxl >/dev/null 2>&1
 rm -rf "$tmp"
