@@ -37,12 +37,14 @@ private struct DecodeRecord: Encodable {
     var orientation: Int?
     /// True when the file ended early and only what was there was decoded.
     var partial: Bool?
+    /// What the decode left aside and said so (a damaged colour profile ignored).
+    var notes: [String]?
     var output: String?
     /// The human line's description; not part of the JSON record.
     var description: String?
 
     private enum CodingKeys: String, CodingKey {
-        case file, ok, error, format, width, height, frames, loopCount, orientation, partial, output
+        case file, ok, error, format, width, height, frames, loopCount, orientation, partial, notes, output
     }
 }
 
@@ -181,6 +183,7 @@ private func decodeFile(_ file: String, to target: String?, writer: ImageOutput?
         record.loopCount = image.isAnimated ? image.loopCount : nil
         record.orientation = image.orientation.rawValue
         record.partial = image.isPartial ? true : nil
+        record.notes = image.notes.isEmpty ? nil : image.notes
         record.description = describe(image)
         if let target, let writer {
             try image.write(to: URL(fileURLWithPath: target), format: writer.format, quality: writer.quality)
@@ -202,5 +205,6 @@ private func describe(_ image: DecodedImage) -> String {
     if image.orientation != .up { text += ", EXIF orientation \(image.orientation.rawValue) applied" }
     if image.bitmap.hasAlpha { text += ", alpha" }
     if image.isPartial { text += ", partial: the file ends early and the rest is filled" }
+    for note in image.notes { text += "; " + note }
     return text
 }

@@ -38,6 +38,8 @@ private struct FetchRecord: Encodable {
     var source: String?
     /// True when only part of the image arrived; absent otherwise.
     var partial: Bool?
+    /// What the decode left aside and said so (a damaged colour profile ignored).
+    var notes: [String]?
     /// Seconds in each stage of the load, from the task's metrics.
     var metrics: Stages?
 
@@ -213,7 +215,7 @@ extension FetchRecord {
             self.init(
                 url: input.text, line: input.line, ok: true, width: response.image.width, height: response.image.height,
                 frames: response.image.frameCount, bytes: response.metrics.bytes, source: response.source.rawValue,
-                partial: response.image.isPartial ? true : nil,
+                partial: response.image.isPartial ? true : nil, notes: response.image.notes.isEmpty ? nil : response.image.notes,
                 metrics: Stages(
                     queued: response.metrics.queued, transfer: response.metrics.transfer,
                     decodeQueued: response.metrics.decodeQueued, decode: response.metrics.decode,

@@ -236,5 +236,32 @@ import _ImagoTestSupport
         #expect(records[0]["width"] as? Int == 64 && records[0]["description"] == nil)
         #expect((records.last?["summary"] as? [String: Any])?["failed"] as? Int == 12)
     }
+
+    /// What a decode left aside and said so (here a damaged ICC profile, ignored) is
+    /// on the file's line and in its JSON record, as the library's `notes` are; a
+    /// clean file has none.
+    @Test func aDecodesNotesAreReported() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-notes-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let plain = try ImageEncoders.JPEG().encode(Bitmap(width: 8, height: 8, pixels: [UInt8](repeating: 200, count: 256)))
+        let profile = Data(repeating: 0, count: 200)
+        var marker = Data([0xFF, 0xE2, UInt8((16 + profile.count) >> 8), UInt8((16 + profile.count) & 0xFF)])
+        marker += Data("ICC_PROFILE".utf8) + Data([0, 1, 1]) + profile
+        let damaged = folder.appendingPathComponent("damaged.jpg"), clean = folder.appendingPathComponent("clean.jpg")
+        try (plain.prefix(2) + marker + plain.dropFirst(2)).write(to: damaged)
+        try plain.write(to: clean)
+        let note = "the embedded ICC profile is damaged and was ignored"
+
+        let human = try await Tool.run(["decode", damaged.path, clean.path])
+        #expect(human.status == 0)
+        #expect(human.stdoutLines == ["\(damaged.path): JPEG 8×8, 1 frame; \(note)", "\(clean.path): JPEG 8×8, 1 frame"])
+        let json = try await Tool.run(["decode", "--json", damaged.path, clean.path])
+        let records = try json.stdoutLines.map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(records[0]["notes"] as? [String] == [note] && records[1]["notes"] == nil)
+        let fetched = try await Tool.run(["fetch", "--json", "--no-disk-cache", damaged.path])
+        let record = try JSONSerialization.jsonObject(with: Data((fetched.stdoutLines.first ?? "").utf8)) as? [String: Any]
+        #expect(record?["notes"] as? [String] == [note], "\(fetched.stdout)")
+    }
 }
 #endif
