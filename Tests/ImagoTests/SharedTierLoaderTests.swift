@@ -1,7 +1,7 @@
 #if canImport(CHiredis)
 import Foundation
 import Testing
-@_spi(Internals) @testable import Imago
+@_spi(Internals) @_spi(HTTPCaching) @testable import Imago
 import _ImagoTestSupport
 
 /// The shared tier in loads: machines with disk caches of their own and one Redis,
@@ -31,8 +31,8 @@ import _ImagoTestSupport
         return (ImageLoader(configuration: configuration, cache: ImageCache()), shared)
     }
 
-    func load(_ loader: ImageLoader, target: TargetSize? = nil) async -> Result<ImageResponse, ImagoError> {
-        let task = loader.task(with: ImageRequest(url: server.url("/photo.png"), targetSize: target))
+    func load(_ loader: ImageLoader, path: String = "/photo.png", target: TargetSize? = nil) async -> Result<ImageResponse, ImagoError> {
+        let task = loader.task(with: ImageRequest(url: server.url(path), targetSize: target))
         return await withTimeLimit(60) { await task.value } ?? .failure(.cancelled)
     }
 
@@ -59,6 +59,42 @@ import _ImagoTestSupport
         #expect(sharedThumbnail.image.bitmap.difference(to: thumbnail.image.bitmap).maximum == 0)
         #expect(server.count(for: "/photo.png") == 1)
         #expect(secondShared.counters.hits == 2)
+    }
+
+    /// A response marked `private` is for the user it was sent to: each machine keeps
+    /// it, and its thumbnail, on its own disk, and none of it goes into the tier
+    /// other users' loads read (RFC 9111 §5.2.2.7); a private record found there
+    /// (kept by another client) answers no one.
+    @Test func aPrivateResponseStaysOutOfTheSharedTier() async throws {
+        defer { cleanUp() }
+        server.route("/private.png", data: Self.png, headers: ["Cache-Control": "private, max-age=3600"])
+        let (first, firstShared) = try machine("a")
+        #expect(try await load(first, path: "/private.png").get().source == .network)
+        #expect(try await load(first, path: "/private.png", target: TargetSize(width: 16, height: 16)).get().image.width == 16)
+        #expect(firstShared.writesEnded(within: 60))
+        #expect(firstShared.counters.stored == 0)
+        await first.configuration.diskCache?.flush()
+        let (again, _) = try machine("a")
+        #expect(try await load(again, path: "/private.png").get().source == .disk)
+
+        let (second, _) = try machine("b")
+        #expect(try await load(second, path: "/private.png").get().source == .network)
+        // Made from the original this machine holds, not taken from the shared tier.
+        let thumbnail = try await load(second, path: "/private.png", target: TargetSize(width: 16, height: 16)).get()
+        #expect(thumbnail.source != .shared, "\(thumbnail.source)")
+        #expect(server.count(for: "/private.png") == 2)
+
+        // Put there by another client: not taken.
+        let url = server.url("/private.png")
+        let metadata = try #require(HTTPCacheMetadata(
+            url: url, statusCode: 200, headers: ["cache-control": "private, max-age=3600"], storedAt: Date()))
+        firstShared.store(
+            Self.png, metadata: metadata.encoded(), named: ImageCacheKey.originalRecordName(url.absoluteString),
+            imageKey: url.absoluteString, lifetime: 3600, releasing: nil)
+        #expect(firstShared.writesEnded(within: 60))
+        let (third, _) = try machine("c")
+        #expect(try await load(third, path: "/private.png").get().source == .network)
+        #expect(server.count(for: "/private.png") == 3)
     }
 
     @Test func aDamagedValueIsRefetchedAndReplaced() async throws {

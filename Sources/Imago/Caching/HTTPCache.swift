@@ -35,6 +35,9 @@ protocol HTTPCacheTier: Sendable {
     /// so they are made on threads that may block (`BlockingWork`), never on the
     /// concurrency pool's or a decode's.
     var answersOverNetwork: Bool { get }
+    /// Whether other users' loads read what the tier keeps (the fleet's Redis): a
+    /// shared cache in RFC 9111's sense, which must not keep a `private` response.
+    var isShared: Bool { get }
     /// The record under `key`, its body read only when used where the tier can read
     /// it apart from its metadata: the metadata alone decides whether the body is used.
     func record(for key: HTTPCacheKey) -> HTTPCache.TierRecord?
@@ -63,6 +66,7 @@ protocol HTTPCacheTier: Sendable {
 
 extension HTTPCacheTier {
     var answersOverNetwork: Bool { false }
+    var isShared: Bool { false }
     func turnToFetch(_ key: HTTPCacheKey) async -> HTTPCache.Turn { .fetch(nil) }
     func release(_ lease: HTTPCache.Lease) {}
 }
@@ -175,14 +179,14 @@ struct HTTPCache: Sendable {
         for index in tiers.indices {
             let tier = tiers[index]
             let found = tier.answersOverNetwork ? await BlockingWork.value { tier.record(for: key) } : tier.record(for: key)
-            guard let record = found, let metadata = HTTPCacheMetadata(encoded: record.metadata) else { continue }
+            guard let record = found, let metadata = metadata(record.metadata, from: tier) else { continue }
             if let answer = answer(key, with: record, metadata, from: index, at: now) { return answer }
         }
         var fetch = Fetch()
         for index in tiers.indices {
             switch await tiers[index].turnToFetch(key) {
             case .stored(let record):
-                if let metadata = HTTPCacheMetadata(encoded: record.metadata), freshnessPolicy.isFresh(metadata, at: now),
+                if let metadata = metadata(record.metadata, from: tiers[index]), freshnessPolicy.isFresh(metadata, at: now),
                    let data = record.body.load() {
                     release(fetch)
                     copy(data, metadata: record.metadata, bodyChecksum: record.bodyChecksum, as: key, freshness: metadata, into: index, at: now)
@@ -193,6 +197,14 @@ struct HTTPCache: Sendable {
             }
         }
         return .fetch(fetch)
+    }
+
+    /// The metadata a record of `tier` was kept with; nil when it does not decode, or
+    /// when a shared tier holds a `private` response (kept there by another client,
+    /// or before shared tiers refused them), which must not answer another user.
+    private func metadata(_ encoded: Data, from tier: any HTTPCacheTier) -> HTTPCacheMetadata? {
+        guard let metadata = HTTPCacheMetadata(encoded: encoded), !tier.isShared || metadata.sharedCachesMayStore else { return nil }
+        return metadata
     }
 
     /// What the record under `key` in `tiers[index]` answers; nil when its body is
@@ -221,17 +233,22 @@ struct HTTPCache: Sendable {
     ) {
         guard index > 0 else { return }
         let lifetime = lifetime(of: freshness, at: now)
-        for tier in tiers[..<index] {
+        for tier in tiers[..<index] where !tier.isShared || freshness.sharedCachesMayStore {
             tier.store(data, metadata: metadata, for: key, bodyChecksum: bodyChecksum, lifetime: lifetime, releasing: nil)
         }
     }
 
-    /// Keeps `data` with `metadata` under `key` in every tier, giving back the
-    /// leases of `fetch`.
+    /// Keeps `data` with `metadata` under `key` in every tier that may keep it (a
+    /// shared one not when it is `private`), giving back the leases of `fetch`: one
+    /// not stored under lets the processes waiting on it ask the origin themselves.
     private func store(_ data: Data, metadata: HTTPCacheMetadata, as key: HTTPCacheKey, releasing fetch: Fetch = Fetch(), at now: Date) {
         let encoded = metadata.encoded()
         let lifetime = lifetime(of: metadata, at: now)
         for (index, tier) in tiers.enumerated() {
+            guard !tier.isShared || metadata.sharedCachesMayStore else {
+                if let lease = fetch.leases[index] { tier.release(lease) }
+                continue
+            }
             tier.store(data, metadata: encoded, for: key, bodyChecksum: nil, lifetime: lifetime, releasing: fetch.leases[index])
         }
     }
@@ -360,7 +377,7 @@ struct HTTPCache: Sendable {
     func lookUpVariant(_ key: HTTPCacheKey, at now: Date) -> VariantLookup {
         var stale = VariantLookup.miss
         for index in tiers.indices {
-            guard let record = tiers[index].contents(for: key), let metadata = HTTPCacheMetadata(encoded: record.metadata) else { continue }
+            guard let record = tiers[index].contents(for: key), let metadata = metadata(record.metadata, from: tiers[index]) else { continue }
             if freshnessPolicy.isFresh(metadata, at: now) {
                 copy(record.data, metadata: record.metadata, bodyChecksum: record.bodyChecksum, as: key, freshness: metadata, into: index, at: now)
                 return .fresh(record.data, metadata, source: tiers[index].source)

@@ -51,7 +51,8 @@ import Foundation
         var noStore = false
         /// `must-revalidate`: once stale, never served, not even when the network fails.
         var mustRevalidate = false
-        /// `private`: recorded for completeness; a private cache may store it.
+        /// `private`: a private cache (memory, disk) may store it; a tier other
+        /// users' loads read (Redis) must not (RFC 9111 §5.2.2.7).
         var isPrivate = false
         /// `public`: recorded for completeness; it only widens what shared caches store.
         var isPublic = false
@@ -233,6 +234,12 @@ import Foundation
             $0.trimmingHTTPWhitespace == "*"
         }
     }
+
+    /// Whether a cache that other users' loads read (a shared cache in RFC 9111's
+    /// sense: the fleet's Redis tier) may keep the response: not one marked
+    /// `private`, meant for the user it was sent to (§5.2.2.7), nor what is made from
+    /// it (a thumbnail shows the same picture).
+    var sharedCachesMayStore: Bool { isStorable && !cacheControl.isPrivate }
 
     /// Whether a conditional request can confirm the stored bytes with a 304.
     var hasValidators: Bool { etag != nil || lastModifiedDate != nil }

@@ -16,6 +16,7 @@ struct PolicyTier: HTTPCacheTier {
 
     var source: ImageResponse.Source { base.source }
     var answersOverNetwork: Bool { base.answersOverNetwork }
+    var isShared: Bool { base.isShared }
 
     func record(for key: HTTPCacheKey) -> HTTPCache.TierRecord? {
         reads ? base.record(for: key) : nil

@@ -6,6 +6,7 @@ import Foundation
 extension SharedCache: HTTPCacheTier {
     var source: ImageResponse.Source { .shared }
     var answersOverNetwork: Bool { true }
+    var isShared: Bool { true }
 
     func record(for key: HTTPCacheKey) -> HTTPCache.TierRecord? {
         // One round trip brings the whole value; its body is in hand anyway.
