@@ -69,6 +69,10 @@ extension HTTPCacheTier {
     var isShared: Bool { false }
     func turnToFetch(_ key: HTTPCacheKey) async -> HTTPCache.Turn { .fetch(nil) }
     func release(_ lease: HTTPCache.Lease) {}
+
+    /// Whether the tier may keep, or answer with, a response of `metadata`: a shared
+    /// tier not a `private` one, whoever put it there.
+    func mayKeep(_ metadata: HTTPCacheMetadata) -> Bool { !isShared || metadata.sharedCachesMayStore }
 }
 
 extension DiskCache: HTTPCacheTier {
@@ -203,7 +207,7 @@ struct HTTPCache: Sendable {
     /// when a shared tier holds a `private` response (kept there by another client,
     /// or before shared tiers refused them), which must not answer another user.
     private func metadata(_ encoded: Data, from tier: any HTTPCacheTier) -> HTTPCacheMetadata? {
-        guard let metadata = HTTPCacheMetadata(encoded: encoded), !tier.isShared || metadata.sharedCachesMayStore else { return nil }
+        guard let metadata = HTTPCacheMetadata(encoded: encoded), tier.mayKeep(metadata) else { return nil }
         return metadata
     }
 
@@ -233,7 +237,7 @@ struct HTTPCache: Sendable {
     ) {
         guard index > 0 else { return }
         let lifetime = lifetime(of: freshness, at: now)
-        for tier in tiers[..<index] where !tier.isShared || freshness.sharedCachesMayStore {
+        for tier in tiers[..<index] where tier.mayKeep(freshness) {
             tier.store(data, metadata: metadata, for: key, bodyChecksum: bodyChecksum, lifetime: lifetime, releasing: nil)
         }
     }
@@ -245,7 +249,7 @@ struct HTTPCache: Sendable {
         let encoded = metadata.encoded()
         let lifetime = lifetime(of: metadata, at: now)
         for (index, tier) in tiers.enumerated() {
-            guard !tier.isShared || metadata.sharedCachesMayStore else {
+            guard tier.mayKeep(metadata) else {
                 if let lease = fetch.leases[index] { tier.release(lease) }
                 continue
             }
