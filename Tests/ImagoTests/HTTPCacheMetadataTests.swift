@@ -89,7 +89,10 @@ import _ImagoTestSupport
         #expect(control == HTTPCacheMetadata.CacheControl())  // the open quote swallows the rest
         let numbers = Self.directives("stale-if-error=abc, stale-while-revalidate=-3, s-maxage=600, proxy-revalidate")
         #expect(numbers.staleIfError == nil && numbers.staleWhileRevalidate == nil)
-        #expect(numbers.maxAge == nil && !numbers.mustRevalidate)  // shared-cache directives are ignored
+        // The shared-cache directives are their own: a private cache reads neither.
+        #expect(numbers.maxAge == nil && !numbers.mustRevalidate)
+        #expect(numbers.sharedMaxAge == 600 && numbers.proxyRevalidate)
+        #expect(Self.directives("s-maxage=soon").sharedMaxAge == 0)
         // RFC 9111 §4.2.1: invalid freshness information is best taken as stale.
         for value in ["max-age=abc", "max-age=-1", "max-age=1.5", "max-age", "max-age=", "max-age=+3", "max-age=10s"] {
             #expect(Self.directives(value).maxAge == 0, "\(value)")
@@ -359,7 +362,78 @@ import _ImagoTestSupport
         #expect(!strict.servesWhileRevalidating(at: Self.at(61)))
     }
 
+    // MARK: Shared caches
+
+    /// A shared cache (the fleet's Redis tier) reads `s-maxage` before `max-age` and
+    /// `Expires`, and serves nothing stale under `s-maxage` or `proxy-revalidate`; a
+    /// private one reads neither (RFC 9111 §5.2.2.8, §5.2.2.10).
+    @Test func aSharedCacheJudgesBySharedMaxAgeAndProxyRevalidate() throws {
+        let metadata = try #require(Self.stored(["cache-control": "max-age=600, s-maxage=60, stale-if-error=300"]))
+        let shared = metadata.judged(asShared: true)
+        #expect(metadata.freshness(at: Self.at(100)) == .fresh(remaining: 500))
+        #expect(shared.freshness(at: Self.at(10)) == .fresh(remaining: 50))
+        #expect(shared.freshness(at: Self.at(100)) == .stale(revalidatable: false))
+        #expect(metadata.servesStale(afterError: Self.at(700), allowance: .infinity))
+        #expect(!shared.servesStale(afterError: Self.at(100), allowance: .infinity))
+        #expect(shared.judged(asShared: false) == metadata)
+
+        let proxy = try #require(Self.stored(["cache-control": "max-age=60, proxy-revalidate, stale-while-revalidate=60"]))
+        #expect(proxy.servesStale(afterError: Self.at(100), allowance: .infinity))
+        #expect(proxy.servesWhileRevalidating(at: Self.at(100)))
+        #expect(!proxy.judged(asShared: true).servesStale(afterError: Self.at(100), allowance: .infinity))
+        #expect(!proxy.judged(asShared: true).servesWhileRevalidating(at: Self.at(100)))
+
+        let expiring = try #require(Self.stored(["expires": Self.httpDate(600), "cache-control": "s-maxage=30"]))
+        #expect(expiring.freshnessLifetime == 600 && expiring.judged(asShared: true).freshnessLifetime == 30)
+        // A redirect's shorter lifetime caps what a shared cache reads too.
+        let capped = metadata.capped(toLifetime: 20)
+        #expect(capped.freshnessLifetime == 20 && capped.judged(asShared: true).freshnessLifetime == 20)
+    }
+
+    /// A response to a request with credentials is that user's: a shared cache keeps
+    /// it only under `public`, `s-maxage` or `must-revalidate` (RFC 9111 §3.5); a
+    /// `private` one never (§5.2.2.7).
+    @Test func sharedCachesKeepAnAnswerToCredentialsOnlyWhereTheServerAllows() throws {
+        let cases: [(String, Bool, Bool)] = [
+            ("max-age=60", false, true), ("max-age=60", true, false), ("public, max-age=60", true, true),
+            ("s-maxage=60", true, true), ("max-age=60, must-revalidate", true, true),
+            ("max-age=60, proxy-revalidate", true, false), ("private, max-age=60", false, false),
+            ("private, public, s-maxage=60", true, false),
+        ]
+        for (control, credentials, mayStore) in cases {
+            let metadata = try #require(HTTPCacheMetadata(
+                url: Self.url, statusCode: 200, headers: ["cache-control": control], storedAt: Self.t0,
+                requestCarriedCredentials: credentials))
+            #expect(metadata.sharedCachesMayStore == mayStore, "\(control), credentials: \(credentials)")
+            #expect(metadata.isStorable)
+        }
+    }
+
     // MARK: Storage
+
+    /// The shared-cache directives and a request's credentials are kept in a second
+    /// pair of flags, written only when one of them is set: other metadata keeps the
+    /// bytes of the form before, which older readers take.
+    @Test func sharedCacheFieldsRoundTripInFlagsOfTheirOwn() throws {
+        let plain = try #require(Self.stored(["cache-control": "max-age=60, public"]))
+        #expect(plain.encoded()[4] & 0x80 == 0)
+        for (control, credentials) in [("max-age=60, s-maxage=5", false), ("max-age=60, proxy-revalidate", false), ("max-age=60", true)] {
+            let metadata = try #require(HTTPCacheMetadata(
+                url: Self.url, statusCode: 200, headers: ["cache-control": control, "date": Self.httpDate(0)], storedAt: Self.t0,
+                requestCarriedCredentials: credentials))
+            let blob = metadata.encoded()
+            #expect(blob[4] & 0x80 != 0, "\(control)")
+            let decoded = try #require(HTTPCacheMetadata(encoded: blob))
+            #expect(decoded == metadata && decoded.encoded() == blob, "\(control)")
+            #expect(decoded.requestCarriedCredentials == credentials && decoded.sharedCachesMayStore == metadata.sharedCachesMayStore)
+            #expect(decoded.judged(asShared: true).freshnessLifetime == metadata.judged(asShared: true).freshnessLifetime)
+            // A flag of a later version's form, or a blob cut anywhere, reads as nothing.
+            var later = blob
+            later[7] |= 0x08
+            #expect(HTTPCacheMetadata(encoded: later) == nil)
+            for count in 0..<blob.count { #expect(HTTPCacheMetadata(encoded: blob.prefix(count)) == nil) }
+        }
+    }
 
     @Test func encodingRoundTrips() throws {
         let full = Self.fullyDescribed

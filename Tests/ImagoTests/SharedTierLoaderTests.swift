@@ -19,7 +19,9 @@ import _ImagoTestSupport
     }
 
     /// A machine: its own memory and disk tiers, the fleet's Redis.
-    func machine(_ name: String, redisURL: URL? = nil, commandTimeout: Double = 5) throws -> (ImageLoader, SharedCache) {
+    func machine(
+        _ name: String, redisURL: URL? = nil, commandTimeout: Double = 5, configure: (inout ImageLoader.Configuration) -> Void = { _ in }
+    ) throws -> (ImageLoader, SharedCache) {
         var settings = SharedCache.Configuration(servers: [redisURL ?? redis.url], namespace: "loader-test")
         settings.connectTimeout = min(commandTimeout, 2)
         settings.commandTimeout = commandTimeout
@@ -28,6 +30,7 @@ import _ImagoTestSupport
         var configuration = ImageLoader.Configuration(
             retryPolicy: .none, diskCache: DiskCache(directory: root.appendingPathComponent(name)))
         configuration.sharedCache = shared
+        configure(&configuration)
         return (ImageLoader(configuration: configuration, cache: ImageCache()), shared)
     }
 
@@ -95,6 +98,83 @@ import _ImagoTestSupport
         let (third, _) = try machine("c")
         #expect(try await load(third, path: "/private.png").get().source == .network)
         #expect(server.count(for: "/private.png") == 3)
+    }
+
+    /// A response to a request with credentials (a signed-in user's picture) goes
+    /// into the tier other users' loads read only when the server says a shared
+    /// cache may keep it: `public`, `s-maxage` or `must-revalidate` (RFC 9111 §3.5).
+    /// The credentials may come from the loader's headers, the HTTP loader's own
+    /// fields, or the URL; thumbnails follow their original.
+    @Test func aResponseToARequestWithCredentialsStaysOutUnlessTheServerAllowsIt() async throws {
+        defer { cleanUp() }
+        let allowing = ["public, max-age=3600", "s-maxage=600", "max-age=3600, must-revalidate"]
+        for (index, control) in (["max-age=3600"] + allowing).enumerated() {
+            server.route("/user\(index).png", data: Self.png, headers: ["Cache-Control": control])
+        }
+        let thumbnail = TargetSize(width: 16, height: 16)
+        let signedIn: [(String, (inout ImageLoader.Configuration) -> Void)] = [
+            ("headers", { $0.headers = ["Authorization": "Bearer alice"] }),
+            ("loader", {
+                let http = CurlDataLoader(configuration: HTTPLoaderConfiguration(httpAdditionalHeaders: ["authorization": "Basic YTpi"]))
+                $0.dataLoader = DefaultDataLoader(network: http)
+            }),
+        ]
+        for (name, configure) in signedIn {
+            cleanUpSharedTier()
+            let (user, userShared) = try machine("user-\(name)", configure: configure)
+            for index in 0...allowing.count {
+                #expect(try await load(user, path: "/user\(index).png").get().source == .network, "\(name) \(index)")
+                #expect(try await load(user, path: "/user\(index).png", target: thumbnail).get().image.width == 16)
+            }
+            #expect(userShared.writesEnded(within: 60))
+            #expect(userShared.counters.stored == 2 * allowing.count, "\(name): \(userShared.counters.stored)")
+
+            let (other, _) = try machine("other-\(name)")
+            let mine = try await load(other, path: "/user0.png").get()
+            #expect(mine.source == .network, "\(name)")
+            for index in 1...allowing.count {
+                #expect(try await load(other, path: "/user\(index).png").get().source == .shared, "\(name) \(index)")
+                #expect(try await load(other, path: "/user\(index).png", target: thumbnail).get().source == .shared)
+            }
+        }
+        // A user in the URL is sent as Basic authorization.
+        cleanUpSharedTier()
+        var components = try #require(URLComponents(url: server.url("/user0.png"), resolvingAgainstBaseURL: false))
+        (components.user, components.password) = ("alice", "secret")
+        let (user, userShared) = try machine("user-url")
+        let task = user.task(with: ImageRequest(url: try #require(components.url)))
+        #expect(try await withTimeLimit(60) { await task.value }?.get().source == .network)
+        #expect(userShared.writesEnded(within: 60))
+        #expect(userShared.counters.stored == 0)
+        #expect(server.requests(for: "/user0.png").contains { $0.headers["authorization"]?.hasPrefix("Basic ") == true })
+    }
+
+    /// What the shared tier holds is judged as a shared cache judges it: by
+    /// `s-maxage` before `max-age`. A record a hundred seconds old is fresh for a
+    /// machine's own disk under `max-age=3600`, and stale in the fleet's tier under
+    /// `s-maxage=60`, so the origin is asked.
+    @Test func theSharedTierJudgesWhatItHoldsBySharedMaxAge() async throws {
+        defer { cleanUp() }
+        let (_, writerShared) = try machine("writer")
+        for (path, control) in [("/long.png", "max-age=3600"), ("/short.png", "max-age=3600, s-maxage=60")] {
+            server.route(path, data: Self.png, headers: ["Cache-Control": control])
+            let url = server.url(path)
+            let metadata = try #require(HTTPCacheMetadata(
+                url: url, statusCode: 200, headers: ["cache-control": control, "age": "100"], storedAt: Date()))
+            writerShared.store(
+                Self.png, metadata: metadata.encoded(), named: ImageCacheKey.originalRecordName(url.absoluteString),
+                imageKey: url.absoluteString, lifetime: 3600, releasing: nil)
+        }
+        #expect(writerShared.writesEnded(within: 60))
+        let (reader, _) = try machine("reader")
+        #expect(try await load(reader, path: "/long.png").get().source == .shared)
+        #expect(try await load(reader, path: "/short.png").get().source == .network)
+        #expect(server.count(for: "/long.png") == 0 && server.count(for: "/short.png") == 1)
+    }
+
+    /// Empties the fleet's Redis between machines of one test.
+    func cleanUpSharedTier() {
+        _ = try? redis.run(redisCommand("FLUSHALL"))
     }
 
     @Test func aDamagedValueIsRefetchedAndReplaced() async throws {

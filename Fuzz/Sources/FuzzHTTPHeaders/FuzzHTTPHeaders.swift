@@ -24,7 +24,8 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     _ = HTTPCacheMetadata.CacheControl(parsing: headers["cache-control"] ?? text)
     let start = Date(timeIntervalSince1970: 1_700_000_000)
     let url = URL(string: "https://example.com/a.jpg")!
-    if let metadata = HTTPCacheMetadata(url: url, statusCode: 200, headers: headers, storedAt: start) {
+    // Odd lengths as answers to requests with credentials: their flag's stored form too.
+    if let metadata = HTTPCacheMetadata(url: url, statusCode: 200, headers: headers, storedAt: start, requestCarriedCredentials: count & 1 == 1) {
         precondition(HTTPCacheMetadata(encoded: metadata.encoded()) == metadata, "the stored form does not read back")
         if case .fresh(let remaining) = metadata.freshness(at: start) {
             precondition(remaining <= metadata.freshnessLifetime, "fresh for longer than its lifetime")

@@ -110,7 +110,9 @@ extension DiskCache: HTTPCacheTier {
 /// freshness as `FreshnessPolicy` adjusts it, RFC 5861's
 /// stale-while-revalidate and stale-if-error) are applied here alone; the stages ask
 /// and act on the answers. The first tier holding a record of a key decides; a record
-/// a farther tier answers with is copied into the nearer ones.
+/// a farther tier answers with is copied into the nearer ones. A shared tier judges
+/// its records as a shared cache does (`HTTPCacheMetadata.judged(asShared:)`); the
+/// metadata handed to a load is judged as the machine's own caches judge it.
 struct HTTPCache: Sendable {
     let tiers: [any HTTPCacheTier]
     let freshnessPolicy: FreshnessPolicy
@@ -194,7 +196,7 @@ struct HTTPCache: Sendable {
                    let data = record.body.load() {
                     release(fetch)
                     copy(data, metadata: record.metadata, bodyChecksum: record.bodyChecksum, as: key, freshness: metadata, into: index, at: now)
-                    return .fresh(data, metadata, source: tiers[index].source)
+                    return .fresh(data, metadata.judged(asShared: false), source: tiers[index].source)
                 }
             case .fetch(let lease):
                 fetch.leases[index] = lease
@@ -203,12 +205,13 @@ struct HTTPCache: Sendable {
         return .fetch(fetch)
     }
 
-    /// The metadata a record of `tier` was kept with; nil when it does not decode, or
-    /// when a shared tier holds a `private` response (kept there by another client,
-    /// or before shared tiers refused them), which must not answer another user.
+    /// The metadata a record of `tier` was kept with, judged as the tier judges
+    /// (a shared one by `s-maxage`); nil when it does not decode, or when a shared
+    /// tier holds a response it may not keep (put there by another client, or before
+    /// shared tiers refused it), which must not answer another user.
     private func metadata(_ encoded: Data, from tier: any HTTPCacheTier) -> HTTPCacheMetadata? {
         guard let metadata = HTTPCacheMetadata(encoded: encoded), tier.mayKeep(metadata) else { return nil }
-        return metadata
+        return metadata.judged(asShared: tier.isShared)
     }
 
     /// What the record under `key` in `tiers[index]` answers; nil when its body is
@@ -226,8 +229,8 @@ struct HTTPCache: Sendable {
         guard let data = record.body.load() else { return nil }
         copy(data, metadata: record.metadata, bodyChecksum: record.bodyChecksum, as: key, freshness: metadata, into: index, at: now)
         return fresh
-            ? .fresh(data, metadata, source: source)
-            : .staleWhileRevalidating(data, metadata, validators: validators, source: source)
+            ? .fresh(data, metadata.judged(asShared: false), source: source)
+            : .staleWhileRevalidating(data, metadata.judged(asShared: false), validators: validators, source: source)
     }
 
     /// Copies a record a farther tier answered with into the tiers nearer than
@@ -236,8 +239,8 @@ struct HTTPCache: Sendable {
         _ data: Data, metadata: Data, bodyChecksum: UInt32?, as key: HTTPCacheKey, freshness: HTTPCacheMetadata, into index: Int, at now: Date
     ) {
         guard index > 0 else { return }
-        let lifetime = lifetime(of: freshness, at: now)
         for tier in tiers[..<index] where tier.mayKeep(freshness) {
+            let lifetime = lifetime(of: freshness.judged(asShared: tier.isShared), at: now)
             tier.store(data, metadata: metadata, for: key, bodyChecksum: bodyChecksum, lifetime: lifetime, releasing: nil)
         }
     }
@@ -247,12 +250,12 @@ struct HTTPCache: Sendable {
     /// not stored under lets the processes waiting on it ask the origin themselves.
     private func store(_ data: Data, metadata: HTTPCacheMetadata, as key: HTTPCacheKey, releasing fetch: Fetch = Fetch(), at now: Date) {
         let encoded = metadata.encoded()
-        let lifetime = lifetime(of: metadata, at: now)
         for (index, tier) in tiers.enumerated() {
             guard tier.mayKeep(metadata) else {
                 if let lease = fetch.leases[index] { tier.release(lease) }
                 continue
             }
+            let lifetime = lifetime(of: metadata.judged(asShared: tier.isShared), at: now)
             tier.store(data, metadata: encoded, for: key, bodyChecksum: nil, lifetime: lifetime, releasing: fetch.leases[index])
         }
     }
@@ -283,13 +286,15 @@ struct HTTPCache: Sendable {
         with response: DataResponse, for url: URL, fetch: Fetch, key: HTTPCacheKey, at now: Date
     ) -> (bytes: OriginalBytes, source: ImageResponse.Source, metadata: HTTPCacheMetadata?) {
         if response.statusCode == 304, let stored = fetch.stored {
-            let updated = stored.metadata.updated(with: response.headers, statusCode: 304, at: now)
+            var updated = stored.metadata.updated(with: response.headers, statusCode: 304, at: now)
+            // Confirmed to a request with credentials, it is that user's answer too.
+            if response.requestCarriedCredentials { updated.requestCarriedCredentials = true }
             // The stored bytes are read here only to write the record again or
             // before it goes; otherwise by the stage that uses them, if one does.
             guard !updated.isStorable || rewritesAfterRevalidation(updated, stored: stored.metadata),
                   let data = stored.bytes.load() else {
                 release(fetch)
-                return (stored.bytes, .revalidated, updated)
+                return (stored.bytes, .revalidated, updated.judged(asShared: false))
             }
             if updated.isStorable {
                 store(data, metadata: updated, as: key, releasing: fetch, at: now)
@@ -297,10 +302,12 @@ struct HTTPCache: Sendable {
                 release(fetch)
                 remove(key)
             }
-            return (.loaded(data), .revalidated, updated)
+            return (.loaded(data), .revalidated, updated.judged(asShared: false))
         }
         var metadata = response.statusCode.flatMap {
-            HTTPCacheMetadata(url: url, statusCode: $0, headers: response.headers, storedAt: now)
+            HTTPCacheMetadata(
+                url: url, statusCode: $0, headers: response.headers, storedAt: now,
+                requestCarriedCredentials: response.requestCarriedCredentials)
         }
         if !response.redirects.isEmpty {
             // Kept under the URL asked for only as long as every redirect on the way
@@ -354,7 +361,7 @@ struct HTTPCache: Sendable {
             fresh = max(fresh, seconds - now.timeIntervalSince(metadata.storedAt))
         }
         var window = 0.0
-        if !metadata.cacheControl.mustRevalidate, !metadata.cacheControl.noCache {
+        if !metadata.forbidsStaleUse, !metadata.cacheControl.noCache {
             let staleIfError = metadata.cacheControl.staleIfError ?? staleIfErrorAllowance ?? 0
             window = max(metadata.cacheControl.staleWhileRevalidate ?? 0, staleIfError)
         }
@@ -384,9 +391,9 @@ struct HTTPCache: Sendable {
             guard let record = tiers[index].contents(for: key), let metadata = metadata(record.metadata, from: tiers[index]) else { continue }
             if freshnessPolicy.isFresh(metadata, at: now) {
                 copy(record.data, metadata: record.metadata, bodyChecksum: record.bodyChecksum, as: key, freshness: metadata, into: index, at: now)
-                return .fresh(record.data, metadata, source: tiers[index].source)
+                return .fresh(record.data, metadata.judged(asShared: false), source: tiers[index].source)
             }
-            if case .miss = stale, metadata.hasValidators { stale = .stale(record.data, metadata) }
+            if case .miss = stale, metadata.hasValidators { stale = .stale(record.data, metadata.judged(asShared: false)) }
         }
         return stale
     }

@@ -7,10 +7,13 @@ extension HTTPCacheMetadata {
     /// gives equal bytes.
     ///
     /// Binary, the fields in a fixed order: "imh2"; two bytes of flags (which optional
-    /// fields follow, and Cache-Control's six switches); the URL; when it was stored
-    /// and its `Age`; then those of ETag, Last-Modified (its text, then its date),
-    /// Date, Expires, Vary, max-age, stale-if-error and stale-while-revalidate that
-    /// are present. A text is a four-byte length and its UTF-8; a number or a date, the
+    /// fields follow, and Cache-Control's six switches), and when their top bit is
+    /// set two more (`s-maxage`, `proxy-revalidate`, a request with credentials); the
+    /// URL; when it was stored and its `Age`; then those of ETag, Last-Modified (its
+    /// text, then its date), Date, Expires, Vary, max-age, stale-if-error,
+    /// stale-while-revalidate and s-maxage that are present. Metadata that needs no
+    /// second pair of flags is written as before they existed, so older readers
+    /// still take it (and treat the rest as a miss). A text is a four-byte length and its UTF-8; a number or a date, the
     /// eight bytes of its `Double`; all big-endian. Read at every warm load (twice at a
     /// revalidation) and written at every store: as JSON through Foundation, which
     /// blobs written before still are, it took some 107,000 instructions to read and
@@ -24,8 +27,12 @@ extension HTTPCacheMetadata {
             control.maxAge != nil, control.staleIfError != nil, control.staleWhileRevalidate != nil,
             control.noCache, control.noStore, control.mustRevalidate, control.isPrivate, control.isPublic, control.isImmutable,
         ]
-        let flags = present.enumerated().reduce(UInt16(0)) { $1.element ? $0 | 1 << $1.offset : $0 }
+        let more: [Bool] = [control.sharedMaxAge != nil, control.proxyRevalidate, requestCarriedCredentials]
+        func word(_ bits: [Bool]) -> UInt16 { bits.enumerated().reduce(UInt16(0)) { $1.element ? $0 | 1 << $1.offset : $0 } }
+        let extra = word(more)
+        let flags = word(present) | (extra != 0 ? 0x8000 : 0)
         out += [UInt8(flags >> 8), UInt8(flags & 0xFF)]
+        if extra != 0 { out += [UInt8(extra >> 8), UInt8(extra & 0xFF)] }
         func text(_ value: String?) {
             guard let value else { return }
             let bytes = Array(value.utf8)
@@ -50,6 +57,7 @@ extension HTTPCacheMetadata {
         double(control.maxAge)
         double(control.staleIfError)
         double(control.staleWhileRevalidate)
+        double(control.sharedMaxAge)
         return Data(out)
     }
 
@@ -65,18 +73,27 @@ extension HTTPCacheMetadata {
         var reader = StoredForm(bytes: Array(data), at: StoredForm.magic.count)
         guard let high = reader.byte(), let low = reader.byte() else { return nil }
         let flags = UInt16(high) << 8 | UInt16(low)
+        var extra: UInt16 = 0
+        if flags & 0x8000 != 0 {
+            guard let high = reader.byte(), let low = reader.byte() else { return nil }
+            extra = UInt16(high) << 8 | UInt16(low)
+        }
         func has(_ bit: Int) -> Bool { flags & 1 << bit != 0 }
+        func hasMore(_ bit: Int) -> Bool { extra & 1 << bit != 0 }
         func date(_ bit: Int) -> Date?? {
             guard has(bit) else { return .some(nil) }
             return reader.double().map { .some(Date(timeIntervalSinceReferenceDate: $0)) }
         }
-        func number(_ bit: Int) -> Double?? { has(bit) ? reader.double().map { .some($0) } : .some(nil) }
+        func number(present: Bool) -> Double?? { present ? reader.double().map { .some($0) } : .some(nil) }
+        func number(_ bit: Int) -> Double?? { number(present: has(bit)) }
         func text(_ bit: Int) -> String?? { has(bit) ? reader.text().map { .some($0) } : .some(nil) }
-        guard flags & 0x8000 == 0, let address = reader.text(), let url = URL(string: address),
+        // A flag this code does not know belongs to a later version's form.
+        guard extra & ~0b111 == 0, let address = reader.text(), let url = URL(string: address),
               let storedAt = reader.double(), let age = reader.double(),
               let etag = text(0), let lastModified = text(1), let lastModifiedDate = date(2), let responseDate = date(3),
               let expires = date(4), let vary = text(5), let maxAge = number(6), let staleIfError = number(7),
-              let staleWhileRevalidate = number(8), reader.isAtEnd
+              let staleWhileRevalidate = number(8), let sharedMaxAge = number(present: hasMore(0)),
+              reader.isAtEnd
         else { return nil }
         var control = CacheControl()
         control.maxAge = maxAge
@@ -84,9 +101,11 @@ extension HTTPCacheMetadata {
         control.staleWhileRevalidate = staleWhileRevalidate
         (control.noCache, control.noStore, control.mustRevalidate) = (has(9), has(10), has(11))
         (control.isPrivate, control.isPublic, control.isImmutable) = (has(12), has(13), has(14))
+        (control.sharedMaxAge, control.proxyRevalidate) = (sharedMaxAge, hasMore(1))
         self.init(
             url: url, storedAt: Date(timeIntervalSinceReferenceDate: storedAt), etag: etag, lastModified: lastModified,
-            lastModifiedDate: lastModifiedDate, date: responseDate, ageValue: age, expires: expires, cacheControl: control, vary: vary)
+            lastModifiedDate: lastModifiedDate, date: responseDate, ageValue: age, expires: expires, cacheControl: control, vary: vary,
+            requestCarriedCredentials: hasMore(2))
     }
 
     /// The JSON form metadata was stored in before the binary one, still read.

@@ -7,9 +7,11 @@ import Foundation
 /// `@_spi(HTTPCaching) import Imago`.
 ///
 /// The rules are RFC 9111's for a *private* cache: Imago's disk tier belongs to one
-/// user of one app, never shared between users. So `s-maxage` and `proxy-revalidate`,
-/// which address shared caches only, are ignored, and `private` responses are stored
-/// like any other.
+/// user of one app, never shared between users, and keeps `private` responses like
+/// any other. A tier other users' loads read (the fleet's Redis) is a *shared* cache:
+/// it keeps neither a `private` response nor one to a request with credentials that
+/// the server did not allow it to (`sharedCachesMayStore`), and judges what it holds
+/// by `s-maxage` and `proxy-revalidate` too (`judged(asShared:)`).
 ///
 /// Only what decides freshness and revalidation is kept, parsed once when the
 /// response arrives, so a cache hit does no header parsing. The value is pure: every
@@ -54,8 +56,16 @@ import Foundation
         /// `private`: a private cache (memory, disk) may store it; a tier other
         /// users' loads read (Redis) must not (RFC 9111 §5.2.2.7).
         var isPrivate = false
-        /// `public`: recorded for completeness; it only widens what shared caches store.
+        /// `public`: a shared cache may keep the response even when the request
+        /// carried credentials (RFC 9111 §3.5).
         var isPublic = false
+        /// `s-maxage`, in seconds: a shared cache's `max-age`, overriding it and
+        /// `Expires` there, with `proxy-revalidate`'s meaning besides (§5.2.2.10); a
+        /// private cache ignores it. One without a valid number counts as 0, as for
+        /// `max-age`.
+        var sharedMaxAge: Double?
+        /// `proxy-revalidate`: `must-revalidate` for shared caches alone (§5.2.2.8).
+        var proxyRevalidate = false
         /// `immutable` (RFC 8246): the body will not change while fresh, so a reload
         /// need not revalidate a fresh response. It does not lengthen freshness.
         var isImmutable = false
@@ -70,6 +80,12 @@ import Foundation
 
         /// No directives.
         init() {}
+
+        /// What the JSON stored form of earlier versions holds; the shared-cache
+        /// directives came with the binary form alone.
+        private enum CodingKeys: String, CodingKey {
+            case maxAge, noCache, noStore, mustRevalidate, isPrivate, isPublic, isImmutable, staleIfError, staleWhileRevalidate
+        }
 
         /// Parses a Cache-Control value; several header lines joined with commas, as
         /// HTTP allows for list fields, parse as one.
@@ -86,7 +102,9 @@ import Foundation
                 case "immutable": isImmutable = true
                 case "stale-if-error": staleIfError = argument.flatMap(Self.deltaSeconds)
                 case "stale-while-revalidate": staleWhileRevalidate = argument.flatMap(Self.deltaSeconds)
-                default: break  // s-maxage, proxy-revalidate, no-transform, extensions.
+                case "s-maxage": sharedMaxAge = argument.flatMap(Self.deltaSeconds) ?? 0
+                case "proxy-revalidate": proxyRevalidate = true
+                default: break  // no-transform, extensions.
                 }
             }
         }
@@ -175,6 +193,18 @@ import Foundation
     /// The `Vary` value, verbatim: `*` makes the response unusable for any later
     /// request (RFC 9111 §4.1).
     private(set) var vary: String?
+    /// Whether the request the response answered carried credentials
+    /// (`DataResponse.requestCarriedCredentials`): a shared cache keeps it only when
+    /// the server allows it to.
+    var requestCarriedCredentials = false
+    /// Whether the questions of freshness are answered as a shared cache answers
+    /// them (`judged(asShared:)`). Not kept: each tier judges what it holds.
+    private(set) var isJudgedByASharedCache = false
+
+    /// The fields kept in the JSON stored form of earlier versions.
+    private enum CodingKeys: String, CodingKey {
+        case url, storedAt, etag, lastModified, lastModifiedDate, date, ageValue, expires, cacheControl, vary
+    }
 
     /// Records a response, or returns nil when it must not be stored:
     /// - any status but 200 and 203 (a proxy's transformed copy of the same image):
@@ -189,9 +219,14 @@ import Foundation
     ///   - statusCode: the response's HTTP status.
     ///   - headers: the response headers; names are matched case-insensitively.
     ///   - storedAt: when the response arrived.
-    @_spi(HTTPCaching) public init?(url: URL, statusCode: Int, headers: [String: String], storedAt: Date) {
+    ///   - requestCarriedCredentials: whether the request carried credentials
+    ///     (`DataResponse.requestCarriedCredentials`).
+    @_spi(HTTPCaching) public init?(
+        url: URL, statusCode: Int, headers: [String: String], storedAt: Date, requestCarriedCredentials: Bool = false
+    ) {
         guard statusCode == 200 || statusCode == 203 else { return nil }
         self.init(url: url, fields: Self.fields(headers), storedAt: storedAt)
+        self.requestCarriedCredentials = requestCarriedCredentials
         guard isStorable else { return nil }
     }
 
@@ -212,7 +247,7 @@ import Foundation
     /// Metadata with every field given: the stored form, read back.
     init(
         url: URL, storedAt: Date, etag: String?, lastModified: String?, lastModifiedDate: Date?, date: Date?,
-        ageValue: Double, expires: Date?, cacheControl: CacheControl, vary: String?
+        ageValue: Double, expires: Date?, cacheControl: CacheControl, vary: String?, requestCarriedCredentials: Bool
     ) {
         self.url = url
         self.storedAt = storedAt
@@ -224,6 +259,7 @@ import Foundation
         self.expires = expires
         self.cacheControl = cacheControl
         self.vary = vary
+        self.requestCarriedCredentials = requestCarriedCredentials
     }
 
     /// Whether the response may be kept at all: false after a 304 or a new 200 that
@@ -236,10 +272,33 @@ import Foundation
     }
 
     /// Whether a cache that other users' loads read (a shared cache in RFC 9111's
-    /// sense: the fleet's Redis tier) may keep the response: not one marked
-    /// `private`, meant for the user it was sent to (§5.2.2.7), nor what is made from
-    /// it (a thumbnail shows the same picture).
-    var sharedCachesMayStore: Bool { isStorable && !cacheControl.isPrivate }
+    /// sense: the fleet's Redis tier) may keep the response, and what is made from it
+    /// (a thumbnail shows the same picture): not one marked `private`, meant for the
+    /// user it was sent to (§5.2.2.7), nor one to a request with credentials unless
+    /// the server said `public`, `s-maxage` or `must-revalidate` (§3.5): without
+    /// them, a picture behind a login would be shown to whoever asks next.
+    var sharedCachesMayStore: Bool {
+        guard isStorable, !cacheControl.isPrivate else { return false }
+        return !requestCarriedCredentials || cacheControl.isPublic || cacheControl.sharedMaxAge != nil || cacheControl.mustRevalidate
+    }
+
+    /// The same response with its freshness judged as a shared cache judges it
+    /// (`shared`): `s-maxage` over `max-age` and `Expires`, and no stale use under
+    /// `proxy-revalidate` or `s-maxage`; or as a private one. Each tier judges what
+    /// it holds so.
+    func judged(asShared shared: Bool) -> HTTPCacheMetadata {
+        var result = self
+        result.isJudgedByASharedCache = shared
+        return result
+    }
+
+    /// Whether a stale response may never be used without the server's word, not
+    /// even offline (`must-revalidate`, and for a shared cache `proxy-revalidate` and
+    /// `s-maxage`).
+    var forbidsStaleUse: Bool {
+        cacheControl.mustRevalidate
+            || isJudgedByASharedCache && (cacheControl.proxyRevalidate || cacheControl.sharedMaxAge != nil)
+    }
 
     /// Whether a conditional request can confirm the stored bytes with a 304.
     var hasValidators: Bool { etag != nil || lastModifiedDate != nil }
@@ -249,6 +308,7 @@ import Foundation
     /// `Date`, else the heuristic from `Last-Modified`, else 0: a response that says
     /// nothing about its freshness is never fresh.
     @_spi(HTTPCaching) public var freshnessLifetime: Double {
+        if isJudgedByASharedCache, let sharedMaxAge = cacheControl.sharedMaxAge { return sharedMaxAge }
         if let maxAge = cacheControl.maxAge { return maxAge }
         let generated = date ?? storedAt
         if let expires { return max(0, expires.timeIntervalSince(generated)) }
@@ -387,9 +447,10 @@ import Foundation
 
     /// The metadata with its freshness lifetime cut to at most `lifetime` seconds.
     func capped(toLifetime lifetime: Double) -> HTTPCacheMetadata {
-        guard lifetime < freshnessLifetime else { return self }
         var result = self
-        result.cacheControl.maxAge = lifetime
+        if lifetime < freshnessLifetime { result.cacheControl.maxAge = lifetime }
+        // A shared cache reads s-maxage instead: it is capped alike.
+        if let shared = cacheControl.sharedMaxAge, lifetime < shared { result.cacheControl.sharedMaxAge = lifetime }
         return result
     }
 
@@ -397,7 +458,7 @@ import Foundation
     /// (none past freshness when nil) and allowed to be served stale at all.
     private func servesPastFreshness(at now: Date, window: Double?) -> Bool {
         if case .fresh = freshness(at: now) { return true }
-        guard let window, isStorable, !cacheControl.mustRevalidate, !cacheControl.noCache else { return false }
+        guard let window, isStorable, !forbidsStaleUse, !cacheControl.noCache else { return false }
         let staleness = currentAge(at: now) - freshnessLifetime
         return staleness <= max(window, 0)
     }

@@ -89,11 +89,14 @@ struct PartialBody: Sendable {
             if response.isTruncated || total.map({ Int64(whole.count) < $0 }) == true {
                 let longer = PartialBody(data: whole, validator: validator, totalLength: total)
                 let cut = DataResponse(
-                    data: whole, url: response.url, statusCode: 200, headers: headers, redirects: response.redirects, isTruncated: true)
+                    data: whole, url: response.url, statusCode: 200, headers: headers, redirects: response.redirects, isTruncated: true,
+                    requestCarriedCredentials: response.requestCarriedCredentials)
                 return .cutAgain(cut, longer)
             }
             headers["content-length"] = String(whole.count)
-            return .complete(DataResponse(data: whole, url: response.url, statusCode: 200, headers: headers, redirects: response.redirects))
+            return .complete(DataResponse(
+                data: whole, url: response.url, statusCode: 200, headers: headers, redirects: response.redirects,
+                requestCarriedCredentials: response.requestCarriedCredentials))
         case 416:
             return .startOver
         default:

@@ -128,7 +128,9 @@ struct OriginalDataStage: Sendable {
             let (response, attempts) = try await fetch(previews: previews)
             if response.isTruncated { return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true) }
             let metadata = response.statusCode.flatMap {
-                HTTPCacheMetadata(url: request.url, statusCode: $0, headers: response.headers, storedAt: Date())
+                HTTPCacheMetadata(
+                    url: request.url, statusCode: $0, headers: response.headers, storedAt: Date(),
+                    requestCarriedCredentials: response.requestCarriedCredentials)
             }
             let source: ImageResponse.Source = configuration.dataLoader.isLocal(request.url) ? .local : .network
             return done(.loaded(response.data), source, attempts: attempts, metadata)
@@ -248,6 +250,10 @@ struct OriginalDataStage: Sendable {
                     if let snapshot = scanner?.withLock({ $0.receive(progress) }) {
                         publisher?.publish(.preview(.partialData(snapshot)), of: stage)
                     }
+                }
+                // A data loader of an app's own may not say; the request it was given shows.
+                if urlRequest.url?.user != nil || urlRequest.value(forHTTPHeaderField: "Authorization") != nil {
+                    response.requestCarriedCredentials = true
                 }
                 if let partial = resume {
                     switch partial.resumed(by: response) {

@@ -115,13 +115,15 @@ public final class CurlDataLoader: DataLoading {
         for request: URLRequest, options: DataLoadingOptions,
         progress: @escaping @Sendable (DataLoadingProgress) -> Void
     ) async throws(ImagoError) -> DataResponse {
-        let (url, headers) = try HTTPLoaderConfiguration.checked(request, over: defaultHeaders)
+        let (url, headers, credentials) = try HTTPLoaderConfiguration.checked(request, over: defaultHeaders)
 
         let transfer = CurlTransfer(
             request: request, url: url, headers: headers, limit: configuration.maximumResponseSize,
             policy: configuration.redirectPolicy, options: options, progress: progress)
         guard let driver = startedDriver() else { throw Self.outOfDescriptors(url: url) }
-        return try await transfer.outcome.run { driver.start(transfer) } stop: { driver.stop(transfer) }
+        var response = try await transfer.outcome.run { driver.start(transfer) } stop: { driver.stop(transfer) }
+        response.requestCarriedCredentials = credentials
+        return response
     }
 }
 #endif

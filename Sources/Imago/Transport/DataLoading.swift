@@ -21,6 +21,13 @@ public struct DataResponse: Sendable {
     /// load asked for it (`DataLoadingOptions.acceptsTruncatedBody`); otherwise such a
     /// transfer is an error.
     public let isTruncated: Bool
+    /// Whether the request as sent carried credentials: an `Authorization` field
+    /// (the request's own, a request modifier's or the loader's additional fields)
+    /// or a user in the URL. A response to such a request is the user's own: a
+    /// shared cache (the fleet's Redis tier) keeps it only when the server says it
+    /// may (RFC 9111 §3.5). A data loader of its own that adds credentials the
+    /// request does not show says so here.
+    public var requestCarriedCredentials: Bool
     /// For a truncated body, the failure the data loader reports when the load does
     /// not accept one: the loader asks for cut bodies to resume them, and fails
     /// with this, worded as before, when it cannot.
@@ -46,7 +53,7 @@ public struct DataResponse: Sendable {
     /// Makes a response.
     public init(
         data: Data, url: URL, statusCode: Int? = nil, headers: [String: String] = [:], redirects: [Redirect] = [],
-        isTruncated: Bool = false
+        isTruncated: Bool = false, requestCarriedCredentials: Bool = false
     ) {
         self.data = data
         self.url = url
@@ -54,6 +61,7 @@ public struct DataResponse: Sendable {
         self.headers = headers
         self.redirects = redirects
         self.isTruncated = isTruncated
+        self.requestCarriedCredentials = requestCarriedCredentials
     }
 }
 

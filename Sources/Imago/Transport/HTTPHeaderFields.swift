@@ -26,6 +26,13 @@ enum HTTPHeaderFields {
         return merged.map { (name: $0.key, value: $0.value) }
     }
 
+    /// Whether a request to `url` with fields of these names carries credentials:
+    /// an `Authorization` field, or a user in the URL (which HTTP clients send as
+    /// Basic authorization).
+    static func carryCredentials(names: some Sequence<String>, url: URL?) -> Bool {
+        url?.user != nil || names.contains { $0.equalsIgnoringASCIICase("Authorization") }
+    }
+
     /// Throws `ImagoError.invalidRequest` for a name that is not an HTTP token, or a
     /// value with a CR, LF or NUL in it: those would end the field early on the
     /// wire, and whatever follows would reach the server as fields (or a whole

@@ -75,19 +75,20 @@ public struct HTTPLoaderConfiguration: Sendable {
 
     /// What both HTTP loaders check of `request` before any I/O: a URL they take,
     /// returned with its scheme in lower case, and header fields that go on the wire
-    /// as given, merged over `defaults` (`HTTPHeaderFields.merge`). Throws
+    /// as given, merged over `defaults` (`HTTPHeaderFields.merge`), and whether they
+    /// carry credentials (`DataResponse.requestCarriedCredentials`). Throws
     /// `invalidURL`, `invalidRequest`, or `cancelled` when the calling task is
     /// (the cheap exit for a load cancelled while it was queued).
     static func checked(
         _ request: URLRequest, over defaults: [String: String]
-    ) throws(ImagoError) -> (url: URL, headers: [(name: String, value: String)]) {
+    ) throws(ImagoError) -> (url: URL, headers: [(name: String, value: String)], credentials: Bool) {
         guard var url = request.url, takes(url) else {
             throw .invalidURL(request.url?.absoluteString ?? "")
         }
         if let normalized = url.withLowercasedScheme { url = normalized }
         let headers = try HTTPHeaderFields.merge(request.allHTTPHeaderFields ?? [:], over: defaults, url: url)
         if Task.isCancelled { throw .cancelled }
-        return (url, headers)
+        return (url, headers, HTTPHeaderFields.carryCredentials(names: headers.lazy.map(\.name), url: url))
     }
 
     /// Whether an HTTP loader takes `url`: `http` or `https` with a host.

@@ -101,7 +101,7 @@ public final class URLSessionDataLoader: DataLoading {
     ) async throws(ImagoError) -> DataResponse {
         // libcurl beneath URLSession on Linux would put a CR or LF in a header on the
         // wire as it is: the fields are checked here.
-        let (url, _) = try HTTPLoaderConfiguration.checked(request, over: configuration.httpAdditionalHeaders)
+        let (url, _, credentials) = try HTTPLoaderConfiguration.checked(request, over: configuration.httpAdditionalHeaders)
         #if canImport(CCurl)
         if url.host?.contains(":") == true {
             let loader = literalIPv6Loader.withLock { loader in
@@ -124,7 +124,9 @@ public final class URLSessionDataLoader: DataLoading {
         let handle = TaskHandle(task)
         delegate.register(transfer, for: task.taskIdentifier)
 
-        return try await transfer.outcome.run { task.resume() } stop: { [delegate] in delegate.stop(handle) }
+        var response = try await transfer.outcome.run { task.resume() } stop: { [delegate] in delegate.stop(handle) }
+        response.requestCarriedCredentials = credentials
+        return response
     }
 }
 
