@@ -106,7 +106,9 @@ public struct UsageError: Error {
 public struct Arguments: Sendable {
     /// The arguments that are not options, in order.
     public private(set) var positionals: [String] = []
-    private var values: [String: String] = [:]
+    /// Every value of each option, in the order given: most options take the last,
+    /// a repeatable one (`--header`) all of them.
+    private var values: [String: [String]] = [:]
     private var flags: Set<String> = []
 
     /// Parses `arguments` against `options`: `--name value`, `--name=value`, flags,
@@ -136,7 +138,7 @@ public struct Arguments: Sendable {
                 guard inline == nil else { throw UsageError(message: "\(name) takes no value") }
                 flags.insert(name)
             } else if let value = inline ?? rest.popFirst() {
-                values[name] = value
+                values[name, default: []].append(value)
             } else {
                 throw UsageError(message: "\(name) needs a value")
             }
@@ -146,12 +148,16 @@ public struct Arguments: Sendable {
     /// Whether the flag `name` was given.
     public func flag(_ name: String) -> Bool { flags.contains(name) }
 
-    /// The value of the option `name`, or nil when absent.
-    public func string(_ name: String) -> String? { values[name] }
+    /// The value of the option `name` (the last, when it was given more than once),
+    /// or nil when absent.
+    public func string(_ name: String) -> String? { values[name]?.last }
+
+    /// Every value of the option `name`, in the order given; empty when absent.
+    public func strings(_ name: String) -> [String] { values[name] ?? [] }
 
     /// An integer option within `range`, or nil when absent.
     public func integer(_ name: String, in range: ClosedRange<Int>) throws(UsageError) -> Int? {
-        guard let text = values[name] else { return nil }
+        guard let text = string(name) else { return nil }
         guard let number = Int(text), range.contains(number) else {
             throw UsageError(message: "\(name) needs a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
         }

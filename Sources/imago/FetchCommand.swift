@@ -9,7 +9,7 @@ import FoundationNetworking
 /// (coalescing, memory cache, retries, decoding) and reports each and a summary.
 let fetchCommand = Command(
     name: "fetch",
-    synopsis: "URL... | --input FILE [--concurrency N] [--cache-dir DIR | --no-disk-cache] [--redis URL[,URL...]] [--thumbnail PX] [--timeout SECONDS] [--retries N] [--partial] [--json [--events]]",
+    synopsis: "URL... | --input FILE [--concurrency N] [--cache-dir DIR | --no-disk-cache] [--header 'NAME: VALUE']... [--redis URL[,URL...]] [--thumbnail PX] [--timeout SECONDS] [--retries N] [--partial] [--json [--events]]",
     summary: """
         Load images from http, https, file and data URLs and file paths through the full pipeline \
         (coalescing, caching, retries, decoding) and print a summary: items, failures, \

@@ -17,6 +17,8 @@ struct LoaderOptions {
     var network: String?
     /// The fleet's shared tier, from `--redis`.
     var shared: SharedCache?
+    /// Header fields sent with every request, from `--header`.
+    var headers: [String: String] = [:]
 
     /// The HTTP clients `--loader` can name on this platform.
     static var networkLoaders: [String] {
@@ -53,6 +55,27 @@ struct LoaderOptions {
             Output.error("the disk cache cannot be used (\(problem)); nothing will be kept on disk")
         }
         shared = try Self.sharedCache(arguments)
+        for field in arguments.strings("--header") {
+            let (name, value) = try Self.headerField(field)
+            // One field of a name, the last given, as for the other options.
+            headers = headers.filter { $0.key.caseInsensitiveCompare(name) != .orderedSame }
+            headers[name] = value
+        }
+    }
+
+    /// `Name: value` as curl's `--header` takes it, checked here so that a mistyped
+    /// field is one usage error rather than every load failing with it.
+    static func headerField(_ text: String) throws(UsageError) -> (name: String, value: String) {
+        let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        guard let colon = text.firstIndex(of: ":"), case let name = String(text[..<colon]),
+              !name.isEmpty, name.allSatisfy(tokenCharacters.contains) else {
+            throw UsageError(message: "--header needs 'Name: value' with a field name of letters, digits and !#$%&'*+-.^_`|~, not '\(text)'")
+        }
+        let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        guard !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+            throw UsageError(message: "--header \(name): a value cannot hold a line break")
+        }
+        return (name, value)
     }
 
     /// The shared tier of `--redis URL[,URL...]`, with `--redis-namespace` and
@@ -116,6 +139,7 @@ struct LoaderOptions {
         .value("--timeout", "SECONDS", "bound on each whole load (default 60; inf for none)"),
         .value("--retries", "N", "retries of a transient failure (default 2)"),
         .value("--loader", "NAME", "the HTTP client: \(networkLoaders.joined(separator: " or ")) (default: curl on Linux, urlsession elsewhere)"),
+        .value("--header", "'NAME: VALUE'", "send this header field with every request (Authorization, say); repeat it for more fields. A response to a request with credentials goes into the --redis tier only when the server allows it"),
     ] + sharedTable
 
     /// The data loader of a command: the platform's default, or the HTTP client
@@ -153,6 +177,7 @@ struct LoaderOptions {
         var configuration = ImageLoader.Configuration.server(diskCache: disk, concurrentLoads: concurrency, dataLoader: counter)
         configuration.retryPolicy = retryPolicy
         configuration.sharedCache = shared
+        configuration.headers = headers
         if repeats == false {
             configuration.memoryTier = .own(costLimit: 0, countLimit: 0)
             configuration.recentOriginals = nil

@@ -7,7 +7,7 @@ import ImagoCommandLine
 /// failed.
 let sheetCommand = Command(
     name: "sheet",
-    synopsis: "URL... | --input FILE -o PATH [--size PX] [--columns N] [--cache-dir DIR | --no-disk-cache] [--redis URL[,URL...]] [--concurrency N] [--json]",
+    synopsis: "URL... | --input FILE -o PATH [--size PX] [--columns N] [--cache-dir DIR | --no-disk-cache] [--header 'NAME: VALUE']... [--redis URL[,URL...]] [--concurrency N] [--json]",
     summary: """
         Load images (URLs or file paths) through the full pipeline into the cells of a contact sheet and \
         write it as one PNG (or .jpg, .webp by extension). Each image is fitted to its \

@@ -145,6 +145,27 @@ import _ImagoTestSupport
         #expect(try ImageDecoders.Registry.shared.decode(record.data).bitmap[0, 0].r == 20)
     }
 
+    /// `--header` sends its fields with every request, as curl's does, the last of a
+    /// name winning; one that is no header field is a usage error before any load.
+    @Test func headersGoWithEveryRequest() async throws {
+        defer { server.stop() }
+        let urls = (0..<2).map { server.url("/\($0).png").absoluteString }
+        let result = try await Tool.run(
+            ["fetch", "--no-disk-cache", "--header", "Authorization: Bearer one", "--header=X-Trace:  7 ",
+             "--header", "authorization: Bearer two"] + urls)
+        #expect(result.status == 0, "\(result.stderr)")
+        for n in 0..<2 {
+            let request = try #require(server.requests(for: "/\(n).png").first)
+            #expect(request.headers["authorization"] == "Bearer two")
+            #expect(request.headers["x-trace"] == "7")
+        }
+        for bad in ["NoColon", ": no name", "Bad Name: x", "X-Split: a\r\nInjected: 1"] {
+            let refused = try await Tool.run(["fetch", "--no-disk-cache", "--header", bad, urls[0]])
+            #expect(refused.status == 2 && refused.stderr.contains("--header"), "\(bad): \(refused.stderr)")
+        }
+        #expect(server.count(for: "/0.png") == 1)
+    }
+
     @Test func badUsageExitsTwo() async throws {
         defer { server.stop() }
         for arguments in [["fetch"], ["fetch", "--concurrency", "0", "http://x/"], ["fetch", "--timeout", "soon", "http://x/"],
