@@ -39,9 +39,10 @@ public struct ImageRequest: Sendable {
         /// cached. Requests with it share transfers only with requests with it.
         public static let allowsPartialImages = Options(rawValue: 1 << 0)
 
-        /// While a progressive JPEG or an interlaced PNG downloads, the bytes so far
-        /// are decoded as previews (at the request's size, with its processors), at
-        /// most one per scan or pass and one decode at a time, delivered by
+        /// While a progressive JPEG, an interlaced PNG or a JPEG XL downloads, the
+        /// bytes so far are decoded as previews (at the request's size, with its
+        /// processors), at most one per scan or pass (for JPEG XL, at an eighth, a
+        /// quarter and a half of the body) and one decode at a time, delivered by
         /// `ImageTask.previews` and to views before the final image. Never cached.
         /// Nuke's `isProgressiveDecodingEnabled`.
         public static let progressivePreviews = Options(rawValue: 1 << 1)

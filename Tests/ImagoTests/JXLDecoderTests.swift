@@ -27,6 +27,42 @@ import CImagoSystem
         return try ImageDecoders.PNG().decode(try Data(contentsOf: output), options: DecodingOptions()).bitmap
     }
 
+    /// Gradients under noise, as a photo's detail is: most of a lossy file is then
+    /// its high frequencies, after the low ones libjxl can show a cut file from.
+    static func photoLike(width: Int, height: Int) -> Bitmap {
+        var pixels = [UInt8](repeating: 255, count: width * height * 4)
+        var state: UInt32 = 12345
+        for y in 0..<height {
+            for x in 0..<width {
+                state = state &* 1_103_515_245 &+ 12345
+                let noise = Int(state >> 16 & 31)
+                let i = (y * width + x) * 4
+                pixels[i] = UInt8(x * 200 / width + noise)
+                pixels[i + 1] = UInt8(y * 200 / height + noise)
+                pixels[i + 2] = UInt8((x + y) * 120 / (width + height) + 60 + Int(state >> 8 & 15))
+            }
+        }
+        return Bitmap(width: width, height: height, pixels: pixels)
+    }
+
+    /// `bitmap` encoded by `cjxl` with `settings` (`-d 0` lossless, `-d 1` lossy).
+    static func encode(_ bitmap: Bitmap, _ settings: [String]) throws -> Data {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imago-cjxl-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (png, jxl) = (folder.appendingPathComponent("in.png"), folder.appendingPathComponent("out.jxl"))
+        try Pixels.png(bitmap).write(to: png)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/cjxl")
+        process.arguments = [png.path, jxl.path] + settings
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "cjxl \(settings) failed")
+        return try Data(contentsOf: jxl)
+    }
+
     static func decode(_ name: String, _ options: DecodingOptions = DecodingOptions()) throws -> DecodedImage {
         try ImageDecoders.Registry.shared.decode(try Fixture.data("jxl/" + name), options: options)
     }
@@ -143,6 +179,8 @@ import CImagoSystem
         }
     }
 
+    /// Files of one group, cut anywhere, have nothing libjxl can show: a typed error
+    /// (the stills' cuts of larger files show what arrived, below).
     @Test(arguments: JXLDecoderTests.stills + ["animated.jxl"])
     func truncatedFilesGetATypedError(_ name: String) throws {
         let data = try Fixture.data("jxl/" + name)
@@ -157,6 +195,38 @@ import CImagoSystem
                 #expect(error.isDecodingFailure(.jxl), "\(name) cut to \(length): \(error)")
             }
         }
+    }
+
+    /// A still cut short shows what arrived, as browsers show it, and says it is
+    /// partial: a lossy file the whole picture, blurred, once its low frequencies are
+    /// in; a lossless one its groups received, exactly, the rest left out. A cut
+    /// before libjxl can show anything is a typed error; an animation's frames are
+    /// whole or not shown.
+    @Test func aStillCutShortShowsWhatArrived() throws {
+        let picture = Self.photoLike(width: 1024, height: 768)
+        let lossy = try Self.encode(picture, ["-d", "1", "-e", "3"])
+        let whole = try ImageDecoders.JXL().decode(lossy, options: DecodingOptions())
+        #expect(!whole.isPartial)
+        let half = try ImageDecoders.JXL().decode(Data(lossy.prefix(lossy.count / 2)), options: DecodingOptions())
+        #expect(half.isPartial && half.width == 1024 && half.height == 768)
+        let blur = half.bitmap.difference(to: whole.bitmap)
+        print("a lossy JPEG XL of \(lossy.count) bytes cut in half: off the whole by \(blur.mean) on average, \(blur.maximum) at most")
+        #expect(blur.mean < 8)
+        #expect(throws: ImagoError.self) { try ImageDecoders.JXL().decode(Data(lossy.prefix(lossy.count / 50)), options: DecodingOptions()) }
+
+        let lossless = try Self.encode(picture, ["-d", "0", "-e", "1"])
+        let cut = try ImageDecoders.JXL().decode(Data(lossless.prefix(lossless.count * 2 / 3)), options: DecodingOptions())
+        #expect(cut.isPartial && cut.width == 1024)
+        // The first row of groups (256 rows) is in, as the source; the last row is not.
+        let top = (0..<256).allSatisfy { y in (0..<1024).allSatisfy { x in cut.bitmap[x, y] == picture[x, y] } }
+        #expect(top)
+        #expect((0..<1024).allSatisfy { cut.bitmap[$0, 767].r == 0 && cut.bitmap[$0, 767].g == 0 })
+    }
+
+    @Test func theTargetSizeFitsAPartialImageToo() throws {
+        let lossy = try Self.encode(Self.photoLike(width: 1024, height: 768), ["-d", "1", "-e", "3"])
+        let half = try ImageDecoders.Registry.shared.decode(Data(lossy.prefix(lossy.count / 2)), options: DecodingOptions(targetSize: .thumbnail(100)))
+        #expect(half.isPartial && half.width == 100 && half.height == 75)
     }
 
     /// libjxl keeps a lossy image with an alpha channel in floats: this 35 KB file of

@@ -171,3 +171,33 @@ import _ImagoTestSupport
         }
     }
 }
+
+#if os(Linux)
+extension ProgressivePreviewTests {
+    /// A JPEG XL trickled in sixteenths gives previews at an eighth, a quarter and a
+    /// half of its body (libjxl's rendering of what came: the whole picture, blurred
+    /// less each time), then the final image.
+    @Test func aJPEGXLYieldsPreviewsThenTheFinalImage() async throws {
+        defer { server.stop() }
+        let jxl = try JXLDecoderTests.encode(JXLDecoderTests.photoLike(width: 1024, height: 768), ["-d", "1", "-e", "3"])
+        let ends = (1...16).map { jxl.count * $0 / 16 }
+        server.route("/photo.jxl") { _ in .pieces(jxl, ends: ends, pause: 0.1) }
+        let task = loader.task(with: ImageRequest(url: server.url("/photo.jxl"), options: .progressivePreviews))
+        let (previews, result) = await Self.collect(task)
+        let final = try #require(try? result?.get())
+        let decodes = loader.pipeline.previewDecodes.withLock { $0 }
+        print("a JPEG XL of \(jxl.count) bytes in 16 pieces gave \(previews.count) previews from \(decodes) preview decodes")
+        #expect(previews.count >= 2 && decodes <= PreviewScanner.maximumJXLPreviews)
+        #expect(!final.image.isPartial)
+        #expect(final.image.bitmap == (try ImageDecoders.JXL().decode(jxl, options: DecodingOptions())).bitmap)
+        var previous = Double.infinity
+        for preview in previews {
+            let image = preview.image
+            #expect(image.isPartial && image.width == 1024 && image.height == 768)
+            let difference = image.bitmap.difference(to: final.image.bitmap).mean
+            #expect(difference <= previous + 0.5 && difference > 0)
+            previous = difference
+        }
+    }
+}
+#endif

@@ -5,19 +5,25 @@ import Foundation
 /// marker, `FF DA`, means the scan before it is complete) and about once per Adam7
 /// pass of an interlaced PNG (each pass holds as many pixels as all the passes
 /// before it together, so a pass is in when the image data has doubled since the
-/// last preview). Anything else (a baseline JPEG, a plain PNG, another format) gets
-/// none.
+/// last preview), and for JPEG XL, whose groups and passes it does not parse, when
+/// an eighth of the body has come, then each time what came has doubled (a lossy
+/// file's low frequencies, which libjxl shows as the whole image blurred, are in
+/// its first part). Anything else (a baseline JPEG, a plain PNG, another format)
+/// gets none.
 ///
 /// Keeps its own copy of the body so far, only while previews are wanted. A value:
 /// the loader's progress closure holds it in a `Locked`, whose lock is never
 /// contended (the loader reports one chunk at a time).
 struct PreviewScanner: Sendable {
     private enum Kind {
-        case unknown, jpeg, interlacedPNG, none
+        case unknown, jpeg, interlacedPNG, jxl, none
     }
 
     /// The most previews a PNG gets: the passes before the last, which is the image.
     static let maximumPNGPreviews = 6
+    /// The most previews a JPEG XL gets: each is a decode of all that came, in a
+    /// codec slower than the others, so an eighth, a quarter and a half of the body.
+    static let maximumJXLPreviews = 3
 
     private var buffer = Data()
     private var kind = Kind.unknown
@@ -30,6 +36,8 @@ struct PreviewScanner: Sendable {
     private var completeIDAT = 0
     private var firstIDAT: Int?
     private var idatAtLastPreview = 0
+    /// JPEG XL: the bytes at the last preview.
+    private var bytesAtLastPreview = 0
     private(set) var previews = 0
 
     /// Takes one progress report; returns the bytes so far when they are worth a
@@ -45,6 +53,7 @@ struct PreviewScanner: Sendable {
             completeIDAT = 0
             firstIDAT = nil
             idatAtLastPreview = 0
+            bytesAtLastPreview = 0
             previews = 0
         }
         expected = progress.expected
@@ -64,6 +73,15 @@ struct PreviewScanner: Sendable {
             return buffer
         case .interlacedPNG:
             return pngPreview()
+        case .jxl:
+            // Without a length, from 16 KB on: most of a web-size lossy image.
+            let first = expected.map { max(4096, Int($0) / 8) } ?? 16384
+            guard previews < Self.maximumJXLPreviews, buffer.count >= max(first, 2 * bytesAtLastPreview),
+                  expected.map({ Int64(buffer.count) < $0 }) ?? true
+            else { return nil }
+            bytesAtLastPreview = buffer.count
+            previews += 1
+            return buffer
         case .unknown, .none:
             return nil
         }
@@ -76,7 +94,11 @@ struct PreviewScanner: Sendable {
         } else if bytes.count >= 8, bytes[0..<8].elementsEqual([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) {
             // IHDR's interlace method is the 29th byte of the file.
             if bytes.count >= 29 { kind = bytes[28] == 1 ? .interlacedPNG : .none }
-        } else if bytes.count >= 8 {
+        } else if bytes.count >= 2, bytes[0] == 0xFF, bytes[1] == 0x0A {
+            kind = .jxl
+        } else if bytes.count >= 12, bytes[0..<12].elementsEqual([0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) {
+            kind = .jxl
+        } else if bytes.count >= 12 || (bytes.count >= 8 && !bytes.starts(with: [0, 0, 0, 0x0C])) {
             kind = .none
         }
     }

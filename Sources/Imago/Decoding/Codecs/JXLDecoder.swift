@@ -32,8 +32,14 @@ extension ImageDecoders {
 
         /// Decodes the first frame, and for an animation keeps the data to decode the
         /// rest as they are played. Throws `imageTooLarge` and `tooManyFrames` from the
-        /// headers before any frame is decoded, and `decodingFailed` for truncated or
-        /// corrupt data.
+        /// headers before any frame is decoded, and `decodingFailed` for corrupt data.
+        ///
+        /// A still whose data ends early decodes as far as it goes, as browsers show
+        /// it (libjxl's progressive rendering of what arrived: the whole image blurred
+        /// once its low frequencies are in, for a lossy file, the groups received for a
+        /// lossless one, the rest transparent), and the image says `isPartial`; one
+        /// that ends before libjxl can show anything, or before its frame, fails. An
+        /// animation's frames are whole or not shown.
         @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
         }
@@ -45,12 +51,15 @@ extension ImageDecoders {
             // An animation's frame headers are read without decoding any frame, for the
             // count and the durations; a still has one frame.
             let durations = info.have_animation != 0 ? try JXLFrameCursor.durations(bytes, info: info, options: options, deadline: deadline) : [0]
+            cursor.allowsPartialFirstFrame = durations.count == 1
             guard let first = try cursor.nextFrame() else { throw Self.failure("the file holds no frame", nil) }
             let orientation = cursor.orientation
             let loopCount = info.have_animation != 0 ? Int(info.animation.num_loops) : 0
             let firstFrame = DecodedImage.Frame(bitmap: first, duration: durations[0])
             guard durations.count > 1 else {
-                var image = DecodedImage(firstFrame: firstFrame, animation: nil, loopCount: loopCount, format: .jxl, orientation: orientation)
+                var image = DecodedImage(
+                    firstFrame: firstFrame, animation: nil, loopCount: loopCount, format: .jxl, orientation: orientation,
+                    isPartial: cursor.firstFrameIsPartial)
                 if let note = cursor.colourNote { image.notes.append(note) }
                 return image
             }
@@ -103,6 +112,11 @@ final class JXLFrameCursor: FrameProducing {
     private let toneMapping: HDRToneMapping?
     /// Why the frames' colour space was not converted, when it was not.
     private(set) var colourNote: String?
+    /// Whether the first frame may be shown as far as the data goes (a still's),
+    /// rather than fail when the data ends early.
+    var allowsPartialFirstFrame = false
+    /// Whether the first frame came from data that ended early.
+    private(set) var firstFrameIsPartial = false
     private var frames = 0
     private var ended = false
 
@@ -311,11 +325,19 @@ final class JXLFrameCursor: FrameProducing {
             throw ImageDecoders.JXL.failure("frame \(number) is not the \(width)×\(height) the header gives", nil)
         }
         let (decoder, jxl, hasAlpha) = (self.decoder, self.jxl, info.alpha_bits > 0)
+        let allowsPartial = number == 1 && allowsPartialFirstFrame
+        var partial = false
         func decodeFrame(into buffer: UnsafeMutableRawPointer) throws(ImagoError) {
+            // What libjxl's rendering of a cut file leaves out stays transparent.
+            if allowsPartial { memset(buffer, 0, size) }
             guard jxl.setImageOutBuffer(decoder, &format, buffer, size) == JXL_DEC_SUCCESS else {
                 throw ImageDecoders.JXL.failure("libjxl refused the output buffer", nil)
             }
             let status = jxl.processInput(decoder)
+            if status == JXL_DEC_NEED_MORE_INPUT, allowsPartial, jxl.flushImage(decoder) == JXL_DEC_SUCCESS {
+                partial = true
+                return
+            }
             guard status == JXL_DEC_FULL_IMAGE else { throw Self.failure(jxl, status, "frame \(number) is corrupt") }
         }
         let converted: Bitmap
@@ -341,6 +363,10 @@ final class JXLFrameCursor: FrameProducing {
             }
         }
         frames += 1
+        if partial {
+            firstFrameIsPartial = true
+            ended = true
+        }
         try deadline.check(.jxl)
         return options.appliesOrientation ? converted.applying(orientation) : converted
     }
@@ -374,6 +400,7 @@ struct LibJXL: @unchecked Sendable {
     ) -> JxlDecoderStatus
     let imageOutBufferSize: @convention(c) (OpaquePointer?, UnsafePointer<JxlPixelFormat>?, UnsafeMutablePointer<Int>?) -> JxlDecoderStatus
     let setImageOutBuffer: @convention(c) (OpaquePointer?, UnsafePointer<JxlPixelFormat>?, UnsafeMutableRawPointer?, Int) -> JxlDecoderStatus
+    let flushImage: @convention(c) (OpaquePointer?) -> JxlDecoderStatus
 
     /// libjxl, opened on first use.
     static let shared: Result<LibJXL, ImagoError> = Result { () throws(ImagoError) in
@@ -395,7 +422,8 @@ struct LibJXL: @unchecked Sendable {
             iccProfileSize: load("JxlDecoderGetICCProfileSize"),
             colorAsICCProfile: load("JxlDecoderGetColorAsICCProfile"),
             imageOutBufferSize: load("JxlDecoderImageOutBufferSize"),
-            setImageOutBuffer: load("JxlDecoderSetImageOutBuffer"))
+            setImageOutBuffer: load("JxlDecoderSetImageOutBuffer"),
+            flushImage: load("JxlDecoderFlushImage"))
     }
 }
 #endif
