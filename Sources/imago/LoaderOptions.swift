@@ -67,8 +67,9 @@ struct LoaderOptions {
     /// field is one usage error rather than every load failing with it.
     static func headerField(_ text: String) throws(UsageError) -> (name: String, value: String) {
         let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-        guard let colon = text.firstIndex(of: ":"), case let name = String(text[..<colon]),
-              !name.isEmpty, name.allSatisfy(tokenCharacters.contains) else {
+        let colon = text.firstIndex(of: ":")
+        let name = String(text[..<(colon ?? text.endIndex)])
+        guard let colon, !name.isEmpty, name.allSatisfy(tokenCharacters.contains) else {
             throw UsageError(message: "--header needs 'Name: value' with a field name of letters, digits and !#$%&'*+-.^_`|~, not '\(text)'")
         }
         let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)

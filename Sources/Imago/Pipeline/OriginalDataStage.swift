@@ -252,7 +252,7 @@ struct OriginalDataStage: Sendable {
                     }
                 }
                 // A data loader of an app's own may not say; the request it was given shows.
-                if urlRequest.url?.user != nil || urlRequest.value(forHTTPHeaderField: "Authorization") != nil {
+                if HTTPHeaderFields.carryCredentials(urlRequest) {
                     response.requestCarriedCredentials = true
                 }
                 if let partial = resume {

@@ -33,6 +33,11 @@ enum HTTPHeaderFields {
         url?.user != nil || names.contains { $0.equalsIgnoringASCIICase("Authorization") }
     }
 
+    /// The same of a URL request's own fields, without building their dictionary.
+    static func carryCredentials(_ request: URLRequest) -> Bool {
+        request.url?.user != nil || request.value(forHTTPHeaderField: "Authorization") != nil
+    }
+
     /// Throws `ImagoError.invalidRequest` for a name that is not an HTTP token, or a
     /// value with a CR, LF or NUL in it: those would end the field early on the
     /// wire, and whatever follows would reach the server as fields (or a whole

@@ -37,7 +37,8 @@ extension ImageDecoders {
         /// A still whose data ends early decodes as far as it goes, as browsers show
         /// it (libjxl's progressive rendering of what arrived: the whole image blurred
         /// once its low frequencies are in, for a lossy file, the groups received for a
-        /// lossless one, the rest transparent), and the image says `isPartial`; one
+        /// lossless one, the rest black, or transparent with alpha), and the image
+        /// says `isPartial`; one
         /// that ends before libjxl can show anything, or before its frame, fails. An
         /// animation's frames are whole or not shown.
         @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
@@ -328,7 +329,7 @@ final class JXLFrameCursor: FrameProducing {
         let allowsPartial = number == 1 && allowsPartialFirstFrame
         var partial = false
         func decodeFrame(into buffer: UnsafeMutableRawPointer) throws(ImagoError) {
-            // What libjxl's rendering of a cut file leaves out stays transparent.
+            // Pixels libjxl's rendering of a cut file does not reach stay transparent.
             if allowsPartial { memset(buffer, 0, size) }
             guard jxl.setImageOutBuffer(decoder, &format, buffer, size) == JXL_DEC_SUCCESS else {
                 throw ImageDecoders.JXL.failure("libjxl refused the output buffer", nil)
