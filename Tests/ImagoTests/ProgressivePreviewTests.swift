@@ -181,7 +181,7 @@ extension ProgressivePreviewTests {
         defer { server.stop() }
         let jxl = try JXLDecoderTests.encode(JXLDecoderTests.photoLike(width: 1024, height: 768), ["-d", "1", "-e", "3"])
         let ends = (1...16).map { jxl.count * $0 / 16 }
-        server.route("/photo.jxl") { _ in .pieces(jxl, ends: ends, pause: 0.1) }
+        server.route("/photo.jxl") { _ in .pieces(jxl, ends: ends, pause: 0.15) }
         let task = loader.task(with: ImageRequest(url: server.url("/photo.jxl"), options: .progressivePreviews))
         let (previews, result) = await Self.collect(task)
         let final = try #require(try? result?.get())
