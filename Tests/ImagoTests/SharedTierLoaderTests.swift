@@ -149,6 +149,23 @@ import _ImagoTestSupport
         #expect(server.requests(for: "/user0.png").contains { $0.headers["authorization"]?.hasPrefix("Basic ") == true })
     }
 
+    /// A response chosen by a request field the fleet's machines do not share (its
+    /// `Vary` names `Cookie`) stays out of the shared tier, which does not match
+    /// `Vary`; one that varies on `Accept` alone goes in.
+    @Test func aResponseVaryingOnAFieldOfTheMachinesOwnStaysOut() async throws {
+        defer { cleanUp() }
+        server.route("/cookie.png", data: Self.png, headers: ["Cache-Control": "public, max-age=3600", "Vary": "Cookie"])
+        server.route("/accept.png", data: Self.png, headers: ["Cache-Control": "public, max-age=3600", "Vary": "Accept"])
+        let (first, firstShared) = try machine("a")
+        #expect(try await load(first, path: "/cookie.png").get().source == .network)
+        #expect(try await load(first, path: "/accept.png").get().source == .network)
+        #expect(firstShared.writesEnded(within: 60))
+        #expect(firstShared.counters.stored == 1)
+        let (second, _) = try machine("b")
+        #expect(try await load(second, path: "/cookie.png").get().source == .network)
+        #expect(try await load(second, path: "/accept.png").get().source == .shared)
+    }
+
     /// What the shared tier holds is judged as a shared cache judges it: by
     /// `s-maxage` before `max-age`. A record a hundred seconds old is fresh for a
     /// machine's own disk under `max-age=3600`, and stale in the fleet's tier under

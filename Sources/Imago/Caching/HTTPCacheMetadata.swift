@@ -277,8 +277,20 @@ import Foundation
     /// user it was sent to (§5.2.2.7), nor one to a request with credentials unless
     /// the server said `public`, `s-maxage` or `must-revalidate` (§3.5): without
     /// them, a picture behind a login would be shown to whoever asks next.
+    ///
+    /// Nor one whose `Vary` names a request field other than `Accept` and
+    /// `Accept-Encoding`: the machines of a fleet send the same of those two (the
+    /// formats and encodings the build takes), but a `Cookie`, an `Authorization` or
+    /// a `User-Agent` of their own, and the tier does not match `Vary` (§4.1), so a
+    /// response chosen by one of those would answer requests it was not chosen for.
     var sharedCachesMayStore: Bool {
         guard isStorable, !cacheControl.isPrivate else { return false }
+        if let vary, vary.split(separator: ",").contains(where: { field in
+            let name = field.trimmingHTTPWhitespace.lowercased()
+            return name != "accept" && name != "accept-encoding" && !name.isEmpty
+        }) {
+            return false
+        }
         return !requestCarriedCredentials || cacheControl.isPublic || cacheControl.sharedMaxAge != nil || cacheControl.mustRevalidate
     }
 
