@@ -6,7 +6,7 @@ import ImagoCommandLine
 /// server to send along with its URL.
 let hashCommand = Command(
     name: "hash",
-    synopsis: "FILE|URL [--blurhash] [--components XxY]",
+    synopsis: "FILE|URL [--blurhash] [--components XxY] [--header 'NAME: VALUE']...",
     summary: """
         Print an image's ThumbHash in base64 (and with --blurhash its BlurHash on a \
         second line): the placeholders a view can show while the image loads. A FILE \
@@ -16,12 +16,15 @@ let hashCommand = Command(
     options: [
         .flag("--blurhash", "print the BlurHash too, on a second line"),
         .value("--components", "XxY", "the BlurHash's components across and down, 1 to 9 each (default 4x3)"),
+        .value("--header", "'NAME: VALUE'", "send this header field with the request for a URL, as fetch does; repeat it for more fields"),
     ],
     run: runHash)
 
 private func runHash(_ arguments: Arguments) async -> Int32 {
     var components = (x: 4, y: 3)
+    var headers: [String: String] = [:]
     do throws(UsageError) {
+        headers = try LoaderOptions.headerFields(arguments)
         guard arguments.positionals.count == 1 else { throw UsageError(message: "hash takes one FILE or URL") }
         if let text = arguments.string("--components") {
             let parts = text.lowercased().split(separator: "x").compactMap { Int($0) }
@@ -41,7 +44,9 @@ private func runHash(_ arguments: Arguments) async -> Int32 {
         if !isFilePath(input) {
             guard let url = URL(string: input) else { throw ImagoError.invalidURL(input) }
             // A loader of its own: nothing kept in memory or on disk for one image.
-            let loader = ImageLoader(configuration: .init(), cache: nil)
+            var configuration = ImageLoader.Configuration()
+            configuration.headers = headers
+            let loader = ImageLoader(configuration: configuration, cache: nil)
             bitmap = try await loader.image(for: ImageRequest(url: url, targetSize: .thumbnail(100))).image.bitmap
         } else {
             let data = try LocalDataLoader.contentsOfFile(atPath: input)

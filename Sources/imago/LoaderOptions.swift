@@ -55,12 +55,19 @@ struct LoaderOptions {
             Output.error("the disk cache cannot be used (\(problem)); nothing will be kept on disk")
         }
         shared = try Self.sharedCache(arguments)
+        headers = try Self.headerFields(arguments)
+    }
+
+    /// The fields of every `--header`, one of a name: the last given, as for the
+    /// other options.
+    static func headerFields(_ arguments: Arguments) throws(UsageError) -> [String: String] {
+        var headers: [String: String] = [:]
         for field in arguments.strings("--header") {
-            let (name, value) = try Self.headerField(field)
-            // One field of a name, the last given, as for the other options.
+            let (name, value) = try headerField(field)
             headers = headers.filter { $0.key.caseInsensitiveCompare(name) != .orderedSame }
             headers[name] = value
         }
+        return headers
     }
 
     /// `Name: value` as curl's `--header` takes it, checked here so that a mistyped

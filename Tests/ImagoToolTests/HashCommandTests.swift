@@ -40,6 +40,14 @@ import _ImagoTestSupport
         #expect(result.stdoutLines == ["4RYKNZpwdndwd3h3h2iHd4CACPeI", "LxH27]2qwvX7mGWVjsf6gHfifQfj"])
         let missing = try await Tool.run(["hash", server.url("/missing.png").absoluteString])
         #expect(missing.status == 1 && missing.stdout.isEmpty && missing.stderr.contains("404"), "\(missing.stderr)")
+        // Behind a login: the request carries --header's field.
+        server.route("/private.png") { request in
+            request.header("authorization") == "Bearer t" ? .ok(data) : .text("who are you", status: 401)
+        }
+        let signedIn = try await Tool.run(["hash", "--header", "Authorization: Bearer t", server.url("/private.png").absoluteString])
+        #expect(signedIn.status == 0 && signedIn.stdoutLines == ["4RYKNZpwdndwd3h3h2iHd4CACPeI"], "\(signedIn.stderr)")
+        #expect(try await Tool.run(["hash", server.url("/private.png").absoluteString]).status == 1)
+        #expect(try await Tool.run(["hash", "--header", "no colon", server.url("/private.png").absoluteString]).status == 2)
     }
 
     @Test func badInputAndUsage() async throws {
