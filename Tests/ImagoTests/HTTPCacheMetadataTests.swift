@@ -392,8 +392,8 @@ import _ImagoTestSupport
 
     /// A response to a request with credentials is that user's: a shared cache keeps
     /// it only under `public`, `s-maxage` or `must-revalidate` (RFC 9111 §3.5); a
-    /// `private` one never (§5.2.2.7), nor one that varies on a field the machines
-    /// of a fleet do not share.
+    /// `private` one never (§5.2.2.7), nor one that varies on a cookie or on
+    /// credentials.
     @Test func sharedCachesKeepAnAnswerToCredentialsOnlyWhereTheServerAllows() throws {
         let cases: [(String, Bool, Bool)] = [
             ("max-age=60", false, true), ("max-age=60", true, false), ("public, max-age=60", true, true),
@@ -408,8 +408,11 @@ import _ImagoTestSupport
             #expect(metadata.sharedCachesMayStore == mayStore, "\(control), credentials: \(credentials)")
             #expect(metadata.isStorable)
         }
-        // A response chosen by a request field the fleet's machines do not share.
-        for (vary, mayStore) in [("Accept", true), ("accept-encoding, Accept", true), ("Cookie", false), ("Accept, Authorization", false), ("User-Agent", false)] {
+        // A response chosen by a machine's own cookie or credentials.
+        for (vary, mayStore) in [
+            ("Accept", true), ("accept-encoding, Accept", true), ("Origin, Access-Control-Request-Method", true),
+            ("Cookie", false), ("Accept, authorization", false), ("Origin,cookie", false),
+        ] {
             let metadata = try #require(HTTPCacheMetadata(
                 url: Self.url, statusCode: 200, headers: ["cache-control": "public, max-age=60", "vary": vary], storedAt: Self.t0))
             #expect(metadata.sharedCachesMayStore == mayStore, "Vary: \(vary)")

@@ -149,13 +149,13 @@ import _ImagoTestSupport
         #expect(server.requests(for: "/user0.png").contains { $0.headers["authorization"]?.hasPrefix("Basic ") == true })
     }
 
-    /// A response chosen by a request field the fleet's machines do not share (its
-    /// `Vary` names `Cookie`) stays out of the shared tier, which does not match
-    /// `Vary`; one that varies on `Accept` alone goes in.
-    @Test func aResponseVaryingOnAFieldOfTheMachinesOwnStaysOut() async throws {
+    /// A response chosen by a machine's cookie (its `Vary` names `Cookie`) stays out
+    /// of the shared tier, which does not match `Vary`; one that varies on fields
+    /// every machine sends alike or not at all (`Accept`, `Origin`) goes in.
+    @Test func aResponseVaryingOnACookieStaysOut() async throws {
         defer { cleanUp() }
         server.route("/cookie.png", data: Self.png, headers: ["Cache-Control": "public, max-age=3600", "Vary": "Cookie"])
-        server.route("/accept.png", data: Self.png, headers: ["Cache-Control": "public, max-age=3600", "Vary": "Accept"])
+        server.route("/accept.png", data: Self.png, headers: ["Cache-Control": "public, max-age=3600", "Vary": "Accept, Origin"])
         let (first, firstShared) = try machine("a")
         #expect(try await load(first, path: "/cookie.png").get().source == .network)
         #expect(try await load(first, path: "/accept.png").get().source == .network)

@@ -278,16 +278,16 @@ import Foundation
     /// the server said `public`, `s-maxage` or `must-revalidate` (§3.5): without
     /// them, a picture behind a login would be shown to whoever asks next.
     ///
-    /// Nor one whose `Vary` names a request field other than `Accept` and
-    /// `Accept-Encoding`: the machines of a fleet send the same of those two (the
-    /// formats and encodings the build takes), but a `Cookie`, an `Authorization` or
-    /// a `User-Agent` of their own, and the tier does not match `Vary` (§4.1), so a
-    /// response chosen by one of those would answer requests it was not chosen for.
+    /// Nor one whose `Vary` names `Cookie` or `Authorization`: the tier does not
+    /// match `Vary` (§4.1), so a response one machine's cookie chose would answer
+    /// the others, whatever cookie they send. Other fields select alike for every
+    /// machine of a fleet: those Imago never sends (`Origin`, which S3 and CDNs name
+    /// for CORS) and those its builds send alike (`Accept`, `Accept-Encoding`).
     var sharedCachesMayStore: Bool {
         guard isStorable, !cacheControl.isPrivate else { return false }
         if let vary, vary.split(separator: ",").contains(where: { field in
             let name = field.trimmingHTTPWhitespace.lowercased()
-            return name != "accept" && name != "accept-encoding" && !name.isEmpty
+            return name == "cookie" || name == "authorization"
         }) {
             return false
         }
