@@ -204,13 +204,43 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
 
     // MARK: Corrupt data
 
+    /// A still cut short shows the rows received, the rest transparent, and says it
+    /// is partial; an animation cut short, or a still cut before its first row,
+    /// fails as data that ends early.
     @Test(Corpus.available, arguments: WebPSample.all)
-    func truncatedCopiesThrow(_ sample: WebPSample) throws {
+    func truncatedCopiesShowTheirRowsOrThrow(_ sample: WebPSample) throws {
         let data = try Corpus.data(sample.file)
+        let whole = try decoder.decode(data, options: DecodingOptions())
         for length in Set([data.count / 10, data.count / 2, data.count * 9 / 10, data.count - 1]) {
-            let reason = expectDecodingFailure(data.prefix(length), "cut to \(length) of \(data.count) bytes")
-            #expect(reason == "the data ends before the image does")
+            do {
+                let image = try decoder.decode(data.prefix(length), options: DecodingOptions())
+                #expect(sample.frames == 1 && image.isPartial, "\(sample.path) cut to \(length) decoded whole")
+                #expect(image.width == whole.width && image.height == whole.height)
+            } catch {
+                guard case .decodingFailed(.webp, let reason, _, _) = error else {
+                    Issue.record("\(sample.path) cut to \(length): \(error)")
+                    continue
+                }
+                #expect(reason == "the data ends before the image does", "\(sample.path) cut to \(length)")
+            }
         }
+    }
+
+    /// The rows of a still cut short are the whole image's, but for the last few
+    /// libwebp smooths with the rows below; the rows not received are transparent.
+    @Test(arguments: [false, true])
+    func aStillCutShortShowsTheRowsReceived(lossless: Bool) throws {
+        let picture = InterlacedPNG.picture(width: 256, height: 256)
+        let data = try ImageEncoders.WebP(quality: 80, lossless: lossless).encode(picture)
+        let whole = try decoder.decode(data, options: DecodingOptions())
+        let cut = try decoder.decode(data.prefix(data.count * 6 / 10), options: DecodingOptions())
+        #expect(cut.isPartial && !whole.isPartial && cut.width == 256 && cut.height == 256)
+        let received = (0..<256).filter { y in (0..<256).contains { cut.bitmap[$0, y].a != 0 } }
+        print("a \(lossless ? "lossless" : "lossy") WebP of \(data.count) bytes cut to 60 %: \(received.count) rows of 256")
+        #expect(received.count >= 32 && received.count < 256 && received == Array(0..<received.count))
+        let exact = received.dropLast(16)
+        #expect(exact.allSatisfy { y in (0..<256).allSatisfy { cut.bitmap[$0, y] == whole.bitmap[$0, y] } })
+        #expect(throws: ImagoError.self) { try decoder.decode(data.prefix(40), options: DecodingOptions()) }
     }
 
     /// A frame that fails to decode ends the animation at the frame before it, as in

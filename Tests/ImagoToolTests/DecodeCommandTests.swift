@@ -20,7 +20,7 @@ import _ImagoTestSupport
     }
 
     /// Files that must fail: corrupt on purpose, JPEG variants beyond libjpeg-turbo 2.1,
-    /// truncated copies of valid GIF and WebP files, and JPEG and PNG files cut before
+    /// truncated copies of an animated WebP, and JPEG, PNG and WebP stills cut before
     /// their first pixel (cut later, they decode what arrived, as browsers show it).
     static func failingFiles(truncatedInto folder: URL) throws -> [URL] {
         let corruptPNG = try Corpus.files("png/pngsuite", ext: "png").filter { $0.lastPathComponent.hasPrefix("x") }
@@ -38,6 +38,9 @@ import _ImagoTestSupport
             let cuts = switch (path as NSString).pathExtension {
             case "jpg": [data.prefix(100), data.prefix(400), data.prefix(try TestImages.firstScanData(data))]
             case "png": [data.prefix(20), data.prefix(40), data.prefix(TestImages.chunkOffset("IDAT", in: data)! + 8)]
+            case _ where !path.contains("animated"):
+                // A still: up to its first image chunk's header (ALPH, then VP8).
+                [data.prefix(20), data.prefix(40), data.prefix(data.firstRange(of: Data("ALPH".utf8))!.lowerBound + 8)]
             default: truncations(of: data)
             }
             for (index, cut) in cuts.enumerated() {

@@ -21,7 +21,12 @@ extension ImageDecoders {
         }
 
         /// Decodes a still or animated WebP. Throws `imageTooLarge` from the header, before
-        /// any pixel buffer exists, and `decodingFailed` for truncated or corrupt data.
+        /// any pixel buffer exists, and `decodingFailed` for corrupt data.
+        ///
+        /// A still whose data ends early decodes as far as it goes, as browsers show it:
+        /// the rows received, the rest transparent, and the image says `isPartial`; one
+        /// cut before its first row fails, as an animation cut short does (its frames
+        /// are whole or not shown).
         @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
         }
@@ -40,14 +45,25 @@ extension ImageDecoders {
             // still image whose metadata chunks are cut short would otherwise pass. Its
             // full-data mode refuses data shorter than the RIFF header says.
             var webpData = WebPData(bytes: base, size: bytes.count)
-            guard let demux = WebPDemux(&webpData) else {
+            var endsEarly = false
+            var demux = WebPDemux(&webpData)
+            if demux == nil {
                 var state = WEBP_DEMUX_PARSE_ERROR
                 let partial = WebPDemuxPartial(&webpData, &state)
-                WebPDemuxDelete(partial)
-                throw Self.failure(partial != nil && state != WEBP_DEMUX_DONE
-                    ? "the data ends before the image does"
-                    : "the RIFF container is malformed")
+                guard let partial, state != WEBP_DEMUX_DONE else {
+                    WebPDemuxDelete(partial)
+                    throw Self.failure("the RIFF container is malformed")
+                }
+                // A still cut short shows its rows received; an animation's frames are
+                // whole or not shown.
+                guard config.input.has_animation == 0, state == WEBP_DEMUX_PARSED_HEADER || state == WEBP_DEMUX_PARSING_HEADER else {
+                    WebPDemuxDelete(partial)
+                    throw Self.failure("the data ends before the image does")
+                }
+                demux = partial
+                endsEarly = true
             }
+            guard let demux else { throw Self.failure("the RIFF container is malformed") }
             defer { WebPDemuxDelete(demux) }
 
             let orientation = Self.orientation(demux)
@@ -78,11 +94,12 @@ extension ImageDecoders {
                 }
             }
             try options.checkMemory(outWidth * outHeight * 4 * (appliedOrientation == .up ? 1 : 2), format: .webp)
-            let bitmap = try decodeStill(bytes, config: &config, width: outWidth, height: outHeight, deadline: deadline)
+            let bitmap = try decodeStill(bytes, config: &config, width: outWidth, height: outHeight, deadline: deadline, endsEarly: endsEarly)
             try deadline.check(.webp)
             // libwebp has scaled already: a thumbnail converts only its own pixels.
             return ColourManagement.convert(
-                DecodedImage(bitmap: bitmap.applying(appliedOrientation), format: .webp, orientation: orientation), description: colours)
+                DecodedImage(bitmap: bitmap.applying(appliedOrientation), format: .webp, orientation: orientation, isPartial: endsEarly),
+                description: colours)
         }
 
         /// The ICCP chunk's profile, or nil.
@@ -97,11 +114,15 @@ extension ImageDecoders {
         /// Decodes a still image at `width` × `height` (the scaled size when
         /// `config.options.use_scaling` is set) into a new bitmap. With a deadline the
         /// data goes to libwebp's incremental decoder a slice at a time, and the
-        /// deadline is checked between slices: libwebp has no other way to stop.
+        /// deadline is checked between slices: libwebp has no other way to stop. Data
+        /// that `endsEarly` goes to it too, and gives the rows it made, the rest
+        /// transparent; none fails.
         func decodeStill(
-            _ bytes: UnsafeBufferPointer<UInt8>, config: inout WebPDecoderConfig, width: Int, height: Int, deadline: DecodeDeadline
+            _ bytes: UnsafeBufferPointer<UInt8>, config: inout WebPDecoderConfig, width: Int, height: Int, deadline: DecodeDeadline,
+            endsEarly: Bool = false
         ) throws(ImagoError) -> Bitmap {
             try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
+                if endsEarly { pixels.initializeMemory(as: UInt8.self, repeating: 0) }
                 config.output.colorspace = MODE_rgbA
                 // External memory: libwebp writes the rows into the bitmap itself, and
                 // WebPFreeDecBuffer then frees only what libwebp allocated on its own.
@@ -109,7 +130,7 @@ extension ImageDecoders {
                 config.output.u.RGBA.rgba = pixels.baseAddress!.assumingMemoryBound(to: UInt8.self)
                 config.output.u.RGBA.stride = Int32(width * 4)
                 config.output.u.RGBA.size = pixels.count
-                guard deadline.nanoseconds != 0 else {
+                guard deadline.nanoseconds != 0 || endsEarly else {
                     let status = WebPDecode(bytes.baseAddress, bytes.count, &config)
                     WebPFreeDecBuffer(&config.output)
                     try Self.check(status)
@@ -137,6 +158,11 @@ extension ImageDecoders {
                     }
                     given = min(bytes.count, given + Self.slice)
                     status = WebPIUpdate(incremental, bytes.baseAddress, given)
+                }
+                if endsEarly, status == VP8_STATUS_NOT_ENOUGH_DATA {
+                    var rows: Int32 = 0
+                    guard WebPIDecGetRGB(incremental, &rows, nil, nil, nil) != nil, rows > 0 else { try Self.check(status); return }
+                    return
                 }
                 try Self.check(status)
             }
