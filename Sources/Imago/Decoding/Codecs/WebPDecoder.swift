@@ -46,8 +46,10 @@ extension ImageDecoders {
             // full-data mode refuses data shorter than the RIFF header says.
             var webpData = WebPData(bytes: base, size: bytes.count)
             var endsEarly = false
-            var demux = WebPDemux(&webpData)
-            if demux == nil {
+            let demux: OpaquePointer
+            if let whole = WebPDemux(&webpData) {
+                demux = whole
+            } else {
                 var state = WEBP_DEMUX_PARSE_ERROR
                 let partial = WebPDemuxPartial(&webpData, &state)
                 guard let partial, state != WEBP_DEMUX_DONE else {
@@ -63,7 +65,6 @@ extension ImageDecoders {
                 demux = partial
                 endsEarly = true
             }
-            guard let demux else { throw Self.failure("the RIFF container is malformed") }
             defer { WebPDemuxDelete(demux) }
 
             let orientation = Self.orientation(demux)
