@@ -22,8 +22,8 @@ import Testing
 
     /// Stores a 200 with `headers` at `start`, as a load would.
     func storeOriginal(_ headers: [String: String], in cache: HTTPCache) async -> HTTPCache.Fetch? {
-        _ = cache.update(with: response(headers), for: url, fetch: HTTPCache.Fetch(), key: key, at: start)
-        guard case .fetch(let fetch) = await cache.lookUp(key, at: start.addingTimeInterval(1e6)), fetch.stored != nil else { return nil }
+        _ = cache.update(with: response(headers), for: url, sending: .none, fetch: HTTPCache.Fetch(), key: key, at: start)
+        guard case .fetch(let fetch) = await cache.lookUp(key, at: start.addingTimeInterval(1e6), for: .none), fetch.stored != nil else { return nil }
         return fetch
     }
 
@@ -34,25 +34,25 @@ import Testing
     @Test func aLookUpAnswersFreshStaleWhileRevalidatingRevalidateOrMiss() async throws {
         defer { removeFolder() }
         let cache = makeCache()
-        guard case .fetch(let empty) = await cache.lookUp(key, at: start), empty.stored == nil else {
+        guard case .fetch(let empty) = await cache.lookUp(key, at: start, for: .none), empty.stored == nil else {
             Issue.record("an empty tier answers")
             return
         }
         let kept = cache.update(
-            with: response(["cache-control": "max-age=60, stale-while-revalidate=600", "etag": "\"v1\""]), for: url,
+            with: response(["cache-control": "max-age=60, stale-while-revalidate=600", "etag": "\"v1\""]), for: url, sending: .none,
             fetch: HTTPCache.Fetch(), key: key, at: start)
         #expect(kept.source == .network && kept.metadata?.etag == "\"v1\"")
-        guard case .fresh(let data, _, .disk) = await cache.lookUp(key, at: start.addingTimeInterval(30)) else {
+        guard case .fresh(let data, _, .disk) = await cache.lookUp(key, at: start.addingTimeInterval(30), for: .none) else {
             Issue.record("not fresh within max-age")
             return
         }
         #expect(data == body)
-        guard case .staleWhileRevalidating(let stale, _, let validators, _) = await cache.lookUp(key, at: start.addingTimeInterval(120)) else {
+        guard case .staleWhileRevalidating(let stale, _, let validators, _) = await cache.lookUp(key, at: start.addingTimeInterval(120), for: .none) else {
             Issue.record("not served while revalidating")
             return
         }
         #expect(stale == body && validators["If-None-Match"] == "\"v1\"")
-        guard case .fetch(let later) = await cache.lookUp(key, at: start.addingTimeInterval(3600)), later.stored != nil else {
+        guard case .fetch(let later) = await cache.lookUp(key, at: start.addingTimeInterval(3600), for: .none), later.stored != nil else {
             Issue.record("past stale-while-revalidate, not revalidated")
             return
         }
@@ -62,8 +62,8 @@ import Testing
     @Test func aTrustPeriodMakesAStaleResponseFresh() async {
         defer { removeFolder() }
         let cache = makeCache(.trusted(seconds: 3600))
-        _ = cache.update(with: response(["cache-control": "no-cache"]), for: url, fetch: HTTPCache.Fetch(), key: key, at: start)
-        guard case .fresh = await cache.lookUp(key, at: start.addingTimeInterval(60)) else { Issue.record("the trust period is ignored"); return }
+        _ = cache.update(with: response(["cache-control": "no-cache"]), for: url, sending: .none, fetch: HTTPCache.Fetch(), key: key, at: start)
+        guard case .fresh = await cache.lookUp(key, at: start.addingTimeInterval(60), for: .none) else { Issue.record("the trust period is ignored"); return }
     }
 
     @Test func aNotModifiedFreshensTheStoredResponse() async throws {
@@ -72,10 +72,10 @@ import Testing
         let stored = try #require(await storeOriginal(["cache-control": "max-age=60", "etag": "\"v1\""], in: cache))
         let later = start.addingTimeInterval(120)
         let confirmed = cache.update(
-            with: response(["cache-control": "max-age=600", "etag": "\"v1\""], status: 304, data: Data()), for: url, fetch: stored,
+            with: response(["cache-control": "max-age=600", "etag": "\"v1\""], status: 304, data: Data()), for: url, sending: .none, fetch: stored,
             key: key, at: later)
         #expect(confirmed.source == .revalidated && confirmed.bytes.load() == body)
-        guard case .fresh(let data, _, _) = await cache.lookUp(key, at: later.addingTimeInterval(300)) else {
+        guard case .fresh(let data, _, _) = await cache.lookUp(key, at: later.addingTimeInterval(300), for: .none) else {
             Issue.record("the 304's lifetime was not kept")
             return
         }
@@ -86,9 +86,9 @@ import Testing
         defer { removeFolder() }
         let cache = makeCache()
         let stored = try #require(await storeOriginal(["cache-control": "max-age=60"], in: cache))
-        let kept = cache.update(with: response(["cache-control": "no-store"]), for: url, fetch: stored, key: key, at: start)
+        let kept = cache.update(with: response(["cache-control": "no-store"]), for: url, sending: .none, fetch: stored, key: key, at: start)
         #expect(kept.source == .network && kept.metadata == nil)
-        guard case .fetch(let after) = await cache.lookUp(key, at: start), after.stored == nil else { Issue.record("a no-store response left the old one"); return }
+        guard case .fetch(let after) = await cache.lookUp(key, at: start, for: .none), after.stored == nil else { Issue.record("a no-store response left the old one"); return }
     }
 
     @Test func afterAnErrorAStaleResponseStandsInOrTheRecordGoes() async throws {
@@ -100,12 +100,12 @@ import Testing
         #expect(cache.afterError(.httpStatus(503, url: url.absoluteString), fetch: stored, key: key, at: later, servingStale: false) == nil)
         // Past the allowance nothing stands in, and the record stays for the next load.
         #expect(cache.afterError(.timedOut(url: url.absoluteString, seconds: 60), fetch: stored, key: key, at: later.addingTimeInterval(2 * 86_400)) == nil)
-        guard case .fetch(let kept) = await cache.lookUp(key, at: later), kept.stored != nil else {
+        guard case .fetch(let kept) = await cache.lookUp(key, at: later, for: .none), kept.stored != nil else {
             Issue.record("a passing failure removed the record")
             return
         }
         #expect(cache.afterError(.httpStatus(404, url: url.absoluteString), fetch: stored, key: key, at: later) == nil)
-        guard case .fetch(let gone) = await cache.lookUp(key, at: later), gone.stored == nil else { Issue.record("a 404 left the record"); return }
+        guard case .fetch(let gone) = await cache.lookUp(key, at: later, for: .none), gone.stored == nil else { Issue.record("a 404 left the record"); return }
     }
 
     @Test func variantsExpireWithTheirOriginalAndAreConfirmedByItsValidators() throws {
@@ -116,8 +116,8 @@ import Testing
             url: url, statusCode: 200, headers: ["cache-control": "max-age=60", "etag": "\"v1\""],
             storedAt: start))
         cache.storeVariant(metadata: original, key: variantKey, at: start) { Data("variant".utf8) }
-        guard case .fresh = cache.lookUpVariant(variantKey, at: start.addingTimeInterval(30)) else { Issue.record("not fresh"); return }
-        guard case .stale(let data, let metadata) = cache.lookUpVariant(variantKey, at: start.addingTimeInterval(120)) else {
+        guard case .fresh = cache.lookUpVariant(variantKey, at: start.addingTimeInterval(30), for: .none) else { Issue.record("not fresh"); return }
+        guard case .stale(let data, let metadata) = cache.lookUpVariant(variantKey, at: start.addingTimeInterval(120), for: .none) else {
             Issue.record("a stale variant with validators is not kept for confirmation")
             return
         }
@@ -136,6 +136,6 @@ import Testing
             return Data()
         }
         #expect(!encoded)
-        guard case .miss = cache.lookUpVariant(forbiddenKey, at: start) else { Issue.record("a no-store variant was kept"); return }
+        guard case .miss = cache.lookUpVariant(forbiddenKey, at: start, for: .none) else { Issue.record("a no-store variant was kept"); return }
     }
 }

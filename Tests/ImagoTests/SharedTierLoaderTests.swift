@@ -150,8 +150,8 @@ import _ImagoTestSupport
     }
 
     /// A response chosen by a machine's cookie (its `Vary` names `Cookie`) stays out
-    /// of the shared tier, which does not match `Vary`; one that varies on fields
-    /// every machine sends alike or not at all (`Accept`, `Origin`) goes in.
+    /// of the shared tier: it is that user's. One that varies on fields every
+    /// machine sends alike or not at all (`Accept`, `Origin`) goes in.
     @Test func aResponseVaryingOnACookieStaysOut() async throws {
         defer { cleanUp() }
         server.route("/cookie.png", data: Self.png, headers: ["Cache-Control": "public, max-age=3600", "Vary": "Cookie"])
@@ -164,6 +164,32 @@ import _ImagoTestSupport
         let (second, _) = try machine("b")
         #expect(try await load(second, path: "/cookie.png").get().source == .network)
         #expect(try await load(second, path: "/accept.png").get().source == .shared)
+    }
+
+    /// A response chosen by a field answers the machines that send the same in it,
+    /// and no other: one whose loader sends another language asks the origin.
+    @Test func aResponseChosenByAFieldAnswersOnlyMachinesSendingTheSame() async throws {
+        defer { cleanUp() }
+        server.route("/language.png") { request in
+            .ok(pngData(request.header("Accept-Language") == "de" ? 20 : 220, width: 8, height: 8),
+                headers: ["Cache-Control": "public, max-age=3600", "Vary": "Accept-Language"])
+        }
+        func machine(_ name: String, language: String) throws -> (ImageLoader, SharedCache) {
+            try self.machine(name) { $0.headers = ["Accept-Language": language] }
+        }
+        let (german, germanShared) = try machine("de", language: "de")
+        #expect(try await load(german, path: "/language.png").get().source == .network)
+        #expect(germanShared.writesEnded(within: 60))
+        let (french, frenchShared) = try machine("fr", language: "fr")
+        let chosen = try await load(french, path: "/language.png").get()
+        #expect(chosen.source == .network && chosen.image.bitmap[0, 0].r == 220)
+        #expect(frenchShared.writesEnded(within: 60))
+        // The French answer replaced the German one in the tier; a second French
+        // machine finds it there.
+        let (another, _) = try machine("fr2", language: "fr")
+        let shared = try await load(another, path: "/language.png").get()
+        #expect(shared.source == .shared && shared.image.bitmap[0, 0].r == 220)
+        #expect(server.count(for: "/language.png") == 2)
     }
 
     /// What the shared tier holds is judged as a shared cache judges it: by

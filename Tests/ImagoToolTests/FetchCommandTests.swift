@@ -120,6 +120,27 @@ import _ImagoTestSupport
         #expect(server.count(for: "/fresh.png") == 1)
     }
 
+    /// A response the server chose by a field the run sends (`Vary`) answers a later
+    /// run from the disk only when that run sends the same.
+    @Test func theDiskAnswersARunThatSendsWhatChoseTheImage() async throws {
+        defer { server.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imago-fetch-vary-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        server.route("/chosen.png") { request in
+            .ok(pngData(request.header("Foo") == "1" ? 1 : 2), headers: ["Cache-Control": "max-age=3600", "Vary": "Foo"])
+        }
+        let url = server.url("/chosen.png").absoluteString
+        var sources: [String] = []
+        for foo in ["1", "1", "2"] {
+            let run = try await Tool.run(["fetch", "--json", "--cache-dir", directory.path, "--header", "Foo: \(foo)", url])
+            #expect(run.status == 0, "\(run.stderr)")
+            let record = try JSONSerialization.jsonObject(with: Data((run.stdoutLines.first ?? "").utf8)) as? [String: Any]
+            sources.append(record?["source"] as? String ?? "?")
+        }
+        #expect(sources == ["network", "disk", "network"])
+        #expect(server.count(for: "/chosen.png") == 2)
+    }
+
     /// A stale image that `stale-while-revalidate` lets a run answer at once is
     /// revalidated in the background, and the run waits for that answer (a second
     /// late here) before it exits: the next run finds the new image on disk.

@@ -109,8 +109,9 @@ extension DiskCache: HTTPCacheTier {
 /// it asks the server to confirm, and what it keeps of the answer. The rules (RFC 9111
 /// freshness as `FreshnessPolicy` adjusts it, RFC 5861's
 /// stale-while-revalidate and stale-if-error) are applied here alone; the stages ask
-/// and act on the answers. The first tier holding a record of a key decides; a record
-/// a farther tier answers with is copied into the nearer ones. A shared tier judges
+/// and act on the answers. The first tier holding a record of a key that may answer
+/// the request (its `Vary` selects it) decides; a record a farther tier answers with
+/// is copied into the nearer ones. A shared tier judges
 /// its records as a shared cache does (`HTTPCacheMetadata.judged(asShared:)`); the
 /// metadata handed to a load is judged as the machine's own caches judge it.
 struct HTTPCache: Sendable {
@@ -179,20 +180,21 @@ struct HTTPCache: Sendable {
     /// rather than on the CPU.
     var asksOverNetwork: Bool { tiers.contains { $0.answersOverNetwork } }
 
-    /// Looks up the original under `key` at `now`. When no tier holds it, a tier
-    /// shared with other processes may make this load wait for another's fetch.
-    func lookUp(_ key: HTTPCacheKey, at now: Date) async -> Lookup {
+    /// Looks up the original under `key` at `now` for a request sending `fields`.
+    /// When no tier holds it, a tier shared with other processes may make this load
+    /// wait for another's fetch.
+    func lookUp(_ key: HTTPCacheKey, at now: Date, for fields: RequestFields) async -> Lookup {
         for index in tiers.indices {
             let tier = tiers[index]
             let found = tier.answersOverNetwork ? await BlockingWork.value { tier.record(for: key) } : tier.record(for: key)
-            guard let record = found, let metadata = metadata(record.metadata, from: tier) else { continue }
+            guard let record = found, let metadata = metadata(record.metadata, from: tier, for: fields) else { continue }
             if let answer = answer(key, with: record, metadata, from: index, at: now) { return answer }
         }
         var fetch = Fetch()
         for index in tiers.indices {
             switch await tiers[index].turnToFetch(key) {
             case .stored(let record):
-                if let metadata = metadata(record.metadata, from: tiers[index]), freshnessPolicy.isFresh(metadata, at: now),
+                if let metadata = metadata(record.metadata, from: tiers[index], for: fields), freshnessPolicy.isFresh(metadata, at: now),
                    let data = record.body.load() {
                     release(fetch)
                     copy(data, metadata: record.metadata, bodyChecksum: record.bodyChecksum, as: key, freshness: metadata, into: index, at: now)
@@ -206,11 +208,15 @@ struct HTTPCache: Sendable {
     }
 
     /// The metadata a record of `tier` was kept with, judged as the tier judges
-    /// (a shared one by `s-maxage`); nil when it does not decode, or when a shared
-    /// tier holds a response it may not keep (put there by another client, or before
-    /// shared tiers refused it), which must not answer another user.
-    private func metadata(_ encoded: Data, from tier: any HTTPCacheTier) -> HTTPCacheMetadata? {
-        guard let metadata = HTTPCacheMetadata(encoded: encoded), tier.mayKeep(metadata) else { return nil }
+    /// (a shared one by `s-maxage`); nil when it does not decode, when a shared tier
+    /// holds a response it may not keep (put there by another client, or before
+    /// shared tiers refused it), which must not answer another user, or when the
+    /// server chose it by fields the request sends otherwise (`Vary`): that record
+    /// is another request's, neither used nor revalidated.
+    private func metadata(_ encoded: Data, from tier: any HTTPCacheTier, for fields: RequestFields) -> HTTPCacheMetadata? {
+        guard let metadata = HTTPCacheMetadata(encoded: encoded), tier.mayKeep(metadata), metadata.isSelected(by: fields) else {
+            return nil
+        }
         return metadata.judged(asShared: tier.isShared)
     }
 
@@ -280,13 +286,15 @@ struct HTTPCache: Sendable {
     /// Keeps what the server answered for `url` under `key`: a 304 freshens the
     /// stored response, whose bytes are the image then; a storable response is
     /// stored; one the server now forbids storing (no-store) removes what was kept.
-    /// The fetch's leases are given back. Returns the image's bytes, where they came
-    /// from, and their freshness.
+    /// Either is kept as the answer to a request sending `fields`. The fetch's leases
+    /// are given back. Returns the image's bytes, where they came from, and their
+    /// freshness.
     func update(
-        with response: DataResponse, for url: URL, fetch: Fetch, key: HTTPCacheKey, at now: Date
+        with response: DataResponse, for url: URL, sending fields: RequestFields, fetch: Fetch, key: HTTPCacheKey, at now: Date
     ) -> (bytes: OriginalBytes, source: ImageResponse.Source, metadata: HTTPCacheMetadata?) {
         if response.statusCode == 304, let stored = fetch.stored {
             var updated = stored.metadata.updated(with: response.headers, statusCode: 304, at: now)
+            updated.select(by: fields)
             // Confirmed to a request with credentials, it is that user's answer too.
             if response.requestCarriedCredentials { updated.requestCarriedCredentials = true }
             // The stored bytes are read here only to write the record again or
@@ -304,11 +312,7 @@ struct HTTPCache: Sendable {
             }
             return (.loaded(data), .revalidated, updated.judged(asShared: false))
         }
-        var metadata = response.statusCode.flatMap {
-            HTTPCacheMetadata(
-                url: url, statusCode: $0, headers: response.headers, storedAt: now,
-                requestCarriedCredentials: response.requestCarriedCredentials)
-        }
+        var metadata = HTTPCacheMetadata(response, for: url, sending: fields, at: now)
         if !response.redirects.isEmpty {
             // Kept under the URL asked for only as long as every redirect on the way
             // may be reused too.
@@ -380,15 +384,17 @@ struct HTTPCache: Sendable {
         case miss
     }
 
-    /// Looks up the variant under `key` at `now`. A variant expires with its
+    /// Looks up the variant under `key` at `now`, for a request sending `fields`
+    /// (its original's `Vary` selects it too). A variant expires with its
     /// original: while that is fresh the variant answers; once stale, the original
     /// is revalidated, and the variant answers again if the server confirmed it, or
     /// is made and kept again from what the server sent. A farther tier is asked
     /// for a fresh one before a stale one is used.
-    func lookUpVariant(_ key: HTTPCacheKey, at now: Date) -> VariantLookup {
+    func lookUpVariant(_ key: HTTPCacheKey, at now: Date, for fields: RequestFields) -> VariantLookup {
         var stale = VariantLookup.miss
         for index in tiers.indices {
-            guard let record = tiers[index].contents(for: key), let metadata = metadata(record.metadata, from: tiers[index]) else { continue }
+            guard let record = tiers[index].contents(for: key), let metadata = metadata(record.metadata, from: tiers[index], for: fields)
+            else { continue }
             if freshnessPolicy.isFresh(metadata, at: now) {
                 copy(record.data, metadata: record.metadata, bodyChecksum: record.bodyChecksum, as: key, freshness: metadata, into: index, at: now)
                 return .fresh(record.data, metadata.judged(asShared: false), source: tiers[index].source)

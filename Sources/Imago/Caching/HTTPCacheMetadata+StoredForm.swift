@@ -8,10 +8,11 @@ extension HTTPCacheMetadata {
     ///
     /// Binary, the fields in a fixed order: "imh2"; two bytes of flags (which optional
     /// fields follow, and Cache-Control's six switches), and when their top bit is
-    /// set two more (`s-maxage`, `proxy-revalidate`, a request with credentials); the
-    /// URL; when it was stored and its `Age`; then those of ETag, Last-Modified (its
-    /// text, then its date), Date, Expires, Vary, max-age, stale-if-error,
-    /// stale-while-revalidate and s-maxage that are present. Metadata that needs no
+    /// set two more (`s-maxage`, `proxy-revalidate`, a request with credentials, the
+    /// request's selecting fields); the URL; when it was stored and its `Age`; then
+    /// those of ETag, Last-Modified (its text, then its date), Date, Expires, Vary,
+    /// max-age, stale-if-error, stale-while-revalidate, s-maxage and the selecting
+    /// fields that are present. Metadata that needs no
     /// second pair of flags is written as before they existed, so older readers
     /// still take it (and treat the rest as a miss). A text is a four-byte length and its UTF-8; a number or a date, the
     /// eight bytes of its `Double`; all big-endian. Read at every warm load (twice at a
@@ -27,7 +28,7 @@ extension HTTPCacheMetadata {
             control.maxAge != nil, control.staleIfError != nil, control.staleWhileRevalidate != nil,
             control.noCache, control.noStore, control.mustRevalidate, control.isPrivate, control.isPublic, control.isImmutable,
         ]
-        let more: [Bool] = [control.sharedMaxAge != nil, control.proxyRevalidate, requestCarriedCredentials]
+        let more: [Bool] = [control.sharedMaxAge != nil, control.proxyRevalidate, requestCarriedCredentials, selection != nil]
         func word(_ bits: [Bool]) -> UInt16 { bits.enumerated().reduce(UInt16(0)) { $1.element ? $0 | 1 << $1.offset : $0 } }
         let extra = word(more)
         let flags = word(present) | (extra != 0 ? 0x8000 : 0)
@@ -58,6 +59,7 @@ extension HTTPCacheMetadata {
         double(control.staleIfError)
         double(control.staleWhileRevalidate)
         double(control.sharedMaxAge)
+        text(selection)
         return Data(out)
     }
 
@@ -86,13 +88,15 @@ extension HTTPCacheMetadata {
         }
         func number(present: Bool) -> Double?? { present ? reader.double().map { .some($0) } : .some(nil) }
         func number(_ bit: Int) -> Double?? { number(present: has(bit)) }
-        func text(_ bit: Int) -> String?? { has(bit) ? reader.text().map { .some($0) } : .some(nil) }
+        func text(present: Bool) -> String?? { present ? reader.text().map { .some($0) } : .some(nil) }
+        func text(_ bit: Int) -> String?? { text(present: has(bit)) }
         // A flag this code does not know belongs to a later version's form.
-        guard extra & ~0b111 == 0, let address = reader.text(), let url = URL(string: address),
+        guard extra & ~0b1111 == 0, let address = reader.text(), let url = URL(string: address),
               let storedAt = reader.double(), let age = reader.double(),
               let etag = text(0), let lastModified = text(1), let lastModifiedDate = date(2), let responseDate = date(3),
               let expires = date(4), let vary = text(5), let maxAge = number(6), let staleIfError = number(7),
               let staleWhileRevalidate = number(8), let sharedMaxAge = number(present: hasMore(0)),
+              let selection = text(present: hasMore(3)),
               reader.isAtEnd
         else { return nil }
         var control = CacheControl()
@@ -105,7 +109,7 @@ extension HTTPCacheMetadata {
         self.init(
             url: url, storedAt: Date(timeIntervalSinceReferenceDate: storedAt), etag: etag, lastModified: lastModified,
             lastModifiedDate: lastModifiedDate, date: responseDate, ageValue: age, expires: expires, cacheControl: control, vary: vary,
-            requestCarriedCredentials: hasMore(2))
+            selection: selection, requestCarriedCredentials: hasMore(2))
     }
 
     /// The JSON form metadata was stored in before the binary one, still read.

@@ -21,8 +21,10 @@ import Foundation
 /// - The request is taken to have been sent when the response arrived (RFC 9111
 ///   §4.2.3's `response_delay` is 0): the age is never over-estimated by a slow
 ///   network, at worst under-estimated by one round trip.
-/// - `Vary` other than `*` is accepted: the loader sends the same request headers for a
-///   given cache key, so the stored response matches the next request.
+/// - `Vary` is matched on the fields of the request as the pipeline prepares it (its
+///   own fields, the configuration's, `Accept`, the request modifier's): the fields an
+///   HTTP loader adds beneath those (its User-Agent, `Accept-Encoding`) are the same
+///   for every load of it (see `select(by:)`).
 /// - The qualified forms `no-cache="field"` and `private="field"` count as unqualified,
 ///   as most caches do (RFC 9111 §5.2.2.4 notes the qualified form is rarely honoured).
 @_spi(HTTPCaching) public struct HTTPCacheMetadata: Sendable, Codable, Hashable {
@@ -71,6 +73,11 @@ import Foundation
     /// The `Vary` value, verbatim: `*` makes the response unusable for any later
     /// request (RFC 9111 §4.1).
     private(set) var vary: String?
+    /// What the request the response answered sent in each field `Vary` names, as
+    /// `select(by:)` wrote it down; nil when `Vary` names none, or for a record kept
+    /// before requests were written down, which then answers no request its `Vary`
+    /// selects by.
+    var selection: String?
     /// Whether the request the response answered carried credentials
     /// (`DataResponse.requestCarriedCredentials`): a shared cache keeps it only when
     /// the server allows it to.
@@ -125,7 +132,8 @@ import Foundation
     /// Metadata with every field given: the stored form, read back.
     init(
         url: URL, storedAt: Date, etag: String?, lastModified: String?, lastModifiedDate: Date?, date: Date?,
-        ageValue: Double, expires: Date?, cacheControl: CacheControl, vary: String?, requestCarriedCredentials: Bool
+        ageValue: Double, expires: Date?, cacheControl: CacheControl, vary: String?, selection: String?,
+        requestCarriedCredentials: Bool
     ) {
         self.url = url
         self.storedAt = storedAt
@@ -137,6 +145,7 @@ import Foundation
         self.expires = expires
         self.cacheControl = cacheControl
         self.vary = vary
+        self.selection = selection
         self.requestCarriedCredentials = requestCarriedCredentials
     }
 
@@ -149,8 +158,7 @@ import Foundation
 
     /// Whether `Vary` names one of `fields` (lower-case names, or `*`).
     private func varies(on fields: String...) -> Bool {
-        guard let vary else { return false }
-        return vary.split(separator: ",").contains { fields.contains($0.trimmingHTTPWhitespace.lowercased()) }
+        selectingNames.contains { fields.contains($0) }
     }
 
     /// Whether a cache that other users' loads read (a shared cache in RFC 9111's
@@ -160,12 +168,12 @@ import Foundation
     /// the server said `public`, `s-maxage` or `must-revalidate` (§3.5): without
     /// them, a picture behind a login would be shown to whoever asks next.
     ///
-    /// Nor one whose `Vary` names `Cookie` or `Authorization`: the tier does not
-    /// match `Vary` (§4.1), so a response one machine's cookie chose would answer
-    /// the others, whatever cookie they send. Other fields select alike for every
-    /// machine of a fleet: those Imago never sends (`Origin`, which object stores and
-    /// CDNs name for CORS) and those its builds send alike (`Accept`,
-    /// `Accept-Encoding`).
+    /// Nor one whose `Vary` names `Cookie` or `Authorization`: chosen by one user's
+    /// cookie or credentials, it is that user's. Matched by `Vary` (§4.1), it would
+    /// answer only the same cookie, and each user's copy would replace the others'
+    /// in the tier's one record of the image. Other fields select alike for the
+    /// machines of a fleet, or as a field of the request's own (`Accept`, which
+    /// builds decoding other formats send otherwise).
     var sharedCachesMayStore: Bool {
         guard isStorable, !cacheControl.isPrivate, !varies(on: "cookie", "authorization") else { return false }
         return !requestCarriedCredentials || cacheControl.isPublic || cacheControl.sharedMaxAge != nil || cacheControl.mustRevalidate
@@ -266,6 +274,8 @@ import Foundation
             result.date = nil
             result.ageValue = 0
             result.apply(Self.fields(headers))
+            // Chosen by the same fields as before, unless the 304 names others.
+            if result.vary != vary { result.selection = nil }
             return result
         case 200:
             return HTTPCacheMetadata(url: url, fields: Self.fields(headers), storedAt: now)

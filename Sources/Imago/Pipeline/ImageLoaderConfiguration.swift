@@ -24,7 +24,8 @@ public struct ImageLoaderConfiguration: Sendable {
     /// say); the HTTP loader's own `HTTPLoaderConfiguration.httpAdditionalHeaders`
     /// go beneath these.
     public var headers: [String: String]
-    /// Changes each URL request just before it is sent.
+    /// Changes each URL request just before it is sent; called too when a stored
+    /// response's `Vary` names fields, to see what the request would send in them.
     public var requestModifier: (@Sendable (URLRequest) -> URLRequest)?
     /// Awaited before each transfer attempt (a retry included), after
     /// `requestModifier`: fetch or refresh a token, sign the URL. Throwing ends the

@@ -82,7 +82,7 @@ extension ImageStage {
         var work = work
         // A stale variant is revalidated through its original (a bodiless 304 when
         // that is kept too).
-        switch work.variants?.lookUpVariant(.variant(work.key), at: Date()) ?? .miss {
+        switch work.variants?.lookUpVariant(.variant(work.key), at: Date(), for: configuration.requestFields(for: work.request)) ?? .miss {
         case .fresh(let data, let metadata, let source):
             guard run.queue == .transfers else {
                 return answer(work: work, withStored: data, metadata: metadata, source: source, queuedAt: queuedAt, run: run)

@@ -127,17 +127,14 @@ struct OriginalDataStage: Sendable {
             if onlyFromCache, !configuration.dataLoader.isLocal(request.url) { throw .notCached(url: request.url.absoluteString) }
             let (response, attempts) = try await fetch(previews: previews)
             if response.isTruncated { return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true) }
-            let metadata = response.statusCode.flatMap {
-                HTTPCacheMetadata(
-                    url: request.url, statusCode: $0, headers: response.headers, storedAt: Date(),
-                    requestCarriedCredentials: response.requestCarriedCredentials)
-            }
+            let metadata = HTTPCacheMetadata(response, for: request.url, sending: configuration.requestFields(for: request), at: Date())
             let source: ImageResponse.Source = configuration.dataLoader.isLocal(request.url) ? .local : .network
             return done(.loaded(response.data), source, attempts: attempts, metadata)
         }
         let key = HTTPCacheKey.original(request.imageKey)
+        let fields = configuration.requestFields(for: request)
         let pending: HTTPCache.Fetch
-        switch await httpCache.lookUp(key, at: Date()) {
+        switch await httpCache.lookUp(key, at: Date(), for: fields) {
         case .fresh(let data, let metadata, let source):
             return done(.loaded(data), source, attempts: 0, metadata)
         case .staleWhileRevalidating(let data, let metadata, let validators, let source):
@@ -178,7 +175,7 @@ struct OriginalDataStage: Sendable {
             httpCache.release(pending)
             return done(.loaded(response.data), .network, attempts: attempts, nil, truncated: true)
         }
-        let kept = httpCache.update(with: response, for: request.url, fetch: pending, key: key, at: Date())
+        let kept = httpCache.update(with: response, for: request.url, sending: fields, fetch: pending, key: key, at: Date())
         return done(kept.bytes, kept.source, attempts: attempts, kept.metadata, transferred: response.data.count)
     }
 
@@ -193,7 +190,8 @@ struct OriginalDataStage: Sendable {
             }
             switch result {
             case .success((let response, _)) where !response.isTruncated:
-                _ = httpCache.update(with: response, for: request.url, fetch: fetch, key: key, at: Date())
+                _ = httpCache.update(
+                    with: response, for: request.url, sending: configuration.requestFields(for: request), fetch: fetch, key: key, at: Date())
             case .success: break
             case .failure(let error): _ = httpCache.afterError(error, fetch: fetch, key: key, at: Date(), servingStale: false)
             }

@@ -51,6 +51,14 @@ extension ImageLoaderConfiguration {
         return urlRequest
     }
 
+    /// The fields `urlRequest(for:)` prepares for `request`, each asked for only when
+    /// a stored response's `Vary` names it: what the HTTP cache matches the request
+    /// by. The async request modifier, run per attempt, is left out, at a look-up and
+    /// where the answer is kept alike.
+    func requestFields(for request: ImageRequest) -> RequestFields {
+        RequestFields { [self] name in (try? urlRequest(for: request))?.value(forHTTPHeaderField: name) }
+    }
+
     /// A URL request with the Accept field of the formats this build decodes, for a
     /// URL of its own to be set in a copy.
     private static let acceptingRequest: URLRequest = {

@@ -50,7 +50,9 @@ struct StageContext: Sendable {
         if !policy.retriesFailed, let failure = configuration.recentFailures?.failure(forKey: key), !failure.mayPass(for: request) {
             return .failure(failure)
         }
-        guard policy.reads.contains(.recentOriginals), let entry = configuration.recentOriginals?.entry(forKey: key) else { return nil }
+        guard policy.reads.contains(.recentOriginals), let entry = configuration.recentOriginals?.entry(forKey: key),
+              entry.metadata?.isSelected(by: configuration.requestFields(for: request)) ?? true
+        else { return nil }
         var metrics = ImageResponse.Metrics()
         metrics.bytes = entry.data.count
         return .success(OriginalData(bytes: .loaded(entry.data), source: .recent, metrics: metrics, httpMetadata: entry.metadata))
