@@ -115,7 +115,10 @@ import _ImagoTestSupport
     /// Previews are made at the request's size and with its processors.
     @Test func previewsHaveTheRequestsSizeAndProcessors() async throws {
         defer { server.stop() }
-        let path = routeProgressive(pause: 0.1)
+        // Scans far enough apart for a preview decode with its processor to keep up,
+        // even in a sanitizer's build on a busy machine (at 0.1 s one preview of two
+        // was seen there).
+        let path = routeProgressive(pause: 0.3)
         let request = ImageRequest(
             url: server.url(path), targetSize: TargetSize(width: 80, height: 80, contentMode: .aspectFill),
             processors: [ImageProcessors.Circle()], options: .progressivePreviews)
