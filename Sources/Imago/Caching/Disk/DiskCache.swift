@@ -152,12 +152,14 @@ public final class DiskCache: Sendable {
     let path: String
     let now: @Sendable () -> Date
     /// Runs writes, sweeps and rescans one at a time, in the order they were asked for.
-    /// At the default priority, not a utility one: on Linux a utility queue's thread
-    /// runs at nice 2 beside the decodes' -2, and while they kept both cores busy the
-    /// writes fell behind the loads, held up to `maximumPendingBytes` of bodies in
+    /// At the decodes' priority: a write finishes work a load has done, and one left
+    /// behind holds its body in memory. On Linux a utility queue's thread runs at
+    /// nice 2, a default one at 0, beside the decodes' -2; while those kept both cores
+    /// busy the writes fell behind the loads, held up to `maximumPendingBytes` in
     /// memory and then were dropped (3,000 photos through `imago fetch` peaked at
-    /// 112 MB against 43 MB without the disk tier, a sixth of them not kept).
-    let queue = DispatchQueue(label: "imago.disk-cache", qos: .default)
+    /// 112 MB, 57-111 MB at the default priority, against 43 MB without the disk
+    /// tier, and a sixth of them were not kept).
+    let queue = DispatchQueue(label: "imago.disk-cache", qos: .userInitiated)
     /// The index, the writes waiting and the counters.
     let state: Locked<DiskCacheState>
     /// Touched only by work on `queue`; a lock because the compiler cannot know that.
