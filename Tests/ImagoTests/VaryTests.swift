@@ -132,7 +132,7 @@ import _ImagoTestSupport
     @Test func theSelectionIsWrittenDownAndKept() throws {
         let url = URL(string: "https://images.example/a.png")!
         func fields(_ values: [String: String]) -> RequestFields {
-            RequestFields { name in values.first { $0.key.lowercased() == name }?.value }
+            RequestFields { Dictionary(uniqueKeysWithValues: values.map { ($0.key.lowercased(), $0.value) }) }
         }
         var metadata = try #require(HTTPCacheMetadata(
             url: url, statusCode: 200, headers: ["cache-control": "max-age=60", "vary": "Foo, bar ,foo"], storedAt: Date()))
@@ -153,6 +153,15 @@ import _ImagoTestSupport
         var older = metadata
         older.selection = nil
         #expect(!older.isSelected(by: fields(["foo": "1,2", "bar": ""])) && !older.isSelected(by: .none))
+        // A server naming thousands of fields costs one preparation of the request
+        // a question, not one a field.
+        let made = Locked(0)
+        let counted = RequestFields { made.withLock { $0 += 1 }; return ["f7": "x"] }
+        let names = (0..<5_000).map { "F\($0)" }.joined(separator: ", ")
+        var many = try #require(HTTPCacheMetadata(
+            url: url, statusCode: 200, headers: ["cache-control": "max-age=60", "vary": names], storedAt: Date()))
+        many.select(by: counted)
+        #expect(many.isSelected(by: counted) && !many.isSelected(by: .none) && made.withLock { $0 } == 2)
         // A 304 that names other fields leaves nothing written down for them.
         #expect(metadata.updated(with: ["vary": "Baz"], at: Date()).selection == nil)
         #expect(metadata.updated(with: ["cache-control": "max-age=120"], at: Date()).selection == metadata.selection)

@@ -4,22 +4,22 @@ import Foundation
 /// them (RFC 9111 §4.1): a response the server chose by a field's value answers a
 /// later request only when that request sends the same value, or, like it, none.
 ///
-/// A field's value is asked for only when a stored response's `Vary` names it, so a
-/// load of an image served without `Vary` never prepares its request for this.
+/// The fields are made only when a stored response's `Vary` names some, so a load of
+/// an image served without `Vary` never prepares its request for this.
 struct RequestFields: Sendable {
-    private let value: @Sendable (String) -> String?
+    private let make: @Sendable () -> [String: String]
 
-    /// Fields whose values `value` gives by name (matched case-insensitively by it),
-    /// nil for a field the request does not send.
-    init(_ value: @escaping @Sendable (String) -> String?) {
-        self.value = value
+    /// The fields `make` gives, keyed by lower-cased name; made once for each
+    /// response that asks, however many fields its `Vary` names.
+    init(_ make: @escaping @Sendable () -> [String: String]) {
+        self.make = make
     }
 
     /// A request that sends none of the fields a response may select by.
-    static let none = RequestFields { _ in nil }
+    static let none = RequestFields { [:] }
 
-    /// The request's value of the field `name`.
-    subscript(name: String) -> String? { value(name) }
+    /// The request's fields, keyed by lower-cased name.
+    var fields: [String: String] { make() }
 }
 
 extension HTTPCacheMetadata {
@@ -65,10 +65,11 @@ extension HTTPCacheMetadata {
     /// alike (§4.1 lets a cache normalise so).
     private static func selection(of names: [String], in request: RequestFields) -> String? {
         guard !names.isEmpty else { return nil }
+        let fields = request.fields
         var lines = ""
         for name in names {
             lines += name
-            if let value = request[name] {
+            if let value = fields[name] {
                 lines += ":" + value.split(separator: ",", omittingEmptySubsequences: false)
                     .map { $0.trimmingHTTPWhitespace }.joined(separator: ",")
             }

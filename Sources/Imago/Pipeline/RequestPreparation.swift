@@ -51,12 +51,19 @@ extension ImageLoaderConfiguration {
         return urlRequest
     }
 
-    /// The fields `urlRequest(for:)` prepares for `request`, each asked for only when
-    /// a stored response's `Vary` names it: what the HTTP cache matches the request
-    /// by. The async request modifier, run per attempt, is left out, at a look-up and
-    /// where the answer is kept alike.
+    /// The fields `urlRequest(for:)` prepares for `request`, made only when a stored
+    /// response's `Vary` names some: what the HTTP cache matches the request by. The
+    /// async request modifier, run per attempt, is left out, at a look-up and where
+    /// the answer is kept alike.
     func requestFields(for request: ImageRequest) -> RequestFields {
-        RequestFields { [self] name in (try? urlRequest(for: request))?.value(forHTTPHeaderField: name) }
+        RequestFields { [self] in
+            var fields: [String: String] = [:]
+            for (name, value) in (try? urlRequest(for: request))?.allHTTPHeaderFields ?? [:] {
+                let key = name.lowercased()
+                fields[key] = fields[key].map { "\($0),\(value)" } ?? value
+            }
+            return fields
+        }
     }
 
     /// A URL request with the Accept field of the formats this build decodes, for a
