@@ -310,7 +310,7 @@ SANITIZER_WIDTH = --experimental-maximum-parallelization-width 4
 sanitize: deps
 	@echo "==> Testing the caches, the loaders, previews, animations and the views under the thread sanitizer"
 	@$(SWIFT) test --scratch-path .build/tsan --sanitize=thread --disable-xctest $(SANITIZER_WIDTH) \
-		--filter 'ImageCacheTests|MemoryPressure|DiskCacheTests|ImageLoaderTests|ImagePrefetcherTests|LoaderCachingTests|Pipeline|ImageTargetLoaderTests|ImageDisplayingTests|ImageViewServerTests|DataLoading|CurlDataLoader|Partial|Preview|Animation|LookUpRace'
+		--filter 'ImageCacheTests|MemoryPressure|DiskCacheTests|VaryTests|ImageLoaderTests|ImagePrefetcherTests|LoaderCachingTests|Pipeline|ImageTargetLoaderTests|ImageDisplayingTests|ImageViewServerTests|DataLoading|CurlDataLoader|Partial|Preview|Animation|LookUpRace'
 	@echo "==> Testing everything under the address sanitizer"
 	@IMAGO_SANITIZER=address ASAN_OPTIONS=detect_leaks=0 \
 		$(SWIFT) test --scratch-path .build/asan --sanitize=address --disable-xctest $(SANITIZER_WIDTH)
