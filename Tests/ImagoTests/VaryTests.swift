@@ -84,6 +84,22 @@ import _ImagoTestSupport
         #expect(server.requests(for: "/confirmed.png").map { $0.header("If-None-Match") } == [nil, nil, "\"v2\""])
     }
 
+    /// The fields every load of a loader sends alike, those the pipeline prepares
+    /// (`Accept`) and those the HTTP loader adds beneath them (`Accept-Encoding`,
+    /// `User-Agent`), select the stored response for the next load: what CDNs name
+    /// on most images keeps them cached.
+    @Test func fieldsEveryLoadSendsAlikeKeepTheRecordInUse() async throws {
+        defer { cleanUp() }
+        server.route("/negotiated.png") { _ in
+            .ok(pngData(90), headers: ["Cache-Control": "max-age=3600", "Vary": "Accept, Accept-Encoding, User-Agent, Origin"])
+        }
+        var sources: [ImageResponse.Source] = []
+        for _ in 0..<2 { sources.append(try await loadAfresh(foo: nil, path: "/negotiated.png").source) }
+        #expect(sources == [.network, .disk])
+        let sent = try #require(server.requests(for: "/negotiated.png").first)
+        #expect(sent.header("Accept") != nil && sent.header("Accept-Encoding") != nil && sent.header("User-Agent") != nil)
+    }
+
     /// A thumbnail made from a chosen original is chosen with it.
     @Test func storedThumbnailsAnswerOnlyTheFieldsOfTheirOriginal() async throws {
         defer { cleanUp() }
