@@ -258,6 +258,45 @@ import _ImagoTestSupport
         #expect(server.requests(for: "/cleared.png").map { $0.header("Range") } == [nil, nil])
     }
 
+    /// Bytes of a representation the server chose by a request field (`Vary`) are
+    /// continued only for the same field: with `Last-Modified` in `If-Range`, the
+    /// same for every representation, the rest of another would be joined on.
+    @Test func theBytesOfAChosenRepresentationAreContinuedOnlyForItsFields() async throws {
+        let server = TestServer()
+        try server.start()
+        defer { server.stop() }
+        let lastModified = "Tue, 01 Dec 2026 10:00:00 GMT"
+        let answered = Locked(0)
+        server.route("/chosen.png") { request in
+            let body = request.header("Foo") == "1" ? Self.small : Self.other
+            let headers = ["Content-Type": "image/png", "Accept-Ranges": "bytes", "Last-Modified": lastModified, "Vary": "Foo"]
+            if let range = request.header("Range"), request.header("If-Range") == lastModified,
+               let first = Int(range.dropFirst("bytes=".count).prefix { $0 != "-" }) {
+                var rangeHeaders = headers
+                rangeHeaders["Content-Range"] = "bytes \(first)-\(body.count - 1)/\(body.count)"
+                return TestServer.Response(status: 206, headers: rangeHeaders, body: Data(body.suffix(from: first)))
+            }
+            guard answered.withLock({ $0 += 1; return $0 }) > 1 else {
+                var cut = TestServer.Response.truncate(declaredLength: body.count, actualBody: Data(body.prefix(body.count / 2)))
+                cut.headers = headers
+                return cut
+            }
+            return TestServer.Response(status: 200, headers: headers, body: body)
+        }
+        let partialBodies = PartialBodies()
+        let loader = makeLoader(LoaderKind.all[0], attempts: 1, partialBodies: partialBodies)
+        func request(_ foo: String) -> ImageRequest {
+            var urlRequest = URLRequest(url: server.url("/chosen.png"))
+            urlRequest.setValue(foo, forHTTPHeaderField: "Foo")
+            return ImageRequest(urlRequest: urlRequest)
+        }
+        await #expect(throws: ImagoError.self) { try await loader.image(for: request("1")) }
+        #expect(partialBodies.count == 1)
+        let other = try await loader.image(for: request("2"))
+        #expect(other.image.bitmap == (try decoded(Self.other)))
+        #expect(server.requests(for: "/chosen.png").map { $0.header("Range") } == [nil, nil])
+    }
+
     @Test(arguments: LoaderKind.all)
     func aPartialImageShownIsFinishedByTheNextLoad(_ kind: LoaderKind) async throws {
         let server = TestServer()

@@ -36,7 +36,15 @@ extension HTTPCacheMetadata {
     }
 
     /// The fields `Vary` names, lower-cased, in its order, each once.
-    var selectingNames: [String] {
+    var selectingNames: [String] { Self.names(inVary: vary) }
+
+    /// What `request` sends in the fields `vary` (a `Vary` value) names, as a
+    /// response chosen by them writes it down; nil when it names none.
+    static func selection(ofVary vary: String?, in request: RequestFields) -> String? {
+        selection(of: names(inVary: vary), in: request)
+    }
+
+    private static func names(inVary vary: String?) -> [String] {
         guard let vary else { return [] }
         var names: [String] = []
         for part in vary.split(separator: ",") {

@@ -20,10 +20,16 @@ struct PartialBody: Sendable {
     let validator: String
     /// The resource's whole length, when a response said it.
     let totalLength: Int64?
+    /// The response's `Vary`, and what the request that got it sent in the fields
+    /// it names (`HTTPCacheMetadata.selection(ofVary:in:)`): only a request sending
+    /// the same continues these bytes, or a `Last-Modified` in `If-Range`, the same
+    /// for every representation, would join the rest of another onto them.
+    let vary: String?
+    let selection: String?
 
-    /// What a response cut short leaves to resume from, or nil when it cannot be
-    /// resumed.
-    init?(cut response: DataResponse) {
+    /// What a response cut short, to a request sending `fields`, leaves to resume
+    /// from, or nil when it cannot be resumed.
+    init?(cut response: DataResponse, sending fields: RequestFields) {
         guard response.isTruncated, response.statusCode == 200, !response.data.isEmpty,
               let validator = Self.validator(response.headers), Self.isIdentity(response.headers)
         else { return nil }
@@ -31,13 +37,23 @@ struct PartialBody: Sendable {
         guard ranges.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "bytes" }) else {
             return nil
         }
-        self.init(data: response.data, validator: validator, totalLength: response.headers["content-length"].flatMap { Int64($0) })
+        let vary = response.headers["vary"]
+        self.init(
+            data: response.data, validator: validator, totalLength: response.headers["content-length"].flatMap { Int64($0) },
+            vary: vary, selection: HTTPCacheMetadata.selection(ofVary: vary, in: fields))
     }
 
-    init(data: Data, validator: String, totalLength: Int64?) {
+    init(data: Data, validator: String, totalLength: Int64?, vary: String? = nil, selection: String? = nil) {
         self.data = data
         self.validator = validator
         self.totalLength = totalLength
+        self.vary = vary
+        self.selection = selection
+    }
+
+    /// Whether a request sending `fields` may continue these bytes.
+    func isSelected(by fields: RequestFields) -> Bool {
+        HTTPCacheMetadata.selection(ofVary: vary, in: fields) == selection
     }
 
     /// The strong ETag, else the Last-Modified date.
@@ -87,7 +103,7 @@ struct PartialBody: Sendable {
             var headers = response.headers
             headers["content-range"] = nil
             if response.isTruncated || total.map({ Int64(whole.count) < $0 }) == true {
-                let longer = PartialBody(data: whole, validator: validator, totalLength: total)
+                let longer = PartialBody(data: whole, validator: validator, totalLength: total, vary: vary, selection: selection)
                 let cut = DataResponse(
                     data: whole, url: response.url, statusCode: 200, headers: headers, redirects: response.redirects, isTruncated: true,
                     requestCarriedCredentials: response.requestCarriedCredentials)

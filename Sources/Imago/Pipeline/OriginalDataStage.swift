@@ -219,7 +219,10 @@ struct OriginalDataStage: Sendable {
         let resumable = !configuration.dataLoader.isLocal(url) && method == "GET" && urlRequest.value(forHTTPHeaderField: "Range") == nil
         let kept = resumable ? configuration.partialBodies : nil
         let options = DataLoadingOptions(acceptsTruncatedBody: wantsPartial || resumable, reportsChunks: previews)
-        var resume = kept?.body(for: url)
+        // What the server chose by the request's fields (`Vary`) is continued only
+        // for the same fields.
+        let fields = configuration.requestFields(for: request)
+        var resume = kept?.body(for: url).flatMap { $0.isSelected(by: fields) ? $0 : nil }
         var attempt = 0
         while true {
             attempt += 1
@@ -278,7 +281,7 @@ struct OriginalDataStage: Sendable {
                         }
                     }
                 }
-                if response.isTruncated, resume == nil { resume = PartialBody(cut: response) }
+                if response.isTruncated, resume == nil { resume = PartialBody(cut: response, sending: fields) }
                 if response.isTruncated {
                     if wantsPartial {
                         // Shown as it is, and kept for the next load to finish.
