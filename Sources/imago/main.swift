@@ -1,4 +1,5 @@
 import Foundation
+import Imago
 import ImagoCommandLine
 
 // Before any image is made: see the function.
@@ -12,10 +13,18 @@ func usage() -> String {
     for command in commands {
         text += "  " + command.name.padding(toLength: 10, withPad: " ", startingAt: 0) + command.firstSentence + "\n"
     }
-    return text + "\nRun 'imago COMMAND --help' for a command's options.\n"
+    return text + "\nRun 'imago COMMAND --help' (or 'imago help COMMAND') for a command's options; 'imago --version' for the version.\n"
 }
 
 let argv = Array(CommandLine.arguments.dropFirst())
+if argv.first == "--version" {
+    print("imago \(HTTPLoaderConfiguration.version)")
+    exit(ExitStatus.success)
+}
+// `imago help fetch`, as git and swift take it: the command's own help.
+if argv.first == "help", argv.count == 2, let command = commands.first(where: { $0.name == argv[1] }) {
+    await command.main(["--help"])
+}
 guard let name = argv.first, name != "--help", name != "-h", name != "help" else {
     if argv.isEmpty {
         FileHandle.standardError.write(Data(usage().utf8))

@@ -195,6 +195,19 @@ import _ImagoTestSupport
         #expect(lines.contains { $0.hasPrefix("  sheet") && $0.hasSuffix("(or .jpg, .webp by extension)") })
     }
 
+    /// `--version` says the version, and `help COMMAND` gives the command's own help,
+    /// as git, swift and most tools take them.
+    @Test func versionAndHelpOfACommand() async throws {
+        let version = try await Tool.run(["--version"])
+        #expect(version.status == 0 && version.stdout == "imago \(HTTPLoaderConfiguration.version)\n")
+        for name in ["decode", "fetch", "sheet", "cache", "hash"] {
+            let help = try await Tool.run(["help", name])
+            #expect(help.status == 0 && help.stdout.contains("usage: imago \(name)"), "\(name): \(help.stdout)")
+        }
+        let unknown = try await Tool.run(["help", "nothing"])
+        #expect(unknown.status == 0 && unknown.stdout.contains("commands:"))
+    }
+
     @Test func aMissingFileIsReported() async throws {
         let result = try await Tool.run(["decode", "/nonexistent/photo.jpg"])
         #expect(result.status == 1)
