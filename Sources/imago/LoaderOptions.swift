@@ -73,14 +73,13 @@ struct LoaderOptions {
     /// `Name: value` as curl's `--header` takes it, checked here so that a mistyped
     /// field is one usage error rather than every load failing with it.
     static func headerField(_ text: String) throws(UsageError) -> (name: String, value: String) {
-        let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
         let colon = text.firstIndex(of: ":")
         let name = String(text[..<(colon ?? text.endIndex)])
-        guard let colon, !name.isEmpty, name.allSatisfy(tokenCharacters.contains) else {
+        guard let colon, HTTPHeaderFields.isFieldName(name) else {
             throw UsageError(message: "--header needs 'Name: value' with a field name of letters, digits and !#$%&'*+-.^_`|~, not '\(text)'")
         }
         let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        guard !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+        guard !HTTPHeaderFields.holdsLineBreak(value) else {
             throw UsageError(message: "--header \(name): a value cannot hold a line break")
         }
         return (name, value)

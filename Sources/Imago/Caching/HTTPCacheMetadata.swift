@@ -393,10 +393,11 @@ import Foundation
         }
     }
 
-    /// Headers keyed by lower-cased name. Data loaders already lower-case them; this
-    /// guards against one that does not. Names differing only in case are joined with
-    /// commas, as repeated list fields are, in a fixed order.
-    private static func fields(_ headers: [String: String]) -> [String: String] {
+    /// Header fields keyed by lower-cased name: a response's (data loaders already
+    /// lower-case them; this guards against one that does not) or a request's. Names
+    /// differing only in case are joined with commas, as repeated list fields are, in
+    /// a fixed order.
+    static func fields(_ headers: [String: String]) -> [String: String] {
         // Lower-case already (the curl loader's): nothing to join, the same fields.
         // Sorting and copying them took some 10,000 instructions at every 304.
         if !headers.keys.contains(where: \.hasASCIIUppercaseOrNonASCII) { return headers }

@@ -56,14 +56,7 @@ extension ImageLoaderConfiguration {
     /// async request modifier, run per attempt, is left out, at a look-up and where
     /// the answer is kept alike.
     func requestFields(for request: ImageRequest) -> RequestFields {
-        RequestFields { [self] in
-            var fields: [String: String] = [:]
-            for (name, value) in (try? urlRequest(for: request))?.allHTTPHeaderFields ?? [:] {
-                let key = name.lowercased()
-                fields[key] = fields[key].map { "\($0),\(value)" } ?? value
-            }
-            return fields
-        }
+        RequestFields { [self] in HTTPCacheMetadata.fields((try? urlRequest(for: request))?.allHTTPHeaderFields ?? [:]) }
     }
 
     /// A URL request with the Accept field of the formats this build decodes, for a

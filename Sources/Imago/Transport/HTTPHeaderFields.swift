@@ -6,7 +6,7 @@ import FoundationNetworking
 
 /// The request header fields an HTTP loader sends, and the one check every field
 /// passes before anything is sent.
-enum HTTPHeaderFields {
+package enum HTTPHeaderFields {
     /// A data loader's own fields, with Imago's User-Agent added unless they set one.
     static func withDefaultUserAgent(_ fields: [String: String]) -> [String: String] {
         guard !fields.keys.contains(where: { $0.equalsIgnoringASCIICase("User-Agent") }) else { return fields }
@@ -43,17 +43,27 @@ enum HTTPHeaderFields {
     /// wire, and whatever follows would reach the server as fields (or a whole
     /// request) the caller never meant to send.
     static func check(_ name: String, _ value: String, url: URL) throws(ImagoError) {
-        // Byte by byte: every request's fields pass here, and a scalar beyond ASCII is
-        // no token character, as none of its UTF-8 bytes is.
-        guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
+        guard isFieldName(name) else {
             throw refusal(url, "the header name '\(shown(name))' is not a valid field name")
         }
+        guard !holdsLineBreak(value) else {
+            throw refusal(url, "the header \(name.debugDescription) holds a line break or NUL")
+        }
+    }
+
+    /// Whether `name` is an HTTP field name: a token (RFC 9110 §5.6.2).
+    package static func isFieldName(_ name: String) -> Bool {
+        // Byte by byte: every request's fields pass here, and a scalar beyond ASCII is
+        // no token character, as none of its UTF-8 bytes is.
+        !name.isEmpty && name.utf8.allSatisfy(isTokenByte)
+    }
+
+    /// Whether `value` holds a CR, LF or NUL, which would end the field early.
+    package static func holdsLineBreak(_ value: String) -> Bool {
         let breaks: (UInt8) -> Bool = { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
         // A native string's bytes are searched in place; the Accept field's long value
         // goes through here at every request.
-        guard !(value.utf8.withContiguousStorageIfAvailable { $0.contains(where: breaks) } ?? value.utf8.contains(where: breaks)) else {
-            throw refusal(url, "the header \(name.debugDescription) holds a line break or NUL")
-        }
+        return value.utf8.withContiguousStorageIfAvailable { $0.contains(where: breaks) } ?? value.utf8.contains(where: breaks)
     }
 
     private static func refusal(_ url: URL, _ reason: String) -> ImagoError {
