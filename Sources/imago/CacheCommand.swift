@@ -8,8 +8,9 @@ let cacheCommand = Command(
     synopsis: "stats|clear|prune|fill [--cache-dir DIR] [--size-limit BYTES] [--json] [fill: --count N --size BYTES [--start N]] | stats --redis URL[,URL...]",
     summary: """
         Look after the disk cache. stats: records and bytes held. clear: delete every \
-        record. prune: delete damaged, foreign and expired records and abandoned \
-        temporary files, then evict the least recently used down to the size limit. \
+        record. prune: delete damaged (every byte read against its checksum), foreign and \
+        expired records and abandoned temporary files, then evict the least recently \
+        used down to the size limit. \
         fill: write N records of pseudo-random bytes under the keys fill-START, \
         fill-START+1, ... and wait until they are on disk, to fill a cache for tests \
         and benchmarks (the body of fill-I is the same in every run). The default \
@@ -127,8 +128,11 @@ private func runCache(_ arguments: Arguments) async -> Int32 {
     let sizeLimit: Int
     var count = 0, size = 0, start = 0
     do throws(UsageError) {
-        guard arguments.positionals.count == 1, let first = arguments.positionals.first else {
+        guard let first = arguments.positionals.first else {
             throw UsageError(message: "cache needs one action: stats, clear, prune or fill")
+        }
+        guard arguments.positionals.count == 1 else {
+            throw UsageError(message: "cache takes one action, and '\(arguments.positionals[1])' came after \(first)")
         }
         guard ["stats", "clear", "prune", "fill"].contains(first) else {
             throw UsageError(message: "unknown cache action '\(first)' (stats, clear, prune or fill)")
@@ -189,7 +193,7 @@ private func runCache(_ arguments: Arguments) async -> Int32 {
             status = ExitStatus.someFailed
         }
     case "prune":
-        cache.prune()
+        cache.prune(readingWholeRecords: true)
         await cache.flush()
         // Counted from opening on: the first scan already evicts over the limit.
         result.removed = cache.statistics.evictions + cache.statistics.discarded

@@ -38,7 +38,10 @@ final class CountingLoader: DataLoading {
         do {
             let response = try await inner.loadData(for: request, options: options, progress: progress)
             bytes.withLock { $0 += response.data.count }
-            if let status = response.statusCode, policy.isRetryable(.httpStatus(status, url: url)) {
+            // A body cut short comes back as a response (the loader asks for those, to
+            // resume them), and is tried again as a failed transfer would be.
+            if response.isTruncated
+                || response.statusCode.map({ policy.isRetryable(.httpStatus($0, url: url)) }) == true {
                 _ = retryable.withLock { $0.insert(url) }
             }
             return response

@@ -6,7 +6,7 @@ import ImagoCommandLine
 /// what each holds; optionally writes the decoded image out again.
 let decodeCommand = Command(
     name: "decode",
-    synopsis: "FILE... [--thumbnail PX] [--memory-budget MIB] [--timeout SECONDS] [--out PATH | --out-dir DIR] [--json]",
+    synopsis: "FILE... [--thumbnail PX] [--max-pixels N] [--memory-budget MIB] [--timeout SECONDS] [--out PATH [--quality Q] | --out-dir DIR] [--json]",
     summary: """
         Decode image files (JPEG, PNG, GIF, WebP, BMP, ICO, TIFF, AVIF, HEIC, JPEG XL, SVG; the format is read from the bytes) and \
         print format, size, frames and orientation. A file that fails gets one line on \
@@ -63,16 +63,6 @@ private struct DecodeSummary: Encodable {
 private struct ImageOutput {
     let format: ImageFormat
     let quality: Int?
-
-    /// The output for a file, its format chosen by its extension.
-    init(for path: String, quality: Int?) throws(UsageError) {
-        let ext = (path as NSString).pathExtension
-        guard let format = ImageFormat(pathExtension: ext), ImageEncoders.encoder(for: format) != nil else {
-            throw UsageError(message: "cannot write '.\(ext)' files (supported: .png, .jpg, .webp)")
-        }
-        self.format = format
-        self.quality = quality
-    }
 }
 
 private func runDecode(_ arguments: Arguments) async -> Int32 {
@@ -86,8 +76,9 @@ private func runDecode(_ arguments: Arguments) async -> Int32 {
         if out != nil && outDir != nil { throw UsageError(message: "give --out or --out-dir, not both") }
         if out != nil && files.count != 1 { throw UsageError(message: "--out takes one FILE; use --out-dir for several") }
         let quality = try arguments.integer("--quality", in: 1...100)
-        if let out { writer = try ImageOutput(for: out, quality: quality) }
-        if let outDir { writer = try ImageOutput(for: (outDir as NSString).appendingPathComponent("image.png"), quality: nil) }
+        if quality != nil && out == nil { throw UsageError(message: "--quality is for the file --out writes") }
+        if let out { writer = ImageOutput(format: try outputFormat(of: out, option: "--out"), quality: quality) }
+        if outDir != nil { writer = ImageOutput(format: .png, quality: nil) }
         if let limit = try arguments.integer("--max-pixels", in: 1...Int.max) { options.maximumPixelCount = limit }
         if let pixels = try arguments.integer("--thumbnail", in: 1...100_000) { options.targetSize = .thumbnail(pixels) }
         if let mebibytes = try arguments.integer("--memory-budget", in: 1...(1 << 30)) { options.memoryBudget = mebibytes << 20 }

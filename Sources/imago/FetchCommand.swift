@@ -70,6 +70,9 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
         reader = try InputReader(arguments, command: "fetch")
         options = try LoaderOptions(arguments)
         thumbnail = try arguments.integer("--thumbnail", in: 1...100_000)
+        if arguments.flag("--events") && !arguments.flag("--json") {
+            throw UsageError(message: "--events prints JSON records: give --json too")
+        }
     } catch {
         Output.error(error.message)
         return ExitStatus.usage
@@ -87,7 +90,7 @@ private func runFetch(_ arguments: Arguments) async -> Int32 {
     }
     let bar = ProgressBar(total: reader.countAhead)
     let tally = Locked(Tally())
-    let events = json && arguments.flag("--events") ? FetchEventPrinter(loader) : nil
+    let events = arguments.flag("--events") ? FetchEventPrinter(loader) : nil
     let loads = Locked(0)
     let start = ContinuousClock.now
 

@@ -70,7 +70,8 @@ struct LoadSummary: Encodable {
         let tiers = ["memory", "recent", "disk", "revalidated", "shared", "network", "local"].compactMap { tier in hits[tier].map { "\($0) \(tier)" } }
         let retried = retries == 0 ? "" : " (\(retries) \(retries == 1 ? "retry" : "retries"))"
         var text = """
-            \(items) items, \(failed) failed, \(formatBytes(Int64(bytes))) in \(transfers) transfers\(retried), \
+            \(items) \(items == 1 ? "item" : "items"), \(failed) failed, \(formatBytes(Int64(bytes))) in \
+            \(transfers) \(transfers == 1 ? "transfer" : "transfers")\(retried), \
             answered by: \(tiers.isEmpty ? "none" : tiers.joined(separator: ", ")), \(String(format: "%.2f", seconds)) s
             """
         if let shared {

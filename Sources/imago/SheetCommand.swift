@@ -189,12 +189,11 @@ private func runSheet(_ arguments: Arguments) async -> Int32 {
             throw UsageError(message: "sheet needs -o PATH, where to write the sheet")
         }
         output = path
-        let ext = (path as NSString).pathExtension
-        guard let chosen = ImageFormat(pathExtension: ext), ImageEncoders.encoder(for: chosen) != nil else {
-            throw UsageError(message: "cannot write '.\(ext)' files (supported: .png, .jpg, .webp)")
-        }
-        format = chosen
+        format = try outputFormat(of: path, option: "-o")
         urls = try InputReader(arguments, command: "sheet").readAll()
+        guard !urls.isEmpty else {
+            throw UsageError(message: "sheet needs at least one URL, and --input \(arguments.string("--input") ?? "-") held none")
+        }
         options = try LoaderOptions(arguments)
         layout = SheetLayout(
             count: urls.count, cell: try arguments.integer("--size", in: 8...4096) ?? SheetLayout.defaultCell,

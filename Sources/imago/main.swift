@@ -22,7 +22,11 @@ if argv.first == "--version" {
     exit(ExitStatus.success)
 }
 // `imago help fetch`, as git and swift take it: the command's own help.
-if argv.first == "help", argv.count == 2, let command = commands.first(where: { $0.name == argv[1] }) {
+if argv.first == "help", argv.count == 2 {
+    guard let command = commands.first(where: { $0.name == argv[1] }) else {
+        Output.error("unknown command '\(argv[1])'\n\n" + usage())
+        exit(ExitStatus.usage)
+    }
     await command.main(["--help"])
 }
 guard let name = argv.first, name != "--help", name != "-h", name != "help" else {

@@ -167,6 +167,12 @@ import _ImagoTestSupport
             ["decode", "a.png", "b.png", "--out", "x.png"],
             ["decode", "a.png", "--out", "x.tga"],
             ["decode", "a.png", "--out", "x.jpg", "--quality", "0"],
+            ["decode", "a.png", "--quality", "80"],
+            ["decode", "a.png", "--out-dir", "d", "--quality", "80"],
+            ["decode", "a.png", "--out", "-"],
+            ["decode", "a.png", "--out", "/tmp"],
+            ["decode", "a.png", "--out", "noextension"],
+            ["decode", "a.png", "--out", "/nonexistent/folder/x.png"],
             ["decode", "a.png", "--frobnicate"],
             ["decode", "a.png", "--max-pixels", "many"],
             ["decode", "one/photo.png", "two/photo.jpg", "--out-dir", "out"],
@@ -180,6 +186,12 @@ import _ImagoTestSupport
         }
         let help = try await Tool.run(["decode", "--help"])
         #expect(help.status == 0 && help.stdout.contains("usage: imago decode"))
+        // Each output path that cannot be a file says why, not "cannot write '.' files".
+        for (path, reason) in [("-", "standard output"), ("/tmp", "is a directory"), ("noextension", "has no extension"),
+                               ("/nonexistent/folder/x.png", "there is no directory /nonexistent/folder")] {
+            let result = try await Tool.run(["decode", "a.png", "--out", path])
+            #expect(result.stderr.contains(reason), "\(path): \(result.stderr)")
+        }
     }
 
     /// The list of commands gives each one's first sentence whole, not cut at a full
@@ -204,8 +216,9 @@ import _ImagoTestSupport
             let help = try await Tool.run(["help", name])
             #expect(help.status == 0 && help.stdout.contains("usage: imago \(name)"), "\(name): \(help.stdout)")
         }
+        // An unknown command's help is an unknown command, as `imago nothing` is.
         let unknown = try await Tool.run(["help", "nothing"])
-        #expect(unknown.status == 0 && unknown.stdout.contains("commands:"))
+        #expect(unknown.status == 2 && unknown.stderr.contains("unknown command 'nothing'") && unknown.stdout.isEmpty, "\(unknown)")
     }
 
     @Test func aMissingFileIsReported() async throws {

@@ -146,6 +146,25 @@ import Darwin
         #expect(FileManager.default.fileExists(atPath: folder.url.appendingPathComponent("notes.txt").path))
     }
 
+    /// Damage anywhere in a record's bytes, not only its header, is what prune deletes;
+    /// the intact records stay.
+    @Test func pruneDeletesARecordWhoseBodyIsDamaged() async throws {
+        let dir = folder.url.path
+        let fill = try await Tool.run(["cache", "fill", "--cache-dir", dir, "--count", "5", "--size", "64K"])
+        #expect(fill.status == 0, "\(fill.stderr)")
+        let damaged = try #require(folder.records.keys.sorted().first)
+        let handle = try FileHandle(forUpdating: folder.url.appendingPathComponent(damaged))
+        try handle.seek(toOffset: 40_000)
+        let byte = try #require(handle.readData(ofLength: 1).first)
+        try handle.seek(toOffset: 40_000)
+        handle.write(Data([byte ^ 0x20]))
+        try handle.close()
+
+        let prune = try json(await Tool.run(["cache", "prune", "--cache-dir", dir, "--json"]))
+        #expect(prune["records"] as? Int == 4 && prune["removed"] as? Int == 1, "\(prune)")
+        #expect(folder.records.count == 4 && folder.records[damaged] == nil)
+    }
+
     @Test func aMissingDirectoryIsEmptyAndNotCreated() async throws {
         let missing = folder.url.appendingPathComponent("nowhere").path
         let stats = try await Tool.run(["cache", "stats", "--cache-dir", missing])
@@ -156,7 +175,7 @@ import Darwin
     @Test func badUsageExitsTwo() async throws {
         for arguments in [["cache"], ["cache", "bogus"], ["cache", "fill", "--size", "10"], ["cache", "fill", "--count", "1"],
                           ["cache", "stats", "--count", "3"], ["cache", "fill", "--count", "1", "--size", "ten"],
-                          ["cache", "stats", "prune"]] {
+                          ["cache", "stats", "prune"], ["cache", "stats", "extra"]] {
             let result = try await Tool.run(arguments)
             #expect(result.status == 2, "\(arguments)")
             #expect(result.stderr.hasPrefix("imago: "), "\(arguments)")

@@ -191,7 +191,7 @@ import _ImagoTestSupport
         defer { server.stop() }
         for arguments in [["fetch"], ["fetch", "--concurrency", "0", "http://x/"], ["fetch", "--timeout", "soon", "http://x/"],
                           ["fetch", "--input", "/nonexistent/list.txt"], ["fetch", "--bogus"],
-                          ["fetch", "--no-disk-cache", "--cache-dir", "/tmp/x", "http://x/"]] {
+                          ["fetch", "--no-disk-cache", "--cache-dir", "/tmp/x", "http://x/"], ["fetch", "--events", "http://x/"]] {
             let result = try await Tool.run(arguments)
             #expect(result.status == 2, "\(arguments)")
         }
@@ -277,6 +277,25 @@ import _ImagoTestSupport
         let json = try await Tool.run(["fetch", "--no-disk-cache", "--retries", "3", "--json"] + urls)
         let summary = try #require(JSONSerialization.jsonObject(with: Data(json.stdoutLines.last!.utf8)) as? [String: Any])["summary"] as? [String: Any]
         #expect(summary?["transfers"] as? Int == 4 && summary?["retries"] as? Int == 2, "\(json.stdout)")
+    }
+
+    /// A transfer cut short is tried again as a failed one is, and counted so: the
+    /// loader asks for cut bodies (to resume them), so it comes back as a response.
+    @Test func retriesOfTransfersCutShortAreCounted() async throws {
+        defer { server.stop() }
+        let jpeg = TestImages.jpeg
+        let attempts = Locked(0)
+        server.route("/cut.jpg") { _ in
+            let attempt = attempts.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            return attempt <= 2 ? .truncate(declaredLength: jpeg.count, actualBody: jpeg.prefix(jpeg.count / 2)) : .ok(jpeg)
+        }
+        let urls = [server.url("/cut.jpg").absoluteString, server.url("/0.png").absoluteString]
+        let result = try await Tool.run(["fetch", "--no-disk-cache", "--retries", "3"] + urls)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("in 4 transfers (2 retries)"), "\(result.stdout)")
     }
 
     @Test func foundationLeavesNoEmptyCacheFolders() async throws {

@@ -159,16 +159,17 @@ import _ImagoTestSupport
     @Test func aFailedWriteLeavesNothingHalfWritten() async throws {
         defer { cleanUp() }
         let url = server.url("/cmyk.jpg").absoluteString
-        // The path is a directory: the rename fails, and no temporary file is left.
+        // The path is a directory, or in a folder that does not exist: said before any
+        // load, and nothing written anywhere.
         let directory = folder.appendingPathComponent("taken.png")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let blocked = try await Tool.run(["sheet", "--no-disk-cache", "-o", directory.path, url])
-        #expect(blocked.status == 1 && blocked.stderr.contains("not written"), "\(blocked.stderr)")
+        #expect(blocked.status == 2 && blocked.stderr.contains("is a directory"), "\(blocked.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["taken.png"])
-        // A folder that does not exist: nothing written anywhere.
         let nowhere = folder.appendingPathComponent("no/such/folder/sheet.png").path
         let missing = try await Tool.run(["sheet", "--no-disk-cache", "-o", nowhere, url])
-        #expect(missing.status == 1 && !FileManager.default.fileExists(atPath: nowhere))
+        #expect(missing.status == 2 && missing.stderr.contains("there is no directory"), "\(missing.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: nowhere) && server.count(for: "/cmyk.jpg") == 0)
 
         // A run stopped while loading leaves an earlier sheet as it was.
         let out = folder.appendingPathComponent("sheet.png")
@@ -198,6 +199,7 @@ import _ImagoTestSupport
         for arguments in [["sheet", url], ["sheet", "-o", out], ["sheet", "-o", folder.appendingPathComponent("s.gif").path, url],
                           ["sheet", "-o", out, "--size", "0", url], ["sheet", "-o", out, "--columns", "x", url],
                           ["sheet", "-o", out, "--no-disk-cache", "--cache-dir", "/tmp/x", url],
+                          ["sheet", "-o", folder.appendingPathComponent("no/such/s.png").path, url], ["sheet", "-o", folder.path, url],
                           ["sheet", "-o", out, "--size", "4096", "--columns", "1"] + Array(repeating: url, count: 20)] {
             let result = try await Tool.run(arguments)
             #expect(result.status == 2, "\(arguments.prefix(6))")
@@ -205,6 +207,20 @@ import _ImagoTestSupport
         }
         #expect(!FileManager.default.fileExists(atPath: out))
         #expect(server.count(for: "/cmyk.jpg") == 0)
+    }
+
+    /// A list with no URL (empty, or only comments and blank lines) is bad usage, as
+    /// it is for fetch: a sheet of no cells is no picture.
+    @Test func aListWithNoURLIsBadUsage() async throws {
+        defer { cleanUp() }
+        let list = folder.appendingPathComponent("list.txt")
+        let out = folder.appendingPathComponent("s.png").path
+        for text in ["", "# nothing yet\n\n"] {
+            try Data(text.utf8).write(to: list)
+            let result = try await Tool.run(["sheet", "--input", list.path, "-o", out])
+            #expect(result.status == 2 && result.stderr.contains("held none"), "\(result)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: out))
     }
 }
 #endif

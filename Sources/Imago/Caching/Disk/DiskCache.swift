@@ -218,7 +218,7 @@ public final class DiskCache: Sendable {
         indexLoaded.enter()
         queue.async { [self] in
             DiskFiles.createDirectory(path)
-            rescan(checkingHeaders: false)
+            rescan(reading: .names)
             indexLoaded.leave()
         }
     }
@@ -372,12 +372,13 @@ public final class DiskCache: Sendable {
 
     /// Re-reads the directory in the background and enforces the size limit and the
     /// maximum age now, reading every file's header; also deletes files that are not
-    /// valid records and temporary files abandoned by dead processes. `flush()` waits
+    /// valid records and temporary files abandoned by dead processes, and with
+    /// `readingWholeRecords` records whose bytes fail their checksum. `flush()` waits
     /// for it.
-    package func prune() {
+    package func prune(readingWholeRecords: Bool = false) {
         queue.async { [self] in
             noteForeignChanges()
-            rescan(checkingHeaders: true)
+            rescan(reading: readingWholeRecords ? .wholeRecords : .headers)
         }
     }
 

@@ -42,7 +42,7 @@ extension DiskCache {
     func settle() {
         noteForeignChanges()
         let stale = sync.withLock { $0.foreignChange || $0.changedSinceScan }
-        if stale { rescan(checkingHeaders: false) }
+        if stale { rescan(reading: .names) }
     }
 
     /// Notes whether the directory changed since this process last changed it, which
@@ -54,7 +54,7 @@ extension DiskCache {
             guard sync.foreignChange else { return false }
             return sync.lastScan.map { ContinuousClock.now - $0 >= Self.rescanInterval } ?? true
         }
-        if due { rescan(checkingHeaders: false) }
+        if due { rescan(reading: .names) }
     }
 
     /// Records the directory as this process's own change left it.
@@ -66,11 +66,21 @@ extension DiskCache {
         }
     }
 
+    /// How much of each file a scan reads.
+    enum ScanDepth {
+        /// Names and sizes only.
+        case names
+        /// Every record's header: the maximum age is exact and foreign files go too.
+        case headers
+        /// Every byte, against the checksum: damaged bodies go too, which a load
+        /// otherwise finds only when it next reads the record.
+        case wholeRecords
+    }
+
     /// Rebuilds the index from the directory: picks up other processes' files, drops
     /// entries whose files are gone, deletes expired records and abandoned temporary
-    /// files, then evicts down to the size limit. With `checkingHeaders`, every
-    /// record's header is read, so the maximum age is exact and foreign files go too.
-    func rescan(checkingHeaders: Bool) {
+    /// files (and, deeper, foreign and damaged ones), then evicts down to the size limit.
+    func rescan(reading depth: ScanDepth) {
         let time = now().timeIntervalSince1970
         state.withLock { $0.deletedDuringScan = [] }
         var found: [ScannedFile] = []
@@ -83,8 +93,9 @@ extension DiskCache {
             var info = stat()
             guard stat(filePath(name), &info) == 0, DiskFiles.isRegularFile(info) else { continue }
             var file = ScannedFile(name: name, size: Int(info.st_size), lastUse: DiskFiles.modificationTime(info))
-            if checkingHeaders {
-                if let header = RecordFile.header(at: filePath(name)), header.fileSize == file.size {
+            if depth != .names {
+                let header = depth == .wholeRecords ? RecordFile.intactHeader(at: filePath(name)) : RecordFile.header(at: filePath(name))
+                if let header, header.fileSize == file.size {
                     file.storedAt = header.storedAt
                 } else {
                     file.valid = false
