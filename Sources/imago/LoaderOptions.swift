@@ -143,7 +143,7 @@ struct LoaderOptions {
         .value("--concurrency", "N", "loads at once (default 8)"),
         .value("--cache-dir", "DIR", "the disk cache's directory (default: the user's cache directory, imago/)"),
         .flag("--no-disk-cache", "keep nothing on disk and use nothing kept there"),
-        .value("--timeout", "SECONDS", "bound on each whole load (default 60; inf for none)"),
+        .value("--timeout", "SECONDS", "bound on each whole load, from when it is queued: the wait for one of the --concurrency transfers (twice as many loads as those, and one a core, are queued at a time), the transfer with its retries and the decode (default 60; inf for none)"),
         .value("--retries", "N", "retries of a transient failure (default 2)"),
         .value("--loader", "NAME", "the HTTP client: \(networkLoaders.joined(separator: " or ")) (default: curl on Linux, urlsession elsewhere)"),
         .value("--header", "'NAME: VALUE'", "send this header field with every request (Authorization, say); repeat it for more fields. A response to a request with credentials goes into the --redis tier only when the server allows it"),

@@ -247,11 +247,33 @@ import Foundation
     /// it, it is no HTTP-date and would be ignored, so it goes as an IMF-fixdate.
     var conditionalHeaders: [String: String] {
         var headers: [String: String] = [:]
-        if let etag { headers["If-None-Match"] = etag }
+        if let etag, HTTPHeaderFields.isSendableValue(etag) { headers["If-None-Match"] = etag }
         if let lastModified, let lastModifiedDate {
             headers["If-Modified-Since"] = HTTPDate.isSpelledAsTheGrammar(lastModified) ? lastModified : HTTPDate.format(lastModifiedDate)
         }
         return headers
+    }
+
+    /// Whether a 304 with `headers`, answering a request that sent `validators`
+    /// (`conditionalHeaders`), is about the response they came from (RFC 9111
+    /// §4.3.4): an ETag it carries is the one sent (compared weakly, as servers that
+    /// compress weaken theirs), or a Last-Modified the date sent. A server whose
+    /// handler answers 304 to a matching date while its ETag moved on says so with
+    /// the new ETag; applied to the kept bytes, it would confirm them for good.
+    static func notModified(_ headers: [String: String], answers validators: [String: String]) -> Bool {
+        let fields = fields(headers)
+        func opaque(_ tag: String) -> Substring {
+            let tag = tag.trimmingHTTPWhitespace
+            return tag.hasPrefix("W/") ? tag.dropFirst(2) : tag[...]
+        }
+        if let etag = fields["etag"], !etag.trimmingHTTPWhitespace.isEmpty {
+            return validators["If-None-Match"].map { opaque($0) == opaque(etag) } ?? false
+        }
+        if let lastModified = fields["last-modified"].flatMap({ HTTPDate.parse($0.trimmingHTTPWhitespace) }),
+           let sent = validators["If-Modified-Since"].flatMap({ HTTPDate.parse($0) }) {
+            return lastModified == sent
+        }
+        return true
     }
 
     /// The metadata after the server answered a revalidation with `headers`.
@@ -380,8 +402,10 @@ import Foundation
             ageValue = CacheControl.deltaSeconds(first.trimmingHTTPWhitespace) ?? ageValue
         }
         if let value = fields["etag"] {
+            // One that could not go back in `If-None-Match` is no validator: sent, it
+            // would fail every later request; the response is fetched again instead.
             let trimmed = value.trimmingHTTPWhitespace
-            etag = trimmed.isEmpty ? nil : trimmed
+            etag = trimmed.isEmpty || !HTTPHeaderFields.isSendableValue(trimmed) ? nil : trimmed
         }
         if let value = fields["last-modified"] {
             let trimmed = value.trimmingHTTPWhitespace

@@ -56,12 +56,26 @@ struct PartialBody: Sendable {
         HTTPCacheMetadata.selection(ofVary: vary, in: fields) == selection
     }
 
-    /// The strong ETag, else the Last-Modified date.
+    /// The strong ETag, else the Last-Modified date, as the server gave it: `If-Range`
+    /// is compared byte for byte. Only one that can be sent back as it is (no control
+    /// character, a date in the grammar's spelling): sent, anything else would fail or
+    /// go without its `If-Range`, asking for a range of whatever the server has now.
     private static func validator(_ headers: [String: String]) -> String? {
-        if let etag = headers["etag"]?.trimmingCharacters(in: .whitespaces), etag.hasPrefix("\""), etag.count > 1 {
-            return etag
+        if let etag = headers["etag"]?.trimmingHTTPWhitespace, etag.hasPrefix("\""), etag.count > 1 {
+            return HTTPHeaderFields.isSendableValue(etag) ? etag : nil
         }
-        return headers["last-modified"].flatMap { $0.isEmpty ? nil : $0 }
+        return headers["last-modified"].map(\.trimmingHTTPWhitespace).flatMap { date in
+            HTTPDate.parse(date) != nil && HTTPDate.isSpelledAsTheGrammar(date) && HTTPHeaderFields.isSendableValue(date) ? date : nil
+        }
+    }
+
+    /// Whether a 206 is of the representation these bytes are: it carries the same
+    /// validator (RFC 9110 §15.3.7.3: parts combine only under one strong validator).
+    /// A server that ignores `If-Range` answers a changed resource with a range of
+    /// the new one, which joined onto these bytes would be neither.
+    private func isSameRepresentation(_ headers: [String: String]) -> Bool {
+        if validator.hasPrefix("\"") { return headers["etag"]?.trimmingHTTPWhitespace == validator }
+        return headers["last-modified"].flatMap { HTTPDate.parse($0.trimmingHTTPWhitespace) } == HTTPDate.parse(validator)
     }
 
     private static func isIdentity(_ headers: [String: String]) -> Bool {
@@ -94,7 +108,7 @@ struct PartialBody: Sendable {
         switch response.statusCode {
         case 206:
             guard let range = Self.contentRange(response.headers["content-range"]), range.start == Int64(data.count),
-                  Self.isIdentity(response.headers), !response.data.isEmpty || response.isTruncated
+                  Self.isIdentity(response.headers), isSameRepresentation(response.headers), !response.data.isEmpty || response.isTruncated
             else { return .startOver }
             var whole = data
             whole.append(response.data)

@@ -200,7 +200,8 @@ struct OriginalDataStage: Sendable {
 
     /// Fetches the bytes, retrying per the policy; a non-2xx status is an error,
     /// except a 304 answering a conditional request (`extraHeaders` carries the
-    /// validators then).
+    /// validators then) about the response they came from: one naming another
+    /// validator has not got the server's image, which is asked for again.
     ///
     /// A transfer cut short after a response that allows it is resumed, as Nuke
     /// does: the next attempt asks for the rest (`Range`, `If-Range`), and what
@@ -211,12 +212,13 @@ struct OriginalDataStage: Sendable {
     /// transfer started: a request wanting previews that joins later gets them only
     /// if one already did. A revalidation in the background never does.
     private func fetch(previews: Bool, extraHeaders: [String: String] = [:]) async throws(ImagoError) -> (DataResponse, Int) {
-        let urlRequest = try configuration.urlRequest(for: request, validators: extraHeaders)
+        var validators = extraHeaders
+        var conditionalRequest = try configuration.urlRequest(for: request, validators: validators)
         let url = request.url
         let wantsPartial = request.options.contains(.allowsPartialImages)
-        let method = urlRequest.httpMethod?.uppercased() ?? "GET"
+        let method = conditionalRequest.httpMethod?.uppercased() ?? "GET"
         // Only a plain GET over the network, which asks for no range of its own.
-        let resumable = !configuration.dataLoader.isLocal(url) && method == "GET" && urlRequest.value(forHTTPHeaderField: "Range") == nil
+        let resumable = !configuration.dataLoader.isLocal(url) && method == "GET" && conditionalRequest.value(forHTTPHeaderField: "Range") == nil
         let kept = resumable ? configuration.partialBodies : nil
         let options = DataLoadingOptions(acceptsTruncatedBody: wantsPartial || resumable, reportsChunks: previews)
         // What the server chose by the request's fields (`Vary`) is continued only
@@ -228,7 +230,7 @@ struct OriginalDataStage: Sendable {
             attempt += 1
             let error: ImagoError
             var retryAfter: String?
-            var urlRequest = urlRequest
+            var urlRequest = conditionalRequest
             if let resume {
                 for (name, value) in resume.requestHeaders { urlRequest.setValue(value, forHTTPHeaderField: name) }
             }
@@ -291,7 +293,17 @@ struct OriginalDataStage: Sendable {
                     throw response.endedEarly ?? TransferFailure.connectionEnded(
                         lost: false, received: Int64(response.data.count), expected: nil).error(url: url)
                 }
-                if let status = response.statusCode, !(200..<300).contains(status), !(status == 304 && !extraHeaders.isEmpty) {
+                if response.statusCode == 304, !validators.isEmpty,
+                   !HTTPCacheMetadata.notModified(response.headers, answers: validators) {
+                    // A 304 naming another validator than the kept response's: the
+                    // server's image is not the one kept, and the 304 has not got it.
+                    // Asked again at once without conditions: not a failed attempt.
+                    validators = [:]
+                    conditionalRequest = try configuration.urlRequest(for: request, validators: validators)
+                    attempt -= 1
+                    continue
+                }
+                if let status = response.statusCode, !(200..<300).contains(status), !(status == 304 && !validators.isEmpty) {
                     retryAfter = response.headers["retry-after"]
                     throw .httpStatus(status, url: url.absoluteString)
                 }

@@ -66,6 +66,12 @@ package enum HTTPHeaderFields {
         return value.utf8.withContiguousStorageIfAvailable { $0.contains(where: breaks) } ?? value.utf8.contains(where: breaks)
     }
 
+    /// Whether `value` can be sent as a field value as it is: no control character
+    /// but tab (RFC 9110 §5.5). What a server gave (a validator) goes back only then.
+    package static func isSendableValue(_ value: String) -> Bool {
+        !value.utf8.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
+    }
+
     private static func refusal(_ url: URL, _ reason: String) -> ImagoError {
         .invalidRequest(url: url.absoluteString, reason: reason + "; the request was not sent")
     }
