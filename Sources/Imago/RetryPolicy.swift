@@ -18,7 +18,9 @@ import FoundationNetworking
 /// Delays grow exponentially from `baseDelay` by `multiplier` up to `maximumDelay`,
 /// with full jitter (a uniform draw between zero and the computed delay) so that
 /// clients that failed together do not return together. A server's `Retry-After`
-/// replaces the computed delay, capped at `maximumDelay`.
+/// replaces the computed delay; one asking for longer than `maximumDelay` ends the
+/// load instead, as asking again sooner than the server said would only be refused
+/// again (the failure remembers when to come back: `RecentFailures`).
 ///
 /// `delay(afterAttempt:error:retryAfter:now:)` is pure given the `jitter` function:
 /// tests inject one to make it deterministic.
@@ -29,7 +31,8 @@ public struct RetryPolicy: Sendable {
     public var baseDelay: Double
     /// How much the ceiling grows with each further retry.
     public var multiplier: Double
-    /// The longest wait, in seconds, for computed delays and `Retry-After` alike.
+    /// The longest wait, in seconds, for computed delays; a `Retry-After` beyond it
+    /// is not waited for.
     public var maximumDelay: Double
     /// Picks the actual delay given the computed ceiling; must return a value in
     /// `0...ceiling` (results outside are clamped).
@@ -79,12 +82,13 @@ public struct RetryPolicy: Sendable {
     ///   - attempt: the number of the attempt that failed, 1 for the first.
     ///   - error: why it failed; only transient failures are retried.
     ///   - retryAfter: the failed response's `Retry-After` header, if any: seconds or
-    ///     an HTTP-date; it replaces the computed backoff, capped at `maximumDelay`.
+    ///     an HTTP-date; it replaces the computed backoff, and beyond `maximumDelay`
+    ///     means no retry.
     ///   - now: the time an HTTP-date is measured from.
     @_spi(Internals) public func delay(afterAttempt attempt: Int, error: ImagoError, retryAfter: String?, now: Date = Date()) -> Double? {
         guard attempt < maximumAttempts, isRetryable(error) else { return nil }
         if let retryAfter, let seconds = Self.retryAfterSeconds(retryAfter, now: now) {
-            return min(seconds, max(maximumDelay, 0))
+            return seconds <= max(maximumDelay, 0) ? seconds : nil
         }
         let ceiling = backoff(afterAttempt: attempt)
         return min(max(jitter(ceiling), 0), ceiling)

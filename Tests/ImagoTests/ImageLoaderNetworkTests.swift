@@ -92,6 +92,29 @@ import _ImagoTestSupport
         #expect(server.count(for: "/limited") == 2)
     }
 
+    /// A server asking for longer than the policy ever waits is not asked again
+    /// within the load, which fails at once with its status: a retry at the policy's
+    /// cap, sooner than the server said, would be refused again.
+    @Test func aRetryAfterBeyondThePolicysLongestWaitEndsTheLoad() async throws {
+        defer { server.stop() }
+        server.route("/closed") { _ in .text("come back in an hour", status: 503, headers: ["Retry-After": "3600"]) }
+        guard case .failure(.httpStatus(503, _)) = await load("/closed") else { Issue.record("not a 503"); return }
+        #expect(server.count(for: "/closed") == 1)
+    }
+
+    /// A 2xx that says it has no body fails with its status, not as an image that
+    /// did not decode.
+    @Test func noContentFailsWithItsStatus() async throws {
+        defer { server.stop() }
+        for status in [204, 205] {
+            server.route("/empty\(status)") { _ in .init(status: status) }
+            guard case .failure(.httpStatus(status, _)) = await load("/empty\(status)") else {
+                Issue.record("\(status) not reported as its status")
+                continue
+            }
+        }
+    }
+
     @Test func aStalledResponseFailsAtTheLoadingTimeout() async throws {
         defer { server.stop() }
         loader.loadingTimeout = 1

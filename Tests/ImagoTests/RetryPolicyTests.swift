@@ -59,8 +59,12 @@ import _ImagoTestSupport
         let busy = ImagoError.httpStatus(429, url: "http://x/")
         #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "3") == 3)
         #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: " 0 ") == 0)
-        #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "120") == 10)
-        #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "99999999999999999999999") == 10)
+        #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "10") == 10)
+        // Longer than the policy waits: asked again sooner, the server would refuse
+        // again; the load ends instead.
+        #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "11") == nil)
+        #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "120") == nil)
+        #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "99999999999999999999999") == nil)
         // Garbage is ignored: the computed backoff applies.
         #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "soon") == 0.5)
         #expect(policy.delay(afterAttempt: 1, error: busy, retryAfter: "-5") == 0.5)
@@ -76,9 +80,9 @@ import _ImagoTestSupport
         #expect(policy.delay(afterAttempt: 1, error: unavailable, retryAfter: "Wed, 21 Oct 2015 07:28:05 GMT", now: now) == 5)
         #expect(policy.delay(afterAttempt: 1, error: unavailable, retryAfter: "Wednesday, 21-Oct-15 07:28:30 GMT", now: now) == 30)
         #expect(policy.delay(afterAttempt: 1, error: unavailable, retryAfter: "Wed Oct 21 07:28:45 2015", now: now) == 45)
-        // In the past: go now. Far in the future: the cap.
+        // In the past: go now. Far in the future: not within this load.
         #expect(policy.delay(afterAttempt: 1, error: unavailable, retryAfter: "Wed, 21 Oct 2015 07:00:00 GMT", now: now) == 0)
-        #expect(policy.delay(afterAttempt: 1, error: unavailable, retryAfter: "Thu, 22 Oct 2015 07:28:00 GMT", now: now) == 60)
+        #expect(policy.delay(afterAttempt: 1, error: unavailable, retryAfter: "Thu, 22 Oct 2015 07:28:00 GMT", now: now) == nil)
         #expect(RetryPolicy.retryAfterSeconds("Wed, 32 Oct 2015 07:28:05 GMT", now: now) == nil)
     }
 

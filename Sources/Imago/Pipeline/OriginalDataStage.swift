@@ -303,7 +303,10 @@ struct OriginalDataStage: Sendable {
                     attempt -= 1
                     continue
                 }
-                if let status = response.statusCode, !(200..<300).contains(status), !(status == 304 && !validators.isEmpty) {
+                // 204 and 205 say there is no body: the status is the reason, not a
+                // failed decode of nothing.
+                if let status = response.statusCode, !(200..<300).contains(status) || status == 204 || status == 205,
+                   !(status == 304 && !validators.isEmpty) {
                     retryAfter = response.headers["retry-after"]
                     throw .httpStatus(status, url: url.absoluteString)
                 }
