@@ -181,7 +181,7 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
         case .timedOut(let url, let seconds):
             return "\(url): not loaded within \(seconds.formatted()) s"
         case .responseTooLarge(let url, let limit):
-            return "\(url): the response is larger than the limit of \(limit) bytes"
+            return "\(url): the \(url.hasPrefix("file:") ? "file" : "response") is larger than the limit of \(limit) bytes"
         case .redirectRefused(let url, let reason):
             return "\(url): redirect refused: \(reason)"
         case .cancelled:

@@ -165,7 +165,12 @@ private struct OrderedOutput {
 private func decodeFile(_ file: String, to target: String?, writer: ImageOutput?, options: DecodingOptions) -> DecodeRecord {
     var record = DecodeRecord(file: file, ok: true)
     do throws(ImagoError) {
-        let data = try LocalDataLoader.contentsOfFile(atPath: file)
+        // The user's own file, read whole: bounded by what its decode may hold at
+        // full size (eight bytes a pixel of the pixel limit), not by the loader's
+        // limit for what a server sends.
+        let (budget, overflow) = options.maximumPixelCount.multipliedReportingOverflow(by: 8)
+        let data = try LocalDataLoader.contentsOfFile(
+            atPath: file, limit: max(HTTPLoaderConfiguration.defaultMaximumResponseSize, overflow ? .max : budget))
         let image = try ImageDecoders.Registry.shared.decode(data, options: options)
         record.format = image.format.rawValue
         record.width = image.width

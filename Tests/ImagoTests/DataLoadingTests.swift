@@ -676,10 +676,13 @@ import _ImagoTestSupport
         #expect(device.error == .fileError(path: "/dev/zero", reason: "is not a regular file", errno: nil))
         #endif
         let small = LocalDataLoader(maximumSize: 100)
-        guard case .failure(.responseTooLarge) = await Self.load(small, file) else {
+        let tooBig = await Self.load(small, file).error
+        guard case .responseTooLarge = tooBig else {
             Issue.record("a file over the limit was read")
             return
         }
+        // Said of a file as a file, not as a server's response.
+        #expect(tooBig?.description.hasSuffix(": the file is larger than the limit of 100 bytes") == true, "\(String(describing: tooBig))")
         let remote = try #require(URL(string: "file://fileserver/share/a.png"))
         guard case .failure(.invalidURL) = await Self.load(loader, remote) else {
             Issue.record("a file URL on another host was accepted")

@@ -221,6 +221,21 @@ import _ImagoTestSupport
         #expect(unknown.status == 2 && unknown.stderr.contains("unknown command 'nothing'") && unknown.stdout.isEmpty, "\(unknown)")
     }
 
+    /// A file of the user's own is read whatever the loader's limit for a server's
+    /// response (64 MiB): a 70 MB file is decoded (here, found not to be an image),
+    /// not refused for its size; the pixel limit bounds what it may cost.
+    @Test func aLargeFileIsDecodedNotRefused() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("imago-large-\(UUID()).tif")
+        defer { try? FileManager.default.removeItem(at: file) }
+        #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.truncate(atOffset: 70_000_000)
+        try handle.close()
+        let result = try await Tool.run(["decode", file.path])
+        #expect(result.status == 1 && result.stderr.contains("not an image"), "\(result.stderr)")
+        #expect(!result.stderr.contains("larger than the limit"))
+    }
+
     @Test func aMissingFileIsReported() async throws {
         let result = try await Tool.run(["decode", "/nonexistent/photo.jpg"])
         #expect(result.status == 1)
