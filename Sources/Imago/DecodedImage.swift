@@ -52,12 +52,20 @@ public struct DecodedImage: Sendable {
             self.notes = notes
         }
 
-        /// The same, with another origin and other notes.
-        func with(platformOrigin: (any AnyObject & Sendable)?, notes: [String]) -> Storage {
+        /// The same, with another origin and other notes, or said to be partial.
+        func with(platformOrigin: (any AnyObject & Sendable)?, notes: [String], isPartial: Bool? = nil) -> Storage {
             Storage(
                 firstFrame: firstFrame, animation: animation, loopCount: loopCount, format: format,
-                orientation: orientation, isPartial: isPartial, platformOrigin: platformOrigin, notes: notes)
+                orientation: orientation, isPartial: isPartial ?? self.isPartial, platformOrigin: platformOrigin, notes: notes)
         }
+    }
+
+    /// The same image, said to be partial: its frames (an animation's still on
+    /// demand) and notes as they are.
+    var markedPartial: DecodedImage {
+        var image = self
+        image.storage = storage.with(platformOrigin: storage.platformOrigin, notes: storage.notes, isPartial: true)
+        return image
     }
 
     private var storage: Storage

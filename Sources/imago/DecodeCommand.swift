@@ -200,7 +200,11 @@ private func describe(_ image: DecodedImage) -> String {
     }
     if image.orientation != .up { text += ", EXIF orientation \(image.orientation.rawValue) applied" }
     if image.bitmap.hasAlpha { text += ", alpha" }
-    if image.isPartial { text += ", partial: the file ends early and the rest is filled" }
+    if image.isPartial {
+        text += image.isAnimated || image.format == .gif
+            ? ", partial: the file ends early, and the frames that arrived are shown"
+            : ", partial: the file ends early and the rest is filled"
+    }
     for note in image.notes { text += "; " + note }
     return text
 }

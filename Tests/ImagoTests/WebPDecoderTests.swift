@@ -205,8 +205,9 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
     // MARK: Corrupt data
 
     /// A still cut short shows the rows received, the rest transparent, and says it
-    /// is partial; an animation cut short, or a still cut before its first row,
-    /// fails as data that ends early.
+    /// is partial; an animation cut short plays the frames that arrived whole, as
+    /// browsers do, and says it is partial; a still cut before its first row, or an
+    /// animation before its first whole frame, fails as data that ends early.
     @Test(Corpus.available, arguments: WebPSample.all)
     func truncatedCopiesShowTheirRowsOrThrow(_ sample: WebPSample) throws {
         let data = try Corpus.data(sample.file)
@@ -214,8 +215,16 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
         for length in Set([data.count / 10, data.count / 2, data.count * 9 / 10, data.count - 1]) {
             do {
                 let image = try decoder.decode(data.prefix(length), options: DecodingOptions())
-                #expect(sample.frames == 1 && image.isPartial, "\(sample.path) cut to \(length) decoded whole")
+                #expect(image.isPartial, "\(sample.path) cut to \(length) decoded whole")
                 #expect(image.width == whole.width && image.height == whole.height)
+                if sample.frames > 1 {
+                    let frames = image.frames, wholeFrames = whole.frames
+                    #expect(frames.count < sample.frames, "\(sample.path) cut to \(length): \(frames.count) frames")
+                    for (index, frame) in frames.enumerated() {
+                        #expect(frame.bitmap == wholeFrames[index].bitmap, "\(sample.path) cut to \(length), frame \(index)")
+                        #expect(frame.duration == wholeFrames[index].duration)
+                    }
+                }
             } catch {
                 guard case .decodingFailed(.webp, let reason, _, _) = error else {
                     Issue.record("\(sample.path) cut to \(length): \(error)")
@@ -224,6 +233,13 @@ struct WebPSample: Sendable, CustomTestStringConvertible {
                 #expect(reason == "the data ends before the image does", "\(sample.path) cut to \(length)")
             }
         }
+    }
+
+    /// An animation cut in its last frame plays the three that came whole.
+    @Test(Corpus.available) func anAnimationCutInItsLastFramePlaysTheOthers() throws {
+        let data = try Corpus.data("webp/image-webp/animated/random_lossy.webp")
+        let image = try decoder.decode(data.prefix(data.count - 200), options: DecodingOptions())
+        #expect(image.isPartial && image.frameCount == 3 && image.loopCount == 0)
     }
 
     /// The rows of a still cut short are the whole image's, but for the last few

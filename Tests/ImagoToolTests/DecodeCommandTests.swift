@@ -20,8 +20,9 @@ import _ImagoTestSupport
     }
 
     /// Files that must fail: corrupt on purpose, JPEG variants beyond libjpeg-turbo 2.1,
-    /// truncated copies of an animated WebP, and JPEG, PNG and WebP stills cut before
-    /// their first pixel (cut later, they decode what arrived, as browsers show it).
+    /// JPEG, PNG and WebP stills cut before their first pixel, and an animated WebP
+    /// before its first whole frame (cut later, they decode what arrived, as browsers
+    /// show it).
     static func failingFiles(truncatedInto folder: URL) throws -> [URL] {
         let corruptPNG = try Corpus.files("png/pngsuite", ext: "png").filter { $0.lastPathComponent.hasPrefix("x") }
         let crashGIF = try Corpus.files("gif/image-gif/crashtest", ext: "gif")
@@ -41,7 +42,9 @@ import _ImagoTestSupport
             case _ where !path.contains("animated"):
                 // A still: up to its first image chunk's header (ALPH, then VP8).
                 [data.prefix(20), data.prefix(40), data.prefix(data.firstRange(of: Data("ALPH".utf8))!.lowerBound + 8)]
-            default: truncations(of: data)
+            default:
+                // An animation: within its first frame.
+                [data.prefix(20), data.prefix(40), data.prefix(data.firstRange(of: Data("ANMF".utf8))!.lowerBound + 40)]
             }
             for (index, cut) in cuts.enumerated() {
                 let url = folder.appendingPathComponent("cut\(index)-" + (path as NSString).lastPathComponent)

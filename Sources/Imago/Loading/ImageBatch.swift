@@ -27,7 +27,7 @@ extension ImageLoader {
     ///     case .success(let response):
     ///         try response.image.write(to: folder.appendingPathComponent("\(item.index).jpg"))
     ///     case .failure(let error):
-    ///         print("\(item.request.url): \(error)")
+    ///         print(error)  // it names its URL
     ///     }
     /// }
     /// ```
@@ -67,7 +67,7 @@ extension ImageLoader {
     /// let loader = ImageLoader(configuration: .server())
     /// let requests = urls.lazy.map { ImageRequest(url: $0, targetSize: .thumbnail(256)) }
     /// await loader.loadEach(requests) { item in
-    ///     if case .failure(let error) = item.result { print("\(item.request.url): \(error)") }
+    ///     if case .failure(let error) = item.result { print(error)  // it names its URL }
     /// }
     /// ```
     public func loadEach<Requests: Sequence<ImageRequest>>(

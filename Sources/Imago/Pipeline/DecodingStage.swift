@@ -86,13 +86,6 @@ struct DecodingStage: ImageStage {
     }
 }
 
-extension DecodedImage {
-    /// The same image, said to be partial.
-    fileprivate var markedPartial: DecodedImage {
-        DecodedImage(frames: frames, loopCount: loopCount, format: format, orientation: orientation, isPartial: true)
-    }
-}
-
 extension Result {
     fileprivate var isFailure: Bool {
         if case .failure = self { true } else { false }

@@ -25,8 +25,9 @@ extension ImageDecoders {
         ///
         /// A still whose data ends early decodes as far as it goes, as browsers show it:
         /// the rows received, the rest transparent, and the image says `isPartial`; one
-        /// cut before its first row fails, as an animation cut short does (its frames
-        /// are whole or not shown).
+        /// cut before its first row fails. An animation cut short plays the frames that
+        /// arrived whole, as browsers play one still loading (and as a GIF cut short
+        /// does here), and says `isPartial`; one cut before its first whole frame fails.
         @_spi(Internals) public func decode(_ data: Data, options: DecodingOptions) throws(ImagoError) -> DecodedImage {
             try data.withBytes { bytes throws(ImagoError) in try decode(bytes, options: options) }
         }
@@ -56,9 +57,15 @@ extension ImageDecoders {
                     WebPDemuxDelete(partial)
                     throw Self.failure("the RIFF container is malformed")
                 }
-                // A still cut short shows its rows received; an animation's frames are
-                // whole or not shown.
-                guard config.input.has_animation == 0, state == WEBP_DEMUX_PARSED_HEADER || state == WEBP_DEMUX_PARSING_HEADER else {
+                // A still cut short shows its rows received; an animation, the frames
+                // that arrived whole.
+                if config.input.has_animation != 0 {
+                    let whole = state == WEBP_DEMUX_PARSED_HEADER ? Self.wholeFrames(partial, base: base, count: bytes.count) : nil
+                    WebPDemuxDelete(partial)
+                    guard let whole else { throw Self.failure("the data ends before the image does") }
+                    return try decode(whole, options: options).markedPartial
+                }
+                guard state == WEBP_DEMUX_PARSED_HEADER || state == WEBP_DEMUX_PARSING_HEADER else {
                     WebPDemuxDelete(partial)
                     throw Self.failure("the data ends before the image does")
                 }
@@ -101,6 +108,30 @@ extension ImageDecoders {
             return ColourManagement.convert(
                 DecodedImage(bitmap: bitmap.applying(appliedOrientation), format: .webp, orientation: orientation, isPartial: endsEarly),
                 description: colours)
+        }
+
+        /// An animation cut short, as the container it would be had it ended after its
+        /// last whole frame: the bytes up to the end of that frame's chunk, the RIFF
+        /// size saying so. Nil when no frame arrived whole. What followed the frames
+        /// (EXIF, XMP) is gone with the rest; the ICC profile and the animation's
+        /// settings come before them.
+        private static func wholeFrames(_ demux: OpaquePointer, base: UnsafePointer<UInt8>, count: Int) -> Data? {
+            var end = 0
+            var iterator = WebPIterator()
+            var number: Int32 = 1
+            while WebPDemuxGetFrame(demux, number, &iterator) != 0 {
+                defer { WebPDemuxReleaseIterator(&iterator) }
+                guard iterator.complete != 0, let start = iterator.fragment.bytes else { break }
+                end = start - base + iterator.fragment.size
+                number += 1
+            }
+            guard end > 12 else { return nil }
+            // Chunks are padded to an even length.
+            if end % 2 == 1, end < count { end += 1 }
+            var data = Data(bytes: base, count: end)
+            let riffSize = UInt32(end - 8).littleEndian
+            withUnsafeBytes(of: riffSize) { data.replaceSubrange(4..<8, with: $0) }
+            return data
         }
 
         /// The ICCP chunk's profile, or nil.
