@@ -11,6 +11,17 @@ import _ImagoTestSupport
     static let red = pngData(33)
     static let green = pngData(77)
     static let lastModified = "Tue, 01 Dec 2026 10:00:00 GMT"
+    let server = TestServer()
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imago-validators-\(UUID())")
+
+    init() throws {
+        try server.start()
+    }
+
+    func cleanUp() {
+        server.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
 
     func loader(_ kind: LoaderKind, disk: DiskCache, partialBodies: PartialBodies? = nil) -> ImageLoader {
         ImageLoader(
@@ -26,13 +37,7 @@ import _ImagoTestSupport
     /// would confirm the old one for good (its next revalidation sends the new ETag).
     @Test(arguments: LoaderKind.all)
     func a304NamingAnotherETagIsNotAppliedToTheKeptImage(_ kind: LoaderKind) async throws {
-        let server = TestServer()
-        try server.start()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imago-validators-\(UUID())")
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
+        defer { cleanUp() }
         let version = Locked(1)
         server.route("/photo.png") { request in
             let current = version.withLock { $0 }
@@ -68,13 +73,7 @@ import _ImagoTestSupport
     /// validator: the stale image is fetched again, unconditionally.
     @Test(arguments: LoaderKind.all)
     func anETagThatCannotBeSentBackIsNoValidator(_ kind: LoaderKind) async throws {
-        let server = TestServer()
-        try server.start()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imago-validators-\(UUID())")
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
+        defer { cleanUp() }
         server.route("/photo.png", data: Self.red, headers: ["ETag": "\"a\rb\"", "Cache-Control": "max-age=0"])
         let url = server.url("/photo.png")
         let disk = DiskCache(directory: directory)
@@ -92,9 +91,7 @@ import _ImagoTestSupport
     /// only under the validator the first half came with; otherwise the whole again.
     @Test(arguments: LoaderKind.all)
     func aRangeOfAnotherRepresentationIsNotJoined(_ kind: LoaderKind) async throws {
-        let server = TestServer()
-        try server.start()
-        defer { server.stop() }
+        defer { cleanUp() }
         let first = ResumableTransferTests.small, second = ResumableTransferTests.other
         let half = first.count / 2
         let answered = Locked(0)
@@ -115,8 +112,6 @@ import _ImagoTestSupport
             }
             return .ok(second, headers: headers)
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imago-validators-\(UUID())")
-        defer { try? FileManager.default.removeItem(at: directory) }
         let response = try await loader(kind, disk: DiskCache(directory: directory), partialBodies: PartialBodies())
             .image(for: ImageRequest(url: server.url("/changing.png")))
         #expect(response.image.bitmap == (try ImageDecoders.Registry.shared.decode(second).bitmap))
@@ -131,9 +126,7 @@ import _ImagoTestSupport
     /// server holds by then).
     @Test(arguments: LoaderKind.all)
     func aDateThatCannotBeSentBackResumesNothing(_ kind: LoaderKind) async throws {
-        let server = TestServer()
-        try server.start()
-        defer { server.stop() }
+        defer { cleanUp() }
         let png = ResumableTransferTests.small
         let answered = Locked(0)
         server.route("/dated.png") { _ in
@@ -148,8 +141,6 @@ import _ImagoTestSupport
             }
             return .ok(png, headers: headers)
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imago-validators-\(UUID())")
-        defer { try? FileManager.default.removeItem(at: directory) }
         let response = try await loader(kind, disk: DiskCache(directory: directory), partialBodies: PartialBodies())
             .image(for: ImageRequest(url: server.url("/dated.png")))
         #expect(response.image.bitmap == (try ImageDecoders.Registry.shared.decode(png).bitmap))
