@@ -163,7 +163,7 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
         case .overMemoryBudget(let format, let bytes, let budget):
             return "\(format.name) decoding would need \(Self.mebibytes(bytes)) of memory, over the decode's budget of \(Self.mebibytes(budget))"
         case .decodingTimedOut(let format, let seconds):
-            return "\(format.name) decoding stopped: not done within \(seconds.formatted()) s"
+            return "\(format.name) decoding stopped: not done within \(seconds.shownAsSeconds) s"
         case .encodingFailed(let format, let reason, let codec):
             return "\(format.name) encoding failed: \(reason)\(Self.attribution(codec, reason: reason))"
         case .invalidHash(let kind, let reason):
@@ -179,7 +179,7 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
         case .network(let url, let reason, _, _):
             return "\(url): \(reason)"
         case .timedOut(let url, let seconds):
-            return "\(url): not loaded within \(seconds.formatted()) s"
+            return "\(url): not loaded within \(seconds.shownAsSeconds) s"
         case .responseTooLarge(let url, let limit):
             return "\(url): the \(url.hasPrefix("file:") ? "file" : "response") is larger than the limit of \(limit) bytes"
         case .redirectRefused(let url, let reason):
@@ -224,5 +224,13 @@ public enum ImagoError: Error, Sendable, Equatable, CustomStringConvertible, Loc
     private static func attribution(_ codec: CodecMessage?, reason: String) -> String {
         guard let codec else { return "" }
         return codec.message == reason ? " (\(codec.library))" : " (\(codec))"
+    }
+}
+
+extension Double {
+    /// Seconds as a person reads them: "60", "0.3", and a tiny timeout as what it is
+    /// ("0.0000001"), not rounded to "0".
+    fileprivate var shownAsSeconds: String {
+        formatted(.number.precision(.significantDigits(1...6)))
     }
 }

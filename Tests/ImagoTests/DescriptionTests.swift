@@ -59,6 +59,13 @@ import _ImagoTestSupport
         #expect(!any.localizedDescription.contains("The operation could not be completed"))
     }
 
+    /// Timeouts say their time as given: a tiny one is not rounded to "0 s".
+    @Test func timeoutsSayTheirTime() {
+        #expect(ImagoError.timedOut(url: "u", seconds: 60).description == "u: not loaded within 60 s")
+        #expect(ImagoError.timedOut(url: "u", seconds: 0.0000001).description == "u: not loaded within 0.0000001 s")
+        #expect(ImagoError.decodingTimedOut(format: .png, seconds: 0.25).description.hasSuffix("not done within 0.25 s"))
+    }
+
     /// A decoding error from a decoder has no URL to name; the same error from a load
     /// names the URL, and stays the case it was, so code can still switch on it.
     @Test func aLoadsDecodingErrorNamesItsURL() async throws {
