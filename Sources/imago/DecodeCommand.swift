@@ -201,7 +201,7 @@ private func describe(_ image: DecodedImage) -> String {
     if image.orientation != .up { text += ", EXIF orientation \(image.orientation.rawValue) applied" }
     if image.bitmap.hasAlpha { text += ", alpha" }
     if image.isPartial {
-        text += image.isAnimated || image.format == .gif
+        text += image.isAnimated
             ? ", partial: the file ends early, and the frames that arrived are shown"
             : ", partial: the file ends early and the rest is filled"
     }

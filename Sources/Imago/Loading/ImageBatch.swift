@@ -67,7 +67,7 @@ extension ImageLoader {
     /// let loader = ImageLoader(configuration: .server())
     /// let requests = urls.lazy.map { ImageRequest(url: $0, targetSize: .thumbnail(256)) }
     /// await loader.loadEach(requests) { item in
-    ///     if case .failure(let error) = item.result { print(error)  // it names its URL }
+    ///     if case .failure(let error) = item.result { print(error) }  // it names its URL
     /// }
     /// ```
     public func loadEach<Requests: Sequence<ImageRequest>>(
