@@ -6,11 +6,13 @@ extension ImageDecoders {
     /// GIF through giflib: GIF87a and GIF89a, stills and animations, interlaced frames,
     /// local and global colour tables, and transparency.
     ///
-    /// Every frame comes out as a full canvas of the logical screen size, composited the
-    /// way browsers show it: the canvas starts transparent, frames are drawn over it, and
-    /// each frame's disposal method is applied before the next one is drawn. Areas that
-    /// are disposed "to background" become transparent rather than the background colour,
-    /// as in Chrome, Firefox and Safari. Frame timing and loop counts follow browsers too;
+    /// Every frame comes out as a full canvas of the logical screen size (grown to hold
+    /// the first frame when that is larger, or the screen is 0×0, as browsers and
+    /// Pillow grow it), composited the way browsers show it: the canvas starts
+    /// transparent, frames are drawn over it, and each frame's disposal method is
+    /// applied before the next one is drawn. Areas that are disposed "to background"
+    /// become transparent rather than the background colour, as in Chrome, Firefox and
+    /// Safari. Frame timing and loop counts follow browsers too;
     /// see `frameDuration(centiseconds:)` and `loopCount(repetitions:)`.
     ///
     /// As in browsers, a stray byte where the next record should start ends the file
@@ -230,10 +232,14 @@ struct GIFReader {
         self.options = options
         self.deadline = deadline
         truncated = scan.truncated
+        screenWidth = Int(file.pointee.SWidth)
+        screenHeight = Int(file.pointee.SHeight)
     }
 
-    var screenWidth: Int { Int(file.pointee.SWidth) }
-    var screenHeight: Int { Int(file.pointee.SHeight) }
+    /// The canvas: the logical screen, grown to hold the first frame (see
+    /// `coverFirstFrame`).
+    private(set) var screenWidth: Int
+    private(set) var screenHeight: Int
 
     func failure() -> ImagoError {
         ImageDecoders.GIF.failure(code: file.pointee.Error, source: source.pointee)
@@ -254,10 +260,9 @@ struct GIFReader {
         guard !isFinished else { return nil }
         try deadline.check(.gif)
         if !started {
-            guard screenWidth > 0, screenHeight > 0 else {
-                throw ImageDecoders.GIF.failure("the logical screen is empty (\(screenWidth)×\(screenHeight))")
-            }
-            try options.checkSize(width: screenWidth, height: screenHeight)
+            // The screen alone is refused early when too large; an empty one may still
+            // be grown by the first frame.
+            try options.checkSize(width: max(screenWidth, 1), height: max(screenHeight, 1))
             started = true
         }
 
@@ -331,6 +336,26 @@ struct GIFReader {
         }
     }
 
+    /// Grows the canvas to hold the first frame, before anything is allocated for it.
+    ///
+    /// Some files' first frame is larger than their logical screen, or their screen is
+    /// 0×0: Chrome, Firefox and Pillow enlarge the image to the first frame's
+    /// rectangle rather than crop it to a sliver or refuse it, so Imago does too.
+    /// Later frames are clipped to the canvas, as browsers do; the grown size is what
+    /// the pixel limit checks. A frame claiming more pixels than the rest of the data
+    /// can hold (see `readPixels`) grows nothing: it is a lie, not a size.
+    private mutating func coverFirstFrame(left: Int, top: Int, width: Int, height: Int) throws(ImagoError) {
+        let (claimed, overflow) = width.multipliedReportingOverflow(by: height)
+        if !overflow, claimed / 4096 <= source.pointee.remaining {
+            screenWidth = max(screenWidth, left + width)
+            screenHeight = max(screenHeight, top + height)
+        }
+        guard screenWidth > 0, screenHeight > 0 else {
+            throw ImageDecoders.GIF.failure("the logical screen and the first frame are empty (\(screenWidth)×\(screenHeight))")
+        }
+        try options.checkSize(width: screenWidth, height: screenHeight)
+    }
+
     mutating func readImage() throws(ImagoError) -> Bitmap {
         // giflib reads the descriptor and colour table, then refuses LZW code sizes
         // over 8; the frame is then decoded here, from the byte after the code size.
@@ -346,6 +371,7 @@ struct GIFReader {
         guard let colorMap = image.ColorMap ?? file.pointee.SColorMap else {
             throw ImageDecoders.GIF.failure("frame \(number) has no colour table, and the file has no global one")
         }
+        if frameIndex == 0 { try coverFirstFrame(left: left, top: top, width: width, height: height) }
         // The full canvas, a frame saved under it, and the thumbnail made from it.
         let canvasBytes = screenWidth * screenHeight * 8
         if scaledCanvas == nil, canvas == nil, let target = options.targetSize,
