@@ -50,23 +50,7 @@ public enum PNGFile {
     /// A PNG of `header` (IHDR's 13 bytes), then `chunks` (type and body, before the
     /// image data), then the filtered `scanlines` in IDAT chunks of at most `chunkSize` bytes.
     public static func assemble(header: [UInt8], chunks: [(String, [UInt8])] = [], scanlines raw: [UInt8], chunkSize: Int = 4096) -> Data {
-        var zlib: [UInt8] = [0x78, 0x01]
-        var offset = 0
-        repeat {
-            let count = min(65535, raw.count - offset)
-            let last: UInt8 = offset + count == raw.count ? 1 : 0
-            zlib += [last, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
-            zlib += raw[offset..<offset + count]
-            offset += count
-        } while offset < raw.count
-        var a: UInt32 = 1, b: UInt32 = 0
-        for byte in raw {
-            a = (a + UInt32(byte)) % 65521
-            b = (b + a) % 65521
-        }
-        let adler = b << 16 | a
-        zlib += [UInt8(adler >> 24), UInt8(adler >> 16 & 0xFF), UInt8(adler >> 8 & 0xFF), UInt8(adler & 0xFF)]
-
+        let zlib = Self.zlib(raw)
         var file: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
         func chunk(_ type: String, _ body: [UInt8]) {
             let length = UInt32(body.count)
@@ -83,5 +67,26 @@ public enum PNGFile {
         }
         chunk("IEND", [])
         return Data(file)
+    }
+
+    /// `raw` as a zlib stream of stored blocks: what IDAT and iCCP hold.
+    public static func zlib(_ raw: [UInt8]) -> [UInt8] {
+        var zlib: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let count = min(65535, raw.count - offset)
+            let last: UInt8 = offset + count == raw.count ? 1 : 0
+            zlib += [last, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
+            zlib += raw[offset..<offset + count]
+            offset += count
+        } while offset < raw.count
+        var a: UInt32 = 1, b: UInt32 = 0
+        for byte in raw {
+            a = (a + UInt32(byte)) % 65521
+            b = (b + a) % 65521
+        }
+        let adler = b << 16 | a
+        zlib += [UInt8(adler >> 24), UInt8(adler >> 16 & 0xFF), UInt8(adler >> 8 & 0xFF), UInt8(adler & 0xFF)]
+        return zlib
     }
 }

@@ -211,10 +211,24 @@ enum ColourManagement {
         return .transform(ColourTransform(transform, input: input))
     }
 
-    /// Whether `profile` is sRGB in all but name: sRGB's colorants (adapted to D50, as
-    /// ICC profiles store them) and curves, within what 8 bits can show.
+    /// Whether `profile` converts by its colorants and curves alone.
+    ///
+    /// A profile may carry device-to-PCS tables (AToB or DToB) beside its matrix and
+    /// curves; the ICC specification, Chrome's skcms and Little CMS's own transform
+    /// all use the tables then, and the colorants are only a summary that can say
+    /// something else entirely. Such a profile is never a matrix-shaper here, so it
+    /// goes through Little CMS, which reads the tables for the intent used.
+    static func isMatrixShaper(_ profile: cmsHPROFILE) -> Bool {
+        guard cmsIsMatrixShaper(profile) != 0 else { return false }
+        let tables = [cmsSigAToB0Tag, cmsSigAToB1Tag, cmsSigAToB2Tag, cmsSigDToB0Tag, cmsSigDToB1Tag, cmsSigDToB2Tag]
+        return !tables.contains { cmsIsTag(profile, $0) != 0 }
+    }
+
+    /// Whether `profile` is sRGB in all but name: a matrix-shaper with sRGB's colorants
+    /// (adapted to D50, as ICC profiles store them) and curves, within what 8 bits can
+    /// show.
     static func isSRGB(_ profile: cmsHPROFILE) -> Bool {
-        guard cmsGetColorSpace(profile) == cmsSigRgbData, cmsIsMatrixShaper(profile) != 0 else { return false }
+        guard cmsGetColorSpace(profile) == cmsSigRgbData, isMatrixShaper(profile) else { return false }
         for (colorant, curve) in [(cmsSigRedColorantTag, cmsSigRedTRCTag), (cmsSigGreenColorantTag, cmsSigGreenTRCTag),
                                   (cmsSigBlueColorantTag, cmsSigBlueTRCTag)] {
             guard let mine = cmsReadTag(profile, colorant)?.assumingMemoryBound(to: cmsCIEXYZ.self).pointee,

@@ -26,7 +26,7 @@ struct MatrixShaper: Sendable {
     static let steps = 16384
 
     init?(_ profile: cmsHPROFILE, destination: cmsHPROFILE) {
-        guard cmsIsMatrixShaper(profile) != 0 else { return nil }
+        guard ColourManagement.isMatrixShaper(profile) else { return nil }
         func colorants(_ p: cmsHPROFILE) -> [[Double]]? {
             var result: [[Double]] = []
             for tag in [cmsSigRedColorantTag, cmsSigGreenColorantTag, cmsSigBlueColorantTag] {
