@@ -188,6 +188,7 @@ func deltaE2000(_ a: (UInt8, UInt8, UInt8), _ b: (UInt8, UInt8, UInt8)) -> Doubl
         case .webp: ImageDecoders.WebP()
         case .avif: ImageDecoders.AVIF()
         case .heic: ImageDecoders.HEIF()
+        case .jxl: ImageDecoders.JXL()
         default: ImageDecoders.TIFF()
         }
         return try decoder.decode(data, options: options)

@@ -200,6 +200,16 @@ enum ColourManagement {
         guard let transform = cmsCreateTransform(profile, format, sRGB.profile, output, cmsUInt32Number(intent), flags) else {
             return .ignored("\(what) could not be used and was ignored")
         }
+        if format == imago_lcms_rgba8_premultiplied {
+            // And one for straight alpha, which decoders convert before premultiplying.
+            guard let straight = cmsCreateTransform(
+                profile, imago_lcms_rgba8, sRGB.profile, imago_lcms_rgba8, cmsUInt32Number(intent), flags)
+            else {
+                cmsDeleteTransform(transform)
+                return .ignored("\(what) could not be used and was ignored")
+            }
+            return .transform(ColourTransform(transform, straight: straight))
+        }
         if format == imago_lcms_gray8 {
             // 256 gray levels are the whole input: a table, and no transform kept.
             var levels = (0...255).map { UInt8($0) }
@@ -305,6 +315,8 @@ enum ColourManagement {
 /// may be used by several threads at once, and it is never changed once made.
 final class ColourTransform: @unchecked Sendable {
     private let transform: cmsHTRANSFORM?
+    /// For RGB: the same conversion of straight-alpha pixels (`applyStraight`).
+    private let straight: cmsHTRANSFORM?
     private let input: ColourManagement.Input
     /// For a gray profile: R, G, B for each of the 256 gray levels.
     private let grayTable: [UInt8]
@@ -312,13 +324,23 @@ final class ColourTransform: @unchecked Sendable {
 
     init(_ transform: cmsHTRANSFORM, input: ColourManagement.Input) {
         self.transform = transform
+        straight = nil
         self.input = input
+        grayTable = []
+        shaper = nil
+    }
+
+    init(_ transform: cmsHTRANSFORM, straight: cmsHTRANSFORM) {
+        self.transform = transform
+        self.straight = straight
+        input = .rgba
         grayTable = []
         shaper = nil
     }
 
     init(grayTable: [UInt8]) {
         transform = nil
+        straight = nil
         input = .rgba
         self.grayTable = grayTable
         shaper = nil
@@ -326,12 +348,35 @@ final class ColourTransform: @unchecked Sendable {
 
     init(_ shaper: MatrixShaper) {
         transform = nil
+        straight = nil
         input = .rgba
         grayTable = []
         self.shaper = shaper
     }
 
-    deinit { if let transform { cmsDeleteTransform(transform) } }
+    deinit {
+        if let transform { cmsDeleteTransform(transform) }
+        if let straight { cmsDeleteTransform(straight) }
+    }
+
+    /// Converts `count` packed RGBA pixels with straight alpha in place, alpha kept:
+    /// each colour at full precision, whatever its alpha.
+    func applyStraight(_ pixels: UnsafeMutableRawBufferPointer, count: Int) {
+        guard let base = pixels.baseAddress, count > 0 else { return }
+        if let shaper {
+            shaper.convertStraight(pixels, count: count)
+        } else if let straight {
+            cmsDoTransform(straight, base, base, cmsUInt32Number(count))
+        } else if transform == nil {
+            let p = pixels.bindMemory(to: UInt8.self)
+            grayTable.withUnsafeBufferPointer { table in
+                for i in stride(from: 0, to: count * 4, by: 4) {
+                    let level = Int(p[i]) * 3
+                    p[i] = table[level]; p[i + 1] = table[level + 1]; p[i + 2] = table[level + 2]
+                }
+            }
+        }
+    }
 
     /// A new bitmap of `bitmap`'s pixels in sRGB (premultiplied RGBA in, and out).
     func apply(_ bitmap: Bitmap) -> Bitmap {
@@ -398,6 +443,33 @@ final class ColourTransform: @unchecked Sendable {
         for _ in 0..<count {
             p[i] = 255
             i += 4
+        }
+    }
+}
+
+extension ColourManagement.Plan {
+    /// Whether the plan changes pixels.
+    var converts: Bool {
+        switch self {
+        case .transform, .toneMap: true
+        case .none, .ignored: false
+        }
+    }
+
+    /// Converts `count` packed RGBA pixels with straight alpha in place, alpha kept:
+    /// what a decoder whose codec hands over straight alpha does before it
+    /// premultiplies, and then passes no description on to `ColourManagement.convert`
+    /// (a plan that does not convert leaves that to it, with its note).
+    ///
+    /// Premultiplied 8-bit values keep only as many levels of a translucent pixel as
+    /// its alpha (at alpha 8, nine), and a curve steep in the dark (gamma 1.0,
+    /// ProPhoto's) spreads that loss over tens of levels; converted first, each colour
+    /// is exact and premultiplying rounds once.
+    func convertStraight(_ pixels: UnsafeMutableRawBufferPointer, count: Int) {
+        switch self {
+        case .transform(let transform): transform.applyStraight(pixels, count: count)
+        case .toneMap(let mapping): mapping.applyStraight(pixels, count: count)
+        case .none, .ignored: break
         }
     }
 }

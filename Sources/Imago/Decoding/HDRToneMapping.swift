@@ -120,6 +120,17 @@ final class HDRToneMapping: @unchecked Sendable {
         }
     }
 
+    /// `count` packed 8-bit RGBA pixels with straight alpha, PQ or HLG codes, mapped
+    /// in place; alpha kept.
+    func applyStraight(_ pixels: UnsafeMutableRawBufferPointer, count: Int) {
+        let p = pixels.bindMemory(to: UInt8.self)
+        linear8.withUnsafeBufferPointer { lut in
+            for i in stride(from: 0, to: count * 4, by: 4) {
+                (p[i], p[i + 1], p[i + 2]) = map(lut[Int(p[i])], lut[Int(p[i + 1])], lut[Int(p[i + 2])])
+            }
+        }
+    }
+
     /// An 8-bit bitmap (premultiplied) whose values are PQ or HLG codes, mapped.
     func apply(_ bitmap: Bitmap) -> Bitmap {
         let (width, height, stride) = (bitmap.width, bitmap.height, bitmap.bytesPerRow)

@@ -122,6 +122,23 @@ struct MatrixShaper: Sendable {
         }
     }
 
+    /// `count` packed RGBA pixels with straight alpha converted in place, alpha kept:
+    /// every pixel as an opaque one, so a translucent colour loses nothing to
+    /// premultiplication; the same work a pixel as `convert`'s opaque path.
+    func convertStraight(_ pixels: UnsafeMutableRawBufferPointer, count: Int) {
+        guard let base = pixels.baseAddress, count > 0 else { return }
+        contributions.withUnsafeBufferPointer { table in
+            encode.withUnsafeBufferPointer { encode in
+                let (t, e) = (table.baseAddress!, encode.baseAddress!)
+                for i in 0..<count {
+                    let pixel = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: i &* 4, as: UInt32.self))
+                    let converted = Self.opaque(pixel, t, e) & 0x00FF_FFFF | pixel & 0xFF00_0000
+                    base.storeBytes(of: converted.littleEndian, toByteOffset: i &* 4, as: UInt32.self)
+                }
+            }
+        }
+    }
+
     /// An opaque pixel (R, G, B, 255 from the low byte up) converted.
     @inline(__always)
     private static func opaque(_ pixel: UInt32, _ t: UnsafePointer<UInt64>, _ e: UnsafePointer<UInt8>) -> UInt32 {

@@ -1,14 +1,22 @@
+#if os(Linux)
 /// Where a codec's rows (libpng's, libheif's) or runs of a row in any order (an
-/// interlaced PNG's passes) go for a thumbnail: premultiplied (when the image has
-/// straight alpha) in one row of scratch, then into the resampler.
+/// interlaced PNG's passes) go for a thumbnail: when the image has straight alpha,
+/// converted to sRGB by `colours` and premultiplied in one row of scratch (see
+/// `ColourManagement.Plan.convertStraight`), then into the resampler.
 final class ResamplerRowSink {
     let stream: Resampler.Stream
     let premultiplies: Bool
+    let colours: ColourManagement.Plan
     let scratch: UnsafeMutableRawBufferPointer
 
-    init(stream: Resampler.Stream, width: Int, premultiplies: Bool) {
+    /// Whether the rows reach the resampler in sRGB already: the decoder then leaves
+    /// the thumbnail's colours alone. An opaque image's are converted once small.
+    var converts: Bool { premultiplies && colours.converts }
+
+    init(stream: Resampler.Stream, width: Int, premultiplies: Bool, colours: ColourManagement.Plan = .none) {
         self.stream = stream
         self.premultiplies = premultiplies
+        self.colours = colours
         scratch = .allocate(byteCount: width * 4, alignment: 16)
     }
 
@@ -18,6 +26,7 @@ final class ResamplerRowSink {
     func take(_ row: UnsafePointer<UInt8>, number: Int) {
         guard premultiplies else { return stream.append(row: number, row) }
         scratch.copyMemory(from: UnsafeRawBufferPointer(start: row, count: scratch.count))
+        colours.convertStraight(scratch, count: scratch.count / 4)
         scratch.premultiplyRGBA(count: scratch.count / 4)
         stream.append(row: number, scratch.baseAddress!.assumingMemoryBound(to: UInt8.self))
     }
@@ -27,7 +36,9 @@ final class ResamplerRowSink {
     func take(_ pixels: UnsafePointer<UInt8>, y: Int, first: Int, step: Int, count: Int) {
         guard premultiplies else { return stream.scatter(row: y, pixels, first: first, step: step, count: count) }
         scratch.copyMemory(from: UnsafeRawBufferPointer(start: pixels, count: count * 4))
+        colours.convertStraight(scratch, count: count)
         scratch.premultiplyRGBA(count: count)
         stream.scatter(row: y, scratch.baseAddress!.assumingMemoryBound(to: UInt8.self), first: first, step: step, count: count)
     }
 }
+#endif

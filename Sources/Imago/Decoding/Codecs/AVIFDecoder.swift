@@ -184,7 +184,12 @@ final class AVIFFrameCursor: FrameProducing {
     /// them, and those are not kept: libavif upsamples 4:2:0 and 4:2:2 chroma with a
     /// bilinear filter (libyuv's), which at a band's edge would otherwise stand in for
     /// the neighbouring rows, so the rows kept are those of the whole image converted.
-    private func resample(_ image: UnsafeMutablePointer<avifImage>, through stream: Resampler.Stream, number: Int) throws(ImagoError) -> Bitmap {
+    ///
+    /// `straight` converts the colours of an image with alpha before they are
+    /// premultiplied (`ColourManagement.Plan.convertStraight`).
+    private func resample(
+        _ image: UnsafeMutablePointer<avifImage>, through stream: Resampler.Stream, number: Int, straight: ColourManagement.Plan
+    ) throws(ImagoError) -> Bitmap {
         let rows = stream.sourceRows
         let bandRows = Self.bandRows(width: width)
         let band = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.bandBytes(width: width), alignment: 16)
@@ -203,13 +208,18 @@ final class AVIFFrameCursor: FrameProducing {
                 avif.rgbImageSetDefaults(&rgb, &view)
                 rgb.format = AVIF_RGB_FORMAT_RGBA
                 rgb.depth = 8
-                rgb.alphaPremultiplied = AVIF_TRUE
+                rgb.alphaPremultiplied = straight.converts ? AVIF_FALSE : AVIF_TRUE
                 rgb.pixels = band.baseAddress!.assumingMemoryBound(to: UInt8.self)
                 rgb.rowBytes = UInt32(width * 4)
                 result = avif.imageYUVToRGB(&view, &rgb)
             }
             guard result == AVIF_RESULT_OK else { throw Self.fail(avif, decoder, result, "frame \(number) could not be converted to RGBA") }
             let pixels = band.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            if straight.converts {
+                let kept = UnsafeMutableRawBufferPointer(rebasing: band[(top - viewTop) * width * 4..<(bottom - viewTop) * width * 4])
+                straight.convertStraight(kept, count: (bottom - top) * width)
+                kept.premultiplyRGBA(count: (bottom - top) * width)
+            }
             for y in top..<bottom { stream.append(row: y, pixels + (y - viewTop) * width * 4) }
             top = bottom
         }
@@ -305,12 +315,16 @@ final class AVIFFrameCursor: FrameProducing {
         let colours = ImageDecoders.AVIF.colours(image.pointee)
         let plan = ColourManagement.plan(for: colours)
         if case .ignored(let note) = plan { colourNote = note }
+        // Straight alpha is converted before it is premultiplied; opaque pixels once
+        // the image is made, a thumbnail's small. (Tone mapping premultiplies itself.)
+        var straight = ColourManagement.Plan.none
+        if image.pointee.alphaPlane != nil, case .transform = plan { straight = plan }
         // A still's thumbnail is converted a band of rows at a time into the streaming
         // resampler, and converted to sRGB once small: the YUV planes are all that is
         // held at full size.
         if let stream = Self.bandedStream(image.pointee, still: durations.count == 1, plan: plan, orientation: orientation, options: options) {
-            var bitmap = try resample(image, through: stream, number: number)
-            if case .transform(let transform) = plan { bitmap = transform.apply(bitmap) }
+            var bitmap = try resample(image, through: stream, number: number, straight: straight)
+            if !straight.converts, case .transform(let transform) = plan { bitmap = transform.apply(bitmap) }
             index += 1
             return bitmap
         }
@@ -333,13 +347,17 @@ final class AVIFFrameCursor: FrameProducing {
                 return
             }
             rgb.depth = 8
-            rgb.alphaPremultiplied = AVIF_TRUE
+            rgb.alphaPremultiplied = straight.converts ? AVIF_FALSE : AVIF_TRUE
             rgb.pixels = pixels.baseAddress!.assumingMemoryBound(to: UInt8.self)
             rgb.rowBytes = UInt32(width * 4)
             let converted = avif.imageYUVToRGB(image, &rgb)
             guard converted == AVIF_RESULT_OK else { throw Self.fail(avif, decoder, converted, "frame \(number) could not be converted to RGBA") }
+            if straight.converts {
+                straight.convertStraight(pixels, count: width * height)
+                pixels.premultiplyRGBA(count: width * height)
+            }
         }
-        if case .transform(let transform) = plan { bitmap = transform.apply(bitmap) }
+        if !straight.converts, case .transform(let transform) = plan { bitmap = transform.apply(bitmap) }
         index += 1
         try deadline.check(.avif)
         return options.appliesOrientation ? bitmap.applying(orientation) : bitmap

@@ -144,9 +144,11 @@ extension ImageDecoders {
             if let target = options.targetSize, outWidth != width || outHeight != height {
                 stream = Resampler.stream(fitting: target, sourceWidth: outWidth, sourceHeight: outHeight)
             }
+            // Straight alpha is converted before it is premultiplied.
+            let straight = hasAlpha && !premultiplied ? plan : .none
             let bitmap: Bitmap
             if let stream {
-                let sink = ResamplerRowSink(stream: stream, width: outWidth, premultiplies: hasAlpha && !premultiplied)
+                let sink = ResamplerRowSink(stream: stream, width: outWidth, premultiplies: hasAlpha && !premultiplied, colours: straight)
                 for y in stream.sourceRows { sink.take(plane + y * Int(stride), number: y) }
                 bitmap = stream.finish()
             } else {
@@ -154,11 +156,14 @@ extension ImageDecoders {
                     for y in 0..<outHeight {
                         (pixels.baseAddress! + y * outWidth * 4).copyMemory(from: plane + y * Int(stride), byteCount: outWidth * 4)
                     }
-                    if hasAlpha && !premultiplied { pixels.premultiplyRGBA(count: outWidth * outHeight) }
+                    if hasAlpha && !premultiplied {
+                        straight.convertStraight(pixels, count: outWidth * outHeight)
+                        pixels.premultiplyRGBA(count: outWidth * outHeight)
+                    }
                 }
             }
             try deadline.check(.heic)
-            return ColourManagement.convert(DecodedImage(bitmap: bitmap, format: .heic), description: colours)
+            return ColourManagement.convert(DecodedImage(bitmap: bitmap, format: .heic), description: straight.converts ? nil : colours)
         }
 
         /// The primary image's colours: its ICC profile, else its CICP code points (nclx).

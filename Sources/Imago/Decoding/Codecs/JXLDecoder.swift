@@ -351,11 +351,16 @@ final class JXLFrameCursor: FrameProducing {
                 toneMapping.render(samples.baseAddress!, width: width, height: height, rowLength: width * 4, into: pixels)
             }
         } else {
+            // Straight alpha is converted before it is premultiplied.
+            let straight = hasAlpha ? ColourManagement.plan(for: colours) : .none
             let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
                 try decodeFrame(into: pixels.baseAddress!)
-                if hasAlpha { pixels.premultiplyRGBA(count: width * height) }
+                if hasAlpha {
+                    straight.convertStraight(pixels, count: width * height)
+                    pixels.premultiplyRGBA(count: width * height)
+                }
             }
-            if let colours {
+            if let colours, !straight.converts {
                 let (result, note) = ColourManagement.convert(bitmap, description: colours)
                 if let note, colourNote == nil { colourNote = note }
                 converted = result

@@ -93,6 +93,10 @@ extension ImageDecoders {
             // are steps a gradient shows as bands.
             var wideMapping: HDRToneMapping?
             if info.bit_depth == 16, case .toneMap(let mapping) = ColourManagement.plan(for: colours) { wideMapping = mapping }
+            // Straight alpha is converted before it is premultiplied (the rows of a
+            // thumbnail too); opaque pixels once the image is made, a thumbnail's small.
+            let straightColours = info.has_alpha != 0 && wideMapping == nil ? ColourManagement.plan(for: colours) : .none
+            var convertedColours = wideMapping != nil
             let upright: Bitmap
             let stream = applied == .up && wideMapping == nil
                 ? options.targetSize.flatMap { Resampler.stream(fitting: $0, sourceWidth: width, sourceHeight: height) } : nil
@@ -115,7 +119,8 @@ extension ImageDecoders {
                 // Rows go through the resampler as libpng makes them: a thumbnail of an
                 // 11000² image holds its own pixels and a few rows, not the 484 MB canvas.
                 try options.checkMemory(stream.workingBytes + width * 4, format: .png)
-                let rows = ResamplerRowSink(stream: stream, width: width, premultiplies: info.has_alpha != 0)
+                let rows = ResamplerRowSink(stream: stream, width: width, premultiplies: info.has_alpha != 0, colours: straightColours)
+                convertedColours = rows.converts
                 let status = withExtendedLifetime(rows) {
                     imago_png_read_rows(png, { context, row, number in
                         Unmanaged<ResamplerRowSink>.fromOpaque(context!).takeUnretainedValue().take(row!, number: Int(number))
@@ -131,7 +136,8 @@ extension ImageDecoders {
                 // early then leaves the missing pixels transparent, not widened over
                 // their blocks as a browser draws them.)
                 try options.checkMemory(stream.workingBytes + stream.scatteredBytes + width * 4, format: .png)
-                let passes = ResamplerRowSink(stream: stream, width: width, premultiplies: info.has_alpha != 0)
+                let passes = ResamplerRowSink(stream: stream, width: width, premultiplies: info.has_alpha != 0, colours: straightColours)
+                convertedColours = passes.converts
                 let status = withExtendedLifetime(passes) {
                     imago_png_read_passes(png, { context, pixels, y, first, step, count in
                         Unmanaged<ResamplerRowSink>.fromOpaque(context!).takeUnretainedValue()
@@ -147,8 +153,12 @@ extension ImageDecoders {
                         throw fail()
                     }
                     // Rows that did not arrive are zeros, premultiplied already.
-                    if info.has_alpha != 0 { pixels.premultiplyRGBA(count: width * height) }
+                    if info.has_alpha != 0 {
+                        straightColours.convertStraight(pixels, count: width * height)
+                        pixels.premultiplyRGBA(count: width * height)
+                    }
                 }
+                convertedColours = convertedColours || straightColours.converts
                 upright = bitmap.applying(applied)
             }
             if partial != IMAGO_PNG_WHOLE && !allowsPartial {
@@ -157,7 +167,7 @@ extension ImageDecoders {
             // After scaling: a thumbnail converts only its own pixels.
             let image = ColourManagement.convert(
                 DecodedImage(bitmap: upright, format: .png, orientation: orientation ?? .up, isPartial: partial == IMAGO_PNG_PARTIAL),
-                description: wideMapping == nil ? colours : nil)
+                description: convertedColours ? nil : colours)
             return (image, partial != IMAGO_PNG_WHOLE)
         }
 

@@ -13,9 +13,13 @@ extension ImageDecoders.WebP {
     /// With a target size each frame is scaled straight from libwebp's canvas, with
     /// no full-size copy; a single frame that covers the canvas (a still saved as an
     /// animation) is decoded as a still, which libwebp scales while decoding.
+    ///
+    /// With a `straight` plan that converts, every frame's colours are converted
+    /// with straight alpha before they are premultiplied
+    /// (`ColourManagement.Plan.convertStraight`), so the caller converts nothing more.
     func decodeAnimation(
         _ bytes: UnsafeBufferPointer<UInt8>, demux: OpaquePointer, config: inout WebPDecoderConfig,
-        orientation: ImageOrientation, options: DecodingOptions, deadline: DecodeDeadline
+        orientation: ImageOrientation, options: DecodingOptions, deadline: DecodeDeadline, straight: ColourManagement.Plan
     ) throws(ImagoError) -> DecodedImage {
         let width = Int(WebPDemuxGetI(demux, WEBP_FF_CANVAS_WIDTH))
         let height = Int(WebPDemuxGetI(demux, WEBP_FF_CANVAS_HEIGHT))
@@ -67,7 +71,8 @@ extension ImageDecoders.WebP {
                 }
             }
             try options.checkMemory(outWidth * outHeight * 4 * (applied == .up ? 1 : 2), format: .webp)
-            let bitmap = try decodeStill(covering, config: &frameConfig, width: outWidth, height: outHeight, deadline: deadline)
+            let bitmap = try decodeStill(
+                covering, config: &frameConfig, width: outWidth, height: outHeight, deadline: deadline, straight: straight)
             try deadline.check(.webp)
             return DecodedImage(
                 firstFrame: .init(bitmap: bitmap.applying(applied), duration: durations[0]), animation: nil,
@@ -90,10 +95,12 @@ extension ImageDecoders.WebP {
         let open = { @Sendable (deadline: DecodeDeadline) throws(ImagoError) -> any FrameProducing in
             if scalesCanvas, let storedTarget {
                 return try ScaledWebPFrameCursor(
-                    pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget, deadline: deadline)
+                    pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget,
+                    straight: straight, deadline: deadline)
             }
             return try WebPFrameCursor(
-                pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget, deadline: deadline)
+                pinned, width: width, height: height, frameCount: frameCount, orientation: applied, target: storedTarget,
+                straight: straight, deadline: deadline)
         }
         guard let first = try open(deadline).nextFrame() else { throw Self.failure("the animation has no frames") }
         let animation = DecodedImage.AnimatedFrames(
@@ -114,16 +121,20 @@ final class WebPFrameCursor: FrameProducing {
     private let height: Int
     private let orientation: ImageOrientation
     private let target: TargetSize?
+    /// Converts each canvas's colours, straight, before they are premultiplied; when
+    /// it does, libwebp composites with straight alpha.
+    private let straight: ColourManagement.Plan
     private var index = 0
     /// Checked before and after each frame: WebPAnimDecoder decodes a frame in one call.
     private let deadline: DecodeDeadline
 
     init(
         _ storage: PinnedBytes, width: Int, height: Int, frameCount: Int, orientation: ImageOrientation, target: TargetSize?,
-        deadline: DecodeDeadline = .none
+        straight: ColourManagement.Plan = .none, deadline: DecodeDeadline = .none
     ) throws(ImagoError) {
         self.storage = storage
         self.deadline = deadline
+        self.straight = straight
         self.width = width
         self.height = height
         self.orientation = orientation
@@ -132,7 +143,7 @@ final class WebPFrameCursor: FrameProducing {
         guard WebPAnimDecoderOptionsInit(&animOptions) != 0 else {
             throw ImageDecoders.WebP.failure("the libwebp library does not match the headers Imago was built with")
         }
-        animOptions.color_mode = MODE_rgbA
+        animOptions.color_mode = straight.converts ? MODE_RGBA : MODE_rgbA
         // Decoding runs on the caller's thread; Imago parallelises across images.
         animOptions.use_threads = 0
         // The decoder reads the bytes in place; `storage` keeps them alive.
@@ -161,6 +172,13 @@ final class WebPFrameCursor: FrameProducing {
             throw ImageDecoders.WebP.failure("corrupt bitstream in frame \(index)")
         }
         try deadline.check(.webp)
+        if straight.converts {
+            // The canvas handed out is libwebp's scratch: the next frame starts from
+            // its own copy of it (the previous frame, disposed), so it may be changed.
+            let pixels = UnsafeMutableRawBufferPointer(start: canvas, count: width * height * 4)
+            straight.convertStraight(pixels, count: width * height)
+            pixels.premultiplyRGBA(count: width * height)
+        }
         // libwebp reuses its canvas for the next frame, so each frame needs its own
         // pixels: a copy, or the scaled frame read straight from the canvas.
         let pixels = Resampler.Pixels(base: canvas, width: width, height: height, bytesPerRow: width * 4)
@@ -186,13 +204,16 @@ final class ScaledWebPFrameCursor: FrameProducing {
     private var index = 0
     /// Stops each frame's decode (libwebp's incremental decoder, a slice at a time).
     private let deadline: DecodeDeadline
+    /// Converts each frame's colours, straight, before they are premultiplied.
+    private let straight: ColourManagement.Plan
 
     init(
         _ storage: PinnedBytes, width: Int, height: Int, frameCount: Int, orientation: ImageOrientation, target: TargetSize,
-        deadline: DecodeDeadline = .none
+        straight: ColourManagement.Plan = .none, deadline: DecodeDeadline = .none
     ) throws(ImagoError) {
         self.storage = storage
         self.deadline = deadline
+        self.straight = straight
         self.frameCount = frameCount
         self.orientation = orientation
         canvas = ScaledCanvas(width: width, height: height, target: target)
@@ -229,7 +250,7 @@ final class ScaledWebPFrameCursor: FrameProducing {
         let frame: Bitmap
         do throws(ImagoError) {
             frame = try ImageDecoders.WebP().decodeStill(
-                fragment, config: &config, width: rectangle.width, height: rectangle.height, deadline: deadline)
+                fragment, config: &config, width: rectangle.width, height: rectangle.height, deadline: deadline, straight: straight)
         } catch {
             if case .decodingTimedOut = error { throw error }
             throw ImageDecoders.WebP.failure("corrupt bitstream in frame \(index)")

@@ -78,9 +78,13 @@ extension ImageDecoders {
             let appliedOrientation = options.appliesOrientation ? orientation : .up
 
             let colours = Self.profile(demux)
+            // Straight alpha is converted before it is premultiplied; opaque pixels
+            // once the image is made.
+            let straight = config.input.has_alpha != 0 ? ColourManagement.plan(for: colours) : .none
             if config.input.has_animation != 0 {
-                let animation = try decodeAnimation(bytes, demux: demux, config: &config, orientation: orientation, options: options, deadline: deadline)
-                return ColourManagement.convert(animation, description: colours)
+                let animation = try decodeAnimation(
+                    bytes, demux: demux, config: &config, orientation: orientation, options: options, deadline: deadline, straight: straight)
+                return ColourManagement.convert(animation, description: straight.converts ? nil : colours)
             }
 
             let width = Int(config.input.width), height = Int(config.input.height)
@@ -102,12 +106,13 @@ extension ImageDecoders {
                 }
             }
             try options.checkMemory(outWidth * outHeight * 4 * (appliedOrientation == .up ? 1 : 2), format: .webp)
-            let bitmap = try decodeStill(bytes, config: &config, width: outWidth, height: outHeight, deadline: deadline, endsEarly: endsEarly)
+            let bitmap = try decodeStill(
+                bytes, config: &config, width: outWidth, height: outHeight, deadline: deadline, endsEarly: endsEarly, straight: straight)
             try deadline.check(.webp)
             // libwebp has scaled already: a thumbnail converts only its own pixels.
             return ColourManagement.convert(
                 DecodedImage(bitmap: bitmap.applying(appliedOrientation), format: .webp, orientation: orientation, isPartial: endsEarly),
-                description: colours)
+                description: straight.converts ? nil : colours)
         }
 
         /// An animation cut short, as the container it would be had it ended after its
@@ -148,14 +153,22 @@ extension ImageDecoders {
         /// data goes to libwebp's incremental decoder a slice at a time, and the
         /// deadline is checked between slices: libwebp has no other way to stop. Data
         /// that `endsEarly` goes to it too, and gives the rows it made, the rest
-        /// transparent; none fails.
+        /// transparent; none fails. With a `straight` plan that converts, libwebp's
+        /// pixels come with straight alpha and are converted, then premultiplied.
         func decodeStill(
             _ bytes: UnsafeBufferPointer<UInt8>, config: inout WebPDecoderConfig, width: Int, height: Int, deadline: DecodeDeadline,
-            endsEarly: Bool = false
+            endsEarly: Bool = false, straight: ColourManagement.Plan = .none
         ) throws(ImagoError) -> Bitmap {
             try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
                 if endsEarly { pixels.initializeMemory(as: UInt8.self, repeating: 0) }
-                config.output.colorspace = MODE_rgbA
+                // After every way out of the decode below (a failure's pixels are dropped).
+                defer {
+                    if straight.converts {
+                        straight.convertStraight(pixels, count: width * height)
+                        pixels.premultiplyRGBA(count: width * height)
+                    }
+                }
+                config.output.colorspace = straight.converts ? MODE_RGBA : MODE_rgbA
                 // External memory: libwebp writes the rows into the bitmap itself, and
                 // WebPFreeDecBuffer then frees only what libwebp allocated on its own.
                 config.output.is_external_memory = 1

@@ -217,3 +217,41 @@ for name, transfer in [("pq", 16), ("hlg", 18)]:
 subprocess.run(["avifenc", "-l", f"{out}/prophoto.png", f"{out}/prophoto.avif"], check=True, stdout=subprocess.DEVNULL)
 subprocess.run(["heif-enc", "-L", "-p", "chroma=444", "--matrix_coefficients=0", "-o", f"{out}/prophoto.heic",
                 f"{out}/prophoto.png"], check=True, stdout=subprocess.DEVNULL)
+
+# Straight alpha: the ProPhoto photo with alphas from 8 to 255 across, in every format
+# whose codec hands over straight alpha. The reference NAME.ref is raw RGBA: the
+# straight colour converted by Little CMS, with the alpha it had.
+ALPHAS = [8, 30, 60, 100, 139, 172, 205, 230, 248, 255]
+alpha = Image.frombytes("L", base.size, bytes(ALPHAS[x % len(ALPHAS)] for y in range(base.height) for x in range(base.width)))
+translucent = base.copy()
+translucent.putalpha(alpha)
+prophoto = COLORD + "ProPhotoRGB.icc"
+translucent.save(f"{out}/prophoto-alpha.png", icc_profile=icc(prophoto))
+translucent.save(f"{out}/prophoto-alpha.webp", lossless=True, exact=True, icc_profile=icc(prophoto))
+converted = ImageCms.profileToProfile(
+    base, ImageCms.getOpenProfile(prophoto), srgb, renderingIntent=0, outputMode="RGB", flags=BPC)
+converted.putalpha(alpha)
+with open(f"{out}/prophoto-alpha.ref", "wb") as f:
+    f.write(converted.tobytes())
+subprocess.run(["avifenc", "-l", f"{out}/prophoto-alpha.png", f"{out}/prophoto-alpha.avif"], check=True, stdout=subprocess.DEVNULL)
+subprocess.run(["heif-enc", "-L", "-p", "chroma=444", "--matrix_coefficients=0", "-o", f"{out}/prophoto-alpha.heic",
+                f"{out}/prophoto-alpha.png"], check=True, stdout=subprocess.DEVNULL)
+subprocess.run(["cjxl", f"{out}/prophoto-alpha.png", f"{out}/prophoto-alpha.jxl", "-d", "0"], check=True,
+               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+# An animation of it, then of it turned upside down: each canvas is a frame as given.
+flipped = translucent.transpose(Image.FLIP_TOP_BOTTOM)
+translucent.save(f"{out}/prophoto-alpha-animated.webp", save_all=True, append_images=[flipped], duration=100, loop=0,
+                 lossless=True, exact=True, icc_profile=icc(prophoto))
+with open(f"{out}/prophoto-alpha-flipped.ref", "wb") as f:
+    f.write(converted.transpose(Image.FLIP_TOP_BOTTOM).tobytes())
+# heif-enc's lossless RGB is a level off here and there, which near the edge of sRGB's
+# gamut is many levels once converted: its reference is made from libheif's own
+# decode (heif-convert, libheif-examples).
+subprocess.run(["heif-convert", f"{out}/prophoto-alpha.heic", f"{out}/prophoto-alpha-heic.png"], check=True,
+               stdout=subprocess.DEVNULL)
+decoded = Image.open(f"{out}/prophoto-alpha-heic.png").convert("RGBA")
+converted = ImageCms.profileToProfile(
+    decoded.convert("RGB"), ImageCms.getOpenProfile(prophoto), srgb, renderingIntent=0, outputMode="RGB", flags=BPC)
+converted.putalpha(decoded.getchannel("A"))
+with open(f"{out}/prophoto-alpha-heic.ref", "wb") as f:
+    f.write(converted.tobytes())
