@@ -318,6 +318,34 @@ import Glibc
         #expect(cache.counters.failures == 0)
     }
 
+    /// A full Redis that refuses writes (`noeviction`) refuses a lease with an error:
+    /// no other machine holds it, and the miss goes to the origin at once instead of
+    /// waiting out the lease for every image.
+    @Test func aFullRedisRefusingWritesHoldsNoLease() throws {
+        let server = try RedisServer(options: ["--maxmemory", "1mb", "--maxmemory-policy", "noeviction"])
+        // Filled to its limit by another program sharing it: large values, then small
+        // ones, until even a small one is refused.
+        var refused = false
+        for index in 0..<5000 where !refused {
+            let size = index < 400 ? 20 << 10 : 16
+            if case .error(let message) = try server.run(redisCommand("SET", "filler-\(index)", String(repeating: "x", count: size))) {
+                refused = message.hasPrefix("OOM") && size == 16
+            }
+        }
+        #expect(refused)
+        let cache = try tier([server.url])
+        let lease = cache.takeLease(imageKey: "http://h/full.jpg")
+        guard case .unavailable = lease else {
+            Issue.record("a refused lease was taken for one another machine holds: \(lease)")
+            return
+        }
+        let claimed = cache.claim(named: "o", imageKey: "http://h/full.jpg")
+        guard case .unavailable = claimed else {
+            Issue.record("a refused claim was taken for one another machine holds: \(claimed)")
+            return
+        }
+    }
+
     @Test func aClusterSpreadsImagesOverItsMastersAndFollowsAReshard() async throws {
         let cluster = try RedisCluster()
         let cache = try tier([cluster.urls[0]])

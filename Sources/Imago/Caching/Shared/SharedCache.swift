@@ -201,7 +201,7 @@ public final class SharedCache: Sendable {
         case taken(Lease)
         /// Another process holds it.
         case held
-        /// The tier could not be asked.
+        /// The tier could not be asked, or refused the lease (full).
         case unavailable
     }
 
@@ -212,9 +212,17 @@ public final class SharedCache: Sendable {
         guard let reply = perform({ () throws(RedisFailure) in
             try client.run([redisCommand("SET", lease.key, lease.token, "NX", "PX", milliseconds)], slotKey: Data(lease.key.utf8))[0]
         }) else { return .unavailable }
-        guard case .status("OK") = reply else { return .held }
-        count { $0.leasesTaken += 1 }
-        return .taken(lease)
+        switch reply {
+        case .status("OK"):
+            count { $0.leasesTaken += 1 }
+            return .taken(lease)
+        case .null:
+            return .held
+        default:
+            // An error (OOM from a full Redis under noeviction): nobody holds the lease,
+            // and waiting for one would cost every miss the whole lease wait.
+            return .unavailable
+        }
     }
 
     /// What claiming an image's fetch came to.
@@ -225,7 +233,7 @@ public final class SharedCache: Sendable {
         case found(DiskCache.Record, bodyChecksum: UInt32)
         /// Another process holds the lease.
         case held
-        /// The tier could not be asked.
+        /// The tier could not be asked, or refused the lease (full).
         case unavailable
     }
 
