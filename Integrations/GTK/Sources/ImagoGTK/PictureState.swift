@@ -155,7 +155,7 @@ final class PictureState: ImageDisplaying {
             failed(.invalidURL(string))
             return
         }
-        if !isAllocated, displayTargetSize == nil {
+        if !hasSize {
             cancelImageLoad()
             pendingURL = url
             display(ImageDisplayContent(
@@ -351,6 +351,10 @@ final class PictureState: ImageDisplaying {
             contentMode: contentMode)
     }
 
+    /// Whether a load can take its size from the widget: it has been allocated, or
+    /// has a size request.
+    private var hasSize: Bool { isAllocated || displayTargetSize != nil }
+
     /// Told during layout: the new size is looked at once the layout is over, since
     /// showing another image queues a layout of its own.
     func sizeChanged() {
@@ -361,6 +365,9 @@ final class PictureState: ImageDisplaying {
                 guard let self, !self.isDetached else { return }
                 self.resizeQueued = false
                 if let url = self.pendingURL {
+                    // A change of content fit before the first layout looks here too:
+                    // the URL waits for a size, or the whole image would be decoded.
+                    guard self.hasSize else { return }
                     self.pendingURL = nil
                     self.start(url)
                 } else {

@@ -326,6 +326,65 @@ struct ImagoPictureTests {
         #expect(Set(sizes) == ["200×150", "400×300"], "never another size: \(sizes)")
     }
 
+    /// A picture on a stack's hidden page, given its URL and then its content fit by
+    /// GtkBuilder, asks for nothing while the page is hidden (the change of fit does
+    /// not start the waiting URL at the image's full size), then loads at its size,
+    /// filled, when the page is shown.
+    @Test func aContentFitSetAfterTheURLStillWaitsForASize() async throws {
+        defer { server.stop() }
+        let photo = Pixels.solid(width: 800, height: 800, 40, 120, 200)
+        server.route("/square.png", data: try Pixels.png(photo), headers: ["Content-Type": "image/png"])
+        let (window, label) = try await build("""
+            <?xml version="1.0" encoding="UTF-8"?>
+            <interface>
+              <object class="GtkWindow" id="window">
+                <property name="default-width">200</property>
+                <property name="default-height">150</property>
+                <child>
+                  <object class="GtkStack" id="stack">
+                    <child>
+                      <!-- The page shown first: named "picture", it is what build(_:) waits for. -->
+                      <object class="GtkStackPage">
+                        <property name="name">text</property>
+                        <property name="child">
+                          <object class="GtkLabel" id="picture"><property name="label">Text</property></object>
+                        </property>
+                      </object>
+                    </child>
+                    <child>
+                      <object class="GtkStackPage">
+                        <property name="name">image</property>
+                        <property name="child">
+                          <object class="ImagoPicture" id="image">
+                            <property name="url">\(server.url("/square.png").absoluteString)</property>
+                            <property name="content-fit">cover</property>
+                          </object>
+                        </property>
+                      </object>
+                    </child>
+                  </object>
+                </child>
+              </object>
+            </interface>
+            """)
+        defer { window.close() }
+        let stack = try #require(gtk_widget_get_parent(label))
+        let widget = try #require(gtk_stack_get_child_by_name(OpaquePointer(stack), "image"))
+        let view = ImageView(picture: widget)
+        var sizes: [String] = []
+        view.didDisplay = { content in
+            if let image = content.image { sizes.append("\(image.width)×\(image.height)") }
+        }
+        #expect(view.contentFit == GTK_CONTENT_FIT_COVER && view.imageURL == server.url("/square.png"))
+        await GTK.run(for: 1)
+        #expect(server.count(for: "/square.png") == 0, "nothing asked for while the page is hidden")
+        #expect(view.image == nil, "nothing shown: \(sizes)")
+
+        gtk_stack_set_visible_child_name(OpaquePointer(stack), "image")
+        await GTK.waitUntil("decoded at the picture's size, cropped to fill it: \(sizes)") { sizes.contains("200×150") }
+        #expect(sizes == ["200×150"], "never the whole image, nor fitted (150×150): \(sizes)")
+    }
+
     // MARK: - C and settings
 
     /// A picture made by C code with imago_picture_new() and g_object_set.
