@@ -34,6 +34,12 @@ import ImagoUI
 /// on screen, those prefetched ahead and two screens behind. Further rows come back
 /// from the disk tier, so scrolling through thousands of images costs no more memory
 /// than through a hundred.
+///
+/// The grid lives as long as its widget: a grid whose `widget` is in a window goes on
+/// loading when the program keeps no reference to it, and goes when GTK lets the
+/// widget go (its window destroyed). A widget never put in a container is the
+/// caller's to release (`g_object_ref_sink`, then `g_object_unref`), and the grid
+/// with it.
 @MainActor
 public final class ImageGrid {
     /// What the grid's loads came to so far.
@@ -199,6 +205,12 @@ public final class ImageGrid {
             self?.updateMemoryBudget()
         }
         updateMemoryBudget()
+        // The widget holds the grid, as an ImagoPicture holds its state: every handler
+        // above holds the grid weakly, so a grid made in a function that keeps only
+        // its widget (a GtkApplication's "activate" handler) would otherwise go at
+        // once, leaving cells that never load. The grid holds no reference to the
+        // widget, so when GTK lets the widget go (its window destroyed), the grid goes.
+        g_object_set_data_full(widget.cast(GObject.self), "imago-grid", Unmanaged.passRetained(self).toOpaque(), releaseGrid)
     }
 
     isolated deinit {
@@ -347,6 +359,11 @@ public final class ImageGrid {
             }
         }
     }
+}
+
+/// Lets go of the grid its widget held, when GTK finalizes the widget.
+private let releaseGrid: GDestroyNotify = { data in
+    if let data { Unmanaged<ImageGrid>.fromOpaque(data).release() }
 }
 
 /// `G_TYPE_STRING`, a C macro.

@@ -166,6 +166,58 @@ import Testing
         #expect(grid.visibleRange == 0..<20, "four rows of five show in 640 points")
     }
 
+    /// A grid made in a function that hands back only its widget, as a GtkApplication's
+    /// "activate" handler makes one, lives as long as the widget: its cells show their
+    /// own images, in as many columns as the width holds; destroying the window lets
+    /// the grid go.
+    @Test func aGridKeptOnlyByItsWidgetLoadsAndGoesWithItsWindow() async throws {
+        let server = TestServer()
+        try server.start()
+        defer { server.stop() }
+        for k in 0..<60 {
+            let c = Pixels.colour(k)
+            let png = try Pixels.png(Pixels.solid(width: 24, height: 24, c.r, c.g, c.b))
+            server.route("/img/\(k)", data: png, headers: ["Content-Type": "image/png"])
+        }
+        weak var made: ImageGrid?
+        func makeGrid() -> UnsafeMutablePointer<GtkWidget> {
+            let grid = ImageGrid(
+                urls: (0..<60).map { server.url("/img/\($0)") }, cellSize: 40,
+                targetLoader: Self.loader(decoder: MainActorRecordingDecoder()))
+            made = grid
+            return grid.widget
+        }
+        let window = await GTK.window(width: 200, height: 300, child: makeGrid())
+        await GTK.waitUntil("the cells on screen showed their images", seconds: 20) {
+            guard let grid = made, grid.columns > 1, grid.statistics.inFlight == 0 else { return false }
+            let visible = grid.visibleRange
+            return !visible.isEmpty && grid.boundCells.filter { visible.contains($0.index) }.allSatisfy {
+                $0.view.loadingState.image != nil && !$0.view.loadingState.isCrossfading
+            }
+        }
+        await GTK.run(for: 0.1)
+        let capture = try await GTK.capture(window.widget)
+        var viewport = graphene_rect_t()
+        #expect(gtk_widget_compute_bounds(try #require(made).widget, window.widget, &viewport) != 0)
+        var columns = Set<Int>(), checked = 0
+        for (index, view) in made?.boundCells ?? [] {
+            var bounds = graphene_rect_t()
+            guard gtk_widget_get_mapped(view.widget) != 0, gtk_widget_compute_bounds(view.widget, window.widget, &bounds) != 0,
+                graphene_rect_contains_rect(&viewport, &bounds)
+            else { continue }
+            let x = Int(bounds.origin.x + bounds.size.width / 2), y = Int(bounds.origin.y + bounds.size.height / 2)
+            let found = Pixels.index(of: capture[x, y])
+            #expect(found.index == index && found.distance <= 6, "the cell of item \(index) at (\(x), \(y)) shows its own image")
+            columns.insert(x)
+            checked += 1
+        }
+        #expect(made?.columns == 4 && columns.count == 4, "four columns in 200 points: \(columns.sorted())")
+        #expect(checked >= 12, "several rows of cells show")
+
+        window.close()
+        await GTK.waitUntil("the grid went with its window", seconds: 10) { made == nil }
+    }
+
     /// Bound is not loaded: scrolled down and left there, the grid has loaded the rows
     /// on screen and asked for the rows below them at low priority, and nothing for
     /// the cells GTK keeps bound beyond them.
