@@ -21,6 +21,11 @@ extension ImageGrid {
         var task: ImageTask?
         /// Whether the bound item's load has ended (its image or failure shown).
         var done = false
+        /// Whether the bound item's load ran out of time too soon after it started to
+        /// be asked again at once: it is, once the cell leaves the screen and comes back.
+        var awaitsRetry = false
+        /// When the bound item's latest load started, on `monotonicSeconds()`'s clock.
+        var loadStarted = 0.0
         /// Counts bindings and loads, so that a completion of an earlier one is told apart.
         var binding = 0
 
@@ -74,6 +79,7 @@ extension ImageGrid {
         cell.url = itemURL(object)
         cell.binding += 1
         cell.done = false
+        cell.awaitsRetry = false
         let caption = itemCaption?(object)
         if let label = cell.captionLabel { gtk_label_set_text(label.opaque, caption ?? "") }
         setAccessibleLabel(Self.accessibleLabel(caption: caption, url: cell.url), of: cell)
@@ -107,6 +113,7 @@ extension ImageGrid {
         cell.view.cancelImageLoad()
         cell.binding += 1
         cell.done = false
+        cell.awaitsRetry = false
         if let index = cell.index { didUnbind?(cell.view, index) }
         cell.isBound = false
         cell.url = nil

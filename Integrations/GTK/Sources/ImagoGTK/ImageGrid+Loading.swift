@@ -10,6 +10,7 @@ extension ImageGrid {
         cell.binding += 1
         let binding = cell.binding
         cell.loading = true
+        cell.loadStarted = monotonicSeconds()
         statistics.inFlight += 1
         var options = options
         options.targetSize = cellTargetSize
@@ -29,9 +30,11 @@ extension ImageGrid {
                 // The cell was unbound, rebound or scrolled away: nothing failed.
                 break
             case .failure(let error):
-                cell.done = true
                 statistics.failed += 1
                 if let index = cell.index { self.didFail?(cell.view, index, error) }
+                // Out of time is no answer (see `askAgain`); a 404 or bytes that are
+                // no image are, and stay shown.
+                if case .timedOut = error { self.askAgain(cell, binding: binding) } else { cell.done = true }
             }
             self.statistics = statistics
         }
@@ -42,6 +45,33 @@ extension ImageGrid {
         keptLoads.removeAll { $0.url == url }
         if let prefetch = prefetches.removeValue(forKey: url) { joined.append(prefetch) }
         if !joined.isEmpty { targetLoader.loader.cancel(joined) }
+    }
+
+    /// A cell whose load ran out of time has no answer yet: the deadline counts the
+    /// wait in the queue, so after a scroll storm the loads of cells on screen time out
+    /// behind others without a request made. The cell is asked again as it comes near
+    /// the screen; one still near asks again at once, unless its load failed within
+    /// `timeoutRetrySpacing` (a short timeout, a failure the loader remembers), so
+    /// that a server that never answers in time costs a request per timeout, not a
+    /// loop: such a cell shows its failure until it leaves and comes back.
+    private func askAgain(_ cell: Cell, binding: Int) {
+        let lasted = monotonicSeconds() - cell.loadStarted
+        guard let index = cell.index, rows(extendedBy: Self.nearRows).contains(index) else {
+            // Loaded by `updateLoads` when it scrolls near.
+            return
+        }
+        guard lasted >= Self.timeoutRetrySpacing else {
+            cell.done = true
+            cell.awaitsRetry = true
+            return
+        }
+        // Once the completion that told of the timeout has returned.
+        DispatchQueue.main.async { [weak self, weak cell] in
+            MainActor.assumeIsolated {
+                guard let self, let cell, cell.binding == binding, !cell.loading, !cell.done else { return }
+                self.load(cell)
+            }
+        }
     }
 
     /// Stops the load of a cell that GTK rebinds or unbinds before its image came. Its
@@ -84,7 +114,13 @@ extension ImageGrid {
     func updateLoads() {
         let near = rows(extendedBy: Self.nearRows)
         for cell in cells.values {
-            guard let index = cell.index, !cell.done else { continue }
+            guard let index = cell.index else { continue }
+            if !near.contains(index), cell.awaitsRetry {
+                // Timed out: asked again when it comes back.
+                cell.awaitsRetry = false
+                cell.done = false
+            }
+            guard !cell.done else { continue }
             if near.contains(index) {
                 if !cell.loading { load(cell) } else { cell.task?.priority = options.priority }
             } else {

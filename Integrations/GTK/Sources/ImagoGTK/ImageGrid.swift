@@ -27,7 +27,9 @@ import ImagoUI
 /// prefetched at low priority, so they are usually in the memory cache by the time
 /// they scroll in. A click on a cell, or Enter on the focused cell, calls
 /// `didActivate`; each cell's accessible label is its caption, or the last part of
-/// its URL's path.
+/// its URL's path. A cell whose load fails shows the failure, except when the load ran
+/// out of time (`ImagoError.timedOut`), which may be time spent waiting behind other
+/// loads: such a cell asks again while it stays near the screen, or when it comes back.
 ///
 /// With the default target loader, the grid keeps its decoded thumbnails in a memory
 /// tier of its own sized from what it shows (`memoryCache`, `memoryBudget`): the rows
@@ -107,6 +109,9 @@ public final class ImageGrid {
     /// Rows above and below those on screen whose cells load as if on screen: what a
     /// frame of scrolling brings in is already on its way.
     static let nearRows = 1
+    /// The least time, in seconds, a load that ran out of time must have taken for
+    /// its cell, still near the screen, to ask again at once (see `askAgain`).
+    static let timeoutRetrySpacing = 1.0
 
     /// What the cells and prefetches load through: the target loader the grid was
     /// given, or for `ImageTargetLoader.shared` (the default) the grid's own, made
