@@ -83,10 +83,13 @@ final class RedisConnection: @unchecked Sendable {
     private let context: UnsafeMutablePointer<redisContext>
     /// False once an error has left the connection in an unknown state.
     private(set) var isUsable = true
+    /// The longest wait for any one read of a reply (the socket's timeout).
+    private let commandTimeout: Double
 
     /// Connects to `node`, then authenticates and selects the database if asked to.
     init(node: RedisNode, settings: RedisConnectionSettings) throws(RedisFailure) {
         self.node = node
+        commandTimeout = settings.commandTimeout
         guard let context = redisConnectWithTimeout(node.host, Int32(node.port), Self.timeval(settings.connectTimeout)) else {
             throw .unreachable("\(node): no memory for a connection")
         }
@@ -127,13 +130,13 @@ final class RedisConnection: @unchecked Sendable {
         // hiredis writes with write(2): a peer gone since the last command would
         // raise SIGPIPE, whose default kills the process. It is held back on this
         // thread for the call and taken if it came; the write fails with EPIPE then.
+        let deadline = ContinuousClock.now + .seconds(max(1, commandTimeout * 20))
         let failure = Self.withSIGPIPEHeld { () -> RedisFailure? in
             for _ in commands {
-                var raw: UnsafeMutableRawPointer?
-                guard redisGetReply(context, &raw) == REDIS_OK, let raw else {
-                    let timedOut = context.pointee.err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
-                    let text = "\(node): \(Self.errorText(context))"
-                    return timedOut ? .timedOut(text) : .io(text)
+                let raw: UnsafeMutableRawPointer
+                switch nextReply(before: deadline) {
+                case .success(let reply): raw = reply
+                case .failure(let failure): return failure
                 }
                 replies.append(Self.reply(raw.assumingMemoryBound(to: redisReply.self)))
                 freeReplyObject(raw)
@@ -145,6 +148,36 @@ final class RedisConnection: @unchecked Sendable {
             throw failure
         }
         return replies
+    }
+
+    /// The next reply, as hiredis's `redisGetReply` reads it (the output buffer
+    /// written, then reads until a reply is whole), but before `deadline` as well: the
+    /// socket's timeout bounds each read only, and a server sending a byte now and
+    /// then would hold the command, the load and the process's exit for as long as it
+    /// liked. Twenty command timeouts (a second at least) leave room for the largest
+    /// value over a slow link.
+    private func nextReply(before deadline: ContinuousClock.Instant) -> Result<UnsafeMutableRawPointer, RedisFailure> {
+        func failure() -> RedisFailure {
+            let timedOut = context.pointee.err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
+            let text = "\(node): \(Self.errorText(context))"
+            return timedOut ? .timedOut(text) : .io(text)
+        }
+        var reply: UnsafeMutableRawPointer?
+        guard redisGetReplyFromReader(context, &reply) == REDIS_OK else { return .failure(failure()) }
+        if let reply { return .success(reply) }
+        var written: Int32 = 0
+        while written == 0 {
+            guard redisBufferWrite(context, &written) == REDIS_OK else { return .failure(failure()) }
+        }
+        while true {
+            let left = (deadline - .now).seconds
+            guard left > 0 else { return .failure(.timedOut("\(node): the reply did not end within \(max(1, commandTimeout * 20)) s")) }
+            redisSetTimeout(context, Self.timeval(min(commandTimeout, left)))
+            guard redisBufferRead(context) == REDIS_OK, redisGetReplyFromReader(context, &reply) == REDIS_OK else {
+                return .failure(failure())
+            }
+            if let reply { return .success(reply) }
+        }
     }
 
     /// Puts one command into hiredis's output buffer, its arguments binary-safe.

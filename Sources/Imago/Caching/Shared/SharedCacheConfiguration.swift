@@ -18,8 +18,9 @@ extension SharedCache {
         public var namespace: String
         /// How long a connection may take to open, in seconds.
         public var connectTimeout: Double
-        /// How long a command may wait for its reply, in seconds; a load waits no longer
-        /// than this for the tier.
+        /// How long a command may wait for each read of its reply, in seconds; a reply
+        /// still coming after twenty of these (a second at least) is cut off, so a load
+        /// waits no longer than that for the tier.
         public var commandTimeout: Double
         /// The largest value written or read, in bytes (8 MiB): larger images go
         /// without the tier.
