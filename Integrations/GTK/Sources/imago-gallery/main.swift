@@ -23,7 +23,8 @@ let usage = """
 
     options:
       --input FILE       read URLs or paths from FILE, one a line ('-' for standard
-                         input; blank lines and lines starting with # are skipped)
+                         input; blank lines and lines starting with # are skipped,
+                         and a line naming no image is skipped with a warning)
       --size PX          the thumbnail cells' side, 16 to 1024 (default 128)
       --screenshot PNG   save the window to PNG once the visible thumbnails have
                          loaded (or after 30 s), then quit; exit status 1 when it
@@ -35,6 +36,7 @@ let usage = """
       --library-defaults load through the grid's defaults (the shared loader, its
                          memory and disk tiers) without the gallery's own caches or
                          heap settings: what a program embedding the grid gets
+      --                 what follows is URLs or paths, even one starting with -
       -h, --help         show this help
 
     """
@@ -60,9 +62,19 @@ func parse(_ arguments: [String]) -> Options {
         guard let value = rest.popFirst() else { badUsage("\(option) needs a value") }
         return value
     }
-    var lines: [String] = []
+    // Lines of --input files, each with where it came from: a line that names no
+    // image is skipped with a warning, as one bad URL in a list of thousands should be;
+    // an argument typed on the command line is bad usage.
+    var lines: [(text: String, origin: String?)] = []
+    var optionsEnded = false
     while let argument = rest.popFirst() {
+        if optionsEnded {
+            lines.append((argument, nil))
+            continue
+        }
         switch argument {
+        case "--":
+            optionsEnded = true
         case "-h", "--help":
             print(usage, terminator: "")
             exit(0)
@@ -70,9 +82,11 @@ func parse(_ arguments: [String]) -> Options {
             let path = value(for: argument)
             let data = path == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: path)
             guard let data else { badUsage("cannot read \(path)") }
-            lines += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).map {
-                $0.trimmingCharacters(in: .whitespaces)
-            }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            let text = String(decoding: data, as: UTF8.self)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+                if !trimmed.isEmpty && !trimmed.hasPrefix("#") { lines.append((trimmed, "\(path) line \(number + 1)")) }
+            }
         case "--size":
             let text = value(for: argument)
             guard let size = Int(text), (16...1024).contains(size) else { badUsage("--size wants 16 to 1024, not '\(text)'") }
@@ -88,12 +102,24 @@ func parse(_ arguments: [String]) -> Options {
         case let option where option.hasPrefix("-") && option.count > 1:
             badUsage("unknown option '\(option)'")
         default:
-            lines.append(argument)
+            lines.append((argument, nil))
         }
     }
-    for line in lines { options.urls += urls(for: line) }
+    for line in lines {
+        switch urls(for: line.text) {
+        case .success(let found): options.urls += found
+        case .failure(let problem):
+            guard let origin = line.origin else { badUsage(problem.message) }
+            FileHandle.standardError.write(Data("imago-gallery: \(origin): \(problem.message); skipped\n".utf8))
+        }
+    }
     if options.urls.isEmpty { badUsage("no images given") }
     return options
+}
+
+/// Why an argument or line names no image.
+struct NoImage: Error {
+    let message: String
 }
 
 /// The file extensions of the images a folder is searched for.
@@ -101,24 +127,26 @@ let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "gif", "webp", "avif",
 
 /// The URL an argument names: a URL as it is, a file as its file URL, a folder as
 /// the images in it (sorted by name, not looking into subfolders).
-func urls(for argument: String) -> [URL] {
+func urls(for argument: String) -> Result<[URL], NoImage> {
     var isFolder: ObjCBool = false
     guard FileManager.default.fileExists(atPath: argument, isDirectory: &isFolder) else {
         guard let url = URL(string: argument), let scheme = url.scheme?.lowercased() else {
-            badUsage("no such file or folder: '\(argument)'")
+            // Something with a scheme that does not parse is a URL gone wrong, not a file.
+            let looksLikeURL = argument.contains("://")
+            return .failure(NoImage(message: looksLikeURL ? "not a valid URL: '\(argument)'" : "no such file or folder: '\(argument)'"))
         }
         guard ["http", "https", "file", "data"].contains(scheme) else {
-            badUsage("not an http, https, file or data URL: '\(argument)'")
+            return .failure(NoImage(message: "not an http, https, file or data URL: '\(argument)'"))
         }
-        return [url]
+        return .success([url])
     }
     let url = URL(fileURLWithPath: argument, isDirectory: isFolder.boolValue).standardizedFileURL
-    guard isFolder.boolValue else { return [url] }
+    guard isFolder.boolValue else { return .success([url]) }
     guard let names = try? FileManager.default.contentsOfDirectory(atPath: url.path) else {
-        badUsage("cannot read the folder '\(argument)'")
+        return .failure(NoImage(message: "cannot read the folder '\(argument)'"))
     }
-    return names.filter { imageExtensions.contains(($0 as NSString).pathExtension.lowercased()) }.sorted()
-        .map { url.appendingPathComponent($0, isDirectory: false) }
+    return .success(names.filter { imageExtensions.contains(($0 as NSString).pathExtension.lowercased()) }.sorted()
+        .map { url.appendingPathComponent($0, isDirectory: false) })
 }
 
 /// One colour, for the placeholder.
