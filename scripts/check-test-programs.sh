@@ -8,12 +8,13 @@
 # The programs a test may run are those of the Debian packages given (the Makefile
 # passes the lists it installs for `make test`, its one list of them), of Debian's
 # essential packages (on every Debian system: sh, coreutils, gzip...), the Swift
-# toolchain's, and the package's own executables (`imago`, built beside the tests).
+# toolchain's, and the package's own executables (`imago` and `imago-gallery`, built
+# beside the tests).
 #
 # Every place a test starts a process is found in the test sources (an assignment to
 # `executableURL`, `Process.run(...)`, or a C spawn/exec call) and the program it runs
 # is worked out: a path literal, a constant holding one, `Tool.url` (the built
-# `imago`), and through `/usr/bin/env` and `sh -c` the commands they run. A place the
+# `imago`), `Gallery.url` (the built `imago-gallery`), and through `/usr/bin/env` and `sh -c` the commands they run. A place the
 # script cannot work out fails too: name the program with a literal there.
 set -u
 cd "$(dirname "$0")/.."
@@ -49,6 +50,7 @@ function executable(expression, file,    name) {
   gsub(/^[ \t]+|[ \t,)]+$/, "", expression)
   sub(/\.path$/, "", expression)
   if (expression ~ /^Tool\.url$/ || (expression == "url" && tool[file])) return "own:imago"
+  if (expression ~ /^Gallery\.url$/) return "own:imago-gallery"
   if (expression ~ /^URL\(fileURLWithPath: *"/) return literal(expression)
   if (match(expression, /^URL\(fileURLWithPath: *[A-Za-z_][A-Za-z0-9_]*/)) {
     name = substr(expression, RSTART, RLENGTH); sub(/^URL\(fileURLWithPath: */, "", name)

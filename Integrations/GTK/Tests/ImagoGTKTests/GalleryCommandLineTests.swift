@@ -8,18 +8,12 @@ import Testing
 /// a warning naming the line, and the others are shown; an argument typed on the
 /// command line that names none is bad usage, and `--` ends the options.
 @Suite(.display, .gtkWindows) struct GalleryCommandLineTests {
-    /// The gallery built beside this test bundle.
-    static let gallery: URL = {
-        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        while folder.pathComponents.contains(where: { $0.hasSuffix(".xctest") }) { folder.deleteLastPathComponent() }
-        return folder.appendingPathComponent("imago-gallery")
-    }()
 
     /// Runs the gallery with `arguments`, its disk cache in `folder`; a run past a
     /// minute is killed and fails the test.
     func run(_ arguments: [String], caches folder: URL) throws -> (status: Int32, stderr: String) {
         let process = Process()
-        process.executableURL = Self.gallery
+        process.executableURL = Gallery.url
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CACHE_HOME": folder.path]) { _, new in new }
         let errors = Pipe()
@@ -60,4 +54,13 @@ import Testing
         let dashed = try run(["--", "-missing.png"], caches: folder)
         #expect(dashed.status == 2 && dashed.stderr.contains("no such file or folder: '-missing.png'"), "\(dashed.stderr)")
     }
+}
+
+/// The gallery built beside this test bundle.
+enum Gallery {
+    static let url: URL = {
+        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        while folder.pathComponents.contains(where: { $0.hasSuffix(".xctest") }) { folder.deleteLastPathComponent() }
+        return folder.appendingPathComponent("imago-gallery")
+    }()
 }
