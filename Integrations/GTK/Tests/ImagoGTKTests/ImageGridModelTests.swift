@@ -11,13 +11,7 @@ import _ImagoTestSupport
 struct ImageGridModelTests {
     /// A server with a 24×24 PNG of colour `k` at `/img/<k>` for each `k` below 216.
     private static func colourServer() throws -> TestServer {
-        let server = TestServer()
-        try server.start()
-        for k in 0..<216 {
-            let c = Pixels.colour(k)
-            server.route("/img/\(k)", data: try Pixels.png(Pixels.solid(width: 24, height: 24, c.r, c.g, c.b)), headers: ["Content-Type": "image/png"])
-        }
-        return server
+        try TestServer.colours(216)
     }
 
     /// The colour index a URL of `colourServer()` stands for.

@@ -56,17 +56,8 @@ import Testing
     /// checked against the item it is bound to at that moment, and the cells on screen
     /// at the end by their pixels.
     @Test func recycledCellsShowOnlyTheirOwnItemsImages() async throws {
-        let server = TestServer()
-        try server.start()
+        let server = try TestServer.colours(200) { Double.random(in: 0...0.08) }
         defer { server.stop() }
-        for k in 0..<200 {
-            let c = Pixels.colour(k)
-            let png = try Pixels.png(Pixels.solid(width: 24, height: 24, c.r, c.g, c.b))
-            server.route("/img/\(k)") { _ in
-                Thread.sleep(forTimeInterval: Double.random(in: 0...0.08))
-                return .ok(png, headers: ["Content-Type": "image/png"])
-            }
-        }
         let decoder = MainActorRecordingDecoder()
         let urls = (0..<2000).map { server.url("/img/\($0 % 200)?item=\($0)") }
         let grid = ImageGrid(urls: urls, cellSize: 40, targetLoader: Self.loader(decoder: decoder))
@@ -171,14 +162,8 @@ import Testing
     /// own images, in as many columns as the width holds; destroying the window lets
     /// the grid go.
     @Test func aGridKeptOnlyByItsWidgetLoadsAndGoesWithItsWindow() async throws {
-        let server = TestServer()
-        try server.start()
+        let server = try TestServer.colours(60)
         defer { server.stop() }
-        for k in 0..<60 {
-            let c = Pixels.colour(k)
-            let png = try Pixels.png(Pixels.solid(width: 24, height: 24, c.r, c.g, c.b))
-            server.route("/img/\(k)", data: png, headers: ["Content-Type": "image/png"])
-        }
         weak var made: ImageGrid?
         func makeGrid() -> UnsafeMutablePointer<GtkWidget> {
             let grid = ImageGrid(

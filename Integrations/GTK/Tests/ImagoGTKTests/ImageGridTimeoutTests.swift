@@ -14,17 +14,8 @@ import Testing
     /// Out of time is no answer: once the grid settles, every cell on screen shows its
     /// own image, each asked of the server.
     @Test func cellsWhoseLoadsRanOutOfTimeInTheQueueAskAgain() async throws {
-        let server = TestServer()
-        try server.start()
+        let server = try TestServer.colours(60) { 0.3 }
         defer { server.stop() }
-        for k in 0..<60 {
-            let c = Pixels.colour(k)
-            let png = try Pixels.png(Pixels.solid(width: 24, height: 24, c.r, c.g, c.b))
-            server.route("/img/\(k)") { _ in
-                Thread.sleep(forTimeInterval: 0.3)
-                return .ok(png, headers: ["Content-Type": "image/png"])
-            }
-        }
         let loader = ImageLoader(configuration: .init(), cache: ImageCache(memoryPressure: nil))
         loader.concurrentLoads = 1
         loader.loadingTimeout = 1.5
