@@ -182,15 +182,8 @@ import Testing
         }
         await GTK.run(for: 0.1)
         let capture = try await GTK.capture(window.widget)
-        var viewport = graphene_rect_t()
-        #expect(gtk_widget_compute_bounds(try #require(made).widget, window.widget, &viewport) != 0)
         var columns = Set<Int>(), checked = 0
-        for (index, view) in made?.boundCells ?? [] {
-            var bounds = graphene_rect_t()
-            guard gtk_widget_get_mapped(view.widget) != 0, gtk_widget_compute_bounds(view.widget, window.widget, &bounds) != 0,
-                graphene_rect_contains_rect(&viewport, &bounds)
-            else { continue }
-            let x = Int(bounds.origin.x + bounds.size.width / 2), y = Int(bounds.origin.y + bounds.size.height / 2)
+        for (index, x, y) in try #require(made).cellCentresOnScreen(in: window) {
             let found = Pixels.index(of: capture[x, y])
             #expect(found.index == index && found.distance <= 6, "the cell of item \(index) at (\(x), \(y)) shows its own image")
             columns.insert(x)

@@ -39,15 +39,8 @@ import Testing
         #expect(otherFailures == [])
 
         let capture = try await GTK.capture(window.widget)
-        var viewport = graphene_rect_t()
-        #expect(gtk_widget_compute_bounds(grid.widget, window.widget, &viewport) != 0)
         var checked = 0
-        for (index, view) in grid.boundCells {
-            var bounds = graphene_rect_t()
-            guard gtk_widget_get_mapped(view.widget) != 0, gtk_widget_compute_bounds(view.widget, window.widget, &bounds) != 0,
-                graphene_rect_contains_rect(&viewport, &bounds)
-            else { continue }
-            let x = Int(bounds.origin.x + bounds.size.width / 2), y = Int(bounds.origin.y + bounds.size.height / 2)
+        for (index, x, y) in grid.cellCentresOnScreen(in: window) {
             let found = Pixels.index(of: capture[x, y])
             #expect(found.index == index && found.distance <= 6, "the cell of item \(index) at (\(x), \(y)) shows its own image")
             #expect(server.count(for: "/img/\(index)") >= 1, "item \(index) was asked of the server")

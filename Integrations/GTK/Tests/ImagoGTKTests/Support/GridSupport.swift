@@ -1,5 +1,6 @@
 import Foundation
 import Imago
+import ImagoGTK
 import _ImagoTestSupport
 
 extension TestServer {
@@ -19,5 +20,22 @@ extension TestServer {
             }
         }
         return server
+    }
+}
+
+extension ImageGrid {
+    /// The cells wholly on screen in `window`, each with its item and its centre in
+    /// the window's coordinates: where a capture of the window shows what the cell
+    /// shows.
+    @MainActor func cellCentresOnScreen(in window: GTK.Window) -> [(index: Int, x: Int, y: Int)] {
+        var viewport = graphene_rect_t()
+        guard gtk_widget_compute_bounds(widget, window.widget, &viewport) != 0 else { return [] }
+        return boundCells.compactMap { index, view in
+            var bounds = graphene_rect_t()
+            guard gtk_widget_get_mapped(view.widget) != 0, gtk_widget_compute_bounds(view.widget, window.widget, &bounds) != 0,
+                  graphene_rect_contains_rect(&viewport, &bounds)
+            else { return nil }
+            return (index, Int(bounds.origin.x + bounds.size.width / 2), Int(bounds.origin.y + bounds.size.height / 2))
+        }
     }
 }
