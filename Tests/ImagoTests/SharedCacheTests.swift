@@ -346,6 +346,23 @@ import Glibc
         }
     }
 
+    /// A value of another type under an image's key (a list another program put
+    /// there) is no failure of the server: it is rejected and deleted as a damaged
+    /// value is, the look-up a miss, and the tier goes on answering.
+    @Test func aValueOfAnotherTypeIsRejectedAndDeleted() throws {
+        let server = try RedisServer()
+        let cache = try tier([server.url])
+        let key = cache.valueKey("o", imageKey: "http://h/list.jpg")
+        _ = try server.run(redisCommand("RPUSH", key, "not", "an", "image"))
+        #expect(isMiss(cache.record(named: "o", imageKey: "http://h/list.jpg")))
+        #expect(cache.counters.rejected == 1 && cache.counters.failures == 0)
+        #expect(try server.run(redisCommand("EXISTS", key)).integer == 0)
+        // Still answering: a stored record is found.
+        cache.store(body(3), metadata: Self.metadata, named: "o", imageKey: "http://h/list.jpg", lifetime: 60)
+        #expect(cache.writesEnded(within: 60))
+        #expect(hit(cache.record(named: "o", imageKey: "http://h/list.jpg"))?.data == body(3))
+    }
+
     @Test func aClusterSpreadsImagesOverItsMastersAndFollowsAReshard() async throws {
         let cluster = try RedisCluster()
         let cache = try tier([cluster.urls[0]])

@@ -121,9 +121,11 @@ final class RedisClient: Sendable {
     /// `replies`, unless one is an error: a refusal (no permission, no or wrong
     /// credentials) or another failure, which the caller must not take for a miss.
     /// A write refused for want of memory (`OOM`, under `maxmemory` without an
-    /// eviction policy that makes room) is a reply: the server is well, only full.
+    /// eviction policy that makes room) is a reply: the server is well, only full; so
+    /// is a key holding another type than the command reads (`WRONGTYPE`): the server
+    /// is well, the value is not Imago's.
     private static func checked(_ replies: [RedisReply], from node: RedisNode) throws(RedisFailure) -> [RedisReply] {
-        for case .error(let message) in replies where !message.hasPrefix("OOM") {
+        for case .error(let message) in replies where !message.hasPrefix("OOM") && !message.hasPrefix("WRONGTYPE") {
             let refusal = ["NOPERM", "NOAUTH", "WRONGPASS"].contains { message.hasPrefix($0) }
             throw refusal ? .refused("\(node): \(message)") : .failed("\(node): \(message)")
         }

@@ -120,11 +120,16 @@ public final class SharedCache: Sendable {
         guard let reply = perform({ () throws(RedisFailure) in
             try client.run([redisCommand("GETRANGE", key, "0", String(cap))], slotKey: Data(key.utf8))[0]
         }) else { return .unavailable }
-        guard let value = reply.data, !value.isEmpty else {
+        // A value of another type (a list, a hash) answers with an error: not Imago's,
+        // rejected as a damaged value is.
+        let isForeign = if case .error = reply { true } else { false }
+        let value = reply.data ?? Data()
+        if value.isEmpty, !isForeign {
             if counted { count { $0.misses += 1 } }
             return .miss
         }
-        guard value.count <= cap, let (metadata, body, storedAt, bodyChecksum) = RecordFormat.decode(value, key: recordKey(name)) else {
+        guard !isForeign, value.count <= cap,
+              let (metadata, body, storedAt, bodyChecksum) = RecordFormat.decode(value, key: recordKey(name)) else {
             count {
                 $0.rejected += 1
                 if counted { $0.misses += 1 }
