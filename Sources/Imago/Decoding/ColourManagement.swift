@@ -456,21 +456,23 @@ extension ColourManagement.Plan {
         }
     }
 
-    /// Converts `count` packed RGBA pixels with straight alpha in place, alpha kept:
-    /// what a decoder whose codec hands over straight alpha does before it
-    /// premultiplies, and then passes no description on to `ColourManagement.convert`
-    /// (a plan that does not convert leaves that to it, with its note).
+    /// Converts `count` packed RGBA pixels with straight alpha in place, alpha kept,
+    /// then premultiplies them: what a decoder whose codec hands over straight alpha
+    /// does with its pixels, and then passes no description on to
+    /// `ColourManagement.convert` (a plan that does not convert only premultiplies,
+    /// and leaves the rest to it, with its note).
     ///
     /// Premultiplied 8-bit values keep only as many levels of a translucent pixel as
     /// its alpha (at alpha 8, nine), and a curve steep in the dark (gamma 1.0,
     /// ProPhoto's) spreads that loss over tens of levels; converted first, each colour
     /// is exact and premultiplying rounds once.
-    func convertStraight(_ pixels: UnsafeMutableRawBufferPointer, count: Int) {
+    func convertAndPremultiply(_ pixels: UnsafeMutableRawBufferPointer, count: Int) {
         switch self {
         case .transform(let transform): transform.applyStraight(pixels, count: count)
         case .toneMap(let mapping): mapping.applyStraight(pixels, count: count)
         case .none, .ignored: break
         }
+        pixels.premultiplyRGBA(count: count)
     }
 }
 #endif

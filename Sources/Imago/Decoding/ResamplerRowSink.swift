@@ -2,7 +2,7 @@
 /// Where a codec's rows (libpng's, libheif's) or runs of a row in any order (an
 /// interlaced PNG's passes) go for a thumbnail: when the image has straight alpha,
 /// converted to sRGB by `colours` and premultiplied in one row of scratch (see
-/// `ColourManagement.Plan.convertStraight`), then into the resampler.
+/// `ColourManagement.Plan.convertAndPremultiply`), then into the resampler.
 final class ResamplerRowSink {
     let stream: Resampler.Stream
     let premultiplies: Bool
@@ -26,8 +26,7 @@ final class ResamplerRowSink {
     func take(_ row: UnsafePointer<UInt8>, number: Int) {
         guard premultiplies else { return stream.append(row: number, row) }
         scratch.copyMemory(from: UnsafeRawBufferPointer(start: row, count: scratch.count))
-        colours.convertStraight(scratch, count: scratch.count / 4)
-        scratch.premultiplyRGBA(count: scratch.count / 4)
+        colours.convertAndPremultiply(scratch, count: scratch.count / 4)
         stream.append(row: number, scratch.baseAddress!.assumingMemoryBound(to: UInt8.self))
     }
 
@@ -36,8 +35,7 @@ final class ResamplerRowSink {
     func take(_ pixels: UnsafePointer<UInt8>, y: Int, first: Int, step: Int, count: Int) {
         guard premultiplies else { return stream.scatter(row: y, pixels, first: first, step: step, count: count) }
         scratch.copyMemory(from: UnsafeRawBufferPointer(start: pixels, count: count * 4))
-        colours.convertStraight(scratch, count: count)
-        scratch.premultiplyRGBA(count: count)
+        colours.convertAndPremultiply(scratch, count: count)
         stream.scatter(row: y, scratch.baseAddress!.assumingMemoryBound(to: UInt8.self), first: first, step: step, count: count)
     }
 }

@@ -186,7 +186,7 @@ final class AVIFFrameCursor: FrameProducing {
     /// the neighbouring rows, so the rows kept are those of the whole image converted.
     ///
     /// `straight` converts the colours of an image with alpha before they are
-    /// premultiplied (`ColourManagement.Plan.convertStraight`).
+    /// premultiplied (`ColourManagement.Plan.convertAndPremultiply`).
     private func resample(
         _ image: UnsafeMutablePointer<avifImage>, through stream: Resampler.Stream, number: Int, straight: ColourManagement.Plan
     ) throws(ImagoError) -> Bitmap {
@@ -217,8 +217,7 @@ final class AVIFFrameCursor: FrameProducing {
             let pixels = band.baseAddress!.assumingMemoryBound(to: UInt8.self)
             if straight.converts {
                 let kept = UnsafeMutableRawBufferPointer(rebasing: band[(top - viewTop) * width * 4..<(bottom - viewTop) * width * 4])
-                straight.convertStraight(kept, count: (bottom - top) * width)
-                kept.premultiplyRGBA(count: (bottom - top) * width)
+                straight.convertAndPremultiply(kept, count: (bottom - top) * width)
             }
             for y in top..<bottom { stream.append(row: y, pixels + (y - viewTop) * width * 4) }
             top = bottom
@@ -353,8 +352,7 @@ final class AVIFFrameCursor: FrameProducing {
             let converted = avif.imageYUVToRGB(image, &rgb)
             guard converted == AVIF_RESULT_OK else { throw Self.fail(avif, decoder, converted, "frame \(number) could not be converted to RGBA") }
             if straight.converts {
-                straight.convertStraight(pixels, count: width * height)
-                pixels.premultiplyRGBA(count: width * height)
+                straight.convertAndPremultiply(pixels, count: width * height)
             }
         }
         if !straight.converts, case .transform(let transform) = plan { bitmap = transform.apply(bitmap) }

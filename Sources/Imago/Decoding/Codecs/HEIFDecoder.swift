@@ -157,8 +157,7 @@ extension ImageDecoders {
                         (pixels.baseAddress! + y * outWidth * 4).copyMemory(from: plane + y * Int(stride), byteCount: outWidth * 4)
                     }
                     if hasAlpha && !premultiplied {
-                        straight.convertStraight(pixels, count: outWidth * outHeight)
-                        pixels.premultiplyRGBA(count: outWidth * outHeight)
+                        straight.convertAndPremultiply(pixels, count: outWidth * outHeight)
                     }
                 }
             }

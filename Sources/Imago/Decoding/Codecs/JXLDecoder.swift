@@ -356,8 +356,7 @@ final class JXLFrameCursor: FrameProducing {
             let bitmap = try Bitmap.make(width: width, height: height) { pixels throws(ImagoError) in
                 try decodeFrame(into: pixels.baseAddress!)
                 if hasAlpha {
-                    straight.convertStraight(pixels, count: width * height)
-                    pixels.premultiplyRGBA(count: width * height)
+                    straight.convertAndPremultiply(pixels, count: width * height)
                 }
             }
             if let colours, !straight.converts {

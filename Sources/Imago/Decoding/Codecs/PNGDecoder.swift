@@ -154,8 +154,7 @@ extension ImageDecoders {
                     }
                     // Rows that did not arrive are zeros, premultiplied already.
                     if info.has_alpha != 0 {
-                        straightColours.convertStraight(pixels, count: width * height)
-                        pixels.premultiplyRGBA(count: width * height)
+                        straightColours.convertAndPremultiply(pixels, count: width * height)
                     }
                 }
                 convertedColours = convertedColours || straightColours.converts

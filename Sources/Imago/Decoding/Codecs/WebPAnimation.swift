@@ -16,7 +16,7 @@ extension ImageDecoders.WebP {
     ///
     /// With a `straight` plan that converts, every frame's colours are converted
     /// with straight alpha before they are premultiplied
-    /// (`ColourManagement.Plan.convertStraight`), so the caller converts nothing more.
+    /// (`ColourManagement.Plan.convertAndPremultiply`), so the caller converts nothing more.
     func decodeAnimation(
         _ bytes: UnsafeBufferPointer<UInt8>, demux: OpaquePointer, config: inout WebPDecoderConfig,
         orientation: ImageOrientation, options: DecodingOptions, deadline: DecodeDeadline, straight: ColourManagement.Plan
@@ -176,8 +176,7 @@ final class WebPFrameCursor: FrameProducing {
             // The canvas handed out is libwebp's scratch: the next frame starts from
             // its own copy of it (the previous frame, disposed), so it may be changed.
             let pixels = UnsafeMutableRawBufferPointer(start: canvas, count: width * height * 4)
-            straight.convertStraight(pixels, count: width * height)
-            pixels.premultiplyRGBA(count: width * height)
+            straight.convertAndPremultiply(pixels, count: width * height)
         }
         // libwebp reuses its canvas for the next frame, so each frame needs its own
         // pixels: a copy, or the scaled frame read straight from the canvas.

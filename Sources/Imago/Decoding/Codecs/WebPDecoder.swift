@@ -164,8 +164,7 @@ extension ImageDecoders {
                 // After every way out of the decode below (a failure's pixels are dropped).
                 defer {
                     if straight.converts {
-                        straight.convertStraight(pixels, count: width * height)
-                        pixels.premultiplyRGBA(count: width * height)
+                        straight.convertAndPremultiply(pixels, count: width * height)
                     }
                 }
                 config.output.colorspace = straight.converts ? MODE_RGBA : MODE_rgbA
